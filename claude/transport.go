@@ -1,0 +1,61 @@
+package claude
+
+import (
+	"context"
+)
+
+// A Transport starts a Claude Code CLI (or attaches to one) and returns a
+// connection to its stream-json stdin and stdout.
+//
+// The default is a *CommandTransport, which runs the CLI as a local
+// subprocess. Write your own to run the CLI over SSH, inside a container,
+// or against a test double (see package claudetest).
+type Transport interface {
+	// Connect starts the CLI described by launch. The context bounds the
+	// start only; the connection lives until Conn.Close.
+	Connect(ctx context.Context, launch *Launch) (Conn, error)
+}
+
+// Launch describes the CLI invocation a Session wants. Options are mapped
+// onto it by Connect; custom transports decide how to honour it (a remote
+// runner might ignore Path and Dir).
+type Launch struct {
+	Path        string   // the CLI executable found by discovery (may be empty for custom transports)
+	Args        []string // arguments, without the program name
+	Env         []string // the complete environment, "KEY=value"
+	Dir         string   // working directory; "" means the current one
+	MaxLineSize int      // the largest stdout line to accept (Options.MaxLineSize, defaulted)
+
+	// Stderr, when set, is called with each line the CLI writes to stderr.
+	Stderr func(line string)
+}
+
+// A Conn is one connection to a CLI: lines of JSON in both directions.
+//
+// Concurrency contract: a Session calls Read from a single goroutine, and
+// Write from one goroutine at a time (it serializes writes itself). Close
+// may be called concurrently with Read and Write and more than once; it
+// must make a blocked Read return.
+//
+// Read returns one line of stdout without its newline. The returned slice
+// is owned by the caller. Two kinds of errors are defined:
+//   - an error wrapping ErrLineTooLong (or any *LineError) is about one line
+//     only: the connection stays usable and the next Read continues;
+//   - any other error is terminal: io.EOF when the CLI ended its output and
+//     exited cleanly, a *ProcessError when it exited otherwise, or the
+//     transport's own failure.
+type Conn interface {
+	Read(ctx context.Context) ([]byte, error)
+	// Write sends one line; the Conn adds the newline.
+	Write(ctx context.Context, line []byte) error
+	// Close shuts the CLI down (for a subprocess: close stdin, wait a grace
+	// period, then SIGTERM and SIGKILL) and releases everything. It returns
+	// once the CLI is gone; it does not report the CLI's exit status, which
+	// Read does.
+	Close() error
+}
+
+// PIDer is implemented by connections to a local process.
+type PIDer interface {
+	PID() int
+}

@@ -1,0 +1,167 @@
+// Package wire frames newline-delimited JSON: a line reader with no fixed
+// cap (only a configurable maximum, past which a line is skipped and
+// reported, not fatal) and a serialized line writer. It knows nothing of
+// the messages it carries.
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// ErrLineTooLong reports a line longer than the reader's maximum. The
+// reader has skipped the rest of that line; the next ReadLine continues.
+var ErrLineTooLong = errors.New("claude: line too long")
+
+// DefaultMaxLine is the largest line accepted when no maximum is set.
+const DefaultMaxLine = 256 << 20
+
+// TooLongError is returned for an over-long line. It matches ErrLineTooLong.
+type TooLongError struct {
+	Size   int    // bytes in the line, without the newline
+	Max    int    // the configured maximum
+	Prefix []byte // the line's first bytes (at most 256)
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("%v: %d bytes, maximum %d", ErrLineTooLong, e.Size, e.Max)
+}
+
+func (e *TooLongError) Unwrap() error { return ErrLineTooLong }
+
+// Reader reads lines. It is not safe for concurrent use.
+type Reader struct {
+	br  *bufio.Reader
+	max int
+	n   int64 // lines read so far
+}
+
+// NewReader returns a Reader with the given maximum line size (<= 0 means
+// DefaultMaxLine).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxLine
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// Lines returns how many lines ReadLine has returned or skipped.
+func (r *Reader) Lines() int64 { return r.n }
+
+// ReadLine returns the next non-empty line without its newline (and without
+// a trailing carriage return). The slice is freshly allocated and owned by
+// the caller. At the end of input it returns io.EOF; a final line without a
+// newline is returned first. An over-long line yields a *TooLongError and is
+// skipped without being held in memory.
+func (r *Reader) ReadLine() ([]byte, error) {
+	for {
+		line, err := r.readOne()
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			continue // blank lines carry nothing
+		}
+		return line, nil
+	}
+}
+
+func (r *Reader) readOne() ([]byte, error) {
+	// Fast path: the whole line is in the buffer.
+	frag, err := r.br.ReadSlice('\n')
+	if err == nil {
+		r.n++
+		if len(frag)-1 > r.max {
+			return nil, &TooLongError{Size: len(frag) - 1, Max: r.max, Prefix: prefix(frag)}
+		}
+		return trim(bytes.Clone(frag)), nil
+	}
+	if err != bufio.ErrBufferFull {
+		if len(frag) == 0 {
+			return nil, err // io.EOF or a read error, between lines
+		}
+		r.n++
+		if len(frag) > r.max {
+			return nil, &TooLongError{Size: len(frag), Max: r.max, Prefix: prefix(frag)}
+		}
+		return trim(bytes.Clone(frag)), nil // last line without newline
+	}
+	// Slow path: a line longer than the buffer. Grow a buffer of our own,
+	// doubling, until the newline; past the maximum, count and drop.
+	size := len(frag)
+	var buf, head []byte
+	if size > r.max {
+		head = prefix(frag)
+	} else {
+		buf = append(make([]byte, 0, 2*size), frag...)
+	}
+	for {
+		frag, err = r.br.ReadSlice('\n')
+		size += len(frag)
+		content := size
+		if err == nil {
+			content-- // the newline
+		}
+		if buf != nil {
+			if content > r.max {
+				head = prefix(buf)
+				buf = nil // drop what we held: the line is lost anyway
+			} else {
+				buf = append(buf, frag...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		r.n++
+		if buf == nil {
+			return nil, &TooLongError{Size: content, Max: r.max, Prefix: head}
+		}
+		return trim(buf), nil
+	}
+}
+
+func trim(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	return bytes.TrimSuffix(b, []byte{'\r'})
+}
+
+func prefix(b []byte) []byte {
+	if len(b) > 256 {
+		b = b[:256]
+	}
+	return bytes.Clone(b)
+}
+
+// Writer writes lines, one at a time, from any goroutine.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// WriteLine writes line followed by a newline in a single Write call, so
+// concurrent lines never interleave. line must not contain a newline.
+func (w *Writer) WriteLine(line []byte) error {
+	if bytes.IndexByte(line, '\n') >= 0 {
+		return errors.New("wire: line contains a newline")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(append(w.buf[:0], line...), '\n')
+	_, err := w.w.Write(w.buf)
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // don't pin a huge buffer after a large message
+	}
+	return err
+}
