@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"time"
 )
 
 // A Transport starts a Claude Code CLI (or attaches to one) and returns a
@@ -24,7 +25,10 @@ type Launch struct {
 	Args        []string // arguments, without the program name
 	Env         []string // the complete environment, "KEY=value"
 	Dir         string   // working directory; "" means the current one
-	MaxLineSize int      // the largest stdout line to accept (Options.MaxLineSize, defaulted)
+	MaxLineSize int      // the largest stdout line to accept (Options.MaxLineSize; 0 = 256 MiB)
+	// CloseTimeout is how long Close lets the CLI exit on its own after
+	// stdin is closed, before signalling it (0 = the transport's default).
+	CloseTimeout time.Duration
 
 	// Stderr, when set, is called with each line the CLI writes to stderr.
 	Stderr func(line string)

@@ -1,0 +1,302 @@
+//go:build tetherwip
+
+package claude_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// Benchmarks. Reproduce and compare with:
+//
+//	go test ./claude -run '^$' -bench . -benchmem -count 6 | tee new.txt
+//	benchstat old.txt new.txt
+//
+// Targets on a 2-core machine: BenchmarkReceiveMix >= 400k msgs/s;
+// BenchmarkPermissionRoundTrip within 50 µs of BenchmarkPipeEcho;
+// BenchmarkHugeLine peak RSS <= 3x the line.
+
+func init() {
+	scripts["firehose"] = firehose
+	scripts["permissions"] = permissionLoop
+	scripts["pipe-echo"] = pipeEcho
+	scripts["huge-line"] = hugeLine
+}
+
+// mixLines is a realistic stdout mix: 85% text/input_json deltas, 10%
+// assistant messages, 5% tool results, framed and ready to write.
+func mixLines() [][]byte {
+	const sid = `"session_id":"7d5a3c9e-6a3b-4a5e-9f0e-2b8f5a1c9d10"`
+	delta := `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello there, this is a token %d"}},` + sid + `,"parent_tool_use_id":null,"uuid":"0b0d8a4e-5c8e-4f0e-8a3b-2f1e9c7d6b%02d"}`
+	jsonDelta := `{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"ls -la %d"}},` + sid + `,"parent_tool_use_id":null,"uuid":"1b0d8a4e-5c8e-4f0e-8a3b-2f1e9c7d6b%02d"}`
+	asst := `{"type":"assistant","message":{"id":"msg_01XyZ%d","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"Here is the answer to your question about the repository layout."}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":5678,"output_tokens":42,"service_tier":"standard"},"context_management":null},"parent_tool_use_id":null,` + sid + `,"uuid":"2b0d8a4e-5c8e-4f0e-8a3b-2f1e9c7d6b%02d","request_id":"req_011CXyz"}`
+	tool := `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_01A%d","type":"tool_result","content":"total 8\ndrwxr-xr-x 2 root root 4096 .\n","is_error":false}]},"parent_tool_use_id":null,` + sid + `,"uuid":"3b0d8a4e-5c8e-4f0e-8a3b-2f1e9c7d6b%02d","timestamp":"2026-11-22T10:00:00.000Z","tool_use_result":{"stdout":"total 8","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}}`
+	var out [][]byte
+	for i := range 100 {
+		var l string
+		switch {
+		case i < 70:
+			l = fmt.Sprintf(delta, i, i)
+		case i < 85:
+			l = fmt.Sprintf(jsonDelta, i, i)
+		case i < 95:
+			l = fmt.Sprintf(asst, i, i)
+		default:
+			l = fmt.Sprintf(tool, i, i)
+		}
+		out = append(out, append([]byte(l), '\n'))
+	}
+	return out
+}
+
+// firehose answers a user message "N" with N mixed lines and a result.
+func firehose(ctx context.Context, c *claudetest.CLI) error {
+	if _, err := c.HandleInitialize(ctx); err != nil {
+		return err
+	}
+	lines := mixLines()
+	for {
+		u, err := c.ReadUser(ctx)
+		if err != nil {
+			return nil
+		}
+		n, _ := strconv.Atoi(claudetest.UserText(u.Raw))
+		w := bufio.NewWriterSize(c.Stdout(), 256<<10)
+		for i := range n {
+			w.Write(lines[i%len(lines)])
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if err := c.Write(c.ResultSuccess("done")); err != nil {
+			return err
+		}
+	}
+}
+
+func BenchmarkReceiveMix(b *testing.B) {
+	ctx := context.Background()
+	s, err := claude.Connect(ctx, claudetest.ExecOptions("firehose"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	if err := s.Send(ctx, strconv.Itoa(b.N)); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for m, err := range s.ReceiveTurn(ctx) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := m.(*claude.ResultMessage); !ok {
+			n++
+		}
+	}
+	b.StopTimer()
+	if n != b.N {
+		b.Fatalf("received %d messages, want %d", n, b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// permissionLoop answers a user message "N" with N permission requests in
+// a row.
+func permissionLoop(ctx context.Context, c *claudetest.CLI) error {
+	if _, err := c.HandleInitialize(ctx); err != nil {
+		return err
+	}
+	for {
+		u, err := c.ReadUser(ctx)
+		if err != nil {
+			return nil
+		}
+		n, _ := strconv.Atoi(claudetest.UserText(u.Raw))
+		for range n {
+			if _, err := c.CanUseTool(ctx, "toolu_1", "Bash", map[string]string{"command": "ls"}); err != nil {
+				return err
+			}
+		}
+		if err := c.Write(c.ResultSuccess("done")); err != nil {
+			return err
+		}
+	}
+}
+
+func BenchmarkPermissionRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	o := claudetest.ExecOptions("permissions")
+	o.CanUseTool = func(context.Context, *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+		return &claude.PermissionAllow{}, nil
+	}
+	s, err := claude.Connect(ctx, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	if err := s.Send(ctx, strconv.Itoa(b.N)); err != nil {
+		b.Fatal(err)
+	}
+	for _, err := range s.ReceiveTurn(ctx) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// pipeEcho echoes each stdin line: the floor a permission round trip
+// cannot beat.
+func pipeEcho(ctx context.Context, c *claudetest.CLI) error {
+	for {
+		l, err := c.Read(ctx)
+		if err != nil {
+			return nil
+		}
+		if err := c.Write(l.Raw); err != nil {
+			return err
+		}
+	}
+}
+
+func BenchmarkPipeEcho(b *testing.B) {
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), claudetest.EnvScript+"=pipe-echo")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	r := bufio.NewReader(stdout)
+	line := []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"cli-req-1","response":{"behavior":"allow","updatedInput":{"command":"ls"}}}}` + "\n")
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := stdin.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.ReadBytes('\n'); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// hugeLine answers a user message "N" with one assistant text of N bytes,
+// written in chunks so the fake never holds it.
+func hugeLine(ctx context.Context, c *claudetest.CLI) error {
+	if _, err := c.HandleInitialize(ctx); err != nil {
+		return err
+	}
+	u, err := c.ReadUser(ctx)
+	if err != nil {
+		return nil
+	}
+	n, _ := strconv.Atoi(claudetest.UserText(u.Raw))
+	w := bufio.NewWriterSize(c.Stdout(), 1<<20)
+	w.WriteString(`{"type":"assistant","message":{"id":"msg_big","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"`)
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	for n > 0 {
+		k := min(n, len(chunk))
+		w.Write(chunk[:k])
+		n -= k
+	}
+	w.WriteString(`"}],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"s","uuid":"u"}` + "\n")
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := c.Write(c.ResultSuccess("done")); err != nil {
+		return err
+	}
+	_, _ = c.ReadUser(ctx)
+	return nil
+}
+
+// receiveHuge receives one line of size bytes and returns the text length.
+func receiveHuge(ctx context.Context, size int) (int, error) {
+	s, err := claude.Connect(ctx, claudetest.ExecOptions("huge-line"))
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	if err := s.Send(ctx, strconv.Itoa(size)); err != nil {
+		return 0, err
+	}
+	got := 0
+	for m, err := range s.ReceiveTurn(ctx) {
+		if err != nil {
+			return 0, err
+		}
+		if a, ok := m.(*claude.AssistantMessage); ok {
+			got = len(a.Text())
+		}
+	}
+	return got, nil
+}
+
+func BenchmarkHugeLine64MiB(b *testing.B) {
+	const size = 64 << 20
+	b.SetBytes(size)
+	for b.Loop() {
+		got, err := receiveHuge(context.Background(), size)
+		if err != nil || got != size {
+			b.Fatalf("got %d bytes, %v", got, err)
+		}
+	}
+}
+
+// BenchmarkHugeLinePeakRSS receives a 256 MiB line in a fresh host process
+// (so nothing else inflates its high-water mark) and reports the peak RSS
+// as a multiple of the line's size.
+func BenchmarkHugeLinePeakRSS(b *testing.B) {
+	const size = 256 << 20
+	for b.Loop() {
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "-test.run=^TestHugeLineHost$", "-test.v")
+		cmd.Env = append(os.Environ(), "TETHER_HUGE_LINE_HOST="+strconv.Itoa(size))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		i := bytes.Index(out, []byte("peak-rss-kib="))
+		if i < 0 {
+			b.Fatalf("no measurement in:\n%s", out)
+		}
+		var kib int
+		fmt.Sscanf(string(out[i+len("peak-rss-kib="):]), "%d", &kib)
+		b.ReportMetric(float64(kib)*1024/size, "peakRSS/line")
+		b.ReportMetric(float64(kib)/1024, "peakRSS-MiB")
+	}
+}
+
+// TestHugeLineHost is the host side of BenchmarkHugeLinePeakRSS; it runs
+// only when that benchmark starts it.
+func TestHugeLineHost(t *testing.T) {
+	v := os.Getenv("TETHER_HUGE_LINE_HOST")
+	if v == "" {
+		t.Skip("run by BenchmarkHugeLinePeakRSS")
+	}
+	size, _ := strconv.Atoi(v)
+	got, err := receiveHuge(context.Background(), size)
+	if err != nil || got != size {
+		t.Fatalf("got %d bytes, %v", got, err)
+	}
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			fmt.Printf("peak-rss-kib=%s\n", strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), " kB"))
+		}
+	}
+}

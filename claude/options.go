@@ -1,0 +1,322 @@
+//go:build tetherwip
+
+package claude
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is this module's version, reported to the CLI (and from there to
+// the API's user agent) as CLAUDE_AGENT_SDK_VERSION.
+const Version = "0.1.0"
+
+// Options configures a Session or a Query. A nil *Options means defaults.
+// The zero value of every field means "the CLI's default": the matching flag
+// is not passed. Options are copied when a session starts, so changing them
+// afterwards has no effect on it.
+//
+// Every field reaches the CLI (its argv, its environment or the initialize
+// request) or configures the host side of the connection; a table test
+// proves each one.
+type Options struct {
+	// CLIPath is the claude executable. Empty means discovery: the
+	// TETHER_CLI_PATH variable, then PATH, then the usual install places.
+	CLIPath string
+	// SkipVersionCheck skips the `claude --version` probe that refuses CLIs
+	// older than MinCLIVersion.
+	SkipVersionCheck bool
+	// Transport replaces the local subprocess (nil means a
+	// *CommandTransport): a remote runner, a container, or a test double.
+	Transport Transport
+
+	// Cwd is the CLI's working directory ("" = the current one).
+	Cwd string
+	// Env is added to the host's environment for the CLI (it wins on
+	// conflicts). CLAUDECODE is always removed, or the CLI would refuse to
+	// start inside another Claude Code.
+	Env map[string]string
+
+	Model         string // --model
+	FallbackModel string // --fallback-model
+	// SystemPrompt replaces Claude Code's system prompt (--system-prompt).
+	SystemPrompt string
+	// AppendSystemPrompt is appended to the default system prompt.
+	AppendSystemPrompt string
+
+	PermissionMode  PermissionMode // --permission-mode
+	AllowedTools    []string       // permission rules that allow without asking, e.g. "Bash(git *)"
+	DisallowedTools []string       // rules that always deny
+	MaxTurns        int            // --max-turns; 0 = unlimited
+	// MaxBudgetUSD ends a turn with an error_max_budget_usd result once the
+	// session has spent this much. 0 = no budget.
+	MaxBudgetUSD      float64
+	MaxThinkingTokens int // --max-thinking-tokens; 0 = the model's default
+
+	// IncludePartialMessages turns on StreamEvent messages (token deltas)
+	// and "requesting" StatusMessages.
+	IncludePartialMessages bool
+	// ReplayUserMessages makes the CLI echo each user message it takes from
+	// stdin (IsReplay set), which is how a host learns it was accepted.
+	ReplayUserMessages bool
+
+	Resume               string // --resume: continue the session with this id
+	Continue             bool   // --continue: the most recent session in Cwd
+	ForkSession          bool   // with Resume or Continue: a new session id, same history
+	SessionID            string // --session-id: a fixed id (a UUID) for a new session
+	NoSessionPersistence bool   // don't write a session file (the session can't be resumed)
+
+	// SettingSources limits which settings files load. nil means the CLI's
+	// default; an empty non-nil slice loads none.
+	SettingSources []SettingSource
+	// Settings is a path to a settings file or a JSON string (--settings).
+	Settings string
+	// AddDirs gives tools access to more directories (--add-dir).
+	AddDirs []string
+	// MCPConfig lists MCP configuration files or JSON strings (--mcp-config).
+	MCPConfig []string
+
+	// ExtraArgs are appended to the CLI's argv as they are, after
+	// everything Tether sets: flags Tether doesn't model yet. Use the
+	// --flag=value form for values that may start with "-".
+	ExtraArgs []string
+
+	// CanUseTool is asked before each tool use the CLI's rules don't
+	// already allow or deny. Setting it routes permission prompts to the
+	// host (--permission-prompt-tool stdio); without it the CLI denies
+	// what its rules don't allow.
+	CanUseTool CanUseToolFunc
+
+	// Stderr receives the CLI's stderr, a line at a time. The last lines
+	// are kept for *ProcessError either way.
+	Stderr func(line string)
+	// Logger receives Tether's own diagnostics (malformed lines, slow
+	// callbacks, shutdown steps). nil discards them.
+	Logger *slog.Logger
+	// MaxLineSize is the largest stdout line accepted; a longer one is
+	// skipped and reported as a *LineError. 0 means 256 MiB.
+	MaxLineSize int
+	// CloseTimeout bounds how long Close waits for the CLI to exit on its
+	// own after stdin is closed (it flushes its session file) before
+	// signalling it. 0 means 5 seconds.
+	CloseTimeout time.Duration
+}
+
+// PermissionMode is how the CLI treats tool use that needs permission.
+type PermissionMode string
+
+// Permission modes the CLI knows. The CLI accepts unknown modes without
+// complaint, so a newer mode can be used as a plain string.
+const (
+	PermissionModeDefault           PermissionMode = "default"
+	PermissionModeAcceptEdits       PermissionMode = "acceptEdits"
+	PermissionModePlan              PermissionMode = "plan"
+	PermissionModeBypassPermissions PermissionMode = "bypassPermissions"
+	PermissionModeDontAsk           PermissionMode = "dontAsk"
+	PermissionModeAuto              PermissionMode = "auto"
+)
+
+// SettingSource names a settings file the CLI may load.
+type SettingSource string
+
+// Setting sources.
+const (
+	SettingSourceUser    SettingSource = "user"
+	SettingSourceProject SettingSource = "project"
+	SettingSourceLocal   SettingSource = "local"
+)
+
+// baseArgs are what every stream-json session needs; --verbose is required
+// with -p and stream-json output, or the CLI exits at once.
+var baseArgs = []string{"-p", "--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
+
+// validate reports programmer errors early, before a process is started.
+func (o *Options) validate() error {
+	if o.MaxTurns < 0 {
+		return fmt.Errorf("claude: Options.MaxTurns is negative (%d)", o.MaxTurns)
+	}
+	if o.MaxBudgetUSD < 0 {
+		return fmt.Errorf("claude: Options.MaxBudgetUSD is negative (%g)", o.MaxBudgetUSD)
+	}
+	if o.MaxThinkingTokens < 0 {
+		return fmt.Errorf("claude: Options.MaxThinkingTokens is negative (%d)", o.MaxThinkingTokens)
+	}
+	if o.MaxLineSize < 0 {
+		return fmt.Errorf("claude: Options.MaxLineSize is negative (%d)", o.MaxLineSize)
+	}
+	if o.Resume != "" && o.Continue {
+		return fmt.Errorf("claude: Options.Resume and Options.Continue are exclusive")
+	}
+	if o.ForkSession && o.Resume == "" && !o.Continue {
+		return fmt.Errorf("claude: Options.ForkSession needs Resume or Continue")
+	}
+	for k := range o.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("claude: Options.Env has an invalid name %q", k)
+		}
+	}
+	return nil
+}
+
+// args maps the options onto the CLI's argv. Values go in the --flag=value
+// form so that a value starting with "-" can never be read as a flag.
+func (o *Options) args() []string {
+	a := append([]string(nil), baseArgs...)
+	str := func(flag, v string) {
+		if v != "" {
+			a = append(a, flag+"="+v)
+		}
+	}
+	list := func(flag string, vs []string) {
+		for _, v := range vs {
+			a = append(a, flag+"="+v)
+		}
+	}
+	str("--model", o.Model)
+	str("--fallback-model", o.FallbackModel)
+	str("--system-prompt", o.SystemPrompt)
+	str("--append-system-prompt", o.AppendSystemPrompt)
+	str("--permission-mode", string(o.PermissionMode))
+	if o.PermissionMode == PermissionModeBypassPermissions {
+		// The mode needs the launch flag too, or the CLI refuses it.
+		a = append(a, "--allow-dangerously-skip-permissions")
+	}
+	list("--allowedTools", o.AllowedTools)
+	list("--disallowedTools", o.DisallowedTools)
+	if o.MaxTurns > 0 {
+		a = append(a, "--max-turns="+strconv.Itoa(o.MaxTurns))
+	}
+	if o.MaxBudgetUSD > 0 {
+		a = append(a, "--max-budget-usd="+strconv.FormatFloat(o.MaxBudgetUSD, 'f', -1, 64))
+	}
+	if o.MaxThinkingTokens > 0 {
+		a = append(a, "--max-thinking-tokens="+strconv.Itoa(o.MaxThinkingTokens))
+	}
+	if o.IncludePartialMessages {
+		a = append(a, "--include-partial-messages")
+	}
+	if o.ReplayUserMessages {
+		a = append(a, "--replay-user-messages")
+	}
+	str("--resume", o.Resume)
+	if o.Continue {
+		a = append(a, "--continue")
+	}
+	if o.ForkSession {
+		a = append(a, "--fork-session")
+	}
+	str("--session-id", o.SessionID)
+	if o.NoSessionPersistence {
+		a = append(a, "--no-session-persistence")
+	}
+	if o.SettingSources != nil {
+		ss := make([]string, len(o.SettingSources))
+		for i, s := range o.SettingSources {
+			ss[i] = string(s)
+		}
+		a = append(a, "--setting-sources="+strings.Join(ss, ","))
+	}
+	str("--settings", o.Settings)
+	list("--add-dir", o.AddDirs)
+	list("--mcp-config", o.MCPConfig)
+	if o.CanUseTool != nil {
+		a = append(a, "--permission-prompt-tool=stdio")
+	}
+	return append(a, o.ExtraArgs...)
+}
+
+// env builds the CLI's environment: the host's, minus CLAUDECODE, plus
+// Options.Env, plus what identifies Tether to the CLI.
+func (o *Options) env(base []string) []string {
+	set := map[string]string{}
+	var order []string
+	put := func(k, v string) {
+		if _, ok := set[k]; !ok {
+			order = append(order, k)
+		}
+		set[k] = v
+	}
+	for _, kv := range base {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "CLAUDECODE" {
+			continue
+		}
+		put(k, v)
+	}
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		put(k, o.Env[k])
+	}
+	if _, ok := o.Env["CLAUDE_CODE_ENTRYPOINT"]; !ok {
+		put("CLAUDE_CODE_ENTRYPOINT", "sdk-go")
+	}
+	put("CLAUDE_AGENT_SDK_VERSION", Version)
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		if k == "CLAUDECODE" {
+			continue
+		}
+		out = append(out, k+"="+set[k])
+	}
+	return out
+}
+
+// initializeRequest is the body of the initialize control request. Issue
+// by issue it grows hooks, SDK MCP servers, agents and the rest; fields
+// are camelCase on the wire (the CLI hangs on snake_case hooks).
+type initializeRequest struct {
+	Subtype string `json:"subtype"`
+}
+
+func (o *Options) initialize() *initializeRequest {
+	return &initializeRequest{Subtype: "initialize"}
+}
+
+// launch builds the Launch a Transport receives.
+func (o *Options) launch(path string) *Launch {
+	l := &Launch{
+		Path:         path,
+		Args:         o.args(),
+		Env:          o.env(os.Environ()),
+		Dir:          o.Cwd,
+		MaxLineSize:  o.MaxLineSize,
+		CloseTimeout: o.CloseTimeout,
+		Stderr:       o.Stderr,
+	}
+	return l
+}
+
+// marshalControl encodes a control request body with its subtype.
+func marshalControl(subtype string, req any) (json.RawMessage, error) {
+	if req == nil {
+		return json.Marshal(map[string]string{"subtype": subtype})
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("claude: %s: encoding request: %w", subtype, err)
+	}
+	if len(b) < 2 || b[0] != '{' {
+		return nil, fmt.Errorf("claude: %s: request must encode as a JSON object, got %.40s", subtype, b)
+	}
+	sub, _ := json.Marshal(subtype)
+	out := make([]byte, 0, len(b)+len(sub)+12)
+	out = append(out, `{"subtype":`...)
+	out = append(out, sub...)
+	if len(b) > 2 {
+		out = append(out, ',')
+		out = append(out, b[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}

@@ -1,0 +1,216 @@
+//go:build tetherwip
+
+package claude_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// launched connects through a recording fake and returns what the CLI
+// would have been started with and the initialize request it received.
+func launched(t *testing.T, o *claude.Options) (*claude.Launch, map[string]any) {
+	t.Helper()
+	initReq := make(chan json.RawMessage, 1)
+	fake := &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
+		req, err := c.HandleInitialize(ctx)
+		initReq <- req
+		if err != nil {
+			return err
+		}
+		_, err = c.ReadUser(ctx)
+		return err
+	}}
+	o.Transport = fake
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := claude.Connect(ctx, o)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	s.Close()
+	var init map[string]any
+	if err := json.Unmarshal(<-initReq, &init); err != nil {
+		t.Fatal(err)
+	}
+	return fake.Launches()[0], init
+}
+
+// TestEveryOptionReachesTheCLI fails when an Options field has no effect on
+// what the CLI receives (argv, environment, working directory, initialize)
+// or on the host side of the connection, and when a new field has no entry
+// here.
+func TestEveryOptionReachesTheCLI(t *testing.T) {
+	type check struct {
+		set      func(*claude.Options)
+		args     []string // each must appear in argv
+		env      []string // each must appear in the environment
+		initKeys []string // each must be set in the initialize request
+		custom   func(*claude.Launch) string
+	}
+	checks := map[string]check{
+		"CLIPath": {set: func(o *claude.Options) { o.CLIPath = "/opt/claude" },
+			custom: func(l *claude.Launch) string { return ifNot(l.Path == "/opt/claude", "Launch.Path = "+l.Path) }},
+		"Cwd": {set: func(o *claude.Options) { o.Cwd = "/work/x" },
+			custom: func(l *claude.Launch) string { return ifNot(l.Dir == "/work/x", "Launch.Dir = "+l.Dir) }},
+		"Env":                    {set: func(o *claude.Options) { o.Env = map[string]string{"FOO": "bar"} }, env: []string{"FOO=bar"}},
+		"Model":                  {set: func(o *claude.Options) { o.Model = "sonnet" }, args: []string{"--model=sonnet"}},
+		"FallbackModel":          {set: func(o *claude.Options) { o.FallbackModel = "haiku" }, args: []string{"--fallback-model=haiku"}},
+		"SystemPrompt":           {set: func(o *claude.Options) { o.SystemPrompt = "-be brief" }, args: []string{"--system-prompt=-be brief"}},
+		"AppendSystemPrompt":     {set: func(o *claude.Options) { o.AppendSystemPrompt = "and kind" }, args: []string{"--append-system-prompt=and kind"}},
+		"PermissionMode":         {set: func(o *claude.Options) { o.PermissionMode = claude.PermissionModePlan }, args: []string{"--permission-mode=plan"}},
+		"AllowedTools":           {set: func(o *claude.Options) { o.AllowedTools = []string{"Read", "Bash(git *)"} }, args: []string{"--allowedTools=Read", "--allowedTools=Bash(git *)"}},
+		"DisallowedTools":        {set: func(o *claude.Options) { o.DisallowedTools = []string{"Write"} }, args: []string{"--disallowedTools=Write"}},
+		"MaxTurns":               {set: func(o *claude.Options) { o.MaxTurns = 3 }, args: []string{"--max-turns=3"}},
+		"MaxBudgetUSD":           {set: func(o *claude.Options) { o.MaxBudgetUSD = 0.25 }, args: []string{"--max-budget-usd=0.25"}},
+		"MaxThinkingTokens":      {set: func(o *claude.Options) { o.MaxThinkingTokens = 4096 }, args: []string{"--max-thinking-tokens=4096"}},
+		"IncludePartialMessages": {set: func(o *claude.Options) { o.IncludePartialMessages = true }, args: []string{"--include-partial-messages"}},
+		"ReplayUserMessages":     {set: func(o *claude.Options) { o.ReplayUserMessages = true }, args: []string{"--replay-user-messages"}},
+		"Resume":                 {set: func(o *claude.Options) { o.Resume = "abc" }, args: []string{"--resume=abc"}},
+		"Continue":               {set: func(o *claude.Options) { o.Continue = true }, args: []string{"--continue"}},
+		"ForkSession":            {set: func(o *claude.Options) { o.Continue = true; o.ForkSession = true }, args: []string{"--fork-session"}},
+		"SessionID":              {set: func(o *claude.Options) { o.SessionID = "11111111-2222-4333-8444-555555555555" }, args: []string{"--session-id=11111111-2222-4333-8444-555555555555"}},
+		"NoSessionPersistence":   {set: func(o *claude.Options) { o.NoSessionPersistence = true }, args: []string{"--no-session-persistence"}},
+		"SettingSources": {set: func(o *claude.Options) {
+			o.SettingSources = []claude.SettingSource{claude.SettingSourceUser, claude.SettingSourceProject}
+		}, args: []string{"--setting-sources=user,project"}},
+		"Settings":  {set: func(o *claude.Options) { o.Settings = `{"model":"x"}` }, args: []string{`--settings={"model":"x"}`}},
+		"AddDirs":   {set: func(o *claude.Options) { o.AddDirs = []string{"/a", "/b"} }, args: []string{"--add-dir=/a", "--add-dir=/b"}},
+		"MCPConfig": {set: func(o *claude.Options) { o.MCPConfig = []string{"/m.json"} }, args: []string{"--mcp-config=/m.json"}},
+		"ExtraArgs": {set: func(o *claude.Options) { o.ExtraArgs = []string{"--effort=low"} }, args: []string{"--effort=low"}},
+		"CanUseTool": {set: func(o *claude.Options) {
+			o.CanUseTool = func(context.Context, *claude.ToolPermissionRequest) (claude.PermissionResult, error) { return nil, nil }
+		}, args: []string{"--permission-prompt-tool=stdio"}},
+		"Stderr": {set: func(o *claude.Options) { o.Stderr = func(string) {} },
+			custom: func(l *claude.Launch) string { return ifNot(l.Stderr != nil, "Launch.Stderr is nil") }},
+		"MaxLineSize": {set: func(o *claude.Options) { o.MaxLineSize = 12345 },
+			custom: func(l *claude.Launch) string { return ifNot(l.MaxLineSize == 12345, "Launch.MaxLineSize not passed") }},
+		"CloseTimeout": {set: func(o *claude.Options) { o.CloseTimeout = 7 * time.Second },
+			custom: func(l *claude.Launch) string { return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed") }},
+	}
+	// Fields that configure the host, not the CLI, each proven elsewhere.
+	hostOnly := map[string]string{
+		"Transport":        "it is the seam these tests use",
+		"SkipVersionCheck": "TestVersionCheck",
+		"Logger":           "TestLoggerReportsBadLines",
+	}
+
+	base, baseInit := launched(t, &claude.Options{})
+	rt := reflect.TypeFor[claude.Options]()
+	for i := range rt.NumField() {
+		name := rt.Field(i).Name
+		c, ok := checks[name]
+		if !ok {
+			if _, ok := hostOnly[name]; !ok {
+				t.Errorf("Options.%s has no check that it reaches the CLI: add one here", name)
+			}
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			o := &claude.Options{}
+			c.set(o)
+			l, init := launched(t, o)
+			changed := !slices.Equal(l.Args, base.Args) || !slices.Equal(l.Env, base.Env) || l.Dir != base.Dir ||
+				l.Path != base.Path || (l.Stderr != nil) != (base.Stderr != nil) || l.MaxLineSize != base.MaxLineSize ||
+				l.CloseTimeout != base.CloseTimeout || len(init) != len(baseInit)
+			if !changed {
+				t.Errorf("setting Options.%s changed nothing the CLI receives", name)
+			}
+			for _, a := range c.args {
+				if !slices.Contains(l.Args, a) {
+					t.Errorf("argv lacks %q: %q", a, l.Args)
+				}
+			}
+			for _, e := range c.env {
+				if !slices.Contains(l.Env, e) {
+					t.Errorf("environment lacks %q", e)
+				}
+			}
+			for _, k := range c.initKeys {
+				if _, ok := init[k]; !ok {
+					t.Errorf("initialize lacks %q: %v", k, init)
+				}
+			}
+			if c.custom != nil {
+				if msg := c.custom(l); msg != "" {
+					t.Error(msg)
+				}
+			}
+		})
+	}
+}
+
+func ifNot(ok bool, msg string) string {
+	if ok {
+		return ""
+	}
+	return msg
+}
+
+func TestLaunchBasics(t *testing.T) {
+	t.Setenv("CLAUDECODE", "1")
+	t.Setenv("TETHER_TEST_PARENT", "kept")
+	l, init := launched(t, &claude.Options{Env: map[string]string{"TETHER_TEST_PARENT": "overridden"}})
+	for _, a := range []string{"-p", "--output-format", "stream-json", "--input-format", "--verbose"} {
+		if !slices.Contains(l.Args, a) {
+			t.Errorf("argv lacks %q", a)
+		}
+	}
+	for _, e := range l.Env {
+		if strings.HasPrefix(e, "CLAUDECODE=") {
+			t.Error("CLAUDECODE is passed on: the CLI refuses to start inside another Claude Code")
+		}
+	}
+	for _, e := range []string{"CLAUDE_CODE_ENTRYPOINT=sdk-go", "CLAUDE_AGENT_SDK_VERSION=" + claude.Version, "TETHER_TEST_PARENT=overridden"} {
+		if !slices.Contains(l.Env, e) {
+			t.Errorf("environment lacks %q", e)
+		}
+	}
+	if init["subtype"] != "initialize" {
+		t.Errorf("initialize request = %v", init)
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	for name, o := range map[string]*claude.Options{
+		"negative turns":    {MaxTurns: -1},
+		"negative budget":   {MaxBudgetUSD: -1},
+		"resume + continue": {Resume: "x", Continue: true},
+		"fork alone":        {ForkSession: true},
+		"bad env name":      {Env: map[string]string{"A=B": "c"}},
+	} {
+		o.Transport = &claudetest.FakeCLI{Script: claudetest.Echo}
+		if _, err := claude.Connect(context.Background(), o); err == nil {
+			t.Errorf("%s: Connect accepted invalid options", name)
+		}
+	}
+}
+
+func TestLoggerReportsBadLines(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, nil))
+	ctx := testCtx(t)
+	s := connect(t, &claude.Options{Logger: logger}, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		c.Write("garbage", c.ResultSuccess("x"))
+		_, err := c.ReadUser(ctx)
+		return err
+	})
+	for range s.ReceiveTurn(ctx) {
+	}
+	s.Close()
+	if !strings.Contains(buf.String(), "not JSON") {
+		t.Errorf("log = %q, want a warning about the non-JSON line", buf.String())
+	}
+}

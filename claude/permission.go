@@ -1,0 +1,186 @@
+//go:build tetherwip
+
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// CanUseToolFunc decides whether the CLI may run a tool. It runs on its
+// own goroutine, so it may block (ask a person, call a service) without
+// stalling the session; ctx is cancelled when the CLI withdraws the
+// request (an interrupt) or the session closes. Returning an error, or
+// panicking, answers the CLI with an error: the tool is not run and the
+// turn goes on.
+type CanUseToolFunc func(ctx context.Context, req *ToolPermissionRequest) (PermissionResult, error)
+
+// ToolPermissionRequest is the CLI's can_use_tool request.
+type ToolPermissionRequest struct {
+	RequestID   string          // the CLI's id for this request
+	ToolName    string          // e.g. "Bash", "mcp__calc__add"
+	DisplayName string          // e.g. "Bash", "Add"
+	Input       json.RawMessage // the tool's input as the model wrote it
+	ToolUseID   string          // the tool_use block's id
+	// Description is the model's description of the call, when it gave one.
+	Description string
+	// Suggestions are the rules the CLI proposes for "always allow"; send
+	// one back in PermissionAllow.UpdatedPermissions to apply it.
+	Suggestions []PermissionUpdate
+	// BlockedPath is the path that needs permission, for file tools.
+	BlockedPath          string
+	DecisionReason       string
+	DecisionReasonType   string // e.g. "mode" when the permission mode asked
+	ClassifierApprovable bool
+	Title                string
+	AgentID              string // set when a subagent asks
+
+	// Raw is the request body as the CLI sent it.
+	Raw json.RawMessage
+}
+
+type wirePermissionRequest struct {
+	ToolName             string             `json:"tool_name"`
+	DisplayName          string             `json:"display_name"`
+	Input                json.RawMessage    `json:"input"`
+	ToolUseID            string             `json:"tool_use_id"`
+	Description          string             `json:"description"`
+	Suggestions          []PermissionUpdate `json:"permission_suggestions"`
+	BlockedPath          string             `json:"blocked_path"`
+	DecisionReason       json.RawMessage    `json:"decision_reason"`
+	DecisionReasonType   string             `json:"decision_reason_type"`
+	ClassifierApprovable bool               `json:"classifier_approvable"`
+	Title                string             `json:"title"`
+	AgentID              string             `json:"agent_id"`
+}
+
+func decodePermissionRequest(id string, raw json.RawMessage) (*ToolPermissionRequest, error) {
+	var w wirePermissionRequest
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("decoding can_use_tool: %w", err)
+	}
+	r := &ToolPermissionRequest{
+		RequestID: id, ToolName: w.ToolName, DisplayName: w.DisplayName, Input: w.Input,
+		ToolUseID: w.ToolUseID, Description: w.Description, Suggestions: w.Suggestions,
+		BlockedPath: w.BlockedPath, DecisionReasonType: w.DecisionReasonType,
+		ClassifierApprovable: w.ClassifierApprovable, Title: w.Title, AgentID: w.AgentID, Raw: raw,
+	}
+	// decision_reason is a string in the schema but may grow into an
+	// object; keep text either way.
+	if len(w.DecisionReason) > 0 {
+		var s string
+		if json.Unmarshal(w.DecisionReason, &s) == nil {
+			r.DecisionReason = s
+		} else {
+			r.DecisionReason = string(w.DecisionReason)
+		}
+	}
+	if len(r.Input) == 0 {
+		r.Input = json.RawMessage("{}")
+	}
+	return r, nil
+}
+
+// PermissionResult is the answer to a ToolPermissionRequest: a
+// *PermissionAllow or a *PermissionDeny.
+type PermissionResult interface {
+	permissionResponse(req *ToolPermissionRequest) any
+}
+
+// PermissionAllow lets the tool run.
+type PermissionAllow struct {
+	// UpdatedInput replaces the tool's input (nil keeps the original: the
+	// CLI requires the field, so Tether fills it in).
+	UpdatedInput json.RawMessage
+	// UpdatedPermissions are rule changes to apply, e.g. one of the
+	// request's Suggestions for "always allow". Destination "session"
+	// takes effect at once.
+	UpdatedPermissions []PermissionUpdate
+}
+
+// PermissionDeny refuses the tool. The model sees Message as the tool's
+// error result and carries on, unless Interrupt ends the turn.
+type PermissionDeny struct {
+	Message   string
+	Interrupt bool
+}
+
+func (a *PermissionAllow) permissionResponse(req *ToolPermissionRequest) any {
+	in := a.UpdatedInput
+	if len(in) == 0 {
+		in = req.Input
+	}
+	return struct {
+		Behavior           string             `json:"behavior"`
+		UpdatedInput       json.RawMessage    `json:"updatedInput"`
+		UpdatedPermissions []PermissionUpdate `json:"updatedPermissions,omitempty"`
+	}{"allow", in, a.UpdatedPermissions}
+}
+
+func (d *PermissionDeny) permissionResponse(*ToolPermissionRequest) any {
+	msg := d.Message
+	if msg == "" {
+		msg = "denied by the host"
+	}
+	return struct {
+		Behavior  string `json:"behavior"`
+		Message   string `json:"message"`
+		Interrupt bool   `json:"interrupt,omitempty"`
+	}{"deny", msg, d.Interrupt}
+}
+
+// PermissionUpdate is a change to the CLI's permission rules, as the CLI
+// suggests them and as a host applies them.
+type PermissionUpdate struct {
+	Type        PermissionUpdateType        `json:"type"`
+	Rules       []PermissionRule            `json:"rules,omitempty"`
+	Behavior    PermissionBehavior          `json:"behavior,omitempty"`
+	Destination PermissionUpdateDestination `json:"destination,omitempty"`
+	Mode        PermissionMode              `json:"mode,omitempty"`
+	Directories []string                    `json:"directories,omitempty"`
+}
+
+// PermissionRule matches tool uses: a tool name and an optional pattern,
+// e.g. {"Bash", "git log *"}.
+type PermissionRule struct {
+	ToolName    string `json:"toolName"`
+	RuleContent string `json:"ruleContent,omitempty"`
+}
+
+// PermissionUpdateType is the kind of a PermissionUpdate.
+type PermissionUpdateType string
+
+// Permission update kinds.
+const (
+	PermissionAddRules          PermissionUpdateType = "addRules"
+	PermissionReplaceRules      PermissionUpdateType = "replaceRules"
+	PermissionRemoveRules       PermissionUpdateType = "removeRules"
+	PermissionSetMode           PermissionUpdateType = "setMode"
+	PermissionAddDirectories    PermissionUpdateType = "addDirectories"
+	PermissionRemoveDirectories PermissionUpdateType = "removeDirectories"
+)
+
+// PermissionBehavior is what a rule does.
+type PermissionBehavior string
+
+// Rule behaviours.
+const (
+	PermissionBehaviorAllow PermissionBehavior = "allow"
+	PermissionBehaviorDeny  PermissionBehavior = "deny"
+	PermissionBehaviorAsk   PermissionBehavior = "ask"
+)
+
+// PermissionUpdateDestination is where a rule change is stored.
+type PermissionUpdateDestination string
+
+// Destinations. Session changes last as long as the CLI process; the
+// settings files persist (localSettings is ignored in an untrusted
+// workspace).
+const (
+	DestinationSession         PermissionUpdateDestination = "session"
+	DestinationLocalSettings   PermissionUpdateDestination = "localSettings"
+	DestinationProjectSettings PermissionUpdateDestination = "projectSettings"
+	DestinationUserSettings    PermissionUpdateDestination = "userSettings"
+	DestinationCLIArg          PermissionUpdateDestination = "cliArg"
+)

@@ -1,0 +1,676 @@
+//go:build tetherwip
+
+package claude
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetherhq/tether/internal/control"
+	"github.com/tetherhq/tether/internal/wire"
+)
+
+// A Session is one running CLI: a conversation that can take many turns.
+// Start one with Connect; end it with Close.
+//
+// Concurrency: every method is safe to call from any goroutine. Messages
+// are delivered once, in order, to whichever Receive or ReceiveTurn loop
+// takes them; run one reader at a time.
+//
+// Buffering: the session reads the CLI's stdout continuously, whether or
+// not anyone is receiving, so that permission, hook and MCP requests are
+// answered even while the user is busy. Messages nobody has received yet
+// are queued without limit and never dropped; a program that never
+// receives holds them in memory until Close.
+type Session struct {
+	opts   Options
+	conn   Conn
+	log    *slog.Logger
+	pid    int
+	init   *InitializeResponse
+	ctl    *control.Table
+	in     control.Inbound
+	wmu    sync.Mutex // serializes conn.Write
+	hctx   context.Context
+	hstop  context.CancelFunc
+	lineNo atomic.Int64
+
+	// The message queue, filled by the read loop.
+	qmu     sync.Mutex
+	queue   []item
+	qhead   int
+	qsignal chan struct{} // 1-buffered: "the queue changed"
+
+	readDone chan struct{} // closed when the read loop has ended
+	termErr  error         // why it ended (nil: clean exit); set before readDone closes
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type item struct {
+	msg Message
+	err error
+}
+
+// Connect starts the CLI, sends the initialize request and returns once
+// the CLI has answered it, so the session is ready for Send. ctx bounds
+// the start only; the session lives until Close (or until the CLI ends).
+//
+// Errors: *CLINotFoundError (matches ErrCLINotFound) when no CLI was
+// found, *CLIVersionError for a CLI older than MinCLIVersion, and
+// *ProcessError when the CLI exits during the start (a bad flag, an
+// unknown --resume id: its stderr says which).
+func Connect(ctx context.Context, opts *Options) (*Session, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tr := o.Transport
+	path := ""
+	if tr == nil {
+		p, err := findCLI(ctx, &o)
+		if err != nil {
+			return nil, err
+		}
+		path = p
+		tr = &CommandTransport{}
+	}
+	conn, err := tr.Connect(ctx, o.launch(path))
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(o, conn, log)
+	if err := s.initialize(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newSession(o Options, conn Conn, log *slog.Logger) *Session {
+	var idb [4]byte
+	_, _ = rand.Read(idb[:])
+	s := &Session{
+		opts:     o,
+		conn:     conn,
+		log:      log,
+		ctl:      control.NewTable("req_" + hex.EncodeToString(idb[:]) + "_"),
+		qsignal:  make(chan struct{}, 1),
+		readDone: make(chan struct{}),
+	}
+	if p, ok := conn.(PIDer); ok {
+		s.pid = p.PID()
+	}
+	s.hctx, s.hstop = context.WithCancel(context.Background())
+	go s.readLoop()
+	return s
+}
+
+func (s *Session) initialize(ctx context.Context) error {
+	raw, err := s.request(ctx, "initialize", s.opts.initialize())
+	if err != nil {
+		return err
+	}
+	var ir InitializeResponse
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &ir); err != nil {
+			// A newer CLI's response shape must not stop the session.
+			s.log.Warn("claude: initialize response not understood", "err", err)
+		}
+	}
+	ir.Raw = raw
+	s.init = &ir
+	return nil
+}
+
+// InitializeResponse is the CLI's answer to initialize: what this CLI
+// offers. Raw keeps everything, including fields Tether doesn't model yet.
+type InitializeResponse struct {
+	Commands              []SlashCommand `json:"commands"`
+	Agents                []AgentInfo    `json:"agents"`
+	OutputStyle           string         `json:"output_style"`
+	AvailableOutputStyles []string       `json:"available_output_styles"`
+	Models                []ModelInfo    `json:"models"`
+	Account               *AccountInfo   `json:"account"`
+	PID                   int            `json:"pid"`
+
+	Raw json.RawMessage `json:"-"`
+}
+
+// SlashCommand is a command the CLI accepts as a prompt ("/cost").
+type SlashCommand struct {
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	ArgumentHint string   `json:"argumentHint"`
+	Aliases      []string `json:"aliases,omitempty"`
+}
+
+// AgentInfo describes a subagent the CLI can start.
+type AgentInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Model       string `json:"model,omitempty"`
+}
+
+// ModelInfo describes a model the account can use.
+type ModelInfo struct {
+	Value                    string   `json:"value"`
+	ResolvedModel            string   `json:"resolvedModel"`
+	DisplayName              string   `json:"displayName"`
+	Description              string   `json:"description"`
+	SupportsEffort           bool     `json:"supportsEffort"`
+	SupportedEffortLevels    []string `json:"supportedEffortLevels"`
+	SupportsAdaptiveThinking bool     `json:"supportsAdaptiveThinking"`
+	SupportsFastMode         bool     `json:"supportsFastMode"`
+	SupportsAutoMode         bool     `json:"supportsAutoMode"`
+}
+
+// AccountInfo says how the CLI authenticates (never the secret itself).
+type AccountInfo struct {
+	TokenSource  string `json:"tokenSource"`
+	APIKeySource string `json:"apiKeySource"`
+	APIProvider  string `json:"apiProvider"`
+}
+
+// Initialize returns the CLI's answer to the initialize request.
+func (s *Session) Initialize() *InitializeResponse { return s.init }
+
+// PID returns the CLI's process id, or 0 when the transport has none.
+func (s *Session) PID() int { return s.pid }
+
+// Send sends a text prompt. If a turn is running, the CLI queues the
+// message and merges it with other queued ones into the next turn (one
+// result for all of them).
+func (s *Session) Send(ctx context.Context, prompt string) error {
+	return s.SendMessage(ctx, NewUserMessage(prompt))
+}
+
+// SendMessage sends a user message (text, image and document blocks). Set
+// its UUID to recognise the CLI's replay of it (Options.ReplayUserMessages).
+func (s *Session) SendMessage(ctx context.Context, m *UserMessage) error {
+	if m == nil {
+		return errors.New("claude: SendMessage: nil message")
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("claude: encoding user message: %w", err)
+	}
+	return s.write(ctx, b)
+}
+
+func (s *Session) write(ctx context.Context, line []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	select {
+	case <-s.readDone:
+		return s.endedErr()
+	default:
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.conn.Write(ctx, line); err != nil {
+		if s.closing.Load() {
+			return ErrClosed
+		}
+		// A write fails when the CLI is gone; its exit status and stderr
+		// (soon seen by the read loop) say more than "broken pipe".
+		t := time.NewTimer(2 * time.Second)
+		defer t.Stop()
+		select {
+		case <-s.readDone:
+			return s.endedErr()
+		case <-t.C:
+		}
+		return fmt.Errorf("claude: writing to the CLI: %w", err)
+	}
+	return nil
+}
+
+// endedErr is the error for calls made after the CLI ended on its own.
+func (s *Session) endedErr() error {
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	if s.termErr != nil {
+		return s.termErr
+	}
+	return &ProcessError{ExitCode: 0, Err: io.EOF}
+}
+
+// Receive yields every message until the session ends. The iterator is
+// single-use: messages it yields are gone from the session.
+//
+// Yielded errors are not all final. A *LineError (a malformed or
+// over-long line) and a *ResultError (a turn that ended in error, yielded
+// with its *ResultMessage) are followed by more messages. The stream ends
+// after a terminal error: a *ProcessError when the CLI died, ErrClosed
+// once Close was called, or ctx.Err(). When the CLI exits cleanly the
+// stream ends with no error.
+func (s *Session) Receive(ctx context.Context) iter.Seq2[Message, error] {
+	return s.receive(ctx, false)
+}
+
+// ReceiveTurn yields messages up to and including the next
+// *ResultMessage, then stops. If the session ends first, it yields the
+// reason (a *ProcessError even for a clean exit, since the turn is lost).
+func (s *Session) ReceiveTurn(ctx context.Context) iter.Seq2[Message, error] {
+	return s.receive(ctx, true)
+}
+
+func (s *Session) receive(ctx context.Context, turn bool) iter.Seq2[Message, error] {
+	return func(yield func(Message, error) bool) {
+		for {
+			it, ok, err := s.next(ctx)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ok {
+				if turn {
+					yield(nil, s.endedErr())
+				} else if s.closing.Load() {
+					yield(nil, ErrClosed)
+				} else if s.termErr != nil {
+					yield(nil, s.termErr)
+				}
+				return
+			}
+			if !yield(it.msg, it.err) {
+				return
+			}
+			if r, isResult := it.msg.(*ResultMessage); turn && isResult && r != nil {
+				return
+			}
+		}
+	}
+}
+
+// next takes the next queued item, waiting for one. ok is false when the
+// read loop has ended and the queue is empty.
+func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
+	for {
+		s.qmu.Lock()
+		if s.qhead < len(s.queue) {
+			it = s.queue[s.qhead]
+			s.queue[s.qhead] = item{}
+			s.qhead++
+			if s.qhead == len(s.queue) {
+				s.queue, s.qhead = s.queue[:0], 0
+			}
+			s.qmu.Unlock()
+			return it, true, nil
+		}
+		s.qmu.Unlock()
+		select {
+		case <-s.qsignal:
+		case <-s.readDone:
+			// Drain what the loop queued before it ended.
+			s.qmu.Lock()
+			empty := s.qhead >= len(s.queue)
+			s.qmu.Unlock()
+			if empty {
+				return item{}, false, nil
+			}
+		case <-ctx.Done():
+			return item{}, false, ctx.Err()
+		}
+	}
+}
+
+func (s *Session) enqueue(it item) {
+	s.qmu.Lock()
+	s.queue = append(s.queue, it)
+	s.qmu.Unlock()
+	select {
+	case s.qsignal <- struct{}{}:
+	default:
+	}
+}
+
+// readLoop is the session's only reader of the CLI's stdout. It routes
+// control traffic at once and queues everything else.
+func (s *Session) readLoop() {
+	defer close(s.readDone)
+	ctx := context.Background()
+	for {
+		line, err := s.conn.Read(ctx)
+		if err != nil {
+			var le *LineError
+			switch {
+			case errors.As(err, &le):
+				s.enqueue(item{err: le})
+				continue
+			case errors.Is(err, ErrLineTooLong):
+				s.lineNo.Add(1)
+				s.enqueue(item{err: s.lineError(nil, err)})
+				continue
+			}
+			s.finish(err)
+			return
+		}
+		s.lineNo.Add(1)
+		s.route(line)
+	}
+}
+
+func (s *Session) lineError(line []byte, err error) *LineError {
+	le := &LineError{Line: s.lineNo.Load(), Size: len(line), Prefix: line, Err: err}
+	var tl *wire.TooLongError
+	if errors.As(err, &tl) {
+		le.Size, le.Prefix = tl.Size, tl.Prefix
+	}
+	if len(le.Prefix) > 256 {
+		le.Prefix = append([]byte(nil), le.Prefix[:256]...)
+	}
+	return le
+}
+
+// route dispatches one stdout line.
+func (s *Session) route(line []byte) {
+	typ, ok := control.PeekType(line)
+	if !ok || control.IsControl(typ) {
+		var env control.Envelope
+		if err := json.Unmarshal(line, &env); err != nil {
+			s.log.Warn("claude: stdout line is not JSON", "line", s.lineNo.Load(), "err", err)
+			s.enqueue(item{err: s.lineError(line, fmt.Errorf("not a JSON object: %w", err))})
+			return
+		}
+		typ = env.Type
+		switch typ {
+		case "control_response":
+			if env.Response == nil {
+				s.log.Warn("claude: control_response without response", "line", s.lineNo.Load())
+				return
+			}
+			r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error"}
+			if !s.ctl.Resolve(env.Response.RequestID, r) {
+				s.log.Debug("claude: answer to an unknown or abandoned request", "request_id", env.Response.RequestID)
+			}
+			return
+		case "control_request":
+			s.serve(env.RequestID, env.Request)
+			return
+		case "control_cancel_request":
+			s.in.Cancel(env.RequestID)
+			return
+		}
+	}
+	msg, err := decodeMessage(line)
+	if err != nil {
+		s.log.Warn("claude: stdout line not understood", "line", s.lineNo.Load(), "err", err)
+		s.enqueue(item{err: s.lineError(line, err)})
+		return
+	}
+	var merr error
+	if r, ok := msg.(*ResultMessage); ok {
+		merr = r.Err()
+	}
+	s.enqueue(item{msg: msg, err: merr})
+}
+
+// finish records why the read loop ended and fails everything waiting.
+func (s *Session) finish(err error) {
+	var term error
+	switch {
+	case s.closing.Load():
+		term = nil
+	case errors.Is(err, io.EOF):
+		term = nil
+	default:
+		term = err
+	}
+	s.termErr = term
+	fail := term
+	if s.closing.Load() {
+		fail = ErrClosed
+	} else if fail == nil {
+		fail = &ProcessError{ExitCode: 0, Err: io.EOF}
+	}
+	s.ctl.Close(fail)
+	s.hstop()
+}
+
+// An inboundHandler serves one kind of CLI request. The returned value is
+// encoded as the response payload.
+type inboundHandler func(s *Session, ctx context.Context, id string, req json.RawMessage) (any, error)
+
+// inboundHandlers maps CLI→host request subtypes to their handlers.
+var inboundHandlers = map[string]inboundHandler{
+	"can_use_tool": (*Session).serveCanUseTool,
+}
+
+// serve answers a CLI request on its own goroutine: a slow callback must
+// never hold up the read loop.
+func (s *Session) serve(id string, req json.RawMessage) {
+	subtype := control.Subtype(req)
+	h, ok := inboundHandlers[subtype]
+	if !ok {
+		s.log.Warn("claude: unsupported request from the CLI", "subtype", subtype)
+		go s.reply(id, nil, fmt.Errorf("unsupported control request subtype: %s", subtype))
+		return
+	}
+	ctx, done := s.in.Start(s.hctx, id)
+	go func() {
+		defer done()
+		var (
+			payload any
+			err     error
+		)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					s.log.Error("claude: callback panicked", "subtype", subtype, "panic", p, "stack", string(debug.Stack()))
+					err = fmt.Errorf("%s callback panicked: %v", subtype, p)
+				}
+			}()
+			payload, err = h(s, ctx, id, req)
+		}()
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), control.ErrCancelled) {
+			// The CLI withdrew the request and ignores late answers.
+			return
+		}
+		s.reply(id, payload, err)
+	}()
+}
+
+func (s *Session) reply(id string, payload any, herr error) {
+	var line []byte
+	if herr != nil {
+		line = control.EncodeError(id, herr.Error())
+	} else {
+		var raw json.RawMessage
+		if payload != nil {
+			b, err := json.Marshal(payload)
+			if err != nil {
+				line = control.EncodeError(id, "encoding response: "+err.Error())
+			} else {
+				raw = b
+			}
+		}
+		if line == nil {
+			line = control.EncodeSuccess(id, raw)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.write(ctx, line); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Warn("claude: answering a CLI request", "request_id", id, "err", err)
+	}
+}
+
+func (s *Session) serveCanUseTool(ctx context.Context, id string, raw json.RawMessage) (any, error) {
+	req, err := decodePermissionRequest(id, raw)
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.CanUseTool == nil {
+		return nil, errors.New("no CanUseTool callback is set")
+	}
+	res, err := s.opts.CanUseTool(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, errors.New("CanUseTool returned no result")
+	}
+	return res.permissionResponse(req), nil
+}
+
+// request sends a control request and waits for its answer. Cancelling ctx
+// returns ctx.Err() at once; the CLI is told in the background.
+func (s *Session) request(ctx context.Context, subtype string, req any) (json.RawMessage, error) {
+	body, err := marshalControl(subtype, req)
+	if err != nil {
+		return nil, err
+	}
+	id, ch, err := s.ctl.Add()
+	if err != nil {
+		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
+	}
+	if err := s.write(ctx, control.EncodeRequest(id, body)); err != nil {
+		s.ctl.Remove(id)
+		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
+	}
+	select {
+	case r := <-ch:
+		if r.IsError {
+			return nil, &ControlError{Subtype: subtype, Message: r.Err}
+		}
+		return r.Payload, nil
+	case <-s.ctl.Done():
+		// The answer may have landed just before the table closed.
+		select {
+		case r := <-ch:
+			if r.IsError {
+				return nil, &ControlError{Subtype: subtype, Message: r.Err}
+			}
+			return r.Payload, nil
+		default:
+		}
+		return nil, fmt.Errorf("claude: %s: %w", subtype, s.ctl.Err())
+	case <-ctx.Done():
+		s.ctl.Remove(id)
+		go func() {
+			// Best effort, off the return path. The 2.1.x CLI ignores
+			// host cancels, but a newer one may honour them.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = s.write(wctx, control.EncodeCancel(id))
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// Control sends any control request and returns the CLI's raw answer: the
+// escape hatch for subtypes Tether has no method for yet. request is
+// encoded as the request body (a struct or map; nil for none) and must not
+// set "subtype" itself.
+func (s *Session) Control(ctx context.Context, subtype string, request any) (json.RawMessage, error) {
+	return s.request(ctx, subtype, request)
+}
+
+// Interrupt stops the running turn. The turn ends with a
+// *ResultMessage of subtype error_during_execution; when no turn is
+// running it does nothing.
+func (s *Session) Interrupt(ctx context.Context) error {
+	_, err := s.request(ctx, "interrupt", nil)
+	return err
+}
+
+// SetModel switches the model for the next API call. The CLI does not
+// validate the name; "" means the default model.
+func (s *Session) SetModel(ctx context.Context, model string) error {
+	var req struct {
+		Model string `json:"model,omitempty"`
+	}
+	req.Model = model
+	_, err := s.request(ctx, "set_model", req)
+	return err
+}
+
+// SetPermissionMode changes the permission mode. bypassPermissions is
+// refused unless the session started in it (or with the launch flag).
+func (s *Session) SetPermissionMode(ctx context.Context, mode PermissionMode) error {
+	_, err := s.request(ctx, "set_permission_mode", struct {
+		Mode PermissionMode `json:"mode"`
+	}{mode})
+	return err
+}
+
+// SetMaxThinkingTokens sets the thinking budget for the next API calls;
+// n <= 0 clears it (the model's default).
+func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int) error {
+	var req struct {
+		MaxThinkingTokens *int `json:"max_thinking_tokens"`
+	}
+	if n > 0 {
+		req.MaxThinkingTokens = &n
+	}
+	_, err := s.request(ctx, "set_max_thinking_tokens", req)
+	return err
+}
+
+// Close ends the session: it closes the CLI's stdin, gives it
+// Options.CloseTimeout to exit on its own, then signals it, and waits for
+// it and every goroutine of the session. It is safe to call more than once
+// and from several goroutines; it does not depend on any caller context.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		s.hstop()                   // callbacks see ctx cancelled
+		s.closeErr = s.conn.Close() // makes the read loop's Read return
+		<-s.readDone
+		s.ctl.Close(ErrClosed)
+		waitTimeout(s.in.Wait, 5*time.Second, func() {
+			s.log.Warn("claude: a callback ignored its cancelled context; Close is not waiting for it")
+		})
+	})
+	return s.closeErr
+}
+
+// Wait blocks until the CLI has ended and returns why: nil for a clean exit
+// or a Close, a *ProcessError when it died.
+func (s *Session) Wait() error {
+	<-s.readDone
+	return s.termErr
+}
+
+// Done is closed when the CLI's output has ended (it exited or Close was
+// called).
+func (s *Session) Done() <-chan struct{} { return s.readDone }
+
+func waitTimeout(wait func(), d time.Duration, onTimeout func()) {
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		onTimeout()
+	}
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# test.sh — the whole test suite, as CI runs it: vet, then every package with
+# the race detector against the default pinned CLI (2.1.197), then the
+# real-CLI integration tests again against 2.1.330.
+#
+# It installs both pinned CLI versions into the cache first
+# (scripts/install-cli.sh), so it works on a fresh machine with Go and npm.
+# With CI=true a missing CLI fails the real-CLI tests instead of skipping them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+versions=(2.1.197 2.1.330)
+scripts/install-cli.sh "${versions[@]}" >/dev/null
+
+go vet ./...
+echo "== go test -race ./... (CLI ${versions[0]})"
+TETHER_CLI_VERSION=${versions[0]} go test -race -timeout 30m ./...
+for v in "${versions[@]:1}"; do
+  echo "== real-CLI tests (CLI $v)"
+  TETHER_CLI_VERSION=$v go test -race -timeout 30m -run 'RealCLI' ./...
+done
