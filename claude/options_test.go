@@ -1,5 +1,3 @@
-//go:build tetherwip
-
 package claude_test
 
 import (
@@ -95,7 +93,9 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"MaxLineSize": {set: func(o *claude.Options) { o.MaxLineSize = 12345 },
 			custom: func(l *claude.Launch) string { return ifNot(l.MaxLineSize == 12345, "Launch.MaxLineSize not passed") }},
 		"CloseTimeout": {set: func(o *claude.Options) { o.CloseTimeout = 7 * time.Second },
-			custom: func(l *claude.Launch) string { return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed") }},
+			custom: func(l *claude.Launch) string {
+				return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed")
+			}},
 	}
 	// Fields that configure the host, not the CLI, each proven elsewhere.
 	hostOnly := map[string]string{

@@ -1,5 +1,3 @@
-//go:build tetherwip
-
 package claude
 
 import (
@@ -86,7 +84,7 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	tr := o.Transport
-	path := ""
+	path := o.CLIPath // a custom transport gets it as given, undiscovered
 	if tr == nil {
 		p, err := findCLI(ctx, &o)
 		if err != nil {
@@ -419,7 +417,7 @@ func (s *Session) route(line []byte) {
 			return
 		}
 	}
-	msg, err := decodeMessage(line)
+	msg, err := DecodeMessage(line)
 	if err != nil {
 		s.log.Warn("claude: stdout line not understood", "line", s.lineNo.Load(), "err", err)
 		s.enqueue(item{err: s.lineError(line, err)})

@@ -1,5 +1,3 @@
-//go:build tetherwip
-
 package claude_test
 
 import (
@@ -23,17 +21,23 @@ import (
 // errors fail the test.
 func connect(t *testing.T, opts *claude.Options, script claudetest.Script) *claude.Session {
 	t.Helper()
-	if opts == nil {
-		opts = &claude.Options{}
-	}
-	o := *opts
-	o.Transport = &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
+	return connectScript(t, opts, func(ctx context.Context, c *claudetest.CLI) error {
 		err := script(ctx, c)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
 			t.Errorf("fake CLI script: %v", err)
 		}
 		return err
-	}}
+	})
+}
+
+// connectScript is connect for scripts that fail on purpose.
+func connectScript(t *testing.T, opts *claude.Options, script claudetest.Script) *claude.Session {
+	t.Helper()
+	if opts == nil {
+		opts = &claude.Options{}
+	}
+	o := *opts
+	o.Transport = &claudetest.FakeCLI{Script: script}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := claude.Connect(ctx, &o)
@@ -275,7 +279,6 @@ func TestCanUseToolAnswers(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
 			var seen *claude.ToolPermissionRequest
 			type answer struct {
 				resp json.RawMessage
@@ -450,7 +453,7 @@ func TestControlRequests(t *testing.T) {
 // process error, and Receive ends with it.
 func TestCLIDiesWithPendingRequest(t *testing.T) {
 	ctx := testCtx(t)
-	s := connect(t, nil, func(ctx context.Context, c *claudetest.CLI) error {
+	s := connectScript(t, nil, func(ctx context.Context, c *claudetest.CLI) error {
 		if _, err := c.HandleInitialize(ctx); err != nil {
 			return err
 		}

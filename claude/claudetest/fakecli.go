@@ -156,6 +156,8 @@ func newCLI(r io.Reader, w io.WriteCloser, l *claude.Launch) *CLI {
 		wc:        w,
 		responses: map[string]chan *control.ResponseBody{},
 		sessionID: "00000000-0000-4000-8000-000000000001",
+		lines:     make(chan []byte),
+		quit:      make(chan struct{}),
 	}
 	go c.readLoop()
 	return c

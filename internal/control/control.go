@@ -5,12 +5,13 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
+
+	"github.com/tetherhq/tether/internal/wire"
 )
 
 // Envelope is the part of a line the read loop needs to route it: the
@@ -36,16 +37,7 @@ type ResponseBody struct {
 // when the caller must fall back to a full decode. It saves a parse of
 // every streamed token.
 func PeekType(line []byte) (typ string, ok bool) {
-	const p = `{"type":"`
-	if !bytes.HasPrefix(line, []byte(p)) {
-		return "", false
-	}
-	rest := line[len(p):]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return "", false
-	}
-	return string(rest[:end]), true
+	return wire.PeekString(line, `{"type":"`)
 }
 
 // IsControl reports whether typ is one of the envelope types this package

@@ -165,3 +165,20 @@ func (w *Writer) WriteLine(line []byte) error {
 	}
 	return err
 }
+
+// PeekString returns the string value that immediately follows prefix at
+// the start of b, when b is written the way the CLI writes its lines (no
+// spaces, the key first, no escapes in the value): PeekString(line,
+// `{"type":"`) is a line's type without parsing it. ok is false when the
+// caller must fall back to a full decode.
+func PeekString(b []byte, prefix string) (string, bool) {
+	if !bytes.HasPrefix(b, []byte(prefix)) {
+		return "", false
+	}
+	rest := b[len(prefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
+}

@@ -1,0 +1,311 @@
+package claude
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+
+	"github.com/tetherhq/tether/internal/wire"
+)
+
+// ContentBlock is one block of a message's content. It is one of
+// *TextBlock, *ThinkingBlock, *RedactedThinkingBlock, *ToolUseBlock,
+// *ServerToolUseBlock, *ServerToolResultBlock, *ToolResultBlock,
+// *ImageBlock, *DocumentBlock or *UnknownBlock (a block type this version
+// of Tether does not know, kept raw).
+//
+// Blocks encode to the Messages API's JSON, so the ones a host may send
+// (text, image, document, tool_result) can go into a UserMessage.
+type ContentBlock interface {
+	isContentBlock()
+}
+
+// TextBlock is text.
+type TextBlock struct {
+	Text string `json:"text"`
+	// Citations are the sources the text cites (web search, documents),
+	// as the API sent them.
+	Citations []json.RawMessage `json:"citations,omitempty"`
+}
+
+// ThinkingBlock is the model's visible reasoning. Signature lets the API
+// verify the block when it is sent back.
+type ThinkingBlock struct {
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+// RedactedThinkingBlock is reasoning the API returned encrypted.
+type RedactedThinkingBlock struct {
+	Data string `json:"data"`
+}
+
+// ToolUseBlock is the model calling a tool. Input is the tool's input as
+// the model wrote it; decode it into the tool's input type.
+type ToolUseBlock struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ServerToolUseBlock is the model calling a tool the API runs itself (web
+// search, web fetch, code execution).
+type ServerToolUseBlock struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ServerToolResultBlock is the result of a server tool: Type is e.g.
+// "web_search_tool_result", Content is as the API sent it.
+type ServerToolResultBlock struct {
+	Type      string          `json:"type"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// ToolResultBlock is a tool's result, sent back to the model in a user
+// message. Content is a JSON string or an array of blocks; Text returns
+// its text either way.
+type ToolResultBlock struct {
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// Text returns the result's text: the string content, or the text blocks
+// of an array content joined by newlines.
+func (b *ToolResultBlock) Text() string {
+	if len(b.Content) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(b.Content, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(b.Content, &blocks)
+	var parts []string
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			parts = append(parts, bl.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// ImageBlock is an image. Build one with NewImageBlock.
+type ImageBlock struct {
+	Source MediaSource `json:"source"`
+}
+
+// DocumentBlock is a document (PDF or plain text). Build one with
+// NewDocumentBlock.
+type DocumentBlock struct {
+	Source  MediaSource `json:"source"`
+	Title   string      `json:"title,omitempty"`
+	Context string      `json:"context,omitempty"`
+	// Citations, when set, lets the model cite the document.
+	Citations json.RawMessage `json:"citations,omitempty"`
+}
+
+// MediaSource is where an image's or document's bytes are: inline
+// ("base64", or "text" for plain-text documents) or at a URL ("url").
+type MediaSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// NewImageBlock returns an inline image block; mediaType is e.g.
+// "image/png".
+func NewImageBlock(mediaType string, data []byte) *ImageBlock {
+	return &ImageBlock{Source: MediaSource{Type: "base64", MediaType: mediaType, Data: base64.StdEncoding.EncodeToString(data)}}
+}
+
+// NewDocumentBlock returns an inline document block: a PDF
+// ("application/pdf", sent base64) or plain text ("text/plain", sent as
+// text).
+func NewDocumentBlock(mediaType string, data []byte) *DocumentBlock {
+	if strings.HasPrefix(mediaType, "text/") {
+		return &DocumentBlock{Source: MediaSource{Type: "text", MediaType: mediaType, Data: string(data)}}
+	}
+	return &DocumentBlock{Source: MediaSource{Type: "base64", MediaType: mediaType, Data: base64.StdEncoding.EncodeToString(data)}}
+}
+
+// UnknownBlock is a content block of a type this version of Tether does
+// not know. It encodes back to Raw unchanged.
+type UnknownBlock struct {
+	Type string
+	Raw  json.RawMessage
+}
+
+func (*TextBlock) isContentBlock()             {}
+func (*ThinkingBlock) isContentBlock()         {}
+func (*RedactedThinkingBlock) isContentBlock() {}
+func (*ToolUseBlock) isContentBlock()          {}
+func (*ServerToolUseBlock) isContentBlock()    {}
+func (*ServerToolResultBlock) isContentBlock() {}
+func (*ToolResultBlock) isContentBlock()       {}
+func (*ImageBlock) isContentBlock()            {}
+func (*DocumentBlock) isContentBlock()         {}
+func (*UnknownBlock) isContentBlock()          {}
+
+// The MarshalJSON methods add the "type" member the API expects.
+
+func (b *TextBlock) MarshalJSON() ([]byte, error) {
+	type t TextBlock
+	return marshalTyped("text", (*t)(b))
+}
+
+func (b *ThinkingBlock) MarshalJSON() ([]byte, error) {
+	type t ThinkingBlock
+	return marshalTyped("thinking", (*t)(b))
+}
+
+func (b *RedactedThinkingBlock) MarshalJSON() ([]byte, error) {
+	type t RedactedThinkingBlock
+	return marshalTyped("redacted_thinking", (*t)(b))
+}
+
+func (b *ToolUseBlock) MarshalJSON() ([]byte, error) {
+	type t ToolUseBlock
+	c := *(*t)(b)
+	if len(c.Input) == 0 {
+		c.Input = json.RawMessage("{}")
+	}
+	return marshalTyped("tool_use", &c)
+}
+
+func (b *ServerToolUseBlock) MarshalJSON() ([]byte, error) {
+	type t ServerToolUseBlock
+	c := *(*t)(b)
+	if len(c.Input) == 0 {
+		c.Input = json.RawMessage("{}")
+	}
+	return marshalTyped("server_tool_use", &c)
+}
+
+func (b *ToolResultBlock) MarshalJSON() ([]byte, error) {
+	type t ToolResultBlock
+	return marshalTyped("tool_result", (*t)(b))
+}
+
+func (b *ImageBlock) MarshalJSON() ([]byte, error) {
+	type t ImageBlock
+	return marshalTyped("image", (*t)(b))
+}
+
+func (b *DocumentBlock) MarshalJSON() ([]byte, error) {
+	type t DocumentBlock
+	return marshalTyped("document", (*t)(b))
+}
+
+func (b *UnknownBlock) MarshalJSON() ([]byte, error) {
+	if len(b.Raw) == 0 {
+		return json.Marshal(map[string]string{"type": b.Type})
+	}
+	return b.Raw, nil
+}
+
+// marshalTyped encodes v (a struct) with "type":typ as its first member.
+func marshalTyped(typ string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(typ)+12)
+	out = append(out, `{"type":`...)
+	out, _ = appendJSONString(out, typ)
+	if len(body) > 2 {
+		out = append(out, ',')
+		out = append(out, body[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	q, err := json.Marshal(s)
+	return append(b, q...), err
+}
+
+// decodeBlocks decodes a content array, or a plain string (which the CLI
+// and the API accept for user content) as one text block.
+func decodeBlocks(raw json.RawMessage) ([]ContentBlock, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []ContentBlock{&TextBlock{Text: s}}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, err
+	}
+	out := make([]ContentBlock, 0, len(raws))
+	for _, r := range raws {
+		b, err := decodeBlock(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// decodeBlock decodes one content block. A block of an unknown type, or
+// of a known type with unexpected field types, becomes an *UnknownBlock.
+func decodeBlock(raw json.RawMessage) (ContentBlock, error) {
+	typ, ok := wire.PeekString(raw, `{"type":"`)
+	if !ok {
+		var h struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(raw, &h); err != nil {
+			return nil, err
+		}
+		typ = h.Type
+	}
+	var b ContentBlock
+	switch typ {
+	case "text":
+		b = new(TextBlock)
+	case "thinking":
+		b = new(ThinkingBlock)
+	case "redacted_thinking":
+		b = new(RedactedThinkingBlock)
+	case "tool_use":
+		b = new(ToolUseBlock)
+	case "server_tool_use":
+		b = new(ServerToolUseBlock)
+	case "tool_result":
+		b = new(ToolResultBlock)
+	case "image":
+		b = new(ImageBlock)
+	case "document":
+		b = new(DocumentBlock)
+	default:
+		if strings.HasSuffix(typ, "_tool_result") {
+			b = new(ServerToolResultBlock)
+		} else {
+			return &UnknownBlock{Type: typ, Raw: raw}, nil
+		}
+	}
+	if err := json.Unmarshal(raw, b); err != nil {
+		if isTypeError(err) {
+			return &UnknownBlock{Type: typ, Raw: raw}, nil
+		}
+		return nil, err
+	}
+	return b, nil
+}

@@ -1,0 +1,311 @@
+package claude
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// AssistantMessage is part of the model's answer. The CLI writes one
+// AssistantMessage per content block, all with the same Message.ID, so a
+// reply with thinking, text and a tool call arrives as three messages.
+type AssistantMessage struct {
+	Meta
+	Message APIMessage `json:"message"`
+	// ParentToolUseID is set on a subagent's messages: the id of the Agent
+	// tool call that started it.
+	ParentToolUseID string `json:"parent_tool_use_id"`
+	// RequestID is the Messages API's request id (not a control request
+	// id); empty for synthetic messages.
+	RequestID string `json:"request_id,omitempty"`
+	// Error is set on the synthetic message the CLI writes when the API
+	// call failed: server_error, authentication_failed, rate_limit,
+	// overloaded, invalid_request, max_output_tokens, unknown, …
+	Error string `json:"error,omitempty"`
+
+	SubagentType    string        `json:"subagent_type,omitempty"`
+	TaskDescription string        `json:"task_description,omitempty"`
+	AgentID         string        `json:"agent_id,omitempty"`
+	ToolUseMeta     []ToolUseMeta `json:"tool_use_meta,omitempty"`
+}
+
+// ToolUseMeta names an MCP tool call for display.
+type ToolUseMeta struct {
+	ID                string `json:"id"`
+	DisplayName       string `json:"display_name"`
+	ServerDisplayName string `json:"server_display_name"`
+}
+
+// APIMessage is the Messages API message inside an assistant line.
+type APIMessage struct {
+	ID           string         `json:"id"`
+	Model        string         `json:"model"`
+	Role         string         `json:"role"`
+	Content      []ContentBlock `json:"content"`
+	StopReason   string         `json:"stop_reason,omitempty"`
+	StopSequence string         `json:"stop_sequence,omitempty"`
+	Usage        *Usage         `json:"usage,omitempty"`
+}
+
+func (m *APIMessage) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID           string          `json:"id"`
+		Model        string          `json:"model"`
+		Role         string          `json:"role"`
+		Content      json.RawMessage `json:"content"`
+		StopReason   string          `json:"stop_reason"`
+		StopSequence string          `json:"stop_sequence"`
+		Usage        *Usage          `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	content, err := decodeBlocks(w.Content)
+	if err != nil {
+		return err
+	}
+	*m = APIMessage{ID: w.ID, Model: w.Model, Role: w.Role, Content: content,
+		StopReason: w.StopReason, StopSequence: w.StopSequence, Usage: w.Usage}
+	return nil
+}
+
+// Usage is token usage as the Messages API reports it.
+type Usage struct {
+	InputTokens              int64  `json:"input_tokens"`
+	OutputTokens             int64  `json:"output_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
+	ServiceTier              string `json:"service_tier,omitempty"`
+	ServerToolUse            *struct {
+		WebSearchRequests int64 `json:"web_search_requests"`
+		WebFetchRequests  int64 `json:"web_fetch_requests"`
+	} `json:"server_tool_use,omitempty"`
+}
+
+// Text returns the message's text blocks, concatenated.
+func (m *AssistantMessage) Text() string {
+	var b strings.Builder
+	for _, c := range m.Message.Content {
+		if t, ok := c.(*TextBlock); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// ToolUses returns the message's tool calls.
+func (m *AssistantMessage) ToolUses() []*ToolUseBlock {
+	var out []*ToolUseBlock
+	for _, c := range m.Message.Content {
+		if t, ok := c.(*ToolUseBlock); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Synthetic reports a message the CLI made up rather than received from
+// the API: an API error's text, or a local command's output.
+func (m *AssistantMessage) Synthetic() bool { return m.Message.Model == "<synthetic>" }
+
+// UserMessage is a user turn: what a host sends (build one with
+// NewUserMessage), and what the CLI writes back — tool results, replays of
+// host messages (IsReplay), and messages the CLI makes up (IsSynthetic:
+// interrupt markers, Stop-hook feedback; subagent prompts carry
+// ParentToolUseID).
+type UserMessage struct {
+	Meta
+	// Content is the message's content. A plain string content decodes to
+	// one *TextBlock.
+	Content         []ContentBlock
+	ParentToolUseID string
+	IsReplay        bool
+	IsSynthetic     bool
+	Timestamp       string
+	// ToolUseResult is the tool's structured result, next to the
+	// tool_result block the model sees: for Bash {stdout, stderr,
+	// interrupted, …}, for Write {type, filePath, content, …}, for MCP
+	// tools the content array, and for errors the string "Error: …". See
+	// DecodeToolUseResult.
+	ToolUseResult   json.RawMessage
+	SubagentType    string
+	TaskDescription string
+	AgentID         string
+	// Priority is how a queued host message is scheduled ("now", "next",
+	// "later"); empty means the CLI's default.
+	Priority string
+}
+
+// NewUserMessage returns a user message with one text block, ready to
+// Send. Append image and document blocks to Content as needed; set UUID to
+// recognise the CLI's replay of it.
+func NewUserMessage(text string, blocks ...ContentBlock) *UserMessage {
+	content := make([]ContentBlock, 0, 1+len(blocks))
+	if text != "" {
+		content = append(content, &TextBlock{Text: text})
+	}
+	return &UserMessage{Content: append(content, blocks...)}
+}
+
+type wireUser struct {
+	Type    string `json:"type"`
+	Message struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	SessionID       string          `json:"session_id"`
+	UUID            string          `json:"uuid,omitempty"`
+	IsReplay        bool            `json:"isReplay,omitempty"`
+	IsSynthetic     bool            `json:"isSynthetic,omitempty"`
+	Timestamp       string          `json:"timestamp,omitempty"`
+	ToolUseResult   json.RawMessage `json:"tool_use_result,omitempty"`
+	SubagentType    string          `json:"subagent_type,omitempty"`
+	TaskDescription string          `json:"task_description,omitempty"`
+	AgentID         string          `json:"agent_id,omitempty"`
+	Priority        string          `json:"priority,omitempty"`
+}
+
+// MarshalJSON encodes the message as a line of the CLI's stdin.
+func (m *UserMessage) MarshalJSON() ([]byte, error) {
+	w := wireUser{
+		Type: "user", SessionID: m.SessionID, UUID: m.UUID, IsReplay: m.IsReplay, IsSynthetic: m.IsSynthetic,
+		Timestamp: m.Timestamp, ToolUseResult: m.ToolUseResult, SubagentType: m.SubagentType,
+		TaskDescription: m.TaskDescription, AgentID: m.AgentID, Priority: m.Priority,
+	}
+	w.Message.Role = "user"
+	if m.ParentToolUseID != "" {
+		w.ParentToolUseID = &m.ParentToolUseID
+	}
+	content := m.Content
+	if content == nil {
+		content = []ContentBlock{}
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return nil, err
+	}
+	w.Message.Content = b
+	return json.Marshal(&w)
+}
+
+// UnmarshalJSON decodes a user line.
+func (m *UserMessage) UnmarshalJSON(b []byte) error {
+	var w wireUser
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	content, err := decodeBlocks(w.Message.Content)
+	if err != nil {
+		return err
+	}
+	*m = UserMessage{
+		Meta:    Meta{UUID: w.UUID, SessionID: w.SessionID},
+		Content: content, IsReplay: w.IsReplay, IsSynthetic: w.IsSynthetic, Timestamp: w.Timestamp,
+		ToolUseResult: w.ToolUseResult, SubagentType: w.SubagentType, TaskDescription: w.TaskDescription,
+		AgentID: w.AgentID, Priority: w.Priority,
+	}
+	if w.ParentToolUseID != nil {
+		m.ParentToolUseID = *w.ParentToolUseID
+	}
+	return nil
+}
+
+// Text returns the message's text blocks, concatenated.
+func (m *UserMessage) Text() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if t, ok := c.(*TextBlock); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// ToolResults returns the message's tool_result blocks.
+func (m *UserMessage) ToolResults() []*ToolResultBlock {
+	var out []*ToolResultBlock
+	for _, c := range m.Content {
+		if t, ok := c.(*ToolResultBlock); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ErrNoToolUseResult is returned by DecodeToolUseResult for a message that
+// carries no structured tool result.
+var ErrNoToolUseResult = errors.New("claude: message has no tool_use_result")
+
+// DecodeToolUseResult decodes m's structured tool result into a value of
+// type T, e.g. BashResult for a Bash call. When the tool failed, the CLI
+// sends the string "Error: …" instead: the error returned then is a
+// *ToolUseError with that text.
+func DecodeToolUseResult[T any](m *UserMessage) (T, error) {
+	var v T
+	raw := m.ToolUseResult
+	if len(raw) == 0 || string(raw) == "null" {
+		return v, ErrNoToolUseResult
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return v, err
+		}
+		return v, &ToolUseError{Message: s}
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, jsonError("tool_use_result", err)
+	}
+	return v, nil
+}
+
+// ToolUseError is a tool's failure as the CLI reports it in
+// tool_use_result ("Error: …").
+type ToolUseError struct {
+	Message string
+}
+
+func (e *ToolUseError) Error() string { return "claude: tool failed: " + e.Message }
+
+// BashResult is the structured result of the Bash tool.
+type BashResult struct {
+	Stdout           string `json:"stdout"`
+	Stderr           string `json:"stderr"`
+	Interrupted      bool   `json:"interrupted"`
+	IsImage          bool   `json:"isImage"`
+	NoOutputExpected bool   `json:"noOutputExpected"`
+}
+
+// WriteResult is the structured result of the Write tool.
+type WriteResult struct {
+	Type            string          `json:"type"` // "create" or "update"
+	FilePath        string          `json:"filePath"`
+	Content         string          `json:"content"`
+	StructuredPatch json.RawMessage `json:"structuredPatch"`
+	OriginalFile    *string         `json:"originalFile"`
+}
+
+// AgentResult is the structured result of the Agent (subagent) tool.
+type AgentResult struct {
+	Status            string          `json:"status"`
+	Prompt            string          `json:"prompt"`
+	AgentID           string          `json:"agentId"`
+	AgentType         string          `json:"agentType"`
+	Content           json.RawMessage `json:"content"`
+	ResolvedModel     string          `json:"resolvedModel"`
+	TotalDurationMS   int64           `json:"totalDurationMs"`
+	TotalTokens       int64           `json:"totalTokens"`
+	TotalToolUseCount int64           `json:"totalToolUseCount"`
+	Usage             *Usage          `json:"usage"`
+}
+
+// AskUserQuestionResult is the structured result of AskUserQuestion: the
+// questions and the answers the host gave, by question text.
+type AskUserQuestionResult struct {
+	Questions json.RawMessage   `json:"questions"`
+	Answers   map[string]string `json:"answers"`
+}
+
+func (*AssistantMessage) isMessage() {}
+func (*UserMessage) isMessage()      {}

@@ -1,0 +1,200 @@
+package claude_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/internal/wire"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files and re-record transcripts")
+
+// describe renders a decoded message for golden files: its Go type, the
+// types of nested union values, and its fields as JSON.
+func describe(m claude.Message) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%T", m)
+	switch m := m.(type) {
+	case *claude.StreamEvent:
+		fmt.Fprintf(&b, " event=%T", m.Event)
+		switch e := m.Event.(type) {
+		case *claude.ContentBlockDeltaEvent:
+			fmt.Fprintf(&b, " delta=%T", e.Delta)
+		case *claude.ContentBlockStartEvent:
+			fmt.Fprintf(&b, " block=%T", e.ContentBlock)
+		}
+	case *claude.AssistantMessage:
+		for _, c := range m.Message.Content {
+			fmt.Fprintf(&b, " block=%T", c)
+		}
+	case *claude.UserMessage:
+		for _, c := range m.Content {
+			fmt.Fprintf(&b, " block=%T", c)
+		}
+	}
+	j, err := json.Marshal(m)
+	if err != nil {
+		j = []byte("marshal error: " + err.Error())
+	}
+	fmt.Fprintf(&b, "\n  %s", j)
+	return b.String()
+}
+
+// TestDecodeGolden decodes one line of every type and subtype the CLI was
+// seen to write (and some it may write one day) and compares the typed
+// result with testdata/decode/lines.golden. It guards against a field
+// silently going missing when a type is refactored.
+func TestDecodeGolden(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "decode", "lines.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for i, line := range bytes.Split(bytes.TrimSpace(in), []byte("\n")) {
+		m, err := claude.DecodeMessage(line)
+		if err != nil {
+			fmt.Fprintf(&got, "%d: error: %v\n", i+1, err)
+			continue
+		}
+		if !bytes.Equal(m.RawJSON(), line) {
+			t.Errorf("line %d: RawJSON is not the line", i+1)
+		}
+		fmt.Fprintf(&got, "%d: %s\n", i+1, describe(m))
+	}
+	golden := filepath.Join("testdata", "decode", "lines.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestDecodeGolden -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("decoded lines differ from %s (-want +got):\n%s", golden, diff)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	for _, line := range []string{`not json`, `[1,2]`, `"str"`, `{"type":"assistant","message":`, `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"x"}`} {
+		if m, err := claude.DecodeMessage([]byte(line)); err == nil {
+			t.Errorf("DecodeMessage(%q) = %T, want an error", line, m)
+		}
+	}
+}
+
+// A known type whose fields changed shape must not fail the stream: it is
+// kept as unknown, with its raw line.
+func TestDecodeChangedShapeIsUnknown(t *testing.T) {
+	for _, line := range []string{
+		`{"type":"result","subtype":"success","is_error":"maybe","uuid":"u"}`,
+		`{"type":"rate_limit_event","rate_limit_info":[1,2],"uuid":"u"}`,
+	} {
+		m, err := claude.DecodeMessage([]byte(line))
+		if err != nil {
+			t.Fatalf("DecodeMessage(%s): %v", line, err)
+		}
+		u, ok := m.(*claude.UnknownMessage)
+		if !ok || u.UUID != "u" || string(u.Raw) != line {
+			t.Errorf("DecodeMessage(%s) = %#v, want an *UnknownMessage keeping the line", line, m)
+		}
+	}
+}
+
+func TestUserMessageWire(t *testing.T) {
+	m := claude.NewUserMessage("what is this", claude.NewImageBlock("image/png", []byte{1, 2, 3}), claude.NewDocumentBlock("text/plain", []byte("notes")))
+	m.UUID = "host-uuid-1"
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"what is this"},` +
+		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AQID"}},` +
+		`{"type":"document","source":{"type":"text","media_type":"text/plain","data":"notes"}}]},` +
+		`"parent_tool_use_id":null,"session_id":"","uuid":"host-uuid-1"}`
+	if string(b) != want {
+		t.Errorf("wire form:\n got %s\nwant %s", b, want)
+	}
+	back, err := claude.DecodeMessage(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := back.(*claude.UserMessage)
+	if u.UUID != "host-uuid-1" || u.Text() != "what is this" || len(u.Content) != 3 {
+		t.Errorf("round trip = %+v", u)
+	}
+}
+
+func TestToolUseResults(t *testing.T) {
+	ok, _ := claude.DecodeMessage([]byte(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":"hi"}]},"tool_use_result":{"stdout":"hi","stderr":"","interrupted":false}}`))
+	r, err := claude.DecodeToolUseResult[claude.BashResult](ok.(*claude.UserMessage))
+	if err != nil || r.Stdout != "hi" {
+		t.Errorf("DecodeToolUseResult = %+v, %v", r, err)
+	}
+	if txt := ok.(*claude.UserMessage).ToolResults()[0].Text(); txt != "hi" {
+		t.Errorf("ToolResultBlock.Text = %q", txt)
+	}
+	failed, _ := claude.DecodeMessage([]byte(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"is_error":true}]},"tool_use_result":"Error: no such file"}`))
+	_, err = claude.DecodeToolUseResult[claude.BashResult](failed.(*claude.UserMessage))
+	var te *claude.ToolUseError
+	if !errors.As(err, &te) || te.Message != "Error: no such file" {
+		t.Errorf("error result = %v", err)
+	}
+	if txt := failed.(*claude.UserMessage).ToolResults()[0].Text(); txt != "a\nb" {
+		t.Errorf("block-array Text = %q", txt)
+	}
+	plain, _ := claude.DecodeMessage([]byte(`{"type":"user","message":{"role":"user","content":"hi"}}`))
+	if _, err := claude.DecodeToolUseResult[claude.BashResult](plain.(*claude.UserMessage)); !errors.Is(err, claude.ErrNoToolUseResult) {
+		t.Errorf("no result: %v", err)
+	}
+}
+
+// FuzzDecode feeds arbitrary stdout through the line reader and the
+// decoder: neither may panic, a decoded message keeps its line, and a line
+// that fails to decode is reported, never fatal to the lines after it.
+func FuzzDecode(f *testing.F) {
+	in, err := os.ReadFile(filepath.Join("testdata", "decode", "lines.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, line := range bytes.Split(in, []byte("\n")) {
+		f.Add(line)
+	}
+	f.Add([]byte("{\"type\":\"system\",\"subtype\":\"init\"}\n\n\r\n{\"type\":\"x\"}"))
+	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_delta","delta":null}}`))
+	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_start","content_block":7}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := wire.NewReader(bufio.NewReader(bytes.NewReader(data)), 4096)
+		for {
+			line, err := r.ReadLine()
+			if errors.Is(err, wire.ErrLineTooLong) {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			m, err := claude.DecodeMessage(line)
+			if err != nil {
+				continue
+			}
+			if !bytes.Equal(m.RawJSON(), line) {
+				t.Fatalf("RawJSON differs from the line %q", line)
+			}
+			if _, err := json.Marshal(m); err != nil {
+				t.Fatalf("decoded %T does not encode: %v", m, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,148 @@
+package claude
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ResultMessage ends a turn. The CLI writes one per turn, not one per user
+// message: messages sent while a turn runs are merged into the next turn.
+//
+// IsError is authoritative: an API failure ends the turn with Subtype
+// "success" and IsError true. Err returns a *ResultError for every failed
+// turn, and Receive yields it together with the message.
+type ResultMessage struct {
+	Meta
+	Subtype       ResultSubtype `json:"subtype"`
+	IsError       bool          `json:"is_error"`
+	DurationMS    int64         `json:"duration_ms"`
+	DurationAPIMS int64         `json:"duration_api_ms"`
+	// NumTurns counts API round trips and synthetic steps.
+	NumTurns int `json:"num_turns"`
+	// Result is the final text (the error text on an API failure). Absent
+	// for error subtypes, which carry Errors instead.
+	Result     string `json:"result"`
+	StopReason string `json:"stop_reason"`
+	// TerminalReason says why the turn's loop ended: completed,
+	// aborted_streaming, aborted_tools, max_turns, prompt_too_long, …
+	// (empty when the CLI did not say).
+	TerminalReason TerminalReason `json:"terminal_reason,omitempty"`
+	// APIErrorStatus is the HTTP status of the API failure that ended the
+	// turn (0 when none, or when it had none, as for a stream error).
+	APIErrorStatus int      `json:"api_error_status,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+
+	TotalCostUSD      float64               `json:"total_cost_usd"`
+	Usage             Usage                 `json:"usage"`
+	ModelUsage        map[string]ModelUsage `json:"modelUsage"`
+	PermissionDenials []PermissionDenial    `json:"permission_denials"`
+	// StructuredOutput is the JSON the model produced for --json-schema.
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+
+	TTFTMS        int64  `json:"ttft_ms,omitempty"`
+	FastModeState string `json:"fast_mode_state,omitempty"`
+}
+
+// ResultSubtype is how a turn ended.
+type ResultSubtype string
+
+// Result subtypes. Note that ResultSuccess does not mean success: check
+// IsError.
+const (
+	ResultSuccess                         ResultSubtype = "success"
+	ResultErrorDuringExecution            ResultSubtype = "error_during_execution"
+	ResultErrorMaxTurns                   ResultSubtype = "error_max_turns"
+	ResultErrorMaxBudgetUSD               ResultSubtype = "error_max_budget_usd"
+	ResultErrorMaxStructuredOutputRetries ResultSubtype = "error_max_structured_output_retries"
+)
+
+// TerminalReason is why a turn's query loop ended.
+type TerminalReason string
+
+// Terminal reasons the CLI knows.
+const (
+	TerminalCompleted           TerminalReason = "completed"
+	TerminalStopHookPrevented   TerminalReason = "stop_hook_prevented"
+	TerminalHookStopped         TerminalReason = "hook_stopped"
+	TerminalToolDeferred        TerminalReason = "tool_deferred"
+	TerminalMaxTurns            TerminalReason = "max_turns"
+	TerminalAbortedStreaming    TerminalReason = "aborted_streaming"
+	TerminalAbortedTools        TerminalReason = "aborted_tools"
+	TerminalBackgroundRequested TerminalReason = "background_requested"
+	TerminalBlockingLimit       TerminalReason = "blocking_limit"
+	TerminalRapidRefillBreaker  TerminalReason = "rapid_refill_breaker"
+	TerminalPromptTooLong       TerminalReason = "prompt_too_long"
+	TerminalImageError          TerminalReason = "image_error"
+	TerminalModelError          TerminalReason = "model_error"
+)
+
+// ModelUsage is one model's share of a session's usage and cost.
+type ModelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	WebSearchRequests        int64   `json:"webSearchRequests"`
+	CostUSD                  float64 `json:"costUSD"`
+	ContextWindow            int64   `json:"contextWindow"`
+	MaxOutputTokens          int64   `json:"maxOutputTokens"`
+}
+
+// PermissionDenial is a tool call that was refused during the turn.
+type PermissionDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
+}
+
+// Err returns a *ResultError when the turn failed (IsError), else nil.
+func (r *ResultMessage) Err() error {
+	if !r.IsError {
+		return nil
+	}
+	return &ResultError{
+		Subtype: r.Subtype, TerminalReason: r.TerminalReason, APIErrorStatus: r.APIErrorStatus,
+		Result: r.Result, Errors: r.Errors, SessionID: r.SessionID,
+	}
+}
+
+func (*ResultMessage) isMessage() {}
+
+// ResultError is a turn that ended in error: an API failure (retries
+// exhausted, 4xx, a stream error), an interrupt, the turn or budget limit.
+// It is yielded together with its *ResultMessage; the session lives on.
+type ResultError struct {
+	Subtype        ResultSubtype
+	TerminalReason TerminalReason
+	APIErrorStatus int      // HTTP status of an API failure, else 0
+	Result         string   // the CLI's error text, for API failures
+	Errors         []string // the CLI's diagnostics, for error subtypes
+	SessionID      string
+}
+
+func (e *ResultError) Error() string {
+	var b strings.Builder
+	b.WriteString("claude: turn failed")
+	if e.Subtype != "" && e.Subtype != ResultSuccess {
+		fmt.Fprintf(&b, " (%s)", e.Subtype)
+	} else if e.TerminalReason != "" && e.TerminalReason != TerminalCompleted {
+		fmt.Fprintf(&b, " (%s)", e.TerminalReason)
+	}
+	if e.APIErrorStatus != 0 {
+		fmt.Fprintf(&b, ": API status %d", e.APIErrorStatus)
+	}
+	switch {
+	case e.Result != "":
+		fmt.Fprintf(&b, ": %s", e.Result)
+	case len(e.Errors) > 0:
+		fmt.Fprintf(&b, ": %s", strings.Join(e.Errors, "; "))
+	}
+	return b.String()
+}
+
+// Interrupted reports a turn ended by an interrupt (or a deny with
+// interrupt).
+func (e *ResultError) Interrupted() bool {
+	return e.TerminalReason == TerminalAbortedStreaming || e.TerminalReason == TerminalAbortedTools
+}

@@ -1,0 +1,216 @@
+package claude
+
+import (
+	"encoding/json"
+)
+
+// StreamEvent is a raw Messages API streaming event, passed through by the
+// CLI with Options.IncludePartialMessages: the tokens of the answer as
+// they arrive. The complete *AssistantMessage for each block follows its
+// deltas. Subagents' API calls produce no stream events.
+type StreamEvent struct {
+	Meta
+	// Event is the API event: *MessageStartEvent, *ContentBlockStartEvent,
+	// *ContentBlockDeltaEvent, *ContentBlockStopEvent, *MessageDeltaEvent,
+	// *MessageStopEvent, or *UnknownStreamEvent.
+	Event           MessageStreamEvent
+	ParentToolUseID string
+	// TTFTMS is the time to the first token, on message_start.
+	TTFTMS int64
+}
+
+// MessageStreamEvent is one Messages API streaming event (see
+// StreamEvent.Event for the variants).
+type MessageStreamEvent interface {
+	isStreamEvent()
+}
+
+// MessageStartEvent begins an API message.
+type MessageStartEvent struct {
+	Message APIMessage
+}
+
+// ContentBlockStartEvent begins a content block; for text and tool_use the
+// block is empty and filled by the deltas that follow.
+type ContentBlockStartEvent struct {
+	Index        int
+	ContentBlock ContentBlock
+}
+
+// ContentBlockDeltaEvent extends the block at Index.
+type ContentBlockDeltaEvent struct {
+	Index int
+	// Delta is *TextDelta, *InputJSONDelta, *ThinkingDelta,
+	// *SignatureDelta, *CitationsDelta or *UnknownDelta.
+	Delta Delta
+}
+
+// ContentBlockStopEvent ends the block at Index.
+type ContentBlockStopEvent struct {
+	Index int
+}
+
+// MessageDeltaEvent carries the message's stop reason and final usage.
+type MessageDeltaEvent struct {
+	StopReason   string
+	StopSequence string
+	Usage        *Usage
+}
+
+// MessageStopEvent ends the API message.
+type MessageStopEvent struct{}
+
+// UnknownStreamEvent is an event type this version of Tether does not
+// know (including "ping" and "error").
+type UnknownStreamEvent struct {
+	Type string
+	Raw  json.RawMessage
+}
+
+func (*MessageStartEvent) isStreamEvent()      {}
+func (*ContentBlockStartEvent) isStreamEvent() {}
+func (*ContentBlockDeltaEvent) isStreamEvent() {}
+func (*ContentBlockStopEvent) isStreamEvent()  {}
+func (*MessageDeltaEvent) isStreamEvent()      {}
+func (*MessageStopEvent) isStreamEvent()       {}
+func (*UnknownStreamEvent) isStreamEvent()     {}
+
+// Delta is an increment to a content block.
+type Delta interface {
+	isDelta()
+}
+
+// TextDelta appends text to a text block.
+type TextDelta struct{ Text string }
+
+// InputJSONDelta appends a fragment of a tool_use block's input JSON.
+type InputJSONDelta struct{ PartialJSON string }
+
+// ThinkingDelta appends reasoning to a thinking block.
+type ThinkingDelta struct{ Thinking string }
+
+// SignatureDelta sets a thinking block's signature.
+type SignatureDelta struct{ Signature string }
+
+// CitationsDelta adds a citation to a text block.
+type CitationsDelta struct{ Citation json.RawMessage }
+
+// UnknownDelta is a delta type this version of Tether does not know.
+type UnknownDelta struct {
+	Type string
+	Raw  json.RawMessage
+}
+
+func (*TextDelta) isDelta()      {}
+func (*InputJSONDelta) isDelta() {}
+func (*ThinkingDelta) isDelta()  {}
+func (*SignatureDelta) isDelta() {}
+func (*CitationsDelta) isDelta() {}
+func (*UnknownDelta) isDelta()   {}
+
+// wireStreamEvent decodes the hot path (token deltas) in a single pass:
+// every event and delta field sits in one flat struct.
+type wireStreamEvent struct {
+	UUID            string `json:"uuid"`
+	SessionID       string `json:"session_id"`
+	ParentToolUseID string `json:"parent_tool_use_id"`
+	TTFTMS          int64  `json:"ttft_ms"`
+	Event           struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+		Delta *struct {
+			Type        string          `json:"type"`
+			Text        string          `json:"text"`
+			PartialJSON string          `json:"partial_json"`
+			Thinking    string          `json:"thinking"`
+			Signature   string          `json:"signature"`
+			Citation    json.RawMessage `json:"citation"`
+			// message_delta's delta
+			StopReason   string `json:"stop_reason"`
+			StopSequence string `json:"stop_sequence"`
+		} `json:"delta"`
+		ContentBlock json.RawMessage `json:"content_block"`
+		Message      json.RawMessage `json:"message"`
+		Usage        *Usage          `json:"usage"`
+	} `json:"event"`
+}
+
+// UnmarshalJSON decodes a stream_event line.
+func (e *StreamEvent) UnmarshalJSON(b []byte) error {
+	var w wireStreamEvent
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = StreamEvent{Meta: Meta{UUID: w.UUID, SessionID: w.SessionID}, ParentToolUseID: w.ParentToolUseID, TTFTMS: w.TTFTMS}
+	ev := &w.Event
+	switch ev.Type {
+	case "content_block_delta":
+		d := ev.Delta
+		if d == nil {
+			e.Event = &ContentBlockDeltaEvent{Index: ev.Index, Delta: &UnknownDelta{}}
+			break
+		}
+		var delta Delta
+		switch d.Type {
+		case "text_delta":
+			delta = &TextDelta{Text: d.Text}
+		case "input_json_delta":
+			delta = &InputJSONDelta{PartialJSON: d.PartialJSON}
+		case "thinking_delta":
+			delta = &ThinkingDelta{Thinking: d.Thinking}
+		case "signature_delta":
+			delta = &SignatureDelta{Signature: d.Signature}
+		case "citations_delta":
+			delta = &CitationsDelta{Citation: d.Citation}
+		default:
+			delta = &UnknownDelta{Type: d.Type, Raw: rawEventField(b, "delta")}
+		}
+		e.Event = &ContentBlockDeltaEvent{Index: ev.Index, Delta: delta}
+	case "content_block_start":
+		blk, err := decodeBlock(ev.ContentBlock)
+		if err != nil {
+			return err
+		}
+		e.Event = &ContentBlockStartEvent{Index: ev.Index, ContentBlock: blk}
+	case "content_block_stop":
+		e.Event = &ContentBlockStopEvent{Index: ev.Index}
+	case "message_start":
+		var m APIMessage
+		if len(ev.Message) > 0 {
+			if err := json.Unmarshal(ev.Message, &m); err != nil {
+				return err
+			}
+		}
+		e.Event = &MessageStartEvent{Message: m}
+	case "message_delta":
+		md := &MessageDeltaEvent{Usage: ev.Usage}
+		if ev.Delta != nil {
+			md.StopReason, md.StopSequence = ev.Delta.StopReason, ev.Delta.StopSequence
+		}
+		e.Event = md
+	case "message_stop":
+		e.Event = &MessageStopEvent{}
+	default:
+		e.Event = &UnknownStreamEvent{Type: ev.Type, Raw: rawEventField(b, "")}
+	}
+	return nil
+}
+
+// rawEventField returns the line's "event" object, or the named member of
+// it, for the rare events kept raw. It parses the line again; that is
+// fine off the hot path.
+func rawEventField(line []byte, member string) json.RawMessage {
+	var w struct {
+		Event json.RawMessage `json:"event"`
+	}
+	if json.Unmarshal(line, &w) != nil || member == "" {
+		return w.Event
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(w.Event, &m) != nil {
+		return nil
+	}
+	return m[member]
+}
+
+func (*StreamEvent) isMessage() {}
