@@ -3,7 +3,6 @@ package claude
 import (
 	"context"
 	"iter"
-	"time"
 )
 
 // Query runs one prompt in a new CLI and yields the turn's messages, ending
@@ -31,15 +30,11 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 			return
 		}
 		for msg, err := range s.ReceiveTurn(ctx) {
-			if ctx.Err() != nil {
-				// Stop the model before the process goes: it spends no more.
-				ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				_ = s.Interrupt(ictx)
-				cancel()
-			}
 			if !yield(msg, err) {
 				return
 			}
 		}
+		// Close (deferred) interrupts a turn still running, whether ctx
+		// was cancelled or the caller stopped early, before the CLI goes.
 	}
 }

@@ -53,6 +53,7 @@ type Session struct {
 	readDone chan struct{} // closed when the read loop has ended
 	termErr  error         // why it ended (nil: clean exit); set before readDone closes
 
+	sent      atomic.Bool // a user message was sent: Close interrupts first
 	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -213,7 +214,11 @@ func (s *Session) SendMessage(ctx context.Context, m *UserMessage) error {
 	if err != nil {
 		return fmt.Errorf("claude: encoding user message: %w", err)
 	}
-	return s.write(ctx, b)
+	if err := s.write(ctx, b); err != nil {
+		return err
+	}
+	s.sent.Store(true)
+	return nil
 }
 
 func (s *Session) write(ctx context.Context, line []byte) error {
@@ -632,12 +637,24 @@ func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int) error {
 	return err
 }
 
-// Close ends the session: it closes the CLI's stdin, gives it
-// Options.CloseTimeout to exit on its own, then signals it, and waits for
-// it and every goroutine of the session. It is safe to call more than once
-// and from several goroutines; it does not depend on any caller context.
+// Close ends the session. If a prompt was ever sent, it first interrupts
+// the running turn (a no-op when idle), because a CLI whose stdin closes
+// mid-turn finishes the turn and keeps spending. Then it closes the CLI's
+// stdin, gives it Options.CloseTimeout to exit on its own (it flushes its
+// session file), signals it, and waits for it and every goroutine of the
+// session. It is safe to call more than once and from several goroutines;
+// it does not depend on any caller context.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
+		if s.sent.Load() {
+			select {
+			case <-s.readDone:
+			default:
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = s.Interrupt(ctx)
+				cancel()
+			}
+		}
 		s.closing.Store(true)
 		s.hstop()                   // callbacks see ctx cancelled
 		s.closeErr = s.conn.Close() // makes the read loop's Read return

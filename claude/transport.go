@@ -2,7 +2,13 @@ package claude
 
 import (
 	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/tetherhq/tether/internal/wire"
 )
 
 // A Transport starts a Claude Code CLI (or attaches to one) and returns a
@@ -62,4 +68,57 @@ type Conn interface {
 // PIDer is implemented by connections to a local process.
 type PIDer interface {
 	PID() int
+}
+
+// IOTransport connects to a CLI that is already running, or to anything
+// that speaks its protocol, over a reader (its stdout) and a writer (its
+// stdin): a CLI started over SSH or in a container, or a test peer. Each
+// IOTransport serves one Connect.
+type IOTransport struct {
+	Reader io.Reader      // the CLI's stdout
+	Writer io.WriteCloser // the CLI's stdin; closed by Conn.Close
+
+	used atomic.Bool
+}
+
+// Connect returns a Conn on the pair. The Launch is ignored: whoever
+// started the CLI chose its flags. Reading ends with io.EOF when Reader
+// does.
+func (t *IOTransport) Connect(ctx context.Context, l *Launch) (Conn, error) {
+	if t.Reader == nil || t.Writer == nil {
+		return nil, errors.New("claude: IOTransport needs both Reader and Writer")
+	}
+	if !t.used.CompareAndSwap(false, true) {
+		return nil, errors.New("claude: IOTransport already connected")
+	}
+	max := 0
+	if l != nil {
+		max = l.MaxLineSize
+	}
+	return &ioConn{r: wire.NewReader(t.Reader, max), w: wire.NewWriter(t.Writer), wc: t.Writer, rc: t.Reader}, nil
+}
+
+type ioConn struct {
+	r    *wire.Reader
+	w    *wire.Writer
+	wc   io.WriteCloser
+	rc   io.Reader
+	once sync.Once
+}
+
+func (c *ioConn) Read(ctx context.Context) ([]byte, error) { return c.r.ReadLine() }
+
+func (c *ioConn) Write(ctx context.Context, line []byte) error { return c.w.WriteLine(line) }
+
+// Close closes the writer, and the reader when it is an io.Closer, so a
+// blocked Read returns.
+func (c *ioConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		err = c.wc.Close()
+		if rc, ok := c.rc.(io.Closer); ok {
+			rc.Close()
+		}
+	})
+	return err
 }
