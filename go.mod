@@ -1,8 +1,9 @@
 module github.com/tetherhq/tether
 
-go 1.25
+go 1.26
 
 require (
+	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 )

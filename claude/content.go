@@ -80,14 +80,14 @@ func (b *ToolResultBlock) Text() string {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(b.Content, &s) == nil {
+	if unmarshal(b.Content, &s) == nil {
 		return s
 	}
 	var blocks []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	_ = json.Unmarshal(b.Content, &blocks)
+	_ = unmarshal(b.Content, &blocks)
 	var parts []string
 	for _, bl := range blocks {
 		if bl.Type == "text" {
@@ -243,13 +243,13 @@ func decodeBlocks(raw json.RawMessage) ([]ContentBlock, error) {
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := unmarshal(raw, &s); err != nil {
 			return nil, err
 		}
 		return []ContentBlock{&TextBlock{Text: s}}, nil
 	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(raw, &raws); err != nil {
+	if err := unmarshal(raw, &raws); err != nil {
 		return nil, err
 	}
 	out := make([]ContentBlock, 0, len(raws))
@@ -271,7 +271,7 @@ func decodeBlock(raw json.RawMessage) (ContentBlock, error) {
 		var h struct {
 			Type string `json:"type"`
 		}
-		if err := json.Unmarshal(raw, &h); err != nil {
+		if err := unmarshal(raw, &h); err != nil {
 			return nil, err
 		}
 		typ = h.Type
@@ -301,7 +301,7 @@ func decodeBlock(raw json.RawMessage) (ContentBlock, error) {
 			return &UnknownBlock{Type: typ, Raw: raw}, nil
 		}
 	}
-	if err := json.Unmarshal(raw, b); err != nil {
+	if err := unmarshal(raw, b); err != nil {
 		if isTypeError(err) {
 			return &UnknownBlock{Type: typ, Raw: raw}, nil
 		}

@@ -57,7 +57,7 @@ func (m *APIMessage) UnmarshalJSON(b []byte) error {
 		StopSequence string          `json:"stop_sequence"`
 		Usage        *Usage          `json:"usage"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshal(b, &w); err != nil {
 		return err
 	}
 	content, err := decodeBlocks(w.Content)
@@ -192,7 +192,7 @@ func (m *UserMessage) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes a user line.
 func (m *UserMessage) UnmarshalJSON(b []byte) error {
 	var w wireUser
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshal(b, &w); err != nil {
 		return err
 	}
 	content, err := decodeBlocks(w.Message.Content)
@@ -249,12 +249,12 @@ func DecodeToolUseResult[T any](m *UserMessage) (T, error) {
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := unmarshal(raw, &s); err != nil {
 			return v, err
 		}
 		return v, &ToolUseError{Message: s}
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := unmarshal(raw, &v); err != nil {
 		return v, jsonError("tool_use_result", err)
 	}
 	return v, nil

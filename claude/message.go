@@ -167,7 +167,7 @@ func DecodeMessage(line []byte) (Message, error) {
 		var h struct {
 			Type *string `json:"type"`
 		}
-		if err := json.Unmarshal(line, &h); err != nil {
+		if err := unmarshal(line, &h); err != nil {
 			return nil, err
 		}
 		if h.Type == nil {
@@ -182,7 +182,15 @@ func DecodeMessage(line []byte) (Message, error) {
 	var m Message
 	switch typ {
 	case "stream_event":
-		m = new(StreamEvent)
+		e := new(StreamEvent)
+		if err := e.decode(line); err != nil {
+			if !isTypeError(err) {
+				return nil, err
+			}
+			return unknown(line, typ)
+		}
+		e.Raw = line
+		return e, nil
 	case "assistant":
 		m = new(AssistantMessage)
 	case "user":
@@ -212,7 +220,7 @@ func DecodeMessage(line []byte) (Message, error) {
 	default:
 		return unknown(line, typ)
 	}
-	if err := json.Unmarshal(line, m); err != nil {
+	if err := unmarshal(line, m); err != nil {
 		if !isTypeError(err) {
 			return nil, err
 		}
@@ -229,20 +237,13 @@ func unknown(line []byte, typ string) (Message, error) {
 		UUID      any `json:"uuid"`
 		SessionID any `json:"session_id"`
 	}
-	if err := json.Unmarshal(line, &meta); err != nil {
+	if err := unmarshal(line, &meta); err != nil {
 		return nil, err
 	}
 	u.UUID, _ = meta.UUID.(string)
 	u.SessionID, _ = meta.SessionID.(string)
 	u.Raw = line
 	return u, nil
-}
-
-// isTypeError reports a JSON value of an unexpected type (a field that
-// changed shape in a newer CLI), as opposed to malformed JSON.
-func isTypeError(err error) bool {
-	var te *json.UnmarshalTypeError
-	return errors.As(err, &te)
 }
 
 // rawString returns a JSON string's value, or the raw JSON text when the
@@ -253,7 +254,7 @@ func rawString(raw json.RawMessage) string {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if unmarshal(raw, &s) == nil {
 		return s
 	}
 	return string(raw)

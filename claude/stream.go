@@ -136,9 +136,13 @@ type wireStreamEvent struct {
 }
 
 // UnmarshalJSON decodes a stream_event line.
-func (e *StreamEvent) UnmarshalJSON(b []byte) error {
+func (e *StreamEvent) UnmarshalJSON(b []byte) error { return e.decode(b) }
+
+// decode decodes a stream_event line in one pass (DecodeMessage calls it
+// directly: going through UnmarshalJSON would scan the line twice).
+func (e *StreamEvent) decode(b []byte) error {
 	var w wireStreamEvent
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := unmarshal(b, &w); err != nil {
 		return err
 	}
 	*e = StreamEvent{Meta: Meta{UUID: w.UUID, SessionID: w.SessionID}, ParentToolUseID: w.ParentToolUseID, TTFTMS: w.TTFTMS}
@@ -177,7 +181,7 @@ func (e *StreamEvent) UnmarshalJSON(b []byte) error {
 	case "message_start":
 		var m APIMessage
 		if len(ev.Message) > 0 {
-			if err := json.Unmarshal(ev.Message, &m); err != nil {
+			if err := unmarshal(ev.Message, &m); err != nil {
 				return err
 			}
 		}
@@ -203,11 +207,11 @@ func rawEventField(line []byte, member string) json.RawMessage {
 	var w struct {
 		Event json.RawMessage `json:"event"`
 	}
-	if json.Unmarshal(line, &w) != nil || member == "" {
+	if unmarshal(line, &w) != nil || member == "" {
 		return w.Event
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(w.Event, &m) != nil {
+	if unmarshal(w.Event, &m) != nil {
 		return nil
 	}
 	return m[member]

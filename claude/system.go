@@ -1,8 +1,6 @@
 package claude
 
 import (
-	"encoding/json"
-
 	"github.com/tetherhq/tether/internal/wire"
 )
 
@@ -383,7 +381,7 @@ func decodeSystem(line []byte) (Message, error) {
 		var h struct {
 			Subtype string `json:"subtype"`
 		}
-		if err := json.Unmarshal(line, &h); err != nil {
+		if err := unmarshal(line, &h); err != nil {
 			return nil, err
 		}
 		subtype = h.Subtype
@@ -392,12 +390,12 @@ func decodeSystem(line []byte) (Message, error) {
 	if m == nil {
 		m = &UnknownSystemMessage{Subtype: subtype}
 	}
-	if err := json.Unmarshal(line, m); err != nil {
+	if err := unmarshal(line, m); err != nil {
 		if !isTypeError(err) {
 			return nil, err
 		}
 		m = &UnknownSystemMessage{Subtype: subtype}
-		if err := json.Unmarshal(line, m); err != nil && !isTypeError(err) {
+		if err := unmarshal(line, m); err != nil && !isTypeError(err) {
 			return nil, err
 		}
 	}
