@@ -6,4 +6,5 @@ require (
 	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/tools v0.42.0 // indirect
 )

@@ -272,12 +272,10 @@ func (o *Options) env(base []string) []string {
 // initializeRequest is the body of the initialize control request. Issue
 // by issue it grows hooks, SDK MCP servers, agents and the rest; fields
 // are camelCase on the wire (the CLI hangs on snake_case hooks).
-type initializeRequest struct {
-	Subtype string `json:"subtype"`
-}
+type initializeRequest struct{}
 
 func (o *Options) initialize() *initializeRequest {
-	return &initializeRequest{Subtype: "initialize"}
+	return &initializeRequest{}
 }
 
 // launch builds the Launch a Transport receives.
@@ -303,8 +301,13 @@ func marshalControl(subtype string, req any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claude: %s: encoding request: %w", subtype, err)
 	}
-	if len(b) < 2 || b[0] != '{' {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil || b[0] != '{' {
 		return nil, fmt.Errorf("claude: %s: request must encode as a JSON object, got %.40s", subtype, b)
+	}
+	if _, ok := members["subtype"]; ok {
+		// A second "subtype" would make the line ambiguous.
+		return nil, fmt.Errorf("claude: %s: request sets \"subtype\" itself", subtype)
 	}
 	sub, _ := json.Marshal(subtype)
 	out := make([]byte, 0, len(b)+len(sub)+12)

@@ -1,11 +1,13 @@
 package claudetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"sync/atomic"
 )
 
@@ -24,6 +26,38 @@ type Msg map[string]any
 
 // With returns m with key set to v, for chaining.
 func (m Msg) With(key string, v any) Msg { m[key] = v; return m }
+
+// MarshalJSON writes "type" first, as the CLI does (Tether routes lines
+// by that prefix without parsing them), then the other keys sorted.
+func (m Msg) MarshalJSON() ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if k != "type" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if _, ok := m["type"]; ok {
+		keys = append([]string{"type"}, keys...)
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(m[k])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
 
 // InitializeResponse is the canned answer HandleInitialize gives.
 func InitializeResponse() Msg {
