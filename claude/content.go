@@ -1,9 +1,14 @@
 package claude
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/tetherhq/tether/internal/wire"
 )
@@ -235,37 +240,55 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 	return append(b, q...), err
 }
 
-// decodeBlocks decodes a content array, or a plain string (which the CLI
-// and the API accept for user content) as one text block.
-func decodeBlocks(raw json.RawMessage) ([]ContentBlock, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		return []ContentBlock{&TextBlock{Text: s}}, nil
-	}
-	var raws []json.RawMessage
-	if err := unmarshal(raw, &raws); err != nil {
-		return nil, err
-	}
-	out := make([]ContentBlock, 0, len(raws))
-	for _, r := range raws {
-		b, err := decodeBlock(r)
+// blockList is a content list on the wire: an array of blocks, or a plain
+// string (which the CLI and the API accept for user content), decoded as
+// one text block.
+type blockList []ContentBlock
+
+// UnmarshalJSONFrom decodes the list, scanning each block once before
+// typing it.
+func (l *blockList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case 'n':
+		_, err := dec.ReadToken()
+		*l = nil
+		return err
+	case '"':
+		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil, err
+			return err
+		}
+		*l = blockList{&TextBlock{Text: tok.String()}}
+		return nil
+	case '[':
+	default:
+		return &jsonv2.SemanticError{JSONKind: dec.PeekKind(), Err: errors.New("content is neither an array nor a string")}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	out := blockList{}
+	for dec.PeekKind() != ']' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		b, err := decodeBlock(v)
+		if err != nil {
+			return err
 		}
 		out = append(out, b)
 	}
-	return out, nil
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	*l = out
+	return nil
 }
 
 // decodeBlock decodes one content block. A block of an unknown type, or
 // of a known type with unexpected field types, becomes an *UnknownBlock.
-func decodeBlock(raw json.RawMessage) (ContentBlock, error) {
+func decodeBlock(raw []byte) (ContentBlock, error) {
 	typ, ok := wire.PeekString(raw, `{"type":"`)
 	if !ok {
 		var h struct {
@@ -298,12 +321,12 @@ func decodeBlock(raw json.RawMessage) (ContentBlock, error) {
 		if strings.HasSuffix(typ, "_tool_result") {
 			b = new(ServerToolResultBlock)
 		} else {
-			return &UnknownBlock{Type: typ, Raw: raw}, nil
+			return &UnknownBlock{Type: typ, Raw: bytes.Clone(raw)}, nil
 		}
 	}
 	if err := unmarshal(raw, b); err != nil {
 		if isTypeError(err) {
-			return &UnknownBlock{Type: typ, Raw: raw}, nil
+			return &UnknownBlock{Type: typ, Raw: bytes.Clone(raw)}, nil
 		}
 		return nil, err
 	}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // AssistantMessage is part of the model's answer. The CLI writes one
@@ -47,24 +50,25 @@ type APIMessage struct {
 	Usage        *Usage         `json:"usage,omitempty"`
 }
 
-func (m *APIMessage) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON decodes the API message, its content blocks typed.
+func (m *APIMessage) UnmarshalJSON(b []byte) error { return unmarshal(b, m) }
+
+// UnmarshalJSONFrom is the one-pass form of UnmarshalJSON that
+// go-json-experiment/json uses.
+func (m *APIMessage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	var w struct {
-		ID           string          `json:"id"`
-		Model        string          `json:"model"`
-		Role         string          `json:"role"`
-		Content      json.RawMessage `json:"content"`
-		StopReason   string          `json:"stop_reason"`
-		StopSequence string          `json:"stop_sequence"`
-		Usage        *Usage          `json:"usage"`
+		ID           string    `json:"id"`
+		Model        string    `json:"model"`
+		Role         string    `json:"role"`
+		Content      blockList `json:"content"`
+		StopReason   string    `json:"stop_reason"`
+		StopSequence string    `json:"stop_sequence"`
+		Usage        *Usage    `json:"usage"`
 	}
-	if err := unmarshal(b, &w); err != nil {
+	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
 		return err
 	}
-	content, err := decodeBlocks(w.Content)
-	if err != nil {
-		return err
-	}
-	*m = APIMessage{ID: w.ID, Model: w.Model, Role: w.Role, Content: content,
+	*m = APIMessage{ID: w.ID, Model: w.Model, Role: w.Role, Content: w.Content,
 		StopReason: w.StopReason, StopSequence: w.StopSequence, Usage: w.Usage}
 	return nil
 }
@@ -150,8 +154,8 @@ func NewUserMessage(text string, blocks ...ContentBlock) *UserMessage {
 type wireUser struct {
 	Type    string `json:"type"`
 	Message struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role    string    `json:"role"`
+		Content blockList `json:"content"`
 	} `json:"message"`
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
 	SessionID       string          `json:"session_id"`
@@ -174,34 +178,29 @@ func (m *UserMessage) MarshalJSON() ([]byte, error) {
 		TaskDescription: m.TaskDescription, AgentID: m.AgentID, Priority: m.Priority,
 	}
 	w.Message.Role = "user"
+	w.Message.Content = m.Content
+	if w.Message.Content == nil {
+		w.Message.Content = blockList{}
+	}
 	if m.ParentToolUseID != "" {
 		w.ParentToolUseID = &m.ParentToolUseID
 	}
-	content := m.Content
-	if content == nil {
-		content = []ContentBlock{}
-	}
-	b, err := json.Marshal(content)
-	if err != nil {
-		return nil, err
-	}
-	w.Message.Content = b
 	return json.Marshal(&w)
 }
 
 // UnmarshalJSON decodes a user line.
-func (m *UserMessage) UnmarshalJSON(b []byte) error {
+func (m *UserMessage) UnmarshalJSON(b []byte) error { return unmarshal(b, m) }
+
+// UnmarshalJSONFrom is the one-pass form of UnmarshalJSON that
+// go-json-experiment/json uses.
+func (m *UserMessage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	var w wireUser
-	if err := unmarshal(b, &w); err != nil {
-		return err
-	}
-	content, err := decodeBlocks(w.Message.Content)
-	if err != nil {
+	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
 		return err
 	}
 	*m = UserMessage{
 		Meta:    Meta{UUID: w.UUID, SessionID: w.SessionID},
-		Content: content, IsReplay: w.IsReplay, IsSynthetic: w.IsSynthetic, Timestamp: w.Timestamp,
+		Content: w.Message.Content, IsReplay: w.IsReplay, IsSynthetic: w.IsSynthetic, Timestamp: w.Timestamp,
 		ToolUseResult: w.ToolUseResult, SubagentType: w.SubagentType, TaskDescription: w.TaskDescription,
 		AgentID: w.AgentID, Priority: w.Priority,
 	}
