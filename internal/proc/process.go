@@ -1,0 +1,457 @@
+// Package proc runs the Claude Code CLI as a local subprocess: it finds the
+// executable, probes its version, starts it in a process group of its own,
+// reads its stderr a line at a time, and shuts it down in order.
+//
+// It knows nothing of the stream-json protocol; package claude layers that
+// on Process.Stdin and Process.Stdout.
+//
+// # Process lifetime
+//
+// A Process owns its process group. Whenever the CLI exits, on its own or
+// because Close ended it, everything left in its group (tool subprocesses,
+// MCP servers it spawned) is killed with SIGKILL before the CLI is reaped:
+// a stray child of a finished session must not outlive it. On Linux the CLI
+// also gets SIGKILL if the host process dies (see Start). Processes that
+// leave the group on purpose (setsid, setpgid) are beyond reach; Close still
+// returns, because no step of it waits on a pipe unboundedly.
+package proc
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults for the zero Config.
+const (
+	DefaultGrace      = 5 * time.Second
+	DefaultTermWait   = 5 * time.Second
+	DefaultStderrTail = 50
+)
+
+const (
+	// killWait bounds the wait for the CLI to be reaped after SIGKILL. Only
+	// a process stuck in the kernel (uninterruptible I/O) takes longer, and
+	// then Close gives up rather than hang its caller.
+	killWait = 5 * time.Second
+
+	// drainWait bounds how long stderr may stay open after the CLI has been
+	// reaped. Only a process that escaped the group can still hold it; the
+	// same role as exec.Cmd.WaitDelay.
+	drainWait = 2 * time.Second
+
+	// maxStderrLine is the longest stderr line passed to Config.Stderr; the
+	// rest of a longer line is dropped so a runaway writer with no newlines
+	// cannot exhaust memory.
+	maxStderrLine = 1 << 20
+
+	// maxTailLine is the longest line kept in the tail: the tail ends up
+	// in error messages, where a few KiB of a line says enough.
+	maxTailLine = 4 << 10
+)
+
+// Config describes a process to start.
+type Config struct {
+	// Path is the executable. It should be absolute (Find returns one): a
+	// relative path is resolved against Dir by os/exec.
+	Path string
+	// Args are the arguments, without the program name.
+	Args []string
+	// Env is the complete environment, "KEY=value". nil inherits the
+	// host's environment, as with exec.Cmd.
+	Env []string
+	// Dir is the working directory; "" means the host's.
+	Dir string
+
+	// Stderr, when set, is called with each stderr line (without its line
+	// ending, at most 1 MiB of it), in order, from a single goroutine.
+	// Done waits for it, so it must return promptly.
+	Stderr func(line string)
+
+	// Grace is how long Close lets the process exit on its own after
+	// closing its stdin, before signalling it. 0 (or less) means 5 s.
+	Grace time.Duration
+	// TermWait is how long Close waits after SIGTERM before SIGKILL.
+	// 0 (or less) means 5 s.
+	TermWait time.Duration
+	// StderrTail is how many stderr lines are kept for ExitStatus. 0 (or
+	// less) means 50.
+	StderrTail int
+}
+
+// ExitStatus says how a process ended.
+type ExitStatus struct {
+	// Code is the exit code, or -1 if the process was ended by a signal.
+	Code int
+	// Signal names the signal that ended the process ("SIGKILL"), or the
+	// one Close sent it if it then exited with a code (a CLI that traps
+	// SIGTERM exits with 143). Empty when the process exited on its own.
+	// Where there are no signals (Windows) it is "killed" after Close had
+	// to kill the process.
+	Signal string
+	// Stderr holds the last Config.StderrTail lines of stderr, each cut to
+	// 4 KiB.
+	Stderr []string
+	// Err is the error from waiting for the process: an *exec.ExitError
+	// for a nonzero code or a signal, nil for code 0.
+	Err error
+}
+
+// Process is a running CLI. Its methods are safe for concurrent use.
+type Process struct {
+	cmd      *exec.Cmd
+	pid      int
+	grace    time.Duration
+	termWait time.Duration
+	tailMax  int
+	onLine   func(string)
+
+	stdin  *os.File // our end of the CLI's stdin
+	stdout *os.File // our end of the CLI's stdout
+	stderr *os.File // our end of the CLI's stderr, owned by readStderr
+
+	reaped     chan struct{} // closed once the CLI has been waited for
+	stderrDone chan struct{} // closed when readStderr returns
+	done       chan struct{} // closed when both of the above are
+
+	mu     sync.Mutex
+	exited bool     // the CLI can no longer be signalled (guards its pgid)
+	sent   string   // the strongest signal Close sent while the CLI ran
+	tail   []string // last stderr lines
+	status ExitStatus
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts the process described by c with its own stdin, stdout and
+// stderr pipes, in a new process group.
+//
+// On Linux the process is started with Pdeathsig SIGKILL, so it dies with
+// the host even if the host is killed and never calls Close. The kernel
+// sends that signal when the OS thread that forked the child exits, not
+// the host process (go.dev/issue/27505), and the Go runtime ends threads
+// whenever a goroutine locked to one exits while still locked; with an
+// arbitrary forking thread an unrelated goroutine could thereby kill the
+// CLI. So Start forks from a goroutine of its own that holds its OS thread
+// locked (runtime.LockOSThread) from before the fork until the CLI has been
+// reaped: no other goroutine runs on that thread, and the runtime never
+// ends a thread whose goroutine is alive. The cost is one OS thread per
+// running CLI, which waiting for it blocks in any case. Only the CLI itself
+// gets the death signal; its own children die with it only if it reaps
+// them.
+func Start(c Config) (*Process, error) {
+	if c.Path == "" {
+		return nil, errors.New("proc: empty executable path")
+	}
+	p := &Process{
+		grace:      orDefault(c.Grace, DefaultGrace),
+		termWait:   orDefault(c.TermWait, DefaultTermWait),
+		tailMax:    c.StderrTail,
+		onLine:     c.Stderr,
+		reaped:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	if p.tailMax <= 0 {
+		p.tailMax = DefaultStderrTail
+	}
+
+	// Our own pipes rather than exec's StdoutPipe and friends: exec then
+	// starts no copying goroutines, so Wait never waits on a pipe that a
+	// leftover grandchild holds open, and we decide when each end closes.
+	var (
+		child [3]*os.File // stdin read end, stdout and stderr write ends
+		err   error
+	)
+	closeAll := func() {
+		for _, f := range []*os.File{child[0], child[1], child[2], p.stdin, p.stdout, p.stderr} {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if child[0], p.stdin, err = os.Pipe(); err == nil {
+		if p.stdout, child[1], err = os.Pipe(); err == nil {
+			p.stderr, child[2], err = os.Pipe()
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("proc: creating pipes: %w", err)
+	}
+
+	p.cmd = exec.Command(c.Path, c.Args...)
+	p.cmd.Env = c.Env
+	p.cmd.Dir = c.Dir
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = child[0], child[1], child[2]
+	p.cmd.SysProcAttr = sysProcAttr()
+
+	started := make(chan error)
+	go p.run(started)
+	if err := <-started; err != nil {
+		closeAll()
+		return nil, err
+	}
+	// The child has its copies; ours would keep the pipes from ever
+	// reaching EOF.
+	for _, f := range child {
+		f.Close()
+	}
+	go p.readStderr()
+	return p, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// run starts the process and owns it until it has been reaped; see Start
+// for why it keeps its OS thread locked all that time.
+func (p *Process) run(started chan<- error) {
+	runtime.LockOSThread()
+	if err := p.cmd.Start(); err != nil {
+		runtime.UnlockOSThread()
+		started <- err
+		return
+	}
+	p.pid = p.cmd.Process.Pid
+	started <- nil
+
+	// Where the platform lets us see the exit without reaping, the zombie
+	// leader still holds the process group ID while we kill what is left
+	// of the group, so the signal cannot reach an unrelated group that
+	// reused the ID. Elsewhere the group is killed right after reaping.
+	held := waitExitedNoReap(p.pid)
+	if held {
+		p.markExited()
+		killGroup(p.pid)
+	}
+	err := p.cmd.Wait()
+	runtime.UnlockOSThread()
+	if !held {
+		p.markExited()
+		killGroup(p.pid)
+	}
+	p.mu.Lock()
+	p.status = exitStatus(p.cmd.ProcessState, err, p.sent)
+	p.mu.Unlock()
+	close(p.reaped)
+
+	// Everything in the group is dead, so stderr normally ends now. A
+	// process that left the group may still hold it: close our end after
+	// drainWait so the reader, and Done, end anyway.
+	t := time.NewTimer(drainWait)
+	select {
+	case <-p.stderrDone:
+	case <-t.C:
+		p.stderr.Close()
+		<-p.stderrDone
+	}
+	t.Stop()
+
+	p.mu.Lock()
+	p.status.Stderr = append([]string(nil), p.tail...)
+	p.mu.Unlock()
+	close(p.done)
+}
+
+func (p *Process) markExited() {
+	p.mu.Lock()
+	p.exited = true
+	p.mu.Unlock()
+}
+
+// exitStatus turns the result of Wait into an ExitStatus. sent is the
+// signal Close sent, if any.
+func exitStatus(ps *os.ProcessState, err error, sent string) ExitStatus {
+	st := ExitStatus{Code: -1, Err: err}
+	if ps == nil {
+		return st
+	}
+	st.Code = ps.ExitCode()
+	if sig := exitSignal(ps); sig != "" {
+		st.Signal = sig
+	} else {
+		st.Signal = sent
+	}
+	return st
+}
+
+// readStderr reads stderr a line at a time until EOF or until run closes
+// the pipe.
+func (p *Process) readStderr() {
+	defer close(p.stderrDone)
+	defer p.stderr.Close()
+	br := bufio.NewReaderSize(p.stderr, 16<<10)
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if room := maxStderrLine - len(line); room > 0 {
+			line = append(line, frag[:min(len(frag), room)]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(line) > 0 {
+			p.emit(line)
+			line = line[:0]
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// emit hands one line, newline included if it had one, to the callback and
+// the tail.
+func (p *Process) emit(b []byte) {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	s := string(b)
+	if p.onLine != nil {
+		p.onLine(s)
+	}
+	kept := truncate(s, maxTailLine)
+	p.mu.Lock()
+	if len(p.tail) == p.tailMax {
+		copy(p.tail, p.tail[1:])
+		p.tail = p.tail[:len(p.tail)-1]
+	}
+	p.tail = append(p.tail, kept)
+	p.mu.Unlock()
+}
+
+// truncate cuts s to at most max bytes, at a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const mark = "…"
+	cut := max - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// Stdin returns the process's standard input. Close closes it first; so
+// may the caller, to signal EOF early.
+func (p *Process) Stdin() io.Writer { return p.stdin }
+
+// Stdout returns the process's standard output. It reaches EOF once every
+// holder of the pipe has exited (normally when the process does, since its
+// group is killed then) and fails once Close has returned.
+func (p *Process) Stdout() io.Reader { return p.stdout }
+
+// PID returns the process ID, which on Unix is also its process group ID.
+func (p *Process) PID() int { return p.pid }
+
+// Done is closed once the process has exited and been reaped and its
+// stderr has been read to the end. (If a process that left the group still
+// holds stderr 2 s after the exit, the rest is abandoned instead.) Every
+// goroutine Start created has ended, or is about to, when Done is closed.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exit returns how the process ended. It is valid once Done is closed; before
+// that it returns the zero ExitStatus.
+func (p *Process) Exit() ExitStatus {
+	select {
+	case <-p.done:
+	default:
+		return ExitStatus{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.status
+	st.Stderr = append([]string(nil), st.Stderr...)
+	return st
+}
+
+// StderrTail returns a copy of the last stderr lines read so far.
+func (p *Process) StderrTail() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.tail...)
+}
+
+// Close shuts the process down in order, each step bounded: close stdin;
+// wait up to Config.Grace for it to exit; SIGTERM its process group; wait
+// up to Config.TermWait; SIGKILL the group; wait for it to be reaped. Then
+// it waits (briefly) for stderr to be read out and closes stdout, so a
+// blocked read of Stdout returns.
+//
+// Close returns once the process is gone, without reporting its exit
+// status (see Exit). It is idempotent and safe to call concurrently; every
+// call returns after the shutdown has finished. It reports an error only
+// if the process could not be ended.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.shutdown() })
+	return p.closeErr
+}
+
+func (p *Process) shutdown() error {
+	var err error
+	p.stdin.Close()
+	if !waitFor(p.reaped, p.grace) {
+		p.signal(sigTerm)
+		if !waitFor(p.reaped, p.termWait) {
+			p.signal(sigKill)
+			if !waitFor(p.reaped, killWait) {
+				err = fmt.Errorf("proc: process %d still running %v after SIGKILL", p.pid, killWait)
+			}
+		}
+	}
+	if err == nil && !waitFor(p.done, drainWait+time.Second) {
+		err = errors.New("proc: stderr reader did not finish (is the Stderr callback blocked?)")
+	}
+	p.stdout.Close()
+	return err
+}
+
+// signal sends sig to the process group unless the process has already
+// exited, and records it for ExitStatus.Signal.
+func (p *Process) signal(sig sigKind) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
+		return
+	}
+	if name := signalGroup(p.cmd.Process, sig); name != "" {
+		p.sent = name
+	}
+}
+
+// waitFor reports whether ch was closed within d.
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// sigKind is a step of the shutdown, mapped to a real signal per platform.
+type sigKind int
+
+const (
+	sigTerm sigKind = iota
+	sigKill
+)
