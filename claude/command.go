@@ -1,5 +1,3 @@
-//go:build tetherwip
-
 package claude
 
 import (

@@ -41,6 +41,9 @@ var scripts = map[string]claudetest.Script{
 
 func TestMain(m *testing.M) {
 	claudetest.RunScriptIfChild(scripts)
+	if v := os.Getenv("TETHER_HUGE_LINE_HOST"); v != "" {
+		hugeLineHost(v)
+	}
 	goleak.VerifyTestMain(m)
 }
 
