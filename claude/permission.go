@@ -55,7 +55,7 @@ type wirePermissionRequest struct {
 
 func decodePermissionRequest(id string, raw json.RawMessage) (*ToolPermissionRequest, error) {
 	var w wirePermissionRequest
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := unmarshal(raw, &w); err != nil {
 		return nil, fmt.Errorf("decoding can_use_tool: %w", err)
 	}
 	r := &ToolPermissionRequest{

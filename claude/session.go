@@ -42,7 +42,6 @@ type Session struct {
 	wmu    sync.Mutex // serializes conn.Write
 	hctx   context.Context
 	hstop  context.CancelFunc
-	lineNo atomic.Int64
 
 	// The message queue, filled by the read loop.
 	qmu     sync.Mutex
@@ -59,9 +58,13 @@ type Session struct {
 	closeErr  error
 }
 
+// item is one queued stdout line, or an error to deliver in its place.
+// Lines are decoded by the receiver, not the read loop: the loop stays
+// free for control traffic, and decoding runs on the receiver's core.
 type item struct {
-	msg Message
-	err error
+	line   []byte
+	lineNo int64
+	err    error
 }
 
 // Connect starts the CLI, sends the initialize request and returns once
@@ -287,7 +290,7 @@ func (s *Session) ReceiveTurn(ctx context.Context) iter.Seq2[Message, error] {
 func (s *Session) receive(ctx context.Context, turn bool) iter.Seq2[Message, error] {
 	return func(yield func(Message, error) bool) {
 		for {
-			it, ok, err := s.next(ctx)
+			msg, merr, ok, err := s.nextMessage(ctx)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -302,14 +305,36 @@ func (s *Session) receive(ctx context.Context, turn bool) iter.Seq2[Message, err
 				}
 				return
 			}
-			if !yield(it.msg, it.err) {
+			if !yield(msg, merr) {
 				return
 			}
-			if r, isResult := it.msg.(*ResultMessage); turn && isResult && r != nil {
+			if _, isResult := msg.(*ResultMessage); turn && isResult {
 				return
 			}
 		}
 	}
+}
+
+// nextMessage takes the next queued line and decodes it. merr is the
+// error to yield with msg: a *LineError (msg nil) for a line that could
+// not be read or decoded, a *ResultError with a failed turn's result.
+func (s *Session) nextMessage(ctx context.Context) (msg Message, merr error, ok bool, err error) {
+	it, ok, err := s.next(ctx)
+	if !ok || err != nil {
+		return nil, nil, ok, err
+	}
+	if it.err != nil {
+		return nil, it.err, true, nil
+	}
+	msg, derr := DecodeMessage(it.line)
+	if derr != nil {
+		s.log.Warn("claude: stdout line is not JSON", "line", it.lineNo, "err", derr)
+		return nil, lineError(it.lineNo, it.line, fmt.Errorf("not a JSON object: %w", derr)), true, nil
+	}
+	if r, isResult := msg.(*ResultMessage); isResult {
+		merr = r.Err()
+	}
+	return msg, merr, true, nil
 }
 
 // next takes the next queued item, waiting for one. ok is false when the
@@ -355,10 +380,11 @@ func (s *Session) enqueue(it item) {
 }
 
 // readLoop is the session's only reader of the CLI's stdout. It routes
-// control traffic at once and queues everything else.
+// control traffic at once and queues everything else, undecoded.
 func (s *Session) readLoop() {
 	defer close(s.readDone)
 	ctx := context.Background()
+	var n int64 // stdout lines so far
 	for {
 		line, err := s.conn.Read(ctx)
 		if err != nil {
@@ -368,20 +394,20 @@ func (s *Session) readLoop() {
 				s.enqueue(item{err: le})
 				continue
 			case errors.Is(err, ErrLineTooLong):
-				s.lineNo.Add(1)
-				s.enqueue(item{err: s.lineError(nil, err)})
+				n++
+				s.enqueue(item{err: lineError(n, nil, err)})
 				continue
 			}
 			s.finish(err)
 			return
 		}
-		s.lineNo.Add(1)
-		s.route(line)
+		n++
+		s.route(n, line)
 	}
 }
 
-func (s *Session) lineError(line []byte, err error) *LineError {
-	le := &LineError{Line: s.lineNo.Load(), Size: len(line), Prefix: line, Err: err}
+func lineError(n int64, line []byte, err error) *LineError {
+	le := &LineError{Line: n, Size: len(line), Prefix: line, Err: err}
 	var tl *wire.TooLongError
 	if errors.As(err, &tl) {
 		le.Size, le.Prefix = tl.Size, tl.Prefix
@@ -392,47 +418,36 @@ func (s *Session) lineError(line []byte, err error) *LineError {
 	return le
 }
 
-// route dispatches one stdout line.
-func (s *Session) route(line []byte) {
+// route dispatches one stdout line: control lines to the control layer,
+// the rest to the queue.
+func (s *Session) route(n int64, line []byte) {
 	typ, ok := control.PeekType(line)
-	if !ok || control.IsControl(typ) {
-		var env control.Envelope
-		if err := json.Unmarshal(line, &env); err != nil {
-			s.log.Warn("claude: stdout line is not JSON", "line", s.lineNo.Load(), "err", err)
-			s.enqueue(item{err: s.lineError(line, fmt.Errorf("not a JSON object: %w", err))})
-			return
-		}
-		typ = env.Type
-		switch typ {
-		case "control_response":
-			if env.Response == nil {
-				s.log.Warn("claude: control_response without response", "line", s.lineNo.Load())
-				return
-			}
-			r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error"}
-			if !s.ctl.Resolve(env.Response.RequestID, r) {
-				s.log.Debug("claude: answer to an unknown or abandoned request", "request_id", env.Response.RequestID)
-			}
-			return
-		case "control_request":
-			s.serve(env.RequestID, env.Request)
-			return
-		case "control_cancel_request":
-			s.in.Cancel(env.RequestID)
-			return
-		}
-	}
-	msg, err := DecodeMessage(line)
-	if err != nil {
-		s.log.Warn("claude: stdout line not understood", "line", s.lineNo.Load(), "err", err)
-		s.enqueue(item{err: s.lineError(line, err)})
+	if ok && !control.IsControl(typ) {
+		s.enqueue(item{line: line, lineNo: n})
 		return
 	}
-	var merr error
-	if r, ok := msg.(*ResultMessage); ok {
-		merr = r.Err()
+	var env control.Envelope
+	if err := unmarshal(line, &env); err != nil || env.Type == "" || !control.IsControl(env.Type) {
+		// Not a control line after all (or not JSON: the receiver
+		// reports it, in order).
+		s.enqueue(item{line: line, lineNo: n})
+		return
 	}
-	s.enqueue(item{msg: msg, err: merr})
+	switch env.Type {
+	case "control_response":
+		if env.Response == nil {
+			s.log.Warn("claude: control_response without response", "line", n)
+			return
+		}
+		r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error"}
+		if !s.ctl.Resolve(env.Response.RequestID, r) {
+			s.log.Debug("claude: answer to an unknown or abandoned request", "request_id", env.Response.RequestID)
+		}
+	case "control_request":
+		s.serve(env.RequestID, env.Request)
+	case "control_cancel_request":
+		s.in.Cancel(env.RequestID)
+	}
 }
 
 // finish records why the read loop ended and fails everything waiting.

@@ -52,6 +52,9 @@ func IsControl(typ string) bool {
 
 // Subtype returns the "subtype" member of a request body.
 func Subtype(req json.RawMessage) string {
+	if st, ok := wire.PeekString(req, `{"subtype":"`); ok {
+		return st
+	}
 	var s struct {
 		Subtype string `json:"subtype"`
 	}
