@@ -32,16 +32,16 @@ import (
 // are queued without limit and never dropped; a program that never
 // receives holds them in memory until Close.
 type Session struct {
-	opts   Options
-	conn   Conn
-	log    *slog.Logger
-	pid    int
-	init   *InitializeResponse
-	ctl    *control.Table
-	in     control.Inbound
-	wmu    sync.Mutex // serializes conn.Write
-	hctx   context.Context
-	hstop  context.CancelFunc
+	opts  Options
+	conn  Conn
+	log   *slog.Logger
+	pid   int
+	init  *InitializeResponse
+	ctl   *control.Table
+	in    control.Inbound
+	wmu   sync.Mutex // serializes conn.Write
+	hctx  context.Context
+	hstop context.CancelFunc
 
 	// The message queue, filled by the read loop.
 	qmu     sync.Mutex
