@@ -1,6 +1,7 @@
 package claudetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -445,7 +446,7 @@ func (s *MessagesServer) serveReply(w http.ResponseWriter, hr *http.Request, r *
 	msgID := fmt.Sprintf("msg_fake_%06d", r.Seq)
 	if !r.Params.Stream {
 		if se := reply.StreamError; se != nil {
-			writeError(w, r.RequestID, &HTTPError{Status: http.StatusInternalServerError, Type: se.Type, Message: se.Message})
+			writeError(w, r.RequestID, &HTTPError{Status: http.StatusInternalServerError, Type: cmp.Or(se.Type, "overloaded_error"), Message: se.Message})
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -520,10 +521,7 @@ func writeError(w http.ResponseWriter, requestID string, e *HTTPError) {
 }
 
 func streamErrorJSON(requestID string, se *StreamError) []byte {
-	typ := se.Type
-	if typ == "" {
-		typ = "overloaded_error"
-	}
+	typ := cmp.Or(se.Type, "overloaded_error")
 	msg := se.Message
 	if msg == "" {
 		msg = defaultErrorMessage(typ)
