@@ -114,8 +114,8 @@ func hasKey(raw json.RawMessage, key string) bool {
 
 // MessagesServer is a fake Anthropic Messages API on a loopback port, for
 // running the real CLI offline and deterministically: point the CLI at URL
-// with the environment from CLIEnv, script the model's replies, and
-// inspect every request the CLI made.
+// with the environment from CLIEnv (or let NewRealCLI do it), script the
+// model's replies, and inspect every request the CLI made.
 //
 //	s := claudetest.NewMessagesServer(&claudetest.MessagesOptions{
 //		Replies: []*claudetest.Reply{
@@ -123,7 +123,9 @@ func hasKey(raw json.RawMessage, key string) bool {
 //			claudetest.TextReply("done"),
 //		},
 //	})
-//	defer s.Close()
+//	t.Cleanup(s.Close) // before starting the CLI, so it closes after the CLI exits
+//	cli := claudetest.NewRealCLI(t, s)
+//	cmd := cli.Command(ctx) // claude -p --input-format stream-json …
 //
 // It answers:
 //
@@ -134,6 +136,21 @@ func hasKey(raw json.RawMessage, key string) bool {
 //     quarter of the body's bytes.
 //   - anything else: 404 with an Anthropic-shaped not_found_error,
 //     recorded as RequestKindUnknown and reported by Unexpected.
+//
+// # Scripting
+//
+// Each main-loop request takes one reply: Respond's, else the next queued
+// one, else the Fallback (flagged). Count the requests a turn makes, not
+// the turns: a tool loop is one request per model step, a max_tokens stop
+// makes the CLI ask again, a retried error is asked again, and a stream
+// that breaks before its first block completes is asked again without
+// streaming. Subagent requests are main-loop requests, and CLI 2.1.330
+// runs agents in the background, so for scripts with subagents route with
+// Respond and Request.Subagent rather than rely on queue order. Side
+// requests (IsSideRequest) never touch the queue.
+//
+// Close the server only after the CLI has exited: a CLI whose server
+// vanishes mid-request retries with back-off for a long while.
 //
 // Every method is safe for concurrent use.
 type MessagesServer struct {
@@ -266,7 +283,8 @@ func (s *MessagesServer) WaitMessages(ctx context.Context, n int) ([]*Request, e
 const maxBody = 64 << 20
 
 // ServeHTTP implements http.Handler, so the fake can also be mounted in a
-// server of the test's own.
+// server of the test's own (URL and CLIEnv still describe the loopback
+// server NewMessagesServer started).
 func (s *MessagesServer) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(hr.Body, maxBody))
 	if err != nil {

@@ -23,10 +23,10 @@ const (
 // ContentBlock is one content block, in a scripted Reply or in a recorded
 // request's messages. It is one flat struct rather than a sealed interface
 // because its two jobs want that: a test writes replies with the
-// constructors (Text, Thinking, RedactedThinking, ToolUse), and reads
-// requests by field (b.ToolUseID, b.Text) without a type switch. The
-// tool_use block a Reply streams comes back in the next request as a
-// ContentBlock with the same ID, Name and Input.
+// constructors (TextBlock, ThinkingBlock, RedactedThinkingBlock,
+// ToolUseBlock), and reads requests by field (b.ToolUseID, b.Text) without
+// a type switch. The tool_use block a Reply streams comes back in the next
+// request as a ContentBlock with the same ID, Name and Input.
 //
 // Only the fields of the block's Type are meaningful. Raw keeps the block's
 // JSON as the CLI sent it (empty for blocks built in Go), for fields this
@@ -60,18 +60,18 @@ type ContentBlock struct {
 }
 
 // Text returns a text block.
-func Text(text string) ContentBlock {
+func TextBlock(text string) ContentBlock {
 	return ContentBlock{Type: BlockTypeText, Text: text}
 }
 
 // Thinking returns a thinking block with its signature. The CLI keeps both
 // and sends them back verbatim in the next request.
-func Thinking(thinking, signature string) ContentBlock {
+func ThinkingBlock(thinking, signature string) ContentBlock {
 	return ContentBlock{Type: BlockTypeThinking, Thinking: thinking, Signature: signature}
 }
 
 // RedactedThinking returns a redacted_thinking block carrying data.
-func RedactedThinking(data string) ContentBlock {
+func RedactedThinkingBlock(data string) ContentBlock {
 	return ContentBlock{Type: BlockTypeRedactedThinking, Data: data}
 }
 
@@ -79,7 +79,7 @@ func RedactedThinking(data string) ContentBlock {
 // encoding/json and must encode to a JSON object; ToolUse panics otherwise,
 // as that is a mistake in the test, not a condition to handle. An empty id
 // is replaced by a generated "toolu_fake_…" id when the reply is sent.
-func ToolUse(id, name string, input any) ContentBlock {
+func ToolUseBlock(id, name string, input any) ContentBlock {
 	var raw json.RawMessage
 	switch v := input.(type) {
 	case nil:
@@ -91,13 +91,13 @@ func ToolUse(id, name string, input any) ContentBlock {
 	default:
 		b, err := json.Marshal(input)
 		if err != nil {
-			panic(fmt.Sprintf("claudetest: ToolUse(%q) input: %v", name, err))
+			panic(fmt.Sprintf("claudetest: ToolUseBlock(%q) input: %v", name, err))
 		}
 		raw = b
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		panic(fmt.Sprintf("claudetest: ToolUse(%q) input is not a JSON object: %s", name, raw))
+		panic(fmt.Sprintf("claudetest: ToolUseBlock(%q) input is not a JSON object: %s", name, raw))
 	}
 	return ContentBlock{Type: BlockTypeToolUse, ID: id, Name: name, Input: raw}
 }
@@ -182,13 +182,13 @@ type Reply struct {
 
 // TextReply returns a reply of one text block that ends the turn.
 func TextReply(text string) *Reply {
-	return &Reply{Content: []ContentBlock{Text(text)}}
+	return &Reply{Content: []ContentBlock{TextBlock(text)}}
 }
 
 // ToolUseReply returns a reply asking for one tool call. The CLI runs the
 // tool (if permitted) and sends its result in the next request.
 func ToolUseReply(id, name string, input any) *Reply {
-	return &Reply{Content: []ContentBlock{ToolUse(id, name, input)}}
+	return &Reply{Content: []ContentBlock{ToolUseBlock(id, name, input)}}
 }
 
 // ErrorReply returns a reply that fails with an HTTP status and an

@@ -216,23 +216,23 @@ func TestMessagesServerBlockKinds(t *testing.T) {
 		stop   string
 	}{{
 		name:   "thinking",
-		reply:  &Reply{Content: []ContentBlock{Thinking("ponder", "sig-1")}},
+		reply:  &Reply{Content: []ContentBlock{ThinkingBlock("ponder", "sig-1")}},
 		events: []string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"},
 		stop:   "end_turn",
 	}, {
 		name:   "redacted thinking",
-		reply:  &Reply{Content: []ContentBlock{RedactedThinking("opaque")}},
+		reply:  &Reply{Content: []ContentBlock{RedactedThinkingBlock("opaque")}},
 		events: []string{"message_start", "content_block_start", "content_block_stop", "message_delta", "message_stop"},
 		stop:   "end_turn",
 	}, {
 		name:   "tool use",
-		reply:  &Reply{Content: []ContentBlock{ToolUse("toolu_1", "Bash", map[string]string{"command": "ls"})}, ChunkSize: 100},
+		reply:  &Reply{Content: []ContentBlock{ToolUseBlock("toolu_1", "Bash", map[string]string{"command": "ls"})}, ChunkSize: 100},
 		events: []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"},
 		stop:   "tool_use",
 	}, {
 		name: "several blocks",
 		reply: &Reply{Content: []ContentBlock{
-			Thinking("a", "s"), Text("b"), ToolUse("toolu_2", "Read", map[string]string{"file_path": "/x"}),
+			ThinkingBlock("a", "s"), TextBlock("b"), ToolUseBlock("toolu_2", "Read", map[string]string{"file_path": "/x"}),
 		}, ChunkSize: 100, StopReason: StopReasonMaxTokens},
 		events: []string{"message_start",
 			"content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
@@ -242,7 +242,7 @@ func TestMessagesServerBlockKinds(t *testing.T) {
 		stop: "max_tokens",
 	}, {
 		name:   "ping",
-		reply:  &Reply{Content: []ContentBlock{Text("x")}, Ping: true},
+		reply:  &Reply{Content: []ContentBlock{TextBlock("x")}, Ping: true},
 		events: []string{"message_start", "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"},
 		stop:   "end_turn",
 	}}
@@ -282,7 +282,7 @@ func TestMessagesServerChunking(t *testing.T) {
 	input := map[string]any{"command": "echo ünïcödé ✓ and a longer tail", "n": 3, "nested": map[string]bool{"ok": true}}
 	text := "héllo wörld, ✓✓✓ — chunked"
 	s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{
-		Content:   []ContentBlock{Text(text), ToolUse("toolu_c", "Bash", input)},
+		Content:   []ContentBlock{TextBlock(text), ToolUseBlock("toolu_c", "Bash", input)},
 		ChunkSize: 3,
 	}}})
 	defer s.Close()
@@ -323,7 +323,7 @@ func TestMessagesServerChunking(t *testing.T) {
 
 func TestMessagesServerNonStreaming(t *testing.T) {
 	s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{
-		Content:      []ContentBlock{Thinking("t", "sig"), Text("answer"), ToolUse("toolu_n", "Bash", map[string]string{"command": "ls"})},
+		Content:      []ContentBlock{ThinkingBlock("t", "sig"), TextBlock("answer"), ToolUseBlock("toolu_n", "Bash", map[string]string{"command": "ls"})},
 		StopReason:   StopReasonStopSequence,
 		StopSequence: "STOP",
 		Model:        "claude-other",
@@ -413,7 +413,7 @@ func TestMessagesServerStreamError(t *testing.T) {
 	for _, after := range []int{0, 3} {
 		t.Run(fmt.Sprint(after), func(t *testing.T) {
 			s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{
-				Content:     []ContentBlock{Text("0123456789")},
+				Content:     []ContentBlock{TextBlock("0123456789")},
 				ChunkSize:   2,
 				StreamError: &StreamError{AfterEvents: after, Type: "api_error", Message: "boom"},
 			}}})
@@ -431,7 +431,7 @@ func TestMessagesServerStreamError(t *testing.T) {
 	}
 	t.Run("non-streaming", func(t *testing.T) {
 		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{
-			Content: []ContentBlock{Text("x")}, StreamError: &StreamError{AfterEvents: 2},
+			Content: []ContentBlock{TextBlock("x")}, StreamError: &StreamError{AfterEvents: 2},
 		}}})
 		defer s.Close()
 		resp := post(t, s.URL+"/v1/messages", `{"model":"m","max_tokens":1,"messages":[]}`)
@@ -445,7 +445,7 @@ func TestMessagesServerStreamError(t *testing.T) {
 
 func TestMessagesServerDelays(t *testing.T) {
 	t.Run("before headers", func(t *testing.T) {
-		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{Text("x")}, Delay: 150 * time.Millisecond}}})
+		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{TextBlock("x")}, Delay: 150 * time.Millisecond}}})
 		defer s.Close()
 		start := time.Now()
 		resp := post(t, s.URL+"/v1/messages", streamBody)
@@ -455,7 +455,7 @@ func TestMessagesServerDelays(t *testing.T) {
 		readSSE(t, resp.Body)
 	})
 	t.Run("between events", func(t *testing.T) {
-		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{Text("abcd")}, ChunkSize: 1, EventDelay: 20 * time.Millisecond}}})
+		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{TextBlock("abcd")}, ChunkSize: 1, EventDelay: 20 * time.Millisecond}}})
 		defer s.Close()
 		start := time.Now()
 		evs := stream(t, s)
@@ -465,7 +465,7 @@ func TestMessagesServerDelays(t *testing.T) {
 		}
 	})
 	t.Run("stall until the client leaves", func(t *testing.T) {
-		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{Text("abcd")}, ChunkSize: 1, StallAfterEvents: 3}}})
+		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{TextBlock("abcd")}, ChunkSize: 1, StallAfterEvents: 3}}})
 		defer s.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -509,7 +509,7 @@ func TestMessagesServerDelays(t *testing.T) {
 		}
 	})
 	t.Run("close ends a stall", func(t *testing.T) {
-		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{Text("x")}, StallAfterEvents: 1}}})
+		s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{TextBlock("x")}, StallAfterEvents: 1}}})
 		resp := post(t, s.URL+"/v1/messages", streamBody)
 		br := bufio.NewReader(resp.Body)
 		br.ReadString('\n') // the stream has started
@@ -575,7 +575,7 @@ func TestMessagesServerDefaultFallback(t *testing.T) {
 	s := NewMessagesServer(nil)
 	defer s.Close()
 	got := reassemble(t, stream(t, s))
-	if diff := cmp.Diff([]ContentBlock{Text("ok")}, got, cmpBlocks); diff != "" {
+	if diff := cmp.Diff([]ContentBlock{TextBlock("ok")}, got, cmpBlocks); diff != "" {
 		t.Errorf("fallback (-want +got):\n%s", diff)
 	}
 	if n := len(s.Unexpected()); n != 1 {
@@ -684,8 +684,8 @@ func TestMessagesServerRecording(t *testing.T) {
 		t.Errorf("roles (-want +got):\n%s", diff)
 	}
 	wantResults := []ContentBlock{
-		{Type: BlockTypeToolResult, ToolUseID: "toolu_1", Content: []ContentBlock{Text("hi\n")}},
-		{Type: BlockTypeToolResult, ToolUseID: "toolu_2", IsError: true, Content: []ContentBlock{Text("denied")}},
+		{Type: BlockTypeToolResult, ToolUseID: "toolu_1", Content: []ContentBlock{TextBlock("hi\n")}},
+		{Type: BlockTypeToolResult, ToolUseID: "toolu_2", IsError: true, Content: []ContentBlock{TextBlock("denied")}},
 	}
 	if diff := cmp.Diff(wantResults, p.ToolResults(), cmpBlocks); diff != "" {
 		t.Errorf("tool results (-want +got):\n%s", diff)
@@ -699,7 +699,7 @@ func TestMessagesServerRecording(t *testing.T) {
 	if got := p.LastUser(); got == nil || len(got.Content) != 2 || got.Content[0].ToolUseID != "toolu_1" {
 		t.Errorf("LastUser = %+v", got)
 	}
-	wantAssistant := []ContentBlock{Thinking("hm", "sig"), ToolUse("toolu_1", "Bash", map[string]string{"command": "echo hi"})}
+	wantAssistant := []ContentBlock{ThinkingBlock("hm", "sig"), ToolUseBlock("toolu_1", "Bash", map[string]string{"command": "echo hi"})}
 	if diff := cmp.Diff(wantAssistant, p.Messages[2].Content, cmpBlocks); diff != "" {
 		t.Errorf("assistant blocks (-want +got):\n%s", diff)
 	}
@@ -839,7 +839,7 @@ func TestMessagesServerBadBody(t *testing.T) {
 }
 
 func TestMessagesServerWaitMessages(t *testing.T) {
-	s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{Text("x")}, StallAfterEvents: 1}}})
+	s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{Content: []ContentBlock{TextBlock("x")}, StallAfterEvents: 1}}})
 	defer s.Close()
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/messages", strings.NewReader(streamBody))
@@ -867,5 +867,5 @@ func TestToolUsePanicsOnNonObject(t *testing.T) {
 			t.Errorf("ToolUse with a string input did not panic")
 		}
 	}()
-	ToolUse("id", "Bash", "not an object")
+	ToolUseBlock("id", "Bash", "not an object")
 }

@@ -195,9 +195,9 @@ func TestRealCLIThinking(t *testing.T) {
 	t.Parallel()
 	s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{
 		{Content: []ContentBlock{
-			Thinking("Let me think about this carefully.", "sig-fake-1"),
-			RedactedThinking("opaque-redacted-data"),
-			Text("forty-two"),
+			ThinkingBlock("Let me think about this carefully.", "sig-fake-1"),
+			RedactedThinkingBlock("opaque-redacted-data"),
+			TextBlock("forty-two"),
 		}},
 		TextReply("second answer"),
 	}})
@@ -345,7 +345,7 @@ func TestRealCLIRetriesExhausted(t *testing.T) {
 func TestRealCLIStreamErrorMidBlock(t *testing.T) {
 	t.Parallel()
 	broken := &Reply{
-		Content:     []ContentBlock{Text("this answer is cut short before it ends")},
+		Content:     []ContentBlock{TextBlock("this answer is cut short before it ends")},
 		ChunkSize:   8,
 		StreamError: &StreamError{AfterEvents: 4, Message: "fake overload mid-stream"}, // 2 deltas in
 	}
@@ -387,7 +387,7 @@ func TestRealCLIStreamErrorMidBlock(t *testing.T) {
 func TestRealCLIStreamErrorAfterBlock(t *testing.T) {
 	t.Parallel()
 	broken := &Reply{
-		Content:     []ContentBlock{Text("complete block"), Text("never sent")},
+		Content:     []ContentBlock{TextBlock("complete block"), TextBlock("never sent")},
 		ChunkSize:   100,
 		StreamError: &StreamError{AfterEvents: 4, Message: "fake overload mid-stream"}, // after the first content_block_stop
 	}
@@ -423,7 +423,7 @@ func TestRealCLIStreamErrorAfterBlock(t *testing.T) {
 func TestRealCLIInterruptStalledStream(t *testing.T) {
 	t.Parallel()
 	s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{{
-		Content:          []ContentBlock{Text("partial answer that never finishes")},
+		Content:          []ContentBlock{TextBlock("partial answer that never finishes")},
 		ChunkSize:        8,
 		StallAfterEvents: 3, // message_start, content_block_start, one delta
 	}}})
