@@ -448,3 +448,27 @@ func TestRealCLIInterruptStalledStream(t *testing.T) {
 	}
 	checkNothingUnexpected(t, s)
 }
+
+// A max_tokens stop makes the CLI ask for the rest within the same turn.
+func TestRealCLIMaxTokensContinuation(t *testing.T) {
+	t.Parallel()
+	s := NewMessagesServer(&MessagesOptions{Replies: []*Reply{
+		{Content: []ContentBlock{TextBlock("the first half")}, StopReason: StopReasonMaxTokens},
+		TextReply("and the rest"),
+	}})
+	t.Cleanup(s.Close) // registered first, so it runs after startCLI has stopped the CLI
+	p := startCLI(t, s)
+	p.initialize()
+	_, res := p.turn("write a lot")
+	if res.IsError || res.Result != "and the rest" {
+		t.Errorf("result = %+v, want the continuation's text", res)
+	}
+	reqs := s.MessagesRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("got %d messages requests, want 2", len(reqs))
+	}
+	if got := reqs[1].Params.LastUser().Text(); !strings.Contains(got, "Output token limit hit") {
+		t.Errorf("continuation prompt = %q", got)
+	}
+	checkNothingUnexpected(t, s)
+}
