@@ -40,6 +40,10 @@ type Options struct {
 	// conflicts). CLAUDECODE is always removed, or the CLI would refuse to
 	// start inside another Claude Code.
 	Env map[string]string
+	// EnvOnly makes Env the CLI's whole environment: nothing of the host's
+	// is passed on (no credentials, proxies or provider switches it may
+	// hold). Env must then supply PATH and HOME.
+	EnvOnly bool
 
 	Model         string // --model
 	FallbackModel string // --fallback-model
@@ -239,6 +243,9 @@ func (o *Options) env(base []string) []string {
 			order = append(order, k)
 		}
 		set[k] = v
+	}
+	if o.EnvOnly {
+		base = nil
 	}
 	for _, kv := range base {
 		k, v, ok := strings.Cut(kv, "=")

@@ -60,7 +60,16 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			custom: func(l *claude.Launch) string { return ifNot(l.Path == "/opt/claude", "Launch.Path = "+l.Path) }},
 		"Cwd": {set: func(o *claude.Options) { o.Cwd = "/work/x" },
 			custom: func(l *claude.Launch) string { return ifNot(l.Dir == "/work/x", "Launch.Dir = "+l.Dir) }},
-		"Env":                    {set: func(o *claude.Options) { o.Env = map[string]string{"FOO": "bar"} }, env: []string{"FOO=bar"}},
+		"Env": {set: func(o *claude.Options) { o.Env = map[string]string{"FOO": "bar"} }, env: []string{"FOO=bar"}},
+		"EnvOnly": {set: func(o *claude.Options) { o.EnvOnly = true; o.Env = map[string]string{"PATH": "/bin"} },
+			custom: func(l *claude.Launch) string {
+				for _, e := range l.Env {
+					if !strings.HasPrefix(e, "PATH=") && !strings.HasPrefix(e, "CLAUDE_") {
+						return "EnvOnly passed on the host's " + e
+					}
+				}
+				return ""
+			}},
 		"Model":                  {set: func(o *claude.Options) { o.Model = "sonnet" }, args: []string{"--model=sonnet"}},
 		"FallbackModel":          {set: func(o *claude.Options) { o.FallbackModel = "haiku" }, args: []string{"--fallback-model=haiku"}},
 		"SystemPrompt":           {set: func(o *claude.Options) { o.SystemPrompt = "-be brief" }, args: []string{"--system-prompt=-be brief"}},

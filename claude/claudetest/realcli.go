@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -183,6 +184,18 @@ func (c *RealCLI) Environ() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Options returns session options that run this CLI, in its directories
+// and with exactly its environment (Environ): nothing else of the test's
+// environment reaches it.
+func (c *RealCLI) Options() *claude.Options {
+	env := make(map[string]string)
+	for _, kv := range c.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return &claude.Options{CLIPath: c.Path, Cwd: c.Dir, Env: env, EnvOnly: true}
 }
 
 // StreamJSONArgs are the flags every stream-json session starts with.
