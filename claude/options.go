@@ -47,9 +47,13 @@ type Options struct {
 
 	Model         string // --model
 	FallbackModel string // --fallback-model
-	// SystemPrompt replaces Claude Code's system prompt (--system-prompt).
+	// SystemPrompt replaces Claude Code's system prompt. Empty keeps
+	// Claude Code's own (the "claude_code" preset).
 	SystemPrompt string
-	// AppendSystemPrompt is appended to the default system prompt.
+	// AppendSystemPrompt is added after the system prompt: Claude Code's
+	// when SystemPrompt is empty (the preset with an append), else
+	// SystemPrompt. Both go in the initialize request, not argv, so their
+	// size is not bound by the kernel's 128 KiB limit on one argument.
 	AppendSystemPrompt string
 
 	PermissionMode  PermissionMode // --permission-mode
@@ -108,6 +112,34 @@ type Options struct {
 	// own after stdin is closed (it flushes its session file) before
 	// signalling it. 0 means 5 seconds.
 	CloseTimeout time.Duration
+
+	// Agents, prompts, plugins, structured output.
+
+	// Agents defines subagents by name, which the model starts with the
+	// Agent tool (subagent_type = the name). They join the CLI's built-in
+	// and settings agents, replacing any of the same name.
+	Agents map[string]AgentDefinition
+	// ExcludeDynamicSections moves the per-session parts of Claude Code's
+	// system prompt (working directory, memory paths) into the first user
+	// message, so the system prompt stays the same across sessions and
+	// machines and its prompt cache can be shared. Only Claude Code's own
+	// prompt has such sections: with SystemPrompt set it does nothing.
+	ExcludeDynamicSections bool
+	// JSONSchema asks for structured output: the model must end the turn
+	// by calling a StructuredOutput tool whose input follows this JSON
+	// schema (a JSON object; JSONSchemaFor builds one from a Go type). The
+	// result carries it in StructuredOutput; DecodeOutput decodes it.
+	JSONSchema json.RawMessage
+	// PluginDirs loads a plugin from each directory (or .zip) for this
+	// session only (--plugin-dir): its commands, agents, skills and hooks.
+	PluginDirs []string
+	// Betas are Anthropic API beta headers to send (--betas). The CLI
+	// drops, with a warning on stderr, those it doesn't allow; 2.1.197
+	// and 2.1.330 allow only BetaContext1M.
+	Betas []Beta
+	// Effort is how much effort the model spends (--effort): the API's
+	// output_config.effort. Empty means the model's default.
+	Effort Effort
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.
@@ -163,6 +195,9 @@ func (o *Options) validate() error {
 			return fmt.Errorf("claude: Options.Env has an invalid name %q", k)
 		}
 	}
+	if err := o.validatePrompts(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -182,8 +217,6 @@ func (o *Options) args() []string {
 	}
 	str("--model", o.Model)
 	str("--fallback-model", o.FallbackModel)
-	str("--system-prompt", o.SystemPrompt)
-	str("--append-system-prompt", o.AppendSystemPrompt)
 	str("--permission-mode", string(o.PermissionMode))
 	if o.PermissionMode == PermissionModeBypassPermissions {
 		// The mode needs the launch flag too, or the CLI refuses it.
@@ -227,6 +260,12 @@ func (o *Options) args() []string {
 	str("--settings", o.Settings)
 	list("--add-dir", o.AddDirs)
 	list("--mcp-config", o.MCPConfig)
+	list("--plugin-dir", o.PluginDirs)
+	for _, b := range o.Betas {
+		// One flag per beta: the CLI takes "a,b" as one unknown name.
+		a = append(a, "--betas="+string(b))
+	}
+	str("--effort", string(o.Effort))
 	if o.CanUseTool != nil {
 		a = append(a, "--permission-prompt-tool=stdio")
 	}
@@ -290,6 +329,8 @@ type initializeRequest struct {
 	AppendSystemPrompt string          `json:"appendSystemPrompt,omitempty"`
 	Agents             json.RawMessage `json:"agents,omitempty"`
 	Title              string          `json:"title,omitempty"`
+
+	ExcludeDynamicSections bool `json:"excludeDynamicSections,omitempty"`
 }
 
 // launch builds the Launch a Transport receives.

@@ -72,8 +72,8 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			}},
 		"Model":                  {set: func(o *claude.Options) { o.Model = "sonnet" }, args: []string{"--model=sonnet"}},
 		"FallbackModel":          {set: func(o *claude.Options) { o.FallbackModel = "haiku" }, args: []string{"--fallback-model=haiku"}},
-		"SystemPrompt":           {set: func(o *claude.Options) { o.SystemPrompt = "-be brief" }, args: []string{"--system-prompt=-be brief"}},
-		"AppendSystemPrompt":     {set: func(o *claude.Options) { o.AppendSystemPrompt = "and kind" }, args: []string{"--append-system-prompt=and kind"}},
+		"SystemPrompt":           {set: func(o *claude.Options) { o.SystemPrompt = "-be brief" }, initKeys: []string{"systemPrompt"}},
+		"AppendSystemPrompt":     {set: func(o *claude.Options) { o.AppendSystemPrompt = "and kind" }, initKeys: []string{"appendSystemPrompt"}},
 		"PermissionMode":         {set: func(o *claude.Options) { o.PermissionMode = claude.PermissionModePlan }, args: []string{"--permission-mode=plan"}},
 		"AllowedTools":           {set: func(o *claude.Options) { o.AllowedTools = []string{"Read", "Bash(git *)"} }, args: []string{"--allowedTools=Read", "--allowedTools=Bash(git *)"}},
 		"DisallowedTools":        {set: func(o *claude.Options) { o.DisallowedTools = []string{"Write"} }, args: []string{"--disallowedTools=Write"}},
@@ -105,6 +105,16 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			custom: func(l *claude.Launch) string {
 				return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed")
 			}},
+		// Agents, prompts, plugins, structured output.
+		"Agents": {set: func(o *claude.Options) {
+			o.Agents = map[string]claude.AgentDefinition{"reviewer": {Description: "Reviews", Prompt: "You review."}}
+		}, initKeys: []string{"agents"}},
+		"ExcludeDynamicSections": {set: func(o *claude.Options) { o.ExcludeDynamicSections = true }, initKeys: []string{"excludeDynamicSections"}},
+		"JSONSchema":             {set: func(o *claude.Options) { o.JSONSchema = json.RawMessage(`{"type":"object"}`) }, initKeys: []string{"jsonSchema"}},
+		"PluginDirs":             {set: func(o *claude.Options) { o.PluginDirs = []string{"/p1", "/p2.zip"} }, args: []string{"--plugin-dir=/p1", "--plugin-dir=/p2.zip"}},
+		"Betas": {set: func(o *claude.Options) { o.Betas = []claude.Beta{claude.BetaContext1M, "other-2025-01-01"} },
+			args: []string{"--betas=context-1m-2025-08-07", "--betas=other-2025-01-01"}},
+		"Effort": {set: func(o *claude.Options) { o.Effort = claude.EffortLow }, args: []string{"--effort=low"}},
 	}
 	// Fields that configure the host, not the CLI, each proven elsewhere.
 	hostOnly := map[string]string{

@@ -152,6 +152,9 @@ func (s *Session) initialize(ctx context.Context) error {
 // initializeRequest builds the initialize request from the options.
 func (s *Session) initializeRequest() (*initializeRequest, error) {
 	r := &initializeRequest{}
+	if err := s.opts.promptsInitialize(r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
