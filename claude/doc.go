@@ -43,6 +43,19 @@
 // goroutine, even while nobody is reading messages, and its ctx is
 // cancelled if the CLI withdraws the request (an interrupt).
 //
+// # Agents, prompts and structured output
+//
+// Options.SystemPrompt replaces Claude Code's system prompt;
+// AppendSystemPrompt adds to it (to Claude Code's own when SystemPrompt is
+// empty). Options.Agents defines subagents the model starts with the Agent
+// tool. Options.JSONSchema (JSONSchemaFor builds one from a Go type) makes
+// the model end the turn with structured output, which DecodeOutput turns
+// into a Go value.
+//
+// In a CanUseTool callback, DecodeInput and DecodeToolInput give the typed
+// input of a built-in tool (*BashInput, *WriteInput, …), and
+// AnswerQuestions answers the model's AskUserQuestion.
+//
 // # Errors
 //
 // Errors match with errors.Is and errors.As: ErrClosed, ErrCLINotFound,
