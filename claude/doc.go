@@ -37,6 +37,16 @@
 // raw JSON, so a newer CLI never breaks a program; every message keeps its
 // raw line (RawJSON).
 //
+// # Streaming
+//
+// Receive and ReceiveTurn are single-use iterators (iter.Seq2). Yielded
+// errors are not all final: a *LineError (one stdout line could not be
+// read) and a *ResultError (a failed turn, yielded with its
+// *ResultMessage) are followed by more messages. The session reads the
+// CLI's stdout continuously, whether or not anyone is receiving, so that
+// permission requests are answered on time; unread messages are queued
+// without limit and never dropped.
+//
 // # Permissions
 //
 // Set Options.CanUseTool to decide tool use in Go. It runs on its own
@@ -52,9 +62,22 @@
 // "success"), *LineError (one stdout line could not be read; the stream
 // goes on).
 //
+// # Processes and transports
+//
+// By default Connect finds the CLI (Options.CLIPath, $TETHER_CLI_PATH,
+// PATH, the usual install places), checks its version, and runs it as a
+// *CommandTransport subprocess in its own process group; Close interrupts
+// a running turn, closes stdin, waits Options.CloseTimeout, then signals
+// the group. Options.Env adds to the host's environment (CLAUDECODE is
+// always removed); with Options.EnvOnly it is the whole environment.
+// Options.Transport replaces the subprocess: an *IOTransport for a CLI
+// started elsewhere, or your own Transport (SSH, containers).
+//
 // # Testing
 //
 // Package claudetest has a scriptable fake CLI (in process, or as a real
-// subprocess re-executing the test binary) and a fake Anthropic Messages
-// API that lets the real CLI run offline and deterministically.
+// subprocess re-executing the test binary), a fake Anthropic Messages API
+// that lets the real CLI run offline and deterministically, and a
+// transcript Recorder whose recordings Replay plays back through the fake
+// CLI.
 package claude
