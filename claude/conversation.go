@@ -274,6 +274,12 @@ type BashResult struct {
 	Interrupted      bool   `json:"interrupted"`
 	IsImage          bool   `json:"isImage"`
 	NoOutputExpected bool   `json:"noOutputExpected"`
+	// PersistedOutputPath is set when the output was too large to hand
+	// to the model: the CLI saved all of it to this file, gave the model
+	// a preview, and cut Stdout short. PersistedOutputSize is its size
+	// in bytes.
+	PersistedOutputPath string `json:"persistedOutputPath,omitempty"`
+	PersistedOutputSize int64  `json:"persistedOutputSize,omitempty"`
 }
 
 // WriteResult is the structured result of the Write tool.

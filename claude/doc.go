@@ -51,7 +51,10 @@
 //
 // Set Options.CanUseTool to decide tool use in Go. It runs on its own
 // goroutine, even while nobody is reading messages, and its ctx is
-// cancelled if the CLI withdraws the request (an interrupt).
+// cancelled if the CLI withdraws the request (an interrupt). The model's
+// questions to the user (the AskUserQuestion tool) arrive there too: read
+// them with ToolPermissionRequest.Questions and answer with
+// AnswerQuestions.
 //
 // # Errors
 //

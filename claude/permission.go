@@ -182,3 +182,67 @@ const (
 	DestinationUserSettings    PermissionUpdateDestination = "userSettings"
 	DestinationCLIArg          PermissionUpdateDestination = "cliArg"
 )
+
+// Question is one question of an AskUserQuestion call: the model asks the
+// user to pick among Options (several when MultiSelect).
+type Question struct {
+	Question    string           `json:"question"` // the full question; answers are keyed by it
+	Header      string           `json:"header"`   // a short label for it, e.g. "Color"
+	Options     []QuestionOption `json:"options"`
+	MultiSelect bool             `json:"multiSelect"`
+}
+
+// QuestionOption is one choice of a Question.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	// Preview is optional content to show when the option is focused
+	// (a mockup, a code snippet).
+	Preview string `json:"preview,omitempty"`
+}
+
+// Questions decodes the questions of an AskUserQuestion request. The CLI
+// asks the host to answer them through CanUseTool: reply with
+// AnswerQuestions.
+func (r *ToolPermissionRequest) Questions() ([]Question, error) {
+	if r.ToolName != "AskUserQuestion" {
+		return nil, fmt.Errorf("claude: Questions: a %s request, not AskUserQuestion", r.ToolName)
+	}
+	var in struct {
+		Questions []Question `json:"questions"`
+	}
+	if err := unmarshal(r.Input, &in); err != nil {
+		return nil, jsonError("AskUserQuestion input", err)
+	}
+	return in.Questions, nil
+}
+
+// AnswerQuestions answers an AskUserQuestion request: it allows the tool
+// with the request's input unchanged except for "answers", set to
+// answers, which maps each question's text (Question.Question) to the
+// answer: an option's Label, or free text as a person's "Other" would be.
+// The CLI then hands the answers to the model as the tool's result.
+//
+//	if req.ToolName == "AskUserQuestion" {
+//		qs, err := req.Questions()
+//		if err != nil {
+//			return nil, err
+//		}
+//		return claude.AnswerQuestions(req, map[string]string{qs[0].Question: qs[0].Options[0].Label}), nil
+//	}
+func AnswerQuestions(req *ToolPermissionRequest, answers map[string]string) *PermissionAllow {
+	in := map[string]json.RawMessage{}
+	// The CLI always sends an object; anything else is replaced, and the
+	// CLI reports the missing questions to the model as a tool error.
+	_ = json.Unmarshal(req.Input, &in)
+	if in == nil {
+		in = map[string]json.RawMessage{}
+	}
+	if answers == nil {
+		answers = map[string]string{}
+	}
+	a, _ := json.Marshal(answers) // a map of strings always encodes
+	in["answers"] = a
+	b, _ := json.Marshal(in)
+	return &PermissionAllow{UpdatedInput: b}
+}
