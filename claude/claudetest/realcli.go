@@ -162,7 +162,11 @@ func NewRealCLI(t testing.TB, s *MessagesServer) *RealCLI {
 		t.Skipf("real CLI %s not found; install it with scripts/install-cli.sh %s (%v)", v, v, err)
 	}
 	home := t.TempDir()
-	return &RealCLI{Path: path, Home: home, Dir: t.TempDir(), Env: s.CLIEnv(home)}
+	env := s.CLIEnv(home)
+	// The CLI keeps large tool outputs and image copies under its temp
+	// directory (/tmp/claude-<uid> by default); keep them with the test.
+	env["CLAUDE_CODE_TMPDIR"] = t.TempDir()
+	return &RealCLI{Path: path, Home: home, Dir: t.TempDir(), Env: env}
 }
 
 // Environ returns the CLI's whole environment in os/exec form: the few
