@@ -237,6 +237,9 @@ func Replay(t *Transcript) Script {
 			if kind(got) != kind(want) {
 				return fmt.Errorf("claudetest: replay: the host wrote %s, the transcript has %s at line %d", bytes.TrimSpace(got.Raw), kind(want), i+1)
 			}
+			if g, w := hostPayload(got), hostPayload(want); g != w {
+				return fmt.Errorf("claudetest: replay: at transcript line %d the host wrote %s\nthe transcript has %s", i+1, g, w)
+			}
 			if want.Type == "control_request" && want.RequestID != "" {
 				ids[want.RequestID] = got.RequestID
 			}
@@ -256,6 +259,40 @@ func Replay(t *Transcript) Script {
 			}
 		}
 	}
+}
+
+// hostPayload is what a host line decides, normalised for comparison:
+// the answer of a control_response, the body of a control_request, the
+// message of a user line. Ids and UUIDs are left out: they differ from run
+// to run.
+func hostPayload(l *Line) string {
+	var v any
+	switch l.Type {
+	case "control_response":
+		if l.Response == nil {
+			return ""
+		}
+		v = []any{l.Response.Subtype, l.Response.Response, l.Response.Error}
+	case "control_request":
+		v = l.Request
+	case "user":
+		var u struct {
+			Message json.RawMessage `json:"message"`
+		}
+		_ = json.Unmarshal(l.Raw, &u)
+		v = u.Message
+	default:
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	var norm any // re-encode so key order and spacing don't matter
+	if json.Unmarshal(b, &norm) == nil {
+		b, _ = json.Marshal(norm)
+	}
+	return uuidRE.ReplaceAllString(string(b), "<uuid>")
 }
 
 func kind(l *Line) string {
