@@ -303,6 +303,13 @@ type AgentResult struct {
 	TotalTokens       int64           `json:"totalTokens"`
 	TotalToolUseCount int64           `json:"totalToolUseCount"`
 	Usage             *Usage          `json:"usage"`
+	// IsAsync is set when the agent runs in the background (CLI 2.1.330
+	// and later, Status "async_launched"): its answer comes in a later
+	// turn, announced by a *TaskNotificationMessage.
+	IsAsync          bool   `json:"isAsync,omitempty"`
+	Description      string `json:"description,omitempty"`
+	OutputFile       string `json:"outputFile,omitempty"`
+	CanContinueAgent bool   `json:"canContinueAgent,omitempty"`
 }
 
 // AskUserQuestionResult is the structured result of AskUserQuestion: the

@@ -50,8 +50,7 @@ func sessSetModelScenario() scenario {
 		record: true,
 		api: func() *claudetest.MessagesOptions {
 			return &claudetest.MessagesOptions{
-				Replies:       []*claudetest.Reply{claudetest.TextReply("sonnet here")},
-				IsSideRequest: sessIsSideOrProbe,
+				Replies: []*claudetest.Reply{claudetest.TextReply("sonnet here")},
 			}
 		},
 		run: func(t *testing.T, h *harness) {
@@ -106,8 +105,7 @@ func sessSetMaxThinkingTokensScenario() scenario {
 		record: true,
 		api: func() *claudetest.MessagesOptions {
 			return &claudetest.MessagesOptions{
-				Replies:       []*claudetest.Reply{claudetest.TextReply("thought within budget")},
-				IsSideRequest: sessIsSideOrProbe,
+				Replies: []*claudetest.Reply{claudetest.TextReply("thought within budget")},
 			}
 		},
 		run: func(t *testing.T, h *harness) {
@@ -821,27 +819,13 @@ func sessStructuredOutputScenario() scenario {
 
 // Helpers.
 
-// sessIsModelProbe reports the request CLI 2.1.330 makes when set_model
-// switches models: non-streaming, max_tokens 1, no tools, the prompt "Hi".
-// 2.1.197 makes none.
-func sessIsModelProbe(r *claudetest.Request) bool {
-	p := r.Params
-	return p != nil && !p.Stream && p.MaxTokens == 1 && len(p.Tools) == 0
-}
-
-// sessIsSideOrProbe classifies side requests for the set_model scenarios:
-// the package's side requests, and model probes.
-func sessIsSideOrProbe(r *claudetest.Request) bool {
-	return claudetest.IsSideRequest(r) || sessIsModelProbe(r)
-}
-
 // sessCheckModelProbes checks the model probes the CLI made (as side
 // requests): none before 2.1.330, at most one for the new model after.
 func sessCheckModelProbes(t *testing.T, h *harness, version, model string) {
 	t.Helper()
 	side := h.API.SideRequests()
 	for _, r := range side {
-		if !sessIsModelProbe(r) || r.Params.Model != model || r.Params.LastUser().Text() != "Hi" {
+		if !claudetest.IsModelProbe(r) || r.Params.Model != model || r.Params.LastUser().Text() != "Hi" {
 			t.Errorf("side request #%d: %s", r.Seq, r.Body)
 		}
 	}

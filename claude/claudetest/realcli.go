@@ -165,7 +165,10 @@ func NewRealCLI(t testing.TB, s *MessagesServer) *RealCLI {
 	env := s.CLIEnv(home)
 	// The CLI keeps large tool outputs and image copies under its temp
 	// directory (/tmp/claude-<uid> by default); keep them with the test.
-	env["CLAUDE_CODE_TMPDIR"] = t.TempDir()
+	// Task outputs go under $TMPDIR/claude-<uid>: keep those too.
+	tmp := t.TempDir()
+	env["CLAUDE_CODE_TMPDIR"] = tmp
+	env["TMPDIR"] = tmp
 	return &RealCLI{Path: path, Home: home, Dir: t.TempDir(), Env: env}
 }
 
