@@ -56,6 +56,16 @@
 // them with ToolPermissionRequest.Questions and answer with
 // AnswerQuestions.
 //
+// # Hooks
+//
+// Options.Hooks registers Go callbacks at points of the CLI's agent loop,
+// by HookEvent and tool-name matcher: a PreToolUse hook can allow, deny or
+// rewrite a tool call before any permission prompt, a UserPromptSubmit
+// hook can add context to the prompt, a Stop hook can make the model go
+// on. A HookFunc gets a *HookInput with the event's typed fields in Event
+// (and the raw input in Raw) and answers with a *HookOutput; like
+// CanUseTool it runs on its own goroutine with a ctx the CLI can cancel.
+//
 // # Errors
 //
 // Errors match with errors.Is and errors.As: ErrClosed, ErrCLINotFound,

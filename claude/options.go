@@ -108,6 +108,14 @@ type Options struct {
 	// own after stdin is closed (it flushes its session file) before
 	// signalling it. 0 means 5 seconds.
 	CloseTimeout time.Duration
+
+	// Hooks.
+
+	// Hooks are Go callbacks the CLI calls at points of its agent loop:
+	// before and after tool use, when a prompt is submitted, when the
+	// model stops, … Each event takes a list of matchers, each with its
+	// hooks. They are registered in the initialize request.
+	Hooks map[HookEvent][]HookMatcher
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.
@@ -157,6 +165,9 @@ func (o *Options) validate() error {
 	}
 	if o.ForkSession && o.Resume == "" && !o.Continue {
 		return fmt.Errorf("claude: Options.ForkSession needs Resume or Continue")
+	}
+	if err := validateHooks(o.Hooks); err != nil {
+		return err
 	}
 	for k := range o.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

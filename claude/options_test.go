@@ -105,6 +105,10 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			custom: func(l *claude.Launch) string {
 				return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed")
 			}},
+		// Hooks (TestHooksRegistration checks the shape).
+		"Hooks": {set: func(o *claude.Options) {
+			o.Hooks = map[claude.HookEvent][]claude.HookMatcher{claude.HookEventStop: {{Hooks: []claude.HookFunc{noop}}}}
+		}, initKeys: []string{"hooks"}},
 	}
 	// Fields that configure the host, not the CLI, each proven elsewhere.
 	hostOnly := map[string]string{

@@ -42,6 +42,7 @@ type Session struct {
 	wmu   sync.Mutex // serializes conn.Write
 	hctx  context.Context
 	hstop context.CancelFunc
+	hooks atomic.Pointer[hookTable] // set by initializeRequest
 
 	// The message queue, filled by the read loop.
 	qmu     sync.Mutex
@@ -152,6 +153,12 @@ func (s *Session) initialize(ctx context.Context) error {
 // initializeRequest builds the initialize request from the options.
 func (s *Session) initializeRequest() (*initializeRequest, error) {
 	r := &initializeRequest{}
+	hooks, err := buildHooks(s.opts.Hooks)
+	if err != nil {
+		return nil, err
+	}
+	s.hooks.Store(hooks)
+	r.Hooks = hooks.wire
 	return r, nil
 }
 
@@ -488,7 +495,8 @@ type inboundHandler func(s *Session, ctx context.Context, id string, req json.Ra
 
 // inboundHandlers maps CLI→host request subtypes to their handlers.
 var inboundHandlers = map[string]inboundHandler{
-	"can_use_tool": (*Session).serveCanUseTool,
+	"can_use_tool":  (*Session).serveCanUseTool,
+	"hook_callback": (*Session).serveHookCallback,
 }
 
 // serve answers a CLI request on its own goroutine: a slow callback must
