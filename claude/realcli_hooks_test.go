@@ -82,19 +82,6 @@ func (p *noPrompt) check(t *testing.T) {
 	}
 }
 
-// toolResult returns the tool_result for id in the turn's user messages.
-func toolResult(t *testing.T, msgs []claude.Message, id string) *claude.ToolResultBlock {
-	t.Helper()
-	for _, u := range find[*claude.UserMessage](msgs) {
-		for _, r := range u.ToolResults() {
-			if r.ToolUseID == id {
-				return r
-			}
-		}
-	}
-	t.Fatalf("no tool_result for %s in %v", id, types(msgs))
-	return nil
-}
 
 func bashCommand(t *testing.T, input json.RawMessage) string {
 	t.Helper()
@@ -163,7 +150,7 @@ func init() {
 					in.SessionID == "" || in.Cwd == "" || in.TranscriptPath == "" || in.PermissionMode != claude.PermissionModeDefault {
 					t.Errorf("hook input = %+v, event %+v", in, pre)
 				}
-				tr := toolResult(t, msgs, "toolu_deny_1")
+				_, tr := toolResult(t, msgs, "toolu_deny_1")
 				if !tr.IsError || !strings.Contains(tr.Text(), denyReason) {
 					t.Errorf("tool result = %+v (%q), want an error with the hook's reason", tr, tr.Text())
 				}
@@ -212,7 +199,7 @@ func init() {
 				if n := len(allowCalls.all()); n != 1 {
 					t.Errorf("the hook was called %d times, want once", n)
 				}
-				tr := toolResult(t, msgs, "toolu_rw_1")
+				_, tr := toolResult(t, msgs, "toolu_rw_1")
 				if tr.IsError || !strings.Contains(tr.Text(), "from-the-hook") || strings.Contains(tr.Text(), "from-the-model") {
 					t.Errorf("tool result = %q (error %v), want the hook's command's output", tr.Text(), tr.IsError)
 				}
@@ -266,7 +253,7 @@ func init() {
 				if r := <-askRequests; r.ToolUseID != "toolu_ask_1" || r.DecisionReason != "a human should look at this" {
 					t.Errorf("permission request = %+v", r)
 				}
-				if tr := toolResult(t, msgs, "toolu_ask_1"); tr.IsError || !strings.Contains(tr.Text(), "asked") {
+				if _, tr := toolResult(t, msgs, "toolu_ask_1"); tr.IsError || !strings.Contains(tr.Text(), "asked") {
 					t.Errorf("tool result = %q (error %v), want the command's output", tr.Text(), tr.IsError)
 				}
 			},
@@ -458,7 +445,7 @@ func init() {
 				if called := matchCalls.sortedNames(); !slices.Equal(called, []string{"any", "bash-allow", "bash-deny"}) {
 					t.Errorf("hooks called: %q, want any, bash-allow and bash-deny", called)
 				}
-				tr := toolResult(t, msgs, "toolu_match_1")
+				_, tr := toolResult(t, msgs, "toolu_match_1")
 				if !tr.IsError || !strings.Contains(tr.Text(), "reason of bash-deny") {
 					t.Errorf("tool result = %q (error %v), want the denying hook's reason", tr.Text(), tr.IsError)
 				}
@@ -492,7 +479,7 @@ func init() {
 			},
 			run: func(t *testing.T, h *harness) {
 				msgs := h.turn(t, "echo and stop")
-				if tr := toolResult(t, msgs, "toolu_halt_1"); tr.IsError || !strings.Contains(tr.Text(), "halting") {
+				if _, tr := toolResult(t, msgs, "toolu_halt_1"); tr.IsError || !strings.Contains(tr.Text(), "halting") {
 					t.Errorf("tool result = %q: the tool should have run", tr.Text())
 				}
 				r := result(t, msgs)
@@ -545,7 +532,7 @@ func init() {
 				}
 				// A PreToolUse hook that times out refuses the call, although
 				// the rules allow it.
-				tr := toolResult(t, msgs, "toolu_slow_1")
+				_, tr := toolResult(t, msgs, "toolu_slow_1")
 				if !tr.IsError {
 					t.Errorf("tool result = %q, want the call refused", tr.Text())
 				}
