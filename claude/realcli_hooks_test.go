@@ -82,7 +82,6 @@ func (p *noPrompt) check(t *testing.T) {
 	}
 }
 
-
 func bashCommand(t *testing.T, input json.RawMessage) string {
 	t.Helper()
 	var in struct{ Command string }

@@ -718,7 +718,6 @@ func toolUse(t *testing.T, msgs []claude.Message, id string) *claude.ToolUseBloc
 	return nil
 }
 
-
 // inputString returns a string member of a tool input.
 func inputString(t *testing.T, input json.RawMessage, key string) string {
 	t.Helper()
