@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/control"
+	"github.com/tetherhq/tether/internal/mcpbridge"
 	"github.com/tetherhq/tether/internal/wire"
 )
 
@@ -56,6 +57,10 @@ type Session struct {
 	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	// In-process MCP servers (mcp.go), by name.
+	mcpMu   sync.Mutex
+	bridges map[string]*mcpbridge.Bridge
 }
 
 // item is one queued stdout line, or an error to deliver in its place.
@@ -124,6 +129,9 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 		s.pid = p.PID()
 	}
 	s.hctx, s.hstop = context.WithCancel(context.Background())
+	// The CLI may ask for an in-process MCP server before it answers
+	// initialize: the bridges exist before the read loop does.
+	s.attachSDKServers(o.MCPServers)
 	go s.readLoop()
 	return s
 }
@@ -152,6 +160,7 @@ func (s *Session) initialize(ctx context.Context) error {
 // initializeRequest builds the initialize request from the options.
 func (s *Session) initializeRequest() (*initializeRequest, error) {
 	r := &initializeRequest{}
+	r.SDKMCPServers = s.opts.sdkServerNames()
 	return r, nil
 }
 
@@ -489,6 +498,7 @@ type inboundHandler func(s *Session, ctx context.Context, id string, req json.Ra
 // inboundHandlers maps CLI→host request subtypes to their handlers.
 var inboundHandlers = map[string]inboundHandler{
 	"can_use_tool": (*Session).serveCanUseTool,
+	"mcp_message":  (*Session).serveMCPMessage,
 }
 
 // serve answers a CLI request on its own goroutine: a slow callback must
@@ -688,6 +698,7 @@ func (s *Session) Close() error {
 		waitTimeout(s.in.Wait, 5*time.Second, func() {
 			s.log.Warn("claude: a callback ignored its cancelled context; Close is not waiting for it")
 		})
+		s.closeMCP()
 	})
 	return s.closeErr
 }
