@@ -54,12 +54,13 @@ type Bridge struct {
 	send SendFunc
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	cur    *conn
-	ss     *mcp.ServerSession
-	closed bool
+	mu      sync.Mutex
+	cur     *conn
+	ss      *mcp.ServerSession
+	closed  bool
+	closing chan struct{} // closed by Close
 
-	wg sync.WaitGroup // session shutdowns started by Handle
+	wg sync.WaitGroup // retired sessions, ending
 }
 
 // New returns a bridge for srv. send receives what the server sends on
@@ -68,7 +69,7 @@ func New(srv *mcp.Server, send SendFunc, log *slog.Logger) *Bridge {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Bridge{srv: srv, send: send, log: log}
+	return &Bridge{srv: srv, send: send, log: log, closing: make(chan struct{})}
 }
 
 // Server returns the bridged server.
@@ -81,6 +82,11 @@ func (b *Bridge) Server() *mcp.Server { return b.srv }
 // If ctx ends while a request is in flight, the server is told with a
 // notifications/cancelled (so the tool handler's context is cancelled)
 // and Handle returns ctx's error.
+//
+// Request ids are the CLI's per connection, and the CLI can run two MCP
+// clients for one server at once (2.1.197 connects twice after
+// mcp_set_servers), both counting from 0: the server sees ids of the
+// bridge's own, so that equal CLI ids never collide.
 func (b *Bridge) Handle(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	msg, err := jsonrpc.DecodeMessage(raw)
 	if err != nil {
@@ -92,17 +98,19 @@ func (b *Bridge) Handle(ctx context.Context, raw json.RawMessage) (json.RawMessa
 		return nil, err
 	}
 	if !isReq || !req.ID.IsValid() {
+		if isReq && req.Method == "notifications/cancelled" {
+			msg = c.translateCancel(req)
+		}
 		if err := c.deliver(ctx, msg); err != nil {
 			return nil, err
 		}
 		return Ack, nil
 	}
-	ch, err := c.expect(req.ID)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.deliver(ctx, msg); err != nil {
-		c.forget(req.ID)
+	id, ch := c.expect(req.ID)
+	fwd := *req
+	fwd.ID = id
+	if err := c.deliver(ctx, &fwd); err != nil {
+		c.forget(id)
 		return nil, err
 	}
 	select {
@@ -113,8 +121,8 @@ func (b *Bridge) Handle(ctx context.Context, raw json.RawMessage) (json.RawMessa
 		}
 		return out, nil
 	case <-ctx.Done():
-		c.forget(req.ID)
-		c.cancel(req.ID, context.Cause(ctx))
+		c.forget(id)
+		c.cancel(id, context.Cause(ctx))
 		return nil, ctx.Err()
 	case <-c.done:
 		return nil, fmt.Errorf("%s: %w", req.Method, ErrClosed)
@@ -136,12 +144,16 @@ func (b *Bridge) conn(initialize bool) (*conn, error) {
 		return b.cur, nil
 	}
 	if b.cur != nil {
-		// The CLI reconnected: its old MCP client is gone, and so are
-		// the answers the old session still owes it.
+		// The CLI (re)connects: later messages go to a new session. The
+		// old one still answers what it was asked, then ends.
 		old, oldSS := b.cur, b.ss
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
+			select {
+			case <-old.drained():
+			case <-b.closing:
+			}
 			shutdown(old, oldSS)
 		}()
 	}
@@ -168,6 +180,7 @@ func (b *Bridge) Close(timeout time.Duration) bool {
 		return true
 	}
 	b.closed = true
+	close(b.closing)
 	c, ss := b.cur, b.ss
 	b.cur, b.ss = nil, nil
 	b.mu.Unlock()
@@ -220,8 +233,10 @@ type conn struct {
 	once sync.Once
 
 	mu          sync.Mutex
-	pending     map[jsonrpc.ID]chan *jsonrpc.Response // CLI requests awaiting the server
-	initialized bool                                  // an MCP initialize was delivered; guarded by Bridge.mu
+	pending     map[jsonrpc.ID]*call // CLI requests awaiting the server, by the id the server sees
+	lastID      int64
+	idle        chan struct{} // 1-buffered: "pending shrank"
+	initialized bool          // an MCP initialize was delivered; guarded by Bridge.mu
 
 	// The outbox holds server messages for the CLI, sent in order by one
 	// goroutine, so that a server never blocks on the CLI: the CLI may be
@@ -240,7 +255,8 @@ func newConn(send SendFunc, log *slog.Logger) *conn {
 		log:     log,
 		in:      make(chan jsonrpc.Message),
 		done:    make(chan struct{}),
-		pending: map[jsonrpc.ID]chan *jsonrpc.Response{},
+		pending: map[jsonrpc.ID]*call{},
+		idle:    make(chan struct{}, 1),
 		osignal: make(chan struct{}, 1),
 		sent:    make(chan struct{}),
 	}
@@ -261,22 +277,97 @@ func (c *conn) deliver(ctx context.Context, msg jsonrpc.Message) error {
 	}
 }
 
-// expect registers a CLI request awaiting the server's response.
-func (c *conn) expect(id jsonrpc.ID) (<-chan *jsonrpc.Response, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, dup := c.pending[id]; dup {
-		return nil, fmt.Errorf("request id %v is already in flight", id.Raw())
-	}
-	ch := make(chan *jsonrpc.Response, 1)
-	c.pending[id] = ch
-	return ch, nil
+// call is a CLI request awaiting the server's response.
+type call struct {
+	cliID jsonrpc.ID
+	ch    chan *jsonrpc.Response // 1-buffered
 }
 
-func (c *conn) forget(id jsonrpc.ID) {
+// expect registers a CLI request and returns the id the server sees for
+// it, and where its response will arrive (with the CLI's id back).
+func (c *conn) expect(cliID jsonrpc.ID) (jsonrpc.ID, <-chan *jsonrpc.Response) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastID++
+	id, _ := jsonrpc.MakeID(float64(c.lastID))
+	cl := &call{cliID: cliID, ch: make(chan *jsonrpc.Response, 1)}
+	c.pending[id] = cl
+	return id, cl.ch
+}
+
+// take removes and returns the call for the id the server saw.
+func (c *conn) take(id jsonrpc.ID) *call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.pending[id]
+	if !ok {
+		return nil
+	}
 	delete(c.pending, id)
+	select {
+	case c.idle <- struct{}{}:
+	default:
+	}
+	return cl
+}
+
+func (c *conn) forget(id jsonrpc.ID) { c.take(id) }
+
+// drained returns a channel closed once no CLI request awaits this
+// connection any more.
+func (c *conn) drained() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c.mu.Lock()
+			n := len(c.pending)
+			c.mu.Unlock()
+			if n == 0 {
+				return
+			}
+			select {
+			case <-c.idle:
+			case <-c.done:
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// translateCancel rewrites the CLI's notifications/cancelled to name the
+// id the server saw for that request (the latest in flight with that CLI
+// id), so the right handler is cancelled.
+func (c *conn) translateCancel(req *jsonrpc.Request) jsonrpc.Message {
+	var p mcp.CancelledParams
+	if json.Unmarshal(req.Params, &p) != nil {
+		return req
+	}
+	cliID, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return req
+	}
+	c.mu.Lock()
+	var best jsonrpc.ID
+	var bestN int64 = -1
+	for id, cl := range c.pending {
+		if n, ok := id.Raw().(int64); ok && cl.cliID == cliID && n > bestN {
+			best, bestN = id, n
+		}
+	}
 	c.mu.Unlock()
+	if bestN < 0 {
+		return req
+	}
+	p.RequestID = best.Raw()
+	params, err := json.Marshal(&p)
+	if err != nil {
+		return req
+	}
+	fwd := *req
+	fwd.Params = params
+	return &fwd
 }
 
 // cancel tells the server the CLI gave up on request id.
@@ -339,16 +430,15 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	default:
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.mu.Lock()
-		ch, ok := c.pending[resp.ID]
-		delete(c.pending, resp.ID)
-		c.mu.Unlock()
-		if !ok {
+		cl := c.take(resp.ID)
+		if cl == nil {
 			// The CLI gave up on it (cancelled, or the session ended).
 			c.log.Debug("claude: MCP response to a request nobody waits for", "id", resp.ID.Raw())
 			return nil
 		}
-		ch <- resp
+		back := *resp
+		back.ID = cl.cliID
+		cl.ch <- &back
 		return nil
 	}
 	raw, err := jsonrpc.EncodeMessage(msg)
