@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -180,6 +181,18 @@ func (o *Options) sdkServerNames() []string {
 }
 
 // The session's side of in-process servers: one bridge per server name.
+
+// startMCP attaches the in-process servers of the options; newSession
+// calls it before the read loop starts.
+func (s *Session) startMCP() {
+	s.attachSDKServers(s.opts.MCPServers)
+	s.dynamic = map[string]MCPServerConfig{}
+	for name, c := range s.opts.MCPServers {
+		if _, ok := c.(*MCPSDKServer); ok {
+			s.dynamic[name] = c
+		}
+	}
+}
 
 // attachSDKServers starts a bridge for every in-process server in servers
 // that has none yet (or a different server), before the CLI can ask for
@@ -445,6 +458,12 @@ func (s *Session) SetMCPServers(ctx context.Context, servers map[string]MCPServe
 	if err := validateMCPServers("SetMCPServers", servers); err != nil {
 		return nil, err
 	}
+	s.mcpSetMu.Lock()
+	defer s.mcpSetMu.Unlock()
+	return s.setMCPServers(ctx, servers)
+}
+
+func (s *Session) setMCPServers(ctx context.Context, servers map[string]MCPServerConfig) (*MCPSetServersResult, error) {
 	wire := make(map[string]any, len(servers))
 	for name, c := range servers {
 		wire[name] = c.wire(name)
@@ -472,6 +491,7 @@ func (s *Session) SetMCPServers(ctx context.Context, servers map[string]MCPServe
 			gone = append(gone, name)
 		}
 	}
+	s.dynamic = maps.Clone(servers)
 	s.mcpMu.Unlock()
 	s.detachSDKServers(gone)
 	return &res, nil
@@ -489,13 +509,44 @@ func (s *Session) ToggleMCPServer(ctx context.Context, name string, enabled bool
 	return err
 }
 
-// ReconnectMCPServer makes the CLI drop its connection to an external MCP
-// server and connect again (after the server restarted, say). The 2.1.x
-// CLI refuses it for in-process servers, which never lose their
-// connection, with a *ControlError.
+// ReconnectMCPServer makes the CLI drop its connection to an MCP server
+// and connect again: after an external server restarted, or to make the
+// CLI list an in-process server's tools again.
+//
+// The CLI refuses mcp_reconnect for in-process servers ("SDK servers
+// should be handled in print.ts"), so for those Tether does it itself:
+// it sets the session's servers once without the server and once with it
+// (two SetMCPServers requests, resending the servers of the last
+// SetMCPServers or, before any, the in-process servers of
+// Options.MCPServers). The CLI then starts a new MCP session, lists the
+// tools afresh, and the model sees tools added since. CLI 2.1.330 does
+// that by itself when a tool is added to a running server; 2.1.197 does
+// not, and needs this call. Don't call it while a turn is using the
+// server: its tools are gone between the two requests.
 func (s *Session) ReconnectMCPServer(ctx context.Context, name string) error {
-	_, err := s.request(ctx, "mcp_reconnect", struct {
-		ServerName string `json:"serverName"`
-	}{name})
-	return err
+	s.mcpMu.Lock()
+	_, inProcess := s.dynamic[name].(*MCPSDKServer)
+	set := maps.Clone(s.dynamic)
+	s.mcpMu.Unlock()
+	if !inProcess {
+		_, err := s.request(ctx, "mcp_reconnect", struct {
+			ServerName string `json:"serverName"`
+		}{name})
+		return err
+	}
+	s.mcpSetMu.Lock()
+	defer s.mcpSetMu.Unlock()
+	without := maps.Clone(set)
+	delete(without, name)
+	if _, err := s.setMCPServers(ctx, without); err != nil {
+		return err
+	}
+	res, err := s.setMCPServers(ctx, set)
+	if err != nil {
+		return err
+	}
+	if msg, ok := res.Errors[name]; ok {
+		return &ControlError{Subtype: "mcp_set_servers", Message: msg}
+	}
+	return nil
 }

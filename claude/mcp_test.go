@@ -41,9 +41,11 @@ type calc struct {
 	blockEnded   chan error    // ctx.Err() of each ended block call
 }
 
-func newCalc() *calc {
+func newCalc() *calc { return newCalcOptions(nil) }
+
+func newCalcOptions(opts *mcp.ServerOptions) *calc {
 	c := &calc{
-		srv:          mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1.0.0"}, nil),
+		srv:          mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1.0.0"}, opts),
 		blockStarted: make(chan struct{}, 16),
 		blockEnded:   make(chan error, 16),
 	}
@@ -750,4 +752,81 @@ func recv[T any](t *testing.T, ctx context.Context, ch <-chan T) T {
 		t.Fatal("timed out waiting for the fake CLI")
 		panic("unreachable")
 	}
+}
+
+// TestReconnectInProcessServer: the CLI refuses mcp_reconnect for
+// in-process servers, so Tether sets the servers without it and with it
+// again; the CLI then reconnects and sees tools added since.
+func TestReconnectInProcessServer(t *testing.T) {
+	ctx := testCtx(t)
+	calc := newCalc()
+	type seen struct {
+		bodies []string
+		tools  []string
+	}
+	got := make(chan seen, 1)
+	s := connect(t, calcOptions(calc), func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		var sn seen
+		for i := range 2 {
+			l, err := c.Expect(ctx, "control_request", "mcp_set_servers")
+			if err != nil {
+				return err
+			}
+			var body struct {
+				Servers map[string]json.RawMessage `json:"servers"`
+			}
+			json.Unmarshal(l.Request, &body)
+			sn.bodies = append(sn.bodies, fmt.Sprint(sortedNames(body.Servers)))
+			if i == 0 {
+				c.Respond(l.RequestID, map[string]any{"added": []string{}, "removed": []string{"calc"}, "errors": map[string]string{}})
+				continue
+			}
+			c.Respond(l.RequestID, map[string]any{"added": []string{"calc"}, "removed": []string{}, "errors": map[string]string{}})
+			if _, err := c.MCPConnect(ctx, "calc"); err != nil {
+				return err
+			}
+			raw, err := c.MCPRequest(ctx, "calc", "tools/list", map[string]any{})
+			if err != nil {
+				return err
+			}
+			var list struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			}
+			json.Unmarshal(raw, &list)
+			for _, tl := range list.Tools {
+				sn.tools = append(sn.tools, tl.Name)
+			}
+		}
+		got <- sn
+		_, err := c.ReadUser(ctx)
+		return err
+	})
+	defer s.Close()
+	mcp.AddTool(calc.srv, &mcp.Tool{Name: "mul"}, func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+		return nil, addOut{Sum: in.A * in.B}, nil
+	})
+	if err := s.ReconnectMCPServer(ctx, "calc"); err != nil {
+		t.Fatalf("ReconnectMCPServer: %v", err)
+	}
+	sn := recv(t, ctx, got)
+	if diff := cmp.Diff([]string{"[]", "[calc]"}, sn.bodies); diff != "" {
+		t.Errorf("mcp_set_servers bodies (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"add", "block", "fail", "mul"}, sn.tools); diff != "" {
+		t.Errorf("tools after the reconnect (-want +got):\n%s", diff)
+	}
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

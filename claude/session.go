@@ -59,8 +59,10 @@ type Session struct {
 	closeErr  error
 
 	// In-process MCP servers (mcp.go), by name.
-	mcpMu   sync.Mutex
-	bridges map[string]*mcpbridge.Bridge
+	mcpMu    sync.Mutex
+	bridges  map[string]*mcpbridge.Bridge
+	dynamic  map[string]MCPServerConfig // what the CLI's mcp_set_servers replaces
+	mcpSetMu sync.Mutex                 // serializes mcp_set_servers
 }
 
 // item is one queued stdout line, or an error to deliver in its place.
@@ -131,7 +133,7 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 	s.hctx, s.hstop = context.WithCancel(context.Background())
 	// The CLI may ask for an in-process MCP server before it answers
 	// initialize: the bridges exist before the read loop does.
-	s.attachSDKServers(o.MCPServers)
+	s.startMCP()
 	go s.readLoop()
 	return s
 }
