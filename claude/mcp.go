@@ -71,11 +71,15 @@ type MCPSDKServer struct {
 // model sees and can recover from; it does not fail the turn.
 //
 // Tools added while the session runs (mcp.AddTool on the live server)
-// reach the CLI: the server announces the change and the CLI lists the
-// tools again. The CLI only listens for that when the server had
-// announced the tools capability at connection time, which the SDK does
-// once a tool exists; a server that starts with no tools should set
-// mcp.ServerOptions.Capabilities.Tools to &mcp.ToolCapabilities{ListChanged: true}.
+// reach the CLI in one of two ways. The server announces the change
+// (notifications/tools/list_changed, which the session forwards as an
+// mcp_message request of its own) and CLI 2.1.330 lists the tools again;
+// it only listens when the server announced the tools capability at
+// connection time, which the SDK does once a tool exists (a server that
+// starts with none should set mcp.ServerOptions.Capabilities.Tools to
+// &mcp.ToolCapabilities{ListChanged: true}). CLI 2.1.197 takes the
+// notification and ignores it: call Session.ReconnectMCPServer, which
+// works on both.
 func SDKServer(srv *mcp.Server) *MCPSDKServer { return &MCPSDKServer{Server: srv} }
 
 type mcpStdioWire struct {
@@ -213,7 +217,8 @@ func (s *Session) attachSDKServers(servers map[string]MCPServerConfig) []string 
 			if b.Server() == c.Server {
 				continue
 			}
-			go b.Close(0)
+			b.Close()
+			s.retired = append(s.retired, b)
 		}
 		s.bridges[name] = mcpbridge.New(c.Server, s.mcpSender(name), s.log)
 		added = append(added, name)
@@ -224,18 +229,15 @@ func (s *Session) attachSDKServers(servers map[string]MCPServerConfig) []string 
 // detachSDKServers closes the bridges of the named servers.
 func (s *Session) detachSDKServers(names []string) {
 	s.mcpMu.Lock()
-	var bs []*mcpbridge.Bridge
+	defer s.mcpMu.Unlock()
 	for _, n := range names {
 		if b := s.bridges[n]; b != nil {
-			bs = append(bs, b)
+			// Not waited for here: the CLI has let the server go, and a
+			// slow tool handler must not hold up the caller. Close waits.
+			b.Close()
+			s.retired = append(s.retired, b)
 			delete(s.bridges, n)
 		}
-	}
-	s.mcpMu.Unlock()
-	for _, b := range bs {
-		// Not waited for: the CLI has let the server go, and a slow tool
-		// handler must not hold up the caller.
-		go b.Close(0)
 	}
 }
 
@@ -248,12 +250,20 @@ func (s *Session) bridge(name string) *mcpbridge.Bridge {
 // closeMCP closes every bridge; Close calls it once the CLI is gone.
 func (s *Session) closeMCP() {
 	s.mcpMu.Lock()
-	bs := s.bridges
-	s.bridges = nil
+	bs := s.retired
+	for _, b := range s.bridges {
+		bs = append(bs, b)
+	}
+	s.bridges, s.retired = nil, nil
 	s.mcpMu.Unlock()
-	for name, b := range bs {
-		if !b.Close(5 * time.Second) {
-			s.log.Warn("claude: an MCP tool handler ignored its cancelled context; Close is not waiting for it", "server", name)
+	for _, b := range bs {
+		b.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, b := range bs {
+		if !b.Wait(max(time.Until(deadline), time.Millisecond)) {
+			s.log.Warn("claude: an MCP tool handler ignored its cancelled context; Close is not waiting for it")
+			return
 		}
 	}
 }
@@ -446,10 +456,16 @@ type MCPSetServersResult struct {
 }
 
 // SetMCPServers replaces the session's dynamic MCP servers with servers:
-// the CLI connects the new ones (in-process servers at once, during the
-// call), disconnects those left out, and leaves servers from settings
-// files alone. In-process servers attached at Connect are dynamic too: a
-// call that leaves one out removes it. An empty map removes them all.
+// the CLI disconnects those left out, connects the new ones and leaves
+// servers from settings files alone. In-process servers attached at
+// Connect are dynamic too: a call that leaves one out removes it. An
+// empty map removes them all.
+//
+// The CLI answers before it has connected: in-process servers are served
+// from before the request is sent, and the CLI connects to them (2.1.197
+// and 2.1.330 reconnect every in-process server, changed or not) soon
+// after, at the latest when the next turn starts. MCPStatus reports them
+// "pending" meanwhile.
 //
 // To swap the *mcp.Server behind a name, remove the name in one call and
 // add it in the next: the CLI keeps its connection to a name it already
@@ -519,10 +535,11 @@ func (s *Session) ToggleMCPServer(ctx context.Context, name string, enabled bool
 // (two SetMCPServers requests, resending the servers of the last
 // SetMCPServers or, before any, the in-process servers of
 // Options.MCPServers). The CLI then starts a new MCP session, lists the
-// tools afresh, and the model sees tools added since. CLI 2.1.330 does
-// that by itself when a tool is added to a running server; 2.1.197 does
-// not, and needs this call. Don't call it while a turn is using the
-// server: its tools are gone between the two requests.
+// tools afresh, and the model sees tools added since; like SetMCPServers
+// it returns before the CLI has reconnected. CLI 2.1.330 does that by
+// itself when a tool is added to a running server; 2.1.197 does not, and
+// needs this call. Don't call it while a turn is using the server: its
+// tools are gone between the two requests.
 func (s *Session) ReconnectMCPServer(ctx context.Context, name string) error {
 	s.mcpMu.Lock()
 	_, inProcess := s.dynamic[name].(*MCPSDKServer)

@@ -61,6 +61,7 @@ type Session struct {
 	// In-process MCP servers (mcp.go), by name.
 	mcpMu    sync.Mutex
 	bridges  map[string]*mcpbridge.Bridge
+	retired  []*mcpbridge.Bridge        // detached, still closing
 	dynamic  map[string]MCPServerConfig // what the CLI's mcp_set_servers replaces
 	mcpSetMu sync.Mutex                 // serializes mcp_set_servers
 }

@@ -47,8 +47,8 @@ type SendFunc func(ctx context.Context, msg json.RawMessage) error
 // server lives as long as the CLI's MCP connection: a new MCP initialize
 // from the CLI (after a reconnect) starts a new session.
 //
-// Handle may be called concurrently; Close ends everything the bridge
-// started.
+// Handle may be called concurrently; Close and Wait end everything the
+// bridge started.
 type Bridge struct {
 	srv  *mcp.Server
 	send SendFunc
@@ -59,6 +59,7 @@ type Bridge struct {
 	ss      *mcp.ServerSession
 	closed  bool
 	closing chan struct{} // closed by Close
+	down    chan struct{} // closed when Close has ended everything
 
 	wg sync.WaitGroup // retired sessions, ending
 }
@@ -69,7 +70,7 @@ func New(srv *mcp.Server, send SendFunc, log *slog.Logger) *Bridge {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Bridge{srv: srv, send: send, log: log, closing: make(chan struct{})}
+	return &Bridge{srv: srv, send: send, log: log, closing: make(chan struct{}), down: make(chan struct{})}
 }
 
 // Server returns the bridged server.
@@ -169,38 +170,40 @@ func (b *Bridge) conn(initialize bool) (*conn, error) {
 	return c, nil
 }
 
-// Close cancels the server's in-flight requests, ends its session and
-// waits for it, for at most timeout (0: without limit). It reports
-// whether everything ended in time; a tool handler that ignores its
-// context can outlive it.
-func (b *Bridge) Close(timeout time.Duration) bool {
+// Close starts closing the bridge: later messages are refused, requests
+// in flight are cancelled, and the server's sessions end. It does not
+// wait; Wait does. It is safe to call more than once.
+func (b *Bridge) Close() {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
-		return true
+		return
 	}
 	b.closed = true
 	close(b.closing)
 	c, ss := b.cur, b.ss
 	b.cur, b.ss = nil, nil
-	b.mu.Unlock()
-
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(b.down)
 		if c != nil {
 			shutdown(c, ss)
 		}
 		b.wg.Wait()
 	}()
+}
+
+// Wait waits, for at most timeout (0: without limit), until a closed
+// bridge has ended everything it started, and reports whether it has. A
+// tool handler that ignores its context can hold it up.
+func (b *Bridge) Wait(timeout time.Duration) bool {
 	if timeout <= 0 {
-		<-done
+		<-b.down
 		return true
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-b.down:
 		return true
 	case <-t.C:
 		return false

@@ -65,7 +65,7 @@ func TestTwoClientsSameIDs(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.S}}}, nil, nil
 	})
 	b := mcpbridge.New(srv, func(context.Context, json.RawMessage) error { return nil }, nil)
-	defer b.Close(0)
+	defer closeBridge(t, b)
 	connectClient(t, ctx, b)
 	connectClient(t, ctx, b)
 	var wg sync.WaitGroup
@@ -94,7 +94,7 @@ func TestCancelledNotification(t *testing.T) {
 		return nil, nil, ctx.Err()
 	})
 	b := mcpbridge.New(srv, func(context.Context, json.RawMessage) error { return nil }, nil)
-	defer b.Close(0)
+	defer closeBridge(t, b)
 	connectClient(t, ctx, b)
 	hctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -141,7 +141,7 @@ func TestServerNeverBlocksOnTheCLI(t *testing.T) {
 		return nil
 	}
 	b := mcpbridge.New(srv, send, nil)
-	defer b.Close(0)
+	defer closeBridge(t, b)
 	connectClient(t, ctx, b)
 	out := handle(t, ctx, b, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","arguments":{},"_meta":{"progressToken":"tok"}}}`)
 	if !strings.Contains(out, `"done"`) {
@@ -187,7 +187,8 @@ func TestCloseCancelsInFlight(t *testing.T) {
 		errc <- err
 	}()
 	<-started
-	if !b.Close(10 * time.Second) {
+	b.Close()
+	if !b.Wait(10 * time.Second) {
 		t.Fatal("Close timed out")
 	}
 	if err := <-errc; err == nil {
@@ -210,7 +211,7 @@ func TestReconnectRetiresOldSession(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late"}}}, nil, nil
 	})
 	b := mcpbridge.New(srv, func(context.Context, json.RawMessage) error { return nil }, nil)
-	defer b.Close(0)
+	defer closeBridge(t, b)
 	connectClient(t, ctx, b)
 	outc := make(chan string, 1)
 	go func() { outc <- handle(t, ctx, b, string(call(1, "slow", `{}`))) }()
@@ -219,5 +220,12 @@ func TestReconnectRetiresOldSession(t *testing.T) {
 	close(release)
 	if out := <-outc; !strings.Contains(out, `"late"`) || !strings.Contains(out, `"id":1`) {
 		t.Errorf("call on the old session = %s", out)
+	}
+}
+
+func closeBridge(t *testing.T, b *mcpbridge.Bridge) {
+	b.Close()
+	if !b.Wait(10 * time.Second) {
+		t.Error("the bridge did not end")
 	}
 }
