@@ -565,7 +565,7 @@ func TestMCPToolErrorIsNotAProtocolError(t *testing.T) {
 }
 
 // TestSetMCPServers: in-process servers added at runtime are served from
-// before the CLI answers (it connects to them during the request); the
+// before the request is sent (the CLI may connect before it answers); the
 // ones left out are detached.
 func TestSetMCPServers(t *testing.T) {
 	ctx := testCtx(t)

@@ -298,8 +298,8 @@ func init() {
 		},
 		scenario{
 			name: "mcp_set_servers",
-			guards: "SetMCPServers adds an in-process server at runtime (the CLI connects to it during the request, before " +
-				"answering) and the model calls its tool; ToggleMCPServer disables a server; ReconnectMCPServer on an " +
+			guards: "SetMCPServers adds an in-process server at runtime (the CLI answers, then reconnects every in-process " +
+				"server, 2.1.197 twice each with ids from 0) and the model calls its tool; ToggleMCPServer disables a server; ReconnectMCPServer on an " +
 				"in-process server reconnects it (Tether's two mcp_set_servers), on an unknown one is refused with a *ControlError.",
 			record: true,
 			api: func() *claudetest.MessagesOptions {
