@@ -66,6 +66,20 @@
 // (and the raw input in Raw) and answers with a *HookOutput; like
 // CanUseTool it runs on its own goroutine with a ctx the CLI can cancel.
 //
+// # MCP servers
+//
+// Options.MCPServers gives the model more tools, named mcp__<server>__<tool>.
+// SDKServer attaches an *mcp.Server from the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk) that runs in this process: its
+// tools are plain Go functions with typed arguments (mcp.AddTool), and the
+// CLI reaches it through the session's control channel, with no port or
+// process. A handler's error becomes a tool result marked isError, which
+// the model sees; ToolUseID ties a call to the model's tool_use block.
+// *MCPStdioServer, *MCPHTTPServer and *MCPSSEServer are servers the CLI
+// runs or reaches itself. At runtime, MCPStatus reports the servers,
+// SetMCPServers replaces them, ToggleMCPServer and ReconnectMCPServer
+// steer one. MCP tools need permission like any other tool.
+//
 // # Errors
 //
 // Errors match with errors.Is and errors.As: ErrClosed, ErrCLINotFound,

@@ -116,6 +116,16 @@ type Options struct {
 	// model stops, … Each event takes a list of matchers, each with its
 	// hooks. They are registered in the initialize request.
 	Hooks map[HookEvent][]HookMatcher
+
+	// MCP servers (mcp.go).
+
+	// MCPServers are MCP servers the CLI connects to, by name; the model
+	// sees their tools as mcp__<name>__<tool>. External servers
+	// (*MCPStdioServer, *MCPSSEServer, *MCPHTTPServer) reach the CLI as
+	// --mcp-config JSON; in-process ones (SDKServer) are declared in the
+	// initialize request and served by this process. MCPConfig works
+	// alongside.
+	MCPServers map[string]MCPServerConfig
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.
@@ -173,6 +183,9 @@ func (o *Options) validate() error {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return fmt.Errorf("claude: Options.Env has an invalid name %q", k)
 		}
+	}
+	if err := validateMCPServers("Options.MCPServers", o.MCPServers); err != nil {
+		return err
 	}
 	return nil
 }
@@ -238,6 +251,7 @@ func (o *Options) args() []string {
 	str("--settings", o.Settings)
 	list("--add-dir", o.AddDirs)
 	list("--mcp-config", o.MCPConfig)
+	a = append(a, o.mcpConfigArgs()...)
 	if o.CanUseTool != nil {
 		a = append(a, "--permission-prompt-tool=stdio")
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 )
@@ -101,6 +103,12 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			custom: func(l *claude.Launch) string { return ifNot(l.Stderr != nil, "Launch.Stderr is nil") }},
 		"MaxLineSize": {set: func(o *claude.Options) { o.MaxLineSize = 12345 },
 			custom: func(l *claude.Launch) string { return ifNot(l.MaxLineSize == 12345, "Launch.MaxLineSize not passed") }},
+		"MCPServers": {set: func(o *claude.Options) {
+			o.MCPServers = map[string]claude.MCPServerConfig{
+				"calc":  claude.SDKServer(mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)),
+				"files": &claude.MCPStdioServer{Command: "mcp-files"},
+			}
+		}, args: []string{`--mcp-config={"mcpServers":{"files":{"type":"stdio","command":"mcp-files"}}}`}, initKeys: []string{"sdkMcpServers"}},
 		"CloseTimeout": {set: func(o *claude.Options) { o.CloseTimeout = 7 * time.Second },
 			custom: func(l *claude.Launch) string {
 				return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/control"
+	"github.com/tetherhq/tether/internal/mcpbridge"
 	"github.com/tetherhq/tether/internal/wire"
 )
 
@@ -57,6 +58,13 @@ type Session struct {
 	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	// In-process MCP servers (mcp.go), by name.
+	mcpMu    sync.Mutex
+	bridges  map[string]*mcpbridge.Bridge
+	retired  []*mcpbridge.Bridge        // detached, still closing
+	dynamic  map[string]MCPServerConfig // what the CLI's mcp_set_servers replaces
+	mcpSetMu sync.Mutex                 // serializes mcp_set_servers
 }
 
 // item is one queued stdout line, or an error to deliver in its place.
@@ -125,6 +133,9 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 		s.pid = p.PID()
 	}
 	s.hctx, s.hstop = context.WithCancel(context.Background())
+	// The CLI may ask for an in-process MCP server before it answers
+	// initialize: the bridges exist before the read loop does.
+	s.startMCP()
 	go s.readLoop()
 	return s
 }
@@ -159,6 +170,7 @@ func (s *Session) initializeRequest() (*initializeRequest, error) {
 	}
 	s.hooks.Store(hooks)
 	r.Hooks = hooks.wire
+	r.SDKMCPServers = s.opts.sdkServerNames()
 	return r, nil
 }
 
@@ -497,6 +509,7 @@ type inboundHandler func(s *Session, ctx context.Context, id string, req json.Ra
 var inboundHandlers = map[string]inboundHandler{
 	"can_use_tool":  (*Session).serveCanUseTool,
 	"hook_callback": (*Session).serveHookCallback,
+	"mcp_message":   (*Session).serveMCPMessage,
 }
 
 // serve answers a CLI request on its own goroutine: a slow callback must
@@ -696,6 +709,7 @@ func (s *Session) Close() error {
 		waitTimeout(s.in.Wait, 5*time.Second, func() {
 			s.log.Warn("claude: a callback ignored its cancelled context; Close is not waiting for it")
 		})
+		s.closeMCP()
 	})
 	return s.closeErr
 }
