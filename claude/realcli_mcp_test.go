@@ -238,10 +238,25 @@ func init() {
 				if len(init) != 1 {
 					t.Fatalf("no init message")
 				}
-				if proc.CompareVersions(init[0].ClaudeCodeVersion, "2.1.330") < 0 {
-					t.Skipf("CLI %s ignores tools/list_changed from in-process servers; ReconnectMCPServer (mcp_runtime_tool) is the way there", init[0].ClaudeCodeVersion)
-				}
 				addMul(calcOf(t, h))
+				if proc.CompareVersions(init[0].ClaudeCodeVersion, "2.1.330") < 0 {
+					// 2.1.197 acknowledges the notification and keeps its
+					// old tool list: ReconnectMCPServer (mcp_runtime_tool)
+					// is the way there. Pin that down, so a CLI that starts
+					// re-listing shows up here.
+					st, err := h.S.MCPStatus(h.Ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, s := range st {
+						for _, ti := range s.Tools {
+							if s.Name == "calc" && ti.Name == "mul" {
+								t.Errorf("CLI %s re-listed tools on tools/list_changed: update mcp_list_changed and docs/mcp.md", init[0].ClaudeCodeVersion)
+							}
+						}
+					}
+					return
+				}
 				waitForMCPTool(t, h, "calc", "mul")
 				msgs = h.turn(t, "now multiply 3 by 4")
 				checkMul(t, h, msgs, 3)
