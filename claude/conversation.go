@@ -274,6 +274,12 @@ type BashResult struct {
 	Interrupted      bool   `json:"interrupted"`
 	IsImage          bool   `json:"isImage"`
 	NoOutputExpected bool   `json:"noOutputExpected"`
+	// PersistedOutputPath is set when the output was too large to hand
+	// to the model: the CLI saved all of it to this file, gave the model
+	// a preview, and cut Stdout short. PersistedOutputSize is its size
+	// in bytes.
+	PersistedOutputPath string `json:"persistedOutputPath,omitempty"`
+	PersistedOutputSize int64  `json:"persistedOutputSize,omitempty"`
 }
 
 // WriteResult is the structured result of the Write tool.
@@ -297,6 +303,13 @@ type AgentResult struct {
 	TotalTokens       int64           `json:"totalTokens"`
 	TotalToolUseCount int64           `json:"totalToolUseCount"`
 	Usage             *Usage          `json:"usage"`
+	// IsAsync is set when the agent runs in the background (CLI 2.1.330
+	// and later, Status "async_launched"): its answer comes in a later
+	// turn, announced by a *TaskNotificationMessage.
+	IsAsync          bool   `json:"isAsync,omitempty"`
+	Description      string `json:"description,omitempty"`
+	OutputFile       string `json:"outputFile,omitempty"`
+	CanContinueAgent bool   `json:"canContinueAgent,omitempty"`
 }
 
 // AskUserQuestionResult is the structured result of AskUserQuestion: the

@@ -37,11 +37,48 @@
 // raw JSON, so a newer CLI never breaks a program; every message keeps its
 // raw line (RawJSON).
 //
+// # Streaming
+//
+// Receive and ReceiveTurn are single-use iterators (iter.Seq2). Yielded
+// errors are not all final: a *LineError (one stdout line could not be
+// read) and a *ResultError (a failed turn, yielded with its
+// *ResultMessage) are followed by more messages. The session reads the
+// CLI's stdout continuously, whether or not anyone is receiving, so that
+// permission requests are answered on time; unread messages are queued
+// without limit and never dropped.
+//
 // # Permissions
 //
 // Set Options.CanUseTool to decide tool use in Go. It runs on its own
 // goroutine, even while nobody is reading messages, and its ctx is
-// cancelled if the CLI withdraws the request (an interrupt).
+// cancelled if the CLI withdraws the request (an interrupt). The model's
+// questions to the user (the AskUserQuestion tool) arrive there too: read
+// them with ToolPermissionRequest.Questions and answer with
+// AnswerQuestions.
+//
+// # Hooks
+//
+// Options.Hooks registers Go callbacks at points of the CLI's agent loop,
+// by HookEvent and tool-name matcher: a PreToolUse hook can allow, deny or
+// rewrite a tool call before any permission prompt, a UserPromptSubmit
+// hook can add context to the prompt, a Stop hook can make the model go
+// on. A HookFunc gets a *HookInput with the event's typed fields in Event
+// (and the raw input in Raw) and answers with a *HookOutput; like
+// CanUseTool it runs on its own goroutine with a ctx the CLI can cancel.
+//
+// # MCP servers
+//
+// Options.MCPServers gives the model more tools, named mcp__<server>__<tool>.
+// SDKServer attaches an *mcp.Server from the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk) that runs in this process: its
+// tools are plain Go functions with typed arguments (mcp.AddTool), and the
+// CLI reaches it through the session's control channel, with no port or
+// process. A handler's error becomes a tool result marked isError, which
+// the model sees; ToolUseID ties a call to the model's tool_use block.
+// *MCPStdioServer, *MCPHTTPServer and *MCPSSEServer are servers the CLI
+// runs or reaches itself. At runtime, MCPStatus reports the servers,
+// SetMCPServers replaces them, ToggleMCPServer and ReconnectMCPServer
+// steer one. MCP tools need permission like any other tool.
 //
 // # Agents, prompts and structured output
 //
@@ -52,9 +89,9 @@
 // the model end the turn with structured output, which DecodeOutput turns
 // into a Go value.
 //
-// In a CanUseTool callback, DecodeInput and DecodeToolInput give the typed
-// input of a built-in tool (*BashInput, *WriteInput, …), and
-// AnswerQuestions answers the model's AskUserQuestion.
+// DecodeToolInput and DecodeInput turn a tool's raw input, in CanUseTool,
+// a hook or a ToolUseBlock, into the built-in tool's type (*BashInput,
+// *WriteInput, …).
 //
 // # Errors
 //
@@ -65,9 +102,22 @@
 // "success"), *LineError (one stdout line could not be read; the stream
 // goes on).
 //
+// # Processes and transports
+//
+// By default Connect finds the CLI (Options.CLIPath, $TETHER_CLI_PATH,
+// PATH, the usual install places), checks its version, and runs it as a
+// *CommandTransport subprocess in its own process group; Close interrupts
+// a running turn, closes stdin, waits Options.CloseTimeout, then signals
+// the group. Options.Env adds to the host's environment (CLAUDECODE is
+// always removed); with Options.EnvOnly it is the whole environment.
+// Options.Transport replaces the subprocess: an *IOTransport for a CLI
+// started elsewhere, or your own Transport (SSH, containers).
+//
 // # Testing
 //
 // Package claudetest has a scriptable fake CLI (in process, or as a real
-// subprocess re-executing the test binary) and a fake Anthropic Messages
-// API that lets the real CLI run offline and deterministically.
+// subprocess re-executing the test binary), a fake Anthropic Messages API
+// that lets the real CLI run offline and deterministically, and a
+// transcript Recorder whose recordings Replay plays back through the fake
+// CLI.
 package claude

@@ -13,7 +13,7 @@ import (
 // A permission callback reads the built-in tools' inputs as Go values and
 // answers the model's questions. Here the fake CLI asks about a command
 // and a question; the callback refuses the command and picks an answer.
-func ExampleAnswerQuestions() {
+func ExampleDecodeToolInput() {
 	ctx := context.Background()
 	canUseTool := func(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
 		in, err := claude.DecodeToolInput(req.ToolName, req.Input)

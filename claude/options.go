@@ -113,6 +113,24 @@ type Options struct {
 	// signalling it. 0 means 5 seconds.
 	CloseTimeout time.Duration
 
+	// Hooks.
+
+	// Hooks are Go callbacks the CLI calls at points of its agent loop:
+	// before and after tool use, when a prompt is submitted, when the
+	// model stops, … Each event takes a list of matchers, each with its
+	// hooks. They are registered in the initialize request.
+	Hooks map[HookEvent][]HookMatcher
+
+	// MCP servers (mcp.go).
+
+	// MCPServers are MCP servers the CLI connects to, by name; the model
+	// sees their tools as mcp__<name>__<tool>. External servers
+	// (*MCPStdioServer, *MCPSSEServer, *MCPHTTPServer) reach the CLI as
+	// --mcp-config JSON; in-process ones (SDKServer) are declared in the
+	// initialize request and served by this process. MCPConfig works
+	// alongside.
+	MCPServers map[string]MCPServerConfig
+
 	// Agents, prompts, plugins, structured output.
 
 	// Agents defines subagents by name, which the model starts with the
@@ -190,10 +208,16 @@ func (o *Options) validate() error {
 	if o.ForkSession && o.Resume == "" && !o.Continue {
 		return fmt.Errorf("claude: Options.ForkSession needs Resume or Continue")
 	}
+	if err := validateHooks(o.Hooks); err != nil {
+		return err
+	}
 	for k := range o.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return fmt.Errorf("claude: Options.Env has an invalid name %q", k)
 		}
+	}
+	if err := validateMCPServers("Options.MCPServers", o.MCPServers); err != nil {
+		return err
 	}
 	if err := o.validatePrompts(); err != nil {
 		return err
@@ -260,6 +284,7 @@ func (o *Options) args() []string {
 	str("--settings", o.Settings)
 	list("--add-dir", o.AddDirs)
 	list("--mcp-config", o.MCPConfig)
+	a = append(a, o.mcpConfigArgs()...)
 	list("--plugin-dir", o.PluginDirs)
 	for _, b := range o.Betas {
 		// One flag per beta: the CLI takes "a,b" as one unknown name.

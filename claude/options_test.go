@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 )
@@ -101,10 +103,20 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			custom: func(l *claude.Launch) string { return ifNot(l.Stderr != nil, "Launch.Stderr is nil") }},
 		"MaxLineSize": {set: func(o *claude.Options) { o.MaxLineSize = 12345 },
 			custom: func(l *claude.Launch) string { return ifNot(l.MaxLineSize == 12345, "Launch.MaxLineSize not passed") }},
+		"MCPServers": {set: func(o *claude.Options) {
+			o.MCPServers = map[string]claude.MCPServerConfig{
+				"calc":  claude.SDKServer(mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)),
+				"files": &claude.MCPStdioServer{Command: "mcp-files"},
+			}
+		}, args: []string{`--mcp-config={"mcpServers":{"files":{"type":"stdio","command":"mcp-files"}}}`}, initKeys: []string{"sdkMcpServers"}},
 		"CloseTimeout": {set: func(o *claude.Options) { o.CloseTimeout = 7 * time.Second },
 			custom: func(l *claude.Launch) string {
 				return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed")
 			}},
+		// Hooks (TestHooksRegistration checks the shape).
+		"Hooks": {set: func(o *claude.Options) {
+			o.Hooks = map[claude.HookEvent][]claude.HookMatcher{claude.HookEventStop: {{Hooks: []claude.HookFunc{noop}}}}
+		}, initKeys: []string{"hooks"}},
 		// Agents, prompts, plugins, structured output.
 		"Agents": {set: func(o *claude.Options) {
 			o.Agents = map[string]claude.AgentDefinition{"reviewer": {Description: "Reviews", Prompt: "You review."}}

@@ -182,3 +182,37 @@ const (
 	DestinationUserSettings    PermissionUpdateDestination = "userSettings"
 	DestinationCLIArg          PermissionUpdateDestination = "cliArg"
 )
+
+// Question is one question of an AskUserQuestion call: the model asks the
+// user to pick among Options (several when MultiSelect).
+type Question struct {
+	Question    string           `json:"question"` // the full question; answers are keyed by it
+	Header      string           `json:"header"`   // a short label for it, e.g. "Color"
+	Options     []QuestionOption `json:"options"`
+	MultiSelect bool             `json:"multiSelect"`
+}
+
+// QuestionOption is one choice of a Question.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+	// Preview is optional content to show when the option is focused
+	// (a mockup, a code snippet).
+	Preview string `json:"preview,omitempty"`
+}
+
+// Questions decodes the questions of an AskUserQuestion request. The CLI
+// asks the host to answer them through CanUseTool: reply with
+// AnswerQuestions.
+func (r *ToolPermissionRequest) Questions() ([]Question, error) {
+	if r.ToolName != "AskUserQuestion" {
+		return nil, fmt.Errorf("claude: Questions: a %s request, not AskUserQuestion", r.ToolName)
+	}
+	var in struct {
+		Questions []Question `json:"questions"`
+	}
+	if err := unmarshal(r.Input, &in); err != nil {
+		return nil, jsonError("AskUserQuestion input", err)
+	}
+	return in.Questions, nil
+}

@@ -228,7 +228,7 @@ func init() {
 			},
 		},
 		scenario{
-			name: "structured_output",
+			name: "structured_output_decode",
 			guards: "Options.JSONSchema (built with JSONSchemaFor) reaches the CLI through initialize.jsonSchema: the API gets a " +
 				"StructuredOutput tool with that schema, the model's StructuredOutput call ends the turn, and DecodeOutput turns " +
 				"the result's structured_output into the Go value.",

@@ -247,3 +247,18 @@ func wantTypesInOrder(t *testing.T, msgs []claude.Message, want ...string) {
 		t.Errorf("messages %v lack %v in order", got, want)
 	}
 }
+
+// toolResult returns the user message carrying the result of tool use id,
+// and the result block.
+func toolResult(t *testing.T, msgs []claude.Message, id string) (*claude.UserMessage, *claude.ToolResultBlock) {
+	t.Helper()
+	for _, u := range find[*claude.UserMessage](msgs) {
+		for _, tr := range u.ToolResults() {
+			if tr.ToolUseID == id {
+				return u, tr
+			}
+		}
+	}
+	t.Fatalf("no tool result for %s in %v", id, types(msgs))
+	return nil, nil
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/internal/control"
+	"github.com/tetherhq/tether/internal/mcpbridge"
 	"github.com/tetherhq/tether/internal/wire"
 )
 
@@ -42,6 +43,7 @@ type Session struct {
 	wmu   sync.Mutex // serializes conn.Write
 	hctx  context.Context
 	hstop context.CancelFunc
+	hooks atomic.Pointer[hookTable] // set by initializeRequest
 
 	// The message queue, filled by the read loop.
 	qmu     sync.Mutex
@@ -56,6 +58,13 @@ type Session struct {
 	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	// In-process MCP servers (mcp.go), by name.
+	mcpMu    sync.Mutex
+	bridges  map[string]*mcpbridge.Bridge
+	retired  []*mcpbridge.Bridge        // detached, still closing
+	dynamic  map[string]MCPServerConfig // what the CLI's mcp_set_servers replaces
+	mcpSetMu sync.Mutex                 // serializes mcp_set_servers
 }
 
 // item is one queued stdout line, or an error to deliver in its place.
@@ -124,6 +133,9 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 		s.pid = p.PID()
 	}
 	s.hctx, s.hstop = context.WithCancel(context.Background())
+	// The CLI may ask for an in-process MCP server before it answers
+	// initialize: the bridges exist before the read loop does.
+	s.startMCP()
 	go s.readLoop()
 	return s
 }
@@ -152,6 +164,13 @@ func (s *Session) initialize(ctx context.Context) error {
 // initializeRequest builds the initialize request from the options.
 func (s *Session) initializeRequest() (*initializeRequest, error) {
 	r := &initializeRequest{}
+	hooks, err := buildHooks(s.opts.Hooks)
+	if err != nil {
+		return nil, err
+	}
+	s.hooks.Store(hooks)
+	r.Hooks = hooks.wire
+	r.SDKMCPServers = s.opts.sdkServerNames()
 	if err := s.opts.promptsInitialize(r); err != nil {
 		return nil, err
 	}
@@ -491,7 +510,9 @@ type inboundHandler func(s *Session, ctx context.Context, id string, req json.Ra
 
 // inboundHandlers maps CLI→host request subtypes to their handlers.
 var inboundHandlers = map[string]inboundHandler{
-	"can_use_tool": (*Session).serveCanUseTool,
+	"can_use_tool":  (*Session).serveCanUseTool,
+	"hook_callback": (*Session).serveHookCallback,
+	"mcp_message":   (*Session).serveMCPMessage,
 }
 
 // serve answers a CLI request on its own goroutine: a slow callback must
@@ -691,6 +712,7 @@ func (s *Session) Close() error {
 		waitTimeout(s.in.Wait, 5*time.Second, func() {
 			s.log.Warn("claude: a callback ignored its cancelled context; Close is not waiting for it")
 		})
+		s.closeMCP()
 	})
 	return s.closeErr
 }

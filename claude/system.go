@@ -27,12 +27,6 @@ type InitMessage struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 }
 
-// MCPServerStatus is an MCP server's connection state.
-type MCPServerStatus struct {
-	Name   string `json:"name"`
-	Status string `json:"status"` // connected, failed, pending, needs-auth, disabled
-}
-
 // PluginInfo names a loaded plugin.
 type PluginInfo struct {
 	Name    string `json:"name"`

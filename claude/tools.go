@@ -272,21 +272,6 @@ type AskUserQuestionInput struct {
 	Metadata    *QuestionMetadata             `json:"metadata,omitempty"`
 }
 
-// Question is one question of an AskUserQuestionInput.
-type Question struct {
-	Question    string           `json:"question"` // the full question, the key of its answer
-	Header      string           `json:"header"`   // a short label, at most 12 characters
-	Options     []QuestionOption `json:"options"`  // two to four choices
-	MultiSelect bool             `json:"multiSelect"`
-}
-
-// QuestionOption is one choice of a Question.
-type QuestionOption struct {
-	Label       string `json:"label"`
-	Description string `json:"description"`
-	Preview     string `json:"preview,omitempty"` // content to show while the option is focused
-}
-
 // QuestionAnnotation is what the user added to an answer.
 type QuestionAnnotation struct {
 	Preview string `json:"preview,omitempty"`

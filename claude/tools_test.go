@@ -204,6 +204,16 @@ func TestAnswerQuestions(t *testing.T) {
 	if allow.UpdatedPermissions != nil {
 		t.Errorf("UpdatedPermissions = %v", allow.UpdatedPermissions)
 	}
+
+	// Answers already in the input are replaced, not merged.
+	allow, err = claude.AnswerQuestions(askRequest(`{"questions":[{"question":"q","header":"h","options":[],"multiSelect":false}],"answers":{"old":"x"}}`),
+		map[string]string{"q": "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(allow.UpdatedInput); !strings.Contains(got, `"answers":{"q":"y"}`) || strings.Contains(got, "old") {
+		t.Errorf("updatedInput = %s", got)
+	}
 }
 
 func TestAnswerQuestionsErrors(t *testing.T) {

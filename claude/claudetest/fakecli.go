@@ -141,6 +141,7 @@ type CLI struct {
 	backlog   [][]byte                              // lines read while waiting for a response
 	seq       int
 	sessionID string
+	mcpIDs    map[string]int64 // next JSON-RPC id per in-process MCP server (fakecli_mcp.go)
 
 	lines   chan []byte   // from readLoop
 	readErr error         // why lines closed; set before the close

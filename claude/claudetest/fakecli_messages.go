@@ -110,7 +110,8 @@ func (c *CLI) AnswerIdle(l *Line) error {
 	switch l.Subtype {
 	case "initialize":
 		return c.Respond(l.RequestID, InitializeResponse())
-	case "interrupt", "set_model", "set_max_thinking_tokens", "end_session":
+	case "interrupt", "set_model", "set_max_thinking_tokens", "end_session",
+		"mcp_toggle", "mcp_message": // mcp_message: a server's own message, handed to the CLI's MCP client
 		return c.Respond(l.RequestID, nil)
 	case "set_permission_mode":
 		var r struct {

@@ -97,7 +97,19 @@ func IsSideRequest(r *Request) bool {
 		strings.HasPrefix(p.Messages[n-1].Text(), sideQuestionMarker) {
 		return true
 	}
-	return false
+	return IsModelProbe(r)
+}
+
+// IsModelProbe reports the request CLI 2.1.330 makes when set_model
+// switches models, to check the model answers: not streamed, max_tokens
+// 1, no tools (the prompt is "Hi"). 2.1.197 makes none.
+func IsModelProbe(r *Request) bool {
+	p := r.Params
+	if r.Kind != RequestKindMessages || p == nil || p.Stream || p.MaxTokens != 1 || len(p.Tools) != 0 {
+		return false
+	}
+	u := p.LastUser()
+	return u != nil && strings.TrimSpace(u.Text()) == "Hi"
 }
 
 const sideQuestionMarker = "<system-reminder>This is a side question from the user"
@@ -258,8 +270,10 @@ func (s *MessagesServer) filter(keep func(*Request) bool) []*Request {
 }
 
 // WaitMessages waits until n main-loop /v1/messages requests have arrived
-// and returns them. Requests are recorded before they are answered, so a
-// test can use this to act while the n-th reply is still streaming.
+// and returns them. A request is recorded once its reply is chosen (after
+// MessagesOptions.Respond returns) and before the reply is sent, so a test
+// can use this to act while the n-th reply is still streaming, but not
+// while a Respond func is still deciding.
 func (s *MessagesServer) WaitMessages(ctx context.Context, n int) ([]*Request, error) {
 	for {
 		s.mu.Lock()

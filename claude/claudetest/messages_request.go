@@ -27,8 +27,8 @@ const (
 	RequestKindUnknown RequestKind = "unknown"
 )
 
-// Request is one HTTP request the server received, recorded before it was
-// answered. Requests are never changed after they are recorded, so they may
+// Request is one HTTP request the server received, recorded once its
+// reply was chosen and before it was sent. Requests are never changed after they are recorded, so they may
 // be read from any goroutine.
 type Request struct {
 	// Seq numbers the server's requests from 1 in arrival order.

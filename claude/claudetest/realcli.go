@@ -162,7 +162,14 @@ func NewRealCLI(t testing.TB, s *MessagesServer) *RealCLI {
 		t.Skipf("real CLI %s not found; install it with scripts/install-cli.sh %s (%v)", v, v, err)
 	}
 	home := t.TempDir()
-	return &RealCLI{Path: path, Home: home, Dir: t.TempDir(), Env: s.CLIEnv(home)}
+	env := s.CLIEnv(home)
+	// The CLI keeps large tool outputs and image copies under its temp
+	// directory (/tmp/claude-<uid> by default); keep them with the test.
+	// Task outputs go under $TMPDIR/claude-<uid>: keep those too.
+	tmp := t.TempDir()
+	env["CLAUDE_CODE_TMPDIR"] = tmp
+	env["TMPDIR"] = tmp
+	return &RealCLI{Path: path, Home: home, Dir: t.TempDir(), Env: env}
 }
 
 // Environ returns the CLI's whole environment in os/exec form: the few

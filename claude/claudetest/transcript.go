@@ -216,9 +216,45 @@ func (c *recordingConn) PID() int {
 // host chose are mapped onto the live ones, so the CLI's answers reach the
 // host's pending requests. After the last line it answers control
 // requests as an idle CLI would, until stdin closes.
+//
+// The host answers the CLI's requests (permissions, hooks, MCP messages)
+// on goroutines of their own, so those answers may come in another order
+// than recorded, relative to each other and to what else the host writes.
+// Replay accepts a host answer to a CLI request ahead of its place, and
+// any host line while the transcript waits for such an answer, as long as
+// the transcript has a line of that kind still to come.
 func Replay(t *Transcript) Script {
 	return func(ctx context.Context, c *CLI) error {
 		ids := map[string]string{} // recorded host request id -> live id
+		early := map[int]*Line{}   // transcript index -> host line that came ahead of it
+		wants := make([]*Line, len(t.Lines))
+		for i, l := range t.Lines {
+			if l.FromHost {
+				w, err := parseLine(l.JSON)
+				if err != nil {
+					return err
+				}
+				wants[i] = w
+			}
+		}
+		// ahead finds the unmatched host line after i that got can stand
+		// for, if got may come early.
+		ahead := func(i int, got *Line) int {
+			answer := isAnswer(got)
+			if !answer && !isAnswer(wants[i]) {
+				return -1
+			}
+			for j := i + 1; j < len(wants); j++ {
+				w := wants[j]
+				if w == nil || early[j] != nil || kind(w) != kind(got) {
+					continue
+				}
+				if !answer || answerID(w) == answerID(got) {
+					return j
+				}
+			}
+			return -1
+		}
 		for i, l := range t.Lines {
 			if !l.FromHost {
 				if err := c.Write(mapResponseID(l.JSON, ids)); err != nil {
@@ -226,16 +262,25 @@ func Replay(t *Transcript) Script {
 				}
 				continue
 			}
-			want, err := parseLine(l.JSON)
-			if err != nil {
-				return err
+			want := wants[i]
+			got := early[i]
+			for got == nil {
+				g, err := c.Read(ctx)
+				if err != nil {
+					return fmt.Errorf("claudetest: replay: waiting for the host's %s (transcript line %d): %w", kind(want), i+1, err)
+				}
+				if kind(g) == kind(want) && (!isAnswer(g) || answerID(g) == answerID(want) || ahead(i, g) < 0) {
+					got = g
+					break
+				}
+				j := ahead(i, g)
+				if j < 0 {
+					return fmt.Errorf("claudetest: replay: the host wrote %s, the transcript has %s at line %d", bytes.TrimSpace(g.Raw), kind(want), i+1)
+				}
+				early[j] = g
 			}
-			got, err := c.Read(ctx)
-			if err != nil {
-				return fmt.Errorf("claudetest: replay: waiting for the host's %s (transcript line %d): %w", kind(want), i+1, err)
-			}
-			if kind(got) != kind(want) {
-				return fmt.Errorf("claudetest: replay: the host wrote %s, the transcript has %s at line %d", bytes.TrimSpace(got.Raw), kind(want), i+1)
+			if g, w := hostPayload(got), hostPayload(want); g != w {
+				return fmt.Errorf("claudetest: replay: at transcript line %d the host wrote %s\nthe transcript has %s", i+1, g, w)
 			}
 			if want.Type == "control_request" && want.RequestID != "" {
 				ids[want.RequestID] = got.RequestID
@@ -256,6 +301,52 @@ func Replay(t *Transcript) Script {
 			}
 		}
 	}
+}
+
+// hostPayload is what a host line decides, normalised for comparison:
+// the answer of a control_response, the body of a control_request, the
+// message of a user line. Ids and UUIDs are left out: they differ from run
+// to run.
+func hostPayload(l *Line) string {
+	var v any
+	switch l.Type {
+	case "control_response":
+		if l.Response == nil {
+			return ""
+		}
+		v = []any{l.Response.Subtype, l.Response.Response, l.Response.Error}
+	case "control_request":
+		v = l.Request
+	case "user":
+		var u struct {
+			Message json.RawMessage `json:"message"`
+		}
+		_ = json.Unmarshal(l.Raw, &u)
+		v = u.Message
+	default:
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	var norm any // re-encode so key order and spacing don't matter
+	if json.Unmarshal(b, &norm) == nil {
+		b, _ = json.Marshal(norm)
+	}
+	return uuidRE.ReplaceAllString(string(b), "<uuid>")
+}
+
+// isAnswer reports whether l is the host's answer to a CLI request.
+func isAnswer(l *Line) bool { return l.Type == "control_response" && l.Response != nil }
+
+// answerID is the CLI request an answer is for. Replay writes the CLI's
+// recorded request ids as they are, so they match the recording.
+func answerID(l *Line) string {
+	if !isAnswer(l) {
+		return ""
+	}
+	return l.Response.RequestID
 }
 
 func kind(l *Line) string {

@@ -101,3 +101,30 @@ func TestParseTranscriptErrors(t *testing.T) {
 		}
 	}
 }
+
+// A host that writes the right kind of line with the wrong content (a
+// different prompt, a different permission answer) diverges too.
+func TestReplayComparesPayloads(t *testing.T) {
+	tr, err := claudetest.ParseTranscript([]byte("-- stdio --\n> {\"type\":\"control_request\",\"request_id\":\"r1\",\"request\":{\"subtype\":\"initialize\"}}\n< {\"type\":\"control_response\",\"response\":{\"subtype\":\"success\",\"request_id\":\"r1\",\"response\":{}}}\n> {\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]},\"uuid\":\"11111111-2222-4333-8444-555555555555\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	script := claudetest.Replay(tr)
+	fake := &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
+		err := script(ctx, c)
+		errc <- err
+		return err
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := claude.Connect(ctx, &claude.Options{Transport: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Send(ctx, "bye")
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), `"text":"hello"`) {
+		t.Errorf("replay error = %v, want one showing the recorded prompt", err)
+	}
+}

@@ -1,0 +1,100 @@
+package claude_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+var askInput = json.RawMessage(`{"questions":[{"question":"Which colour?","header":"Colour","options":[` +
+	`{"label":"Red","description":"warm"},{"label":"Blue","description":"cool","preview":"<b>blue</b>"}],"multiSelect":false},` +
+	`{"question":"Which sizes?","header":"Size","options":[{"label":"S","description":"small"},{"label":"L","description":"large"}],"multiSelect":true}],` +
+	`"metadata":{"source":"test"}}`)
+
+func TestQuestions(t *testing.T) {
+	req := &claude.ToolPermissionRequest{ToolName: "AskUserQuestion", Input: askInput}
+	qs, err := req.Questions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []claude.Question{
+		{Question: "Which colour?", Header: "Colour", Options: []claude.QuestionOption{
+			{Label: "Red", Description: "warm"}, {Label: "Blue", Description: "cool", Preview: "<b>blue</b>"}}},
+		{Question: "Which sizes?", Header: "Size", MultiSelect: true, Options: []claude.QuestionOption{
+			{Label: "S", Description: "small"}, {Label: "L", Description: "large"}}},
+	}
+	if diff := cmp.Diff(want, qs); diff != "" {
+		t.Errorf("questions (-want +got):\n%s", diff)
+	}
+
+	if _, err := (&claude.ToolPermissionRequest{ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}).Questions(); err == nil {
+		t.Error("Questions of a Bash request: no error")
+	}
+	if _, err := (&claude.ToolPermissionRequest{ToolName: "AskUserQuestion", Input: json.RawMessage(`{"questions":"what?"}`)}).Questions(); err == nil {
+		t.Error("Questions of a malformed input: no error")
+	}
+}
+
+// What the CLI receives: an allow whose updatedInput carries the
+// questions and the answers.
+func TestAnswerQuestionsOnTheWire(t *testing.T) {
+	done := make(chan json.RawMessage, 1)
+	connect(t, &claude.Options{CanUseTool: func(ctx context.Context, r *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+		qs, err := r.Questions()
+		if err != nil {
+			return nil, err
+		}
+		return claude.AnswerQuestions(r, map[string]string{qs[0].Question: qs[0].Options[1].Label})
+	}}, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		resp, err := c.CanUseTool(ctx, "toolu_ask", "AskUserQuestion", askInput)
+		if err != nil {
+			return err
+		}
+		done <- resp
+		_, err = c.ReadUser(ctx)
+		return err
+	})
+	resp := <-done
+	var got map[string]any
+	if err := json.Unmarshal(resp, &got); err != nil {
+		t.Fatal(err)
+	}
+	var in map[string]any
+	json.Unmarshal(askInput, &in)
+	in["answers"] = map[string]any{"Which colour?": "Blue"}
+	if diff := cmp.Diff(map[string]any{"behavior": "allow", "updatedInput": in}, got); diff != "" {
+		t.Errorf("answer (-want +got):\n%s", diff)
+	}
+}
+
+func ExampleAnswerQuestions() {
+	opts := &claude.Options{
+		CanUseTool: func(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+			if req.ToolName != "AskUserQuestion" {
+				return &claude.PermissionAllow{}, nil
+			}
+			qs, err := req.Questions()
+			if err != nil {
+				return nil, err
+			}
+			// Pick each question's first option; a real host would ask
+			// a person.
+			answers := map[string]string{}
+			for _, q := range qs {
+				if len(q.Options) > 0 {
+					answers[q.Question] = q.Options[0].Label
+				}
+			}
+			return claude.AnswerQuestions(req, answers)
+		},
+	}
+	_ = opts
+}

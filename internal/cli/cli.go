@@ -1,0 +1,48 @@
+// Package cli is the logic of the tether command, kept out of package
+// main so tests can drive it through Main with their own arguments,
+// streams and context.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// Main runs the tether command with args (without the program name) and
+// returns its exit code: 0 for success, 1 for a failure, 2 for a usage
+// error.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "doctor":
+		return doctor(ctx, args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "tether %s (supports Claude Code CLI %s and newer)\n", claude.Version, claude.MinCLIVersion)
+		return 0
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "tether: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: tether <command> [flags]
+
+Commands:
+  doctor    check the Claude Code CLI, its version, authentication, and an offline run
+  version   print Tether's version
+  help      show this help
+
+Run "tether <command> -h" for a command's flags.
+`)
+}

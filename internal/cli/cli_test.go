@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// tether runs Main and returns its exit code, stdout and stderr.
+func tether(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsage(t *testing.T) {
+	if code, _, stderr := tether(t); code != 2 || !strings.Contains(stderr, "Usage: tether") {
+		t.Errorf("no args: %d, %q", code, stderr)
+	}
+	if code, _, stderr := tether(t, "frobnicate"); code != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: %d, %q", code, stderr)
+	}
+	if code, stdout, _ := tether(t, "help"); code != 0 || !strings.Contains(stdout, "doctor") {
+		t.Errorf("help: %d, %q", code, stdout)
+	}
+	if code, stdout, _ := tether(t, "version"); code != 0 || !strings.HasPrefix(stdout, "tether ") {
+		t.Errorf("version: %d, %q", code, stdout)
+	}
+}
+
+func TestRealCLIDoctor(t *testing.T) {
+	path, err := claudetest.FindCLI("")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	const secret = "sk-test-doctor-do-not-print"
+	t.Setenv("ANTHROPIC_API_KEY", secret)
+	code, stdout, stderr := tether(t, "doctor", "--cli", path)
+	if code != 0 {
+		t.Fatalf("doctor exited %d:\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"[ok  ] CLI: " + path, "[ok  ] version: ", "[ok  ] authentication: $ANTHROPIC_API_KEY is set (27 characters)", "[ok  ] offline run: one turn"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout+stderr, secret) {
+		t.Error("doctor printed the API key")
+	}
+}
+
+func TestDoctorMissingCLI(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "claude")
+	code, stdout, _ := tether(t, "doctor", "--cli", missing)
+	if code != 1 || !strings.Contains(stdout, "[FAIL] CLI: not found") || !strings.Contains(stdout, missing) {
+		t.Errorf("doctor = %d:\n%s", code, stdout)
+	}
+}
+
+func TestDoctorOldCLI(t *testing.T) {
+	old := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(old, []byte("#!/bin/sh\necho '1.0.3 (Claude Code)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ := tether(t, "doctor", "--cli", old, "--timeout", "20s")
+	if code != 1 || !strings.Contains(stdout, "[FAIL] version: 1.0.3 is older") || !strings.Contains(stdout, "[FAIL] offline run") {
+		t.Errorf("doctor = %d:\n%s", code, stdout)
+	}
+}
+
+func TestAuthCheckNeverPrintsSecrets(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_AUTH_TOKEN": "tok-secret", "CLAUDE_CODE_USE_BEDROCK": "1", "HOME": t.TempDir()}
+	c := authCheck(func(k string) string { return env[k] })
+	if c.status != pass || strings.Contains(c.detail, "tok-secret") || !strings.Contains(c.detail, "ANTHROPIC_AUTH_TOKEN is set (10 characters)") || !strings.Contains(c.detail, "BEDROCK") {
+		t.Errorf("auth check = %+v", c)
+	}
+	if c := authCheck(func(string) string { return "" }); c.status != warn {
+		t.Errorf("no auth = %+v", c)
+	}
+}
