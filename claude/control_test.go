@@ -71,7 +71,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"get_context_usage"}`)
 	if cu.TotalTokens == 0 || cu.MaxTokens == 0 || len(cu.Categories) == 0 || cu.Categories[0].Name != "System prompt" || cu.Model == "" || len(cu.Raw) == 0 {
-		t.Errorf("context usage = %+v", cu)
+		t.Errorf("context usage = %s", cu.Raw)
 	}
 	if _, err := s.ContextUsage(ctx, &claude.ContextUsageParams{Detail: claude.ContextUsageDetailSummary}); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"get_usage","skip_behaviors":true}`)
 	if u.RateLimitsAvailable || u.SubscriptionType != "" || string(u.RateLimits) != "null" || u.Session.ModelUsage == nil {
-		t.Errorf("usage = %+v", u)
+		t.Errorf("usage = %s", u.Raw)
 	}
 
 	cost, err := s.SessionCost(ctx, nil)
@@ -102,7 +102,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"get_settings"}`)
 	if st.Applied.Model == "" || st.Applied.Effort != "high" || string(st.Effective) != "{}" || st.Sources == nil {
-		t.Errorf("settings = %+v", st)
+		t.Errorf("settings = %s", st.Raw)
 	}
 
 	v, err := s.BinaryVersion(ctx, nil)
@@ -111,7 +111,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"get_binary_version"}`)
 	if v.Version != claude.MinCLIVersion || v.BuildTime == "" {
-		t.Errorf("version = %+v", v)
+		t.Errorf("version = %s", v.Raw)
 	}
 
 	sk, err := s.ReloadSkills(ctx, nil)
@@ -120,7 +120,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"reload_skills"}`)
 	if sk.Skills == nil {
-		t.Errorf("skills = %+v", sk)
+		t.Errorf("skills = %s", sk.Raw)
 	}
 
 	rp, err := s.ReloadPlugins(ctx, &claude.ReloadPluginsParams{HoldOnCacheImpact: true})
@@ -129,7 +129,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"reload_plugins","hold_on_cache_impact":true}`)
 	if len(rp.Commands) == 0 || len(rp.Agents) == 0 || rp.Plugins == nil || rp.ErrorCount != 0 {
-		t.Errorf("reload plugins = %+v", rp)
+		t.Errorf("reload plugins = %s", rp.Raw)
 	}
 
 	if err := s.RenameSession(ctx, "New title"); err != nil {
@@ -148,7 +148,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"rewind_files","user_message_id":"u1","dry_run":true}`)
 	if rw.CanRewind || rw.Error != "File rewinding is not enabled." {
-		t.Errorf("rewind = %+v", rw)
+		t.Errorf("rewind = %s", rw.Raw)
 	}
 
 	ca, err := s.CancelAsyncMessage(ctx, &claude.CancelAsyncMessageParams{MessageUUID: "m1"})
@@ -157,7 +157,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"cancel_async_message","message_uuid":"m1"}`)
 	if ca.Cancelled || string(ca.Raw) != `{"cancelled":false}` {
-		t.Errorf("cancel = %+v", ca)
+		t.Errorf("cancel = %s", ca.Raw)
 	}
 
 	if err := s.StopTask(ctx, "task1"); err != nil {
@@ -171,7 +171,7 @@ func TestControlMethodsIdle(t *testing.T) {
 	}
 	body(`{"subtype":"background_tasks"}`)
 	if bg.Backgrounded || string(bg.Raw) != `{}` {
-		t.Errorf("background = %+v", bg)
+		t.Errorf("background = %s", bg.Raw)
 	}
 	if _, err := s.BackgroundTasks(ctx, &claude.BackgroundTasksParams{ToolUseID: "toolu_1"}); err != nil {
 		t.Fatal(err)
@@ -224,11 +224,11 @@ func TestControlMethodsNewerShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if v.Version != "9.9.9" || !strings.Contains(string(v.Raw), "oldestDesktopSdk") {
-		t.Errorf("version = %+v", v)
+		t.Errorf("version = %s", v.Raw)
 	}
 	ca, err := s.CancelAsyncMessage(ctx, &claude.CancelAsyncMessageParams{MessageUUID: "m1"})
 	if err != nil || !ca.Cancelled || ca.MessageUUID != "m1" {
-		t.Errorf("cancel = %+v, %v", ca, err)
+		t.Errorf("cancel = %v, %v", ca != nil && ca.Cancelled, err)
 	}
 	cu, err := s.ContextUsage(ctx, nil)
 	if err != nil {
