@@ -26,6 +26,19 @@
 // and Control, and end it with Close. The CLI merges messages sent during a
 // turn into one next turn, with one result: don't expect a result per Send.
 //
+// Every other control request the CLI serves has a method too: ask
+// (ContextUsage, Usage, SessionCost, Settings, BinaryVersion), reload
+// (ReloadSkills, ReloadPlugins), change (RenameSession, ApplyFlagSettings),
+// undo (RewindFiles, with EnvEnableFileCheckpointing, and
+// CancelAsyncMessage for a message still queued), manage tasks
+// (BackgroundTasks, StopTask) and EndSession.
+//
+// # Session files
+//
+// The CLI keeps each session's transcript on disk. ListSessions lists the
+// sessions run in a directory (to offer Options.Resume) and ReadSession
+// reads one back as typed entries, in Go, without starting the CLI.
+//
 // # Messages
 //
 // Every stdout line becomes a Message: *AssistantMessage (one content

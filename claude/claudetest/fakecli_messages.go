@@ -86,7 +86,8 @@ func (c *CLI) HandleInitialize(ctx context.Context) (json.RawMessage, error) {
 // answering control requests on the way the way an idle CLI does
 // (interrupt, set_model, set_permission_mode, set_max_thinking_tokens
 // succeed; initialize is answered again; anything else is "Unsupported").
-// It returns io.EOF when the host closes stdin.
+// It returns io.EOF when the host closes stdin, and ErrSessionEnded once
+// it answered end_session.
 func (c *CLI) ReadUser(ctx context.Context) (*Line, error) {
 	for {
 		l, err := c.Read(ctx)
@@ -105,14 +106,21 @@ func (c *CLI) ReadUser(ctx context.Context) (*Line, error) {
 }
 
 // AnswerIdle answers a host control request the way an idle 2.1.197 CLI
-// does.
+// does (the informational ones with trimmed real answers, see
+// fakecli_control.go). After answering end_session it returns
+// ErrSessionEnded: the script should then return nil, as the CLI exits 0.
 func (c *CLI) AnswerIdle(l *Line) error {
 	switch l.Subtype {
 	case "initialize":
 		return c.Respond(l.RequestID, InitializeResponse())
-	case "interrupt", "set_model", "set_max_thinking_tokens", "end_session",
+	case "interrupt", "set_model", "set_max_thinking_tokens",
 		"mcp_toggle", "mcp_message": // mcp_message: a server's own message, handed to the CLI's MCP client
 		return c.Respond(l.RequestID, nil)
+	case "end_session":
+		if err := c.Respond(l.RequestID, nil); err != nil {
+			return err
+		}
+		return ErrSessionEnded
 	case "set_permission_mode":
 		var r struct {
 			Mode string `json:"mode"`
@@ -120,6 +128,9 @@ func (c *CLI) AnswerIdle(l *Line) error {
 		_ = json.Unmarshal(l.Request, &r)
 		return c.Respond(l.RequestID, map[string]string{"mode": r.Mode})
 	default:
+		if p, ok := idleControlAnswer(l); ok {
+			return c.Respond(l.RequestID, p)
+		}
 		return c.RespondError(l.RequestID, "Unsupported control request subtype: "+l.Subtype)
 	}
 }
@@ -275,7 +286,7 @@ func UserText(raw json.RawMessage) string {
 }
 
 func ignoreEOF(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, ErrSessionEnded) {
 		return nil
 	}
 	return err

@@ -215,7 +215,8 @@ func (c *recordingConn) PID() int {
 // failing with a clear error if it writes something else. Request ids the
 // host chose are mapped onto the live ones, so the CLI's answers reach the
 // host's pending requests. After the last line it answers control
-// requests as an idle CLI would, until stdin closes.
+// requests as an idle CLI would, until stdin closes; a transcript in which
+// the host sent end_session ends there, as the CLI exits.
 //
 // The host answers the CLI's requests (permissions, hooks, MCP messages)
 // on goroutines of their own, so those answers may come in another order
@@ -227,6 +228,7 @@ func Replay(t *Transcript) Script {
 	return func(ctx context.Context, c *CLI) error {
 		ids := map[string]string{} // recorded host request id -> live id
 		early := map[int]*Line{}   // transcript index -> host line that came ahead of it
+		ended := false             // the host sent end_session: the CLI exits after the transcript
 		wants := make([]*Line, len(t.Lines))
 		for i, l := range t.Lines {
 			if l.FromHost {
@@ -285,6 +287,10 @@ func Replay(t *Transcript) Script {
 			if want.Type == "control_request" && want.RequestID != "" {
 				ids[want.RequestID] = got.RequestID
 			}
+			ended = ended || kind(want) == "control_request/end_session"
+		}
+		if ended {
+			return nil
 		}
 		for {
 			l, err := c.Read(ctx)
@@ -296,6 +302,9 @@ func Replay(t *Transcript) Script {
 			}
 			if l.Type == "control_request" {
 				if err := c.AnswerIdle(l); err != nil {
+					if errors.Is(err, ErrSessionEnded) {
+						return nil
+					}
 					return err
 				}
 			}
