@@ -203,15 +203,16 @@ func hugeLine(ctx context.Context, c *claudetest.CLI) error {
 		return nil
 	}
 	n, _ := strconv.Atoi(claudetest.UserText(u.Raw))
+	n -= len(hugeHead) + len(hugeTail) // the whole line is n bytes
 	w := bufio.NewWriterSize(c.Stdout(), 1<<20)
-	w.WriteString(`{"type":"assistant","message":{"id":"msg_big","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"`)
+	w.WriteString(hugeHead)
 	chunk := bytes.Repeat([]byte("x"), 1<<20)
 	for n > 0 {
 		k := min(n, len(chunk))
 		w.Write(chunk[:k])
 		n -= k
 	}
-	w.WriteString(`"}],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"s","uuid":"u"}` + "\n")
+	w.WriteString(hugeTail + "\n")
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -222,7 +223,14 @@ func hugeLine(ctx context.Context, c *claudetest.CLI) error {
 	return nil
 }
 
-// receiveHuge receives one line of size bytes and returns the text length.
+// The assistant line around a huge text.
+const (
+	hugeHead = `{"type":"assistant","message":{"id":"msg_big","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"`
+	hugeTail = `"}],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"s","uuid":"u"}`
+)
+
+// receiveHuge receives one line of size bytes and returns its text's
+// length.
 func receiveHuge(ctx context.Context, size int) (int, error) {
 	s, err := claude.Connect(ctx, claudetest.ExecOptions("huge-line"))
 	if err != nil {
@@ -249,7 +257,7 @@ func BenchmarkHugeLine64MiB(b *testing.B) {
 	b.SetBytes(size)
 	for b.Loop() {
 		got, err := receiveHuge(context.Background(), size)
-		if err != nil || got != size {
+		if err != nil || got != size-len(hugeHead)-len(hugeTail) {
 			b.Fatalf("got %d bytes, %v", got, err)
 		}
 	}
@@ -285,7 +293,7 @@ func BenchmarkHugeLinePeakRSS(b *testing.B) {
 func hugeLineHost(v string) {
 	size, _ := strconv.Atoi(v)
 	got, err := receiveHuge(context.Background(), size)
-	if err != nil || got != size {
+	if err != nil || got != size-len(hugeHead)-len(hugeTail) {
 		fmt.Fprintf(os.Stderr, "got %d bytes, %v\n", got, err)
 		os.Exit(1)
 	}

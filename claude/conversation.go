@@ -88,6 +88,11 @@ type Usage struct {
 
 // Text returns the message's text blocks, concatenated.
 func (m *AssistantMessage) Text() string {
+	if len(m.Message.Content) == 1 { // as the CLI writes them: no copy
+		if t, ok := m.Message.Content[0].(*TextBlock); ok {
+			return t.Text
+		}
+	}
 	var b strings.Builder
 	for _, c := range m.Message.Content {
 		if t, ok := c.(*TextBlock); ok {
