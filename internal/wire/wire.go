@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 )
 
@@ -90,14 +91,19 @@ func (r *Reader) readOne() ([]byte, error) {
 		}
 		return trim(bytes.Clone(frag)), nil // last line without newline
 	}
-	// Slow path: a line longer than the buffer. Grow a buffer of our own,
-	// doubling, until the newline; past the maximum, count and drop.
+	// Slow path: a line longer than the buffer. Copy it into fixed-size
+	// blocks until the newline, then into one slice of the exact size: a
+	// slice grown by append would leave a trail of ever larger copies for
+	// the collector, several times the line, which is what matters for
+	// the rare line of hundreds of megabytes. Past the maximum, count and
+	// drop.
 	size := len(frag)
-	var buf, head []byte
+	var head []byte
+	var blocks blockList
 	if size > r.max {
 		head = prefix(frag)
 	} else {
-		buf = append(make([]byte, 0, 2*size), frag...)
+		blocks.write(frag)
 	}
 	for {
 		frag, err = r.br.ReadSlice('\n')
@@ -106,12 +112,12 @@ func (r *Reader) readOne() ([]byte, error) {
 		if err == nil {
 			content-- // the newline
 		}
-		if buf != nil {
+		if head == nil {
 			if content > r.max {
-				head = prefix(buf)
-				buf = nil // drop what we held: the line is lost anyway
+				head = prefix(blocks.first())
+				blocks = blockList{} // drop what we held: the line is lost anyway
 			} else {
-				buf = append(buf, frag...)
+				blocks.write(frag)
 			}
 		}
 		if err == bufio.ErrBufferFull {
@@ -121,11 +127,63 @@ func (r *Reader) readOne() ([]byte, error) {
 			return nil, err
 		}
 		r.n++
-		if buf == nil {
+		if head != nil {
 			return nil, &TooLongError{Size: content, Max: r.max, Prefix: head}
 		}
-		return trim(buf), nil
+		line := blocks.join(size)
+		if size >= hugeLine {
+			// Hand the blocks back to the OS now: the caller's next step
+			// (decoding) allocates about the line's size again, and
+			// without this the blocks would still count then, for a
+			// peak of three times the line instead of two.
+			blocks = blockList{}
+			debug.FreeOSMemory()
+		}
+		return trim(line), nil
 	}
+}
+
+// hugeLine is the size from which a line's scratch blocks are returned to
+// the OS as soon as it is read.
+const hugeLine = 64 << 20
+
+// blockSize is the size of the blocks a long line is gathered in.
+const blockSize = 1 << 20
+
+// blockList gathers a long line in blocks of blockSize.
+type blockList struct {
+	blocks [][]byte
+}
+
+func (l *blockList) write(p []byte) {
+	for len(p) > 0 {
+		n := len(l.blocks)
+		if n == 0 || len(l.blocks[n-1]) == cap(l.blocks[n-1]) {
+			l.blocks = append(l.blocks, make([]byte, 0, blockSize))
+			n++
+		}
+		b := l.blocks[n-1]
+		k := min(len(p), cap(b)-len(b))
+		l.blocks[n-1] = append(b, p[:k]...)
+		p = p[k:]
+	}
+}
+
+func (l *blockList) first() []byte {
+	if len(l.blocks) == 0 {
+		return nil
+	}
+	return l.blocks[0]
+}
+
+// join returns the blocks as one slice of size bytes.
+func (l *blockList) join(size int) []byte {
+	out := make([]byte, 0, size)
+	for i, b := range l.blocks {
+		out = append(out, b...)
+		l.blocks[i] = nil // let each block go as soon as it is copied
+	}
+	return out
 }
 
 func trim(b []byte) []byte {
