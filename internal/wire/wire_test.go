@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -29,6 +30,11 @@ func readAll(r *Reader) (lines []string, tooLong []int, err error) {
 
 func TestReaderLines(t *testing.T) {
 	big := strings.Repeat("x", 200_000) // longer than the 64 KiB buffer
+	var sb strings.Builder              // several 1 MiB blocks, in an order a mix-up would show
+	for i := 0; sb.Len() < 3<<20+12345; i++ {
+		fmt.Fprintf(&sb, "%d,", i)
+	}
+	blocks := sb.String()
 	for _, tc := range []struct {
 		name, in string
 		max      int
@@ -43,6 +49,9 @@ func TestReaderLines(t *testing.T) {
 		{"exactly the max", "1234\n", 4, []string{"1234"}, nil},
 		{"over the max, long", big + "\nok\n" + big, 100_000, []string{"ok"}, []int{200_000, 200_000}},
 		{"over the max at EOF", "ok\n12345", 4, []string{"ok"}, []int{5}},
+		{"several blocks", blocks + "\r\nz\n", 0, []string{blocks, "z"}, nil},
+		{"several blocks at EOF", "a\n" + blocks, 0, []string{"a", blocks}, nil},
+		{"over the max after two blocks", blocks + "\nok\n", 2 << 20, []string{"ok"}, []int{len(blocks)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewReader(strings.NewReader(tc.in), tc.max)
