@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -109,6 +110,10 @@ func BenchmarkReceiveMix(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
+// permissionBody is a can_use_tool request as the CLI writes it,
+// pre-encoded so the fake spends as little as it can per request.
+var permissionBody = json.RawMessage(`{"tool_name":"Bash","display_name":"Bash","input":{"command":"ls","description":"List files"},"description":"List files","tool_use_id":"toolu_01ABC"}`)
+
 // permissionLoop answers a user message "N" with N permission requests in
 // a row.
 func permissionLoop(ctx context.Context, c *claudetest.CLI) error {
@@ -122,7 +127,7 @@ func permissionLoop(ctx context.Context, c *claudetest.CLI) error {
 		}
 		n, _ := strconv.Atoi(claudetest.UserText(u.Raw))
 		for range n {
-			if _, err := c.CanUseTool(ctx, "toolu_1", "Bash", map[string]string{"command": "ls"}); err != nil {
+			if _, err := c.Request(ctx, "can_use_tool", permissionBody); err != nil {
 				return err
 			}
 		}

@@ -399,6 +399,15 @@ func (c *CLI) Cancel(id string) error {
 }
 
 func encodeBody(subtype string, body any) (json.RawMessage, error) {
+	if raw, ok := body.(json.RawMessage); ok && bytes.HasPrefix(raw, []byte("{")) && !bytes.Contains(raw, []byte(`"subtype"`)) {
+		// Pre-encoded: splice the subtype in without a decode.
+		sub, _ := json.Marshal(subtype)
+		out := append([]byte(`{"subtype":`), sub...)
+		if rest := bytes.TrimSpace(raw[1:]); len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, raw[1:]...), nil
+	}
 	m := map[string]any{}
 	if body != nil {
 		b, err := json.Marshal(body)
