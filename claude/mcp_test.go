@@ -595,6 +595,11 @@ func TestSetMCPServers(t *testing.T) {
 		if sn.extraAdd, err = c.MCPCallTool(ctx, "extra", "toolu_1", "add", map[string]int{"a": 3, "b": 4}); err != nil {
 			return err
 		}
+		// The host detaches calc once SetMCPServers has its answer; the
+		// test's next prompt says that happened.
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
 		_, sn.calcErr = c.MCPConnect(ctx, "calc")
 		got <- sn
 		_, err = c.ReadUser(ctx)
@@ -611,6 +616,9 @@ func TestSetMCPServers(t *testing.T) {
 	want := &claude.MCPSetServersResult{Added: []string{"extra", "files"}, Removed: []string{"calc"}, Errors: map[string]string{}}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	if err := s.Send(ctx, "servers set"); err != nil {
+		t.Fatal(err)
 	}
 	sn := recv(t, ctx, got)
 	var body map[string]any
