@@ -108,6 +108,17 @@ type Options struct {
 	// own after stdin is closed (it flushes its session file) before
 	// signalling it. 0 means 5 seconds.
 	CloseTimeout time.Duration
+
+	// Control events (observe.go).
+
+	// ObserveControl sees every control request the CLI sends and every
+	// one it withdraws, in stdout order between the messages around it:
+	// it is called on the goroutine running Receive, just before the next
+	// message is yielded, so a host can tell "waiting for an approval"
+	// from the messages before and after it. It only reports; the
+	// requests are served as usual. It is called only while someone
+	// receives, and must not block.
+	ObserveControl ObserveControlFunc
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.
