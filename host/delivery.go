@@ -191,7 +191,10 @@ func (s *Session) acknowledge(uuid string) bool {
 		clear(s.replayed) // bounded; duplicates come close together
 	}
 	s.replayed[uuid] = struct{}{}
-	s.accept(uuid)
+	if s.delivery(uuid) != nil {
+		s.echoing = true
+		s.accept(uuid)
+	}
 	return true
 }
 
@@ -229,8 +232,19 @@ func (s *Session) lifecycle(m *claude.CommandLifecycleMessage) {
 	}
 }
 
-// answerDeliveries gives the turn's result to every accepted message.
+// answerDeliveries gives the turn's result to every accepted message. A
+// CLI that has never echoed a message (a test double, a CLI without
+// --replay-user-messages) is taken to have merged into the turn what
+// was queued when it started.
 func (s *Session) answerDeliveries(r *claude.ResultMessage) {
+	if !s.echoing {
+		for _, d := range s.turnQueued {
+			if d.status == DeliveryQueued {
+				d.status = DeliveryAccepted
+			}
+		}
+	}
+	s.turnQueued = s.turnQueued[:0]
 	for _, d := range append([]*Delivery(nil), s.deliveries...) {
 		if d.status == DeliveryAccepted {
 			s.resolve(d, DeliveryAnswered, r, r.Err())

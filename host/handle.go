@@ -117,6 +117,12 @@ func (s *Session) beginTurn() {
 	if !s.turn {
 		s.turn = true
 		s.phase, s.attempt, s.tool = StateRequesting, 0, ""
+		s.turnQueued = s.turnQueued[:0]
+		for _, d := range s.deliveries {
+			if d.status == DeliveryQueued {
+				s.turnQueued = append(s.turnQueued, d)
+			}
+		}
 	}
 }
 

@@ -93,6 +93,8 @@ type Session struct {
 	watchers     map[*watcher]struct{}
 	subs         map[*subscriber]struct{}
 	deliveries   []*Delivery // unresolved, in send order
+	echoing      bool        // the CLI echoes our messages (it always should)
+	turnQueued   []*Delivery // queued when the running turn started
 	replayed     map[string]struct{}
 	acc          claude.Accumulator
 	costs        costTracker
@@ -201,6 +203,7 @@ func (s *Session) connect(ctx context.Context, resume bool) error {
 	}
 	s.launched = true
 	s.cs = cs
+	s.echoing = false
 	s.connected, s.gone, s.killed = true, false, false
 	s.cause = nil
 	s.last, s.lastErr = nil, nil
