@@ -318,3 +318,57 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+func TestRestartStartsFreshWhenNothingToResume(t *testing.T) {
+	ctx := testCtx(t)
+	fake := &claudetest.FakeCLI{}
+	fake.Script = func(ctx context.Context, c *claudetest.CLI) error {
+		if contains(c.Launch.Args, "--resume="+c.SessionID()) {
+			return errors.New("No conversation found with session ID: " + c.SessionID())
+		}
+		if len(fake.Launches()) == 1 {
+			if _, err := c.HandleInitialize(ctx); err != nil {
+				return err
+			}
+			if _, err := c.ReadUser(ctx); err != nil {
+				return err
+			}
+			c.Write(c.SystemInit(), c.AssistantText("hi"), c.ResultSuccess("hi"))
+			return errors.New("crash")
+		}
+		return claudetest.Echo(ctx, c)
+	}
+	o := &host.Options{CLI: &claude.Options{Transport: fake}, Restart: &host.RestartPolicy{Delay: time.Millisecond}}
+	s, err := host.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msgs := s.Messages(ctx)
+	l := watchStates(ctx, s)
+	d, _ := s.Send(ctx, "hello")
+	d.Wait(ctx)
+	l.waitState(t, ctx, host.StateStarting)
+	l.waitFor(t, ctx, "ready again", func(v host.Liveness) bool { return v.State == host.StateReady && v.Seq > 2 })
+	ls := fake.Launches()
+	if len(ls) != 3 || contains(ls[2].Args, "--resume=00000000-0000-4000-8000-000000000001") {
+		t.Errorf("launches: %d, last %v", len(ls), ls[len(ls)-1].Args)
+	}
+	var notResumed bool
+	for m, err := range msgs {
+		if errors.Is(err, host.ErrNotResumed) {
+			notResumed = true
+			break
+		}
+		if m == nil && err != nil && !strings.Contains(err.Error(), "crash") {
+			t.Fatal(err)
+		}
+	}
+	if !notResumed {
+		t.Error("subscribers were not told the conversation was lost")
+	}
+	d, _ = s.Send(ctx, "again")
+	if r, err := d.Wait(ctx); err != nil || r.Result != "echo: again" {
+		t.Errorf("after a fresh start: %v, %v", r, err)
+	}
+}

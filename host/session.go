@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -371,7 +372,21 @@ func (s *Session) restart(delay time.Duration) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := s.connect(ctx, s.resumable())
+	resume := s.resumable()
+	err := s.connect(ctx, resume)
+	if resume && isNoConversation(err) {
+		// The CLI writes its session file lazily: one killed right after
+		// a turn may have left nothing to resume. Carry on with a new
+		// conversation rather than stay down, and say so.
+		s.log.Warn("host: the conversation could not be resumed; starting a new one", "session", s.id, "err", err)
+		s.mu.Lock()
+		s.base.SessionID = newUUID()
+		s.sid = s.base.SessionID
+		s.costs.sawTurn = false
+		s.publishLocked(nil, fmt.Errorf("%w: %w", ErrNotResumed, err))
+		s.mu.Unlock()
+		err = s.connect(ctx, false)
+	}
 	if err == nil || errors.Is(err, claude.ErrClosed) {
 		return
 	}
@@ -391,6 +406,24 @@ func (s *Session) restart(delay time.Duration) {
 	s.restarts++
 	s.wg.Add(1)
 	go s.restart(next)
+}
+
+// ErrNotResumed is yielded by Messages when a restarted CLI could not
+// resume the conversation (the CLI had not written it to disk yet) and
+// the session went on with a new one: the model has lost the context.
+var ErrNotResumed = errors.New("host: conversation not resumed after a restart")
+
+func isNoConversation(err error) bool {
+	var pe *claude.ProcessError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	for _, l := range pe.Stderr {
+		if strings.Contains(l, "No conversation found") {
+			return true
+		}
+	}
+	return false
 }
 
 // resumable reports whether the conversation exists on disk to resume:
