@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -25,8 +27,12 @@ func init() {
 			},
 			opts: partial,
 			run: func(t *testing.T, h *harness) {
+				began := time.Now()
 				d := h.turn(t, "hi")
 				h.states.waitState(t, h.Ctx, host.StateIdle)
+				if h.S.LastEvent().Before(began) {
+					t.Errorf("LastEvent %v is before the turn began (%v)", h.S.LastEvent(), began)
+				}
 				h.wantStates(t, "ready", "requesting", "streaming", "idle")
 				r, err := d.Wait(h.Ctx)
 				if err != nil || r == nil || r.Result != "Hello there" || d.Status() != host.DeliveryAnswered {
@@ -102,6 +108,20 @@ func init() {
 					t.Fatal(err)
 				}
 				h.states.waitState(t, h.Ctx, host.StateStreaming)
+				// The draft grows while the stream stalls half way.
+				for {
+					ds := h.S.Drafts()
+					if len(ds) == 1 && ds[0].Status == claude.DraftStreaming && len(ds[0].Content) == 1 {
+						if tb, ok := ds[0].Content[0].(*claude.TextBlock); ok && strings.HasPrefix("A long answer that never ends", tb.Text) && tb.Text != "" {
+							break
+						}
+					}
+					select {
+					case <-h.Ctx.Done():
+						t.Fatalf("no draft with text: %+v", h.S.Drafts())
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
 				if err := h.S.Interrupt(h.Ctx); err != nil {
 					t.Fatal(err)
 				}

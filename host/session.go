@@ -28,8 +28,9 @@ type Options struct {
 	//
 	// CLI.CanUseTool, when set, is the session's automatic policy: it is
 	// asked first, and its answer is used; returning a nil result (and
-	// no error) leaves the request pending for a person (Approvals). Every
-	// request is listed while it is pending, whoever answers it.
+	// no error) leaves the request pending for a person (Approvals). A
+	// request is listed while it is pending, so one the policy is slow to
+	// decide shows, and a person may answer it first.
 	CLI *claude.Options
 
 	// Restart brings a session back when its CLI ends without Close (a
