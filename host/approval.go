@@ -196,14 +196,27 @@ func (a *Approval) refusal() error {
 	return nil
 }
 
-// forget removes a from the pending list (s.mu held). The id stays known
-// until the turn ends, so late answers get the right error.
+// forget removes a from the pending list (s.mu held). The id stays
+// known (see withdrawAll), so late answers get the right error.
 func (s *Session) forget(a *Approval) {
 	for i, p := range s.approvals {
 		if p == a {
 			s.approvals = append(s.approvals[:i], s.approvals[i+1:]...)
 			break
 		}
+	}
+}
+
+// withdrawAll withdraws every pending approval at the end of a turn or
+// of the CLI (s.mu held). Answered and withdrawn approvals stay known, so
+// that a late answer is told which it was, up to a bound.
+func (s *Session) withdrawAll() {
+	for _, a := range s.byID {
+		a.withdrawLocked()
+	}
+	s.approvals = nil
+	if len(s.byID) > 256 {
+		clear(s.byID)
 	}
 }
 

@@ -94,11 +94,7 @@ func (s *Session) handle(m claude.Message, merr error) {
 		}
 		s.last, s.lastErr = m, m.Err()
 		s.resetTurn()
-		for id, a := range s.byID {
-			a.withdrawLocked()
-			delete(s.byID, id)
-		}
-		s.approvals = nil
+		s.withdrawAll()
 		s.answerDeliveries(m)
 		if !m.IsError {
 			s.restarts = 0

@@ -332,11 +332,7 @@ func (s *Session) disconnected(cs *claude.Session, cause error) {
 	}
 	s.cause = cause
 	s.resetTurn()
-	for _, a := range s.byID {
-		a.withdrawLocked()
-	}
-	clear(s.byID)
-	s.approvals = nil
+	s.withdrawAll()
 	s.failDeliveries(cause)
 	s.transition()
 	if s.closed {

@@ -118,7 +118,7 @@ func TestApprovalAnsweredOnceFromManyGoroutines(t *testing.T) {
 	if _, err := d.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Respond(a.ID(), &claude.PermissionAllow{}); !errors.Is(err, host.ErrNoApproval) {
+	if err := s.Respond(a.ID(), &claude.PermissionAllow{}); !errors.Is(err, host.ErrAlreadyAnswered) {
 		t.Errorf("answer after the turn: %v", err)
 	}
 	var ae *host.ApprovalError
@@ -157,7 +157,7 @@ func TestApprovalWithdrawnByCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.waitState(t, ctx, host.StateIdle)
-	if err := a.Allow(); !errors.Is(err, host.ErrWithdrawn) && !errors.Is(err, host.ErrNoApproval) {
+	if err := a.Allow(); !errors.Is(err, host.ErrWithdrawn) {
 		t.Errorf("answer after the cancel: %v", err)
 	}
 	wantSeq(t, l, "ready", "requesting", "running_tool Bash", "awaiting_approval Bash", "interrupting", "idle")
