@@ -30,6 +30,7 @@ const (
 
 var deliveryNames = [...]string{"queued", "accepted", "answered", "cancelled", "lost"}
 
+// String returns the status in lower case ("accepted").
 func (d DeliveryStatus) String() string {
 	if d >= 0 && int(d) < len(deliveryNames) {
 		return deliveryNames[d]

@@ -78,6 +78,7 @@ const (
 	InterruptedByKill
 )
 
+// String names the step ("SIGINT").
 func (st InterruptStep) String() string {
 	switch st {
 	case InterruptNotNeeded:
