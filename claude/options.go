@@ -158,6 +158,17 @@ type Options struct {
 	// Effort is how much effort the model spends (--effort): the API's
 	// output_config.effort. Empty means the model's default.
 	Effort Effort
+
+	// Control events (observe.go).
+
+	// ObserveControl sees every control request the CLI sends and every
+	// one it withdraws, in stdout order between the messages around it:
+	// it is called on the goroutine running Receive, just before the next
+	// message is yielded, so a host can tell "waiting for an approval"
+	// from the messages before and after it. It only reports; the
+	// requests are served as usual. It is called only while someone
+	// receives, and must not block.
+	ObserveControl ObserveControlFunc
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.

@@ -133,6 +133,7 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"Transport":        "it is the seam these tests use",
 		"SkipVersionCheck": "TestVersionCheck",
 		"Logger":           "TestLoggerReportsBadLines",
+		"ObserveControl":   "TestObserveControlInStreamOrder",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})

@@ -74,6 +74,7 @@ type item struct {
 	line   []byte
 	lineNo int64
 	err    error
+	ctl    *ControlEvent // for Options.ObserveControl (observe.go)
 }
 
 // Connect starts the CLI, sends the initialize request and returns once
@@ -352,6 +353,10 @@ func (s *Session) receive(ctx context.Context, turn bool) iter.Seq2[Message, err
 // not be read or decoded, a *ResultError with a failed turn's result.
 func (s *Session) nextMessage(ctx context.Context) (msg Message, merr error, ok bool, err error) {
 	it, ok, err := s.next(ctx)
+	for ok && err == nil && it.ctl != nil {
+		s.opts.ObserveControl(it.ctl)
+		it, ok, err = s.next(ctx)
+	}
 	if !ok || err != nil {
 		return nil, nil, ok, err
 	}
@@ -476,8 +481,10 @@ func (s *Session) route(n int64, line []byte) {
 			s.log.Debug("claude: answer to an unknown or abandoned request", "request_id", env.Response.RequestID)
 		}
 	case "control_request":
+		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: env.RequestID, Subtype: control.Subtype(env.Request), Request: env.Request})
 		s.serve(env.RequestID, env.Request)
 	case "control_cancel_request":
+		s.observeControl(&ControlEvent{Type: ControlEventCancel, RequestID: env.RequestID})
 		s.in.Cancel(env.RequestID)
 	}
 }

@@ -214,7 +214,8 @@ func (c *recordingConn) PID() int {
 // a line of the same kind (type, and subtype for control requests),
 // failing with a clear error if it writes something else. Request ids the
 // host chose are mapped onto the live ones, so the CLI's answers reach the
-// host's pending requests. After the last line it answers control
+// host's pending requests, and so are the uuids of the host's user
+// messages, which the CLI echoes back. After the last line it answers control
 // requests as an idle CLI would, until stdin closes; a transcript in which
 // the host sent end_session ends there, as the CLI exits.
 //
@@ -226,9 +227,10 @@ func (c *recordingConn) PID() int {
 // the transcript has a line of that kind still to come.
 func Replay(t *Transcript) Script {
 	return func(ctx context.Context, c *CLI) error {
-		ids := map[string]string{} // recorded host request id -> live id
-		early := map[int]*Line{}   // transcript index -> host line that came ahead of it
-		ended := false             // the host sent end_session: the CLI exits after the transcript
+		ids := map[string]string{}   // recorded host request id -> live id
+		uuids := map[string]string{} // recorded host message uuid -> live uuid
+		early := map[int]*Line{}     // transcript index -> host line that came ahead of it
+		ended := false               // the host sent end_session: the CLI exits after the transcript
 		wants := make([]*Line, len(t.Lines))
 		for i, l := range t.Lines {
 			if l.FromHost {
@@ -259,7 +261,11 @@ func Replay(t *Transcript) Script {
 		}
 		for i, l := range t.Lines {
 			if !l.FromHost {
-				if err := c.Write(mapResponseID(l.JSON, ids)); err != nil {
+				line := mapResponseID(l.JSON, ids)
+				for rec, live := range uuids {
+					line = bytes.ReplaceAll(line, []byte(rec), []byte(live))
+				}
+				if err := c.Write(line); err != nil {
 					return err
 				}
 				continue
@@ -286,6 +292,13 @@ func Replay(t *Transcript) Script {
 			}
 			if want.Type == "control_request" && want.RequestID != "" {
 				ids[want.RequestID] = got.RequestID
+			}
+			if want.Type == "user" {
+				// The CLI echoes the host's message uuid (replays, 2.1.330's
+				// command_lifecycle): give the live host its own back.
+				if rec, live := messageUUID(want.Raw), messageUUID(got.Raw); rec != "" && live != "" && rec != live {
+					uuids[rec] = live
+				}
 			}
 			ended = ended || kind(want) == "control_request/end_session"
 		}
@@ -356,6 +369,15 @@ func answerID(l *Line) string {
 		return ""
 	}
 	return l.Response.RequestID
+}
+
+// messageUUID returns the uuid of a user line the host wrote.
+func messageUUID(raw json.RawMessage) string {
+	var u struct {
+		UUID string `json:"uuid"`
+	}
+	_ = json.Unmarshal(raw, &u)
+	return u.UUID
 }
 
 func kind(l *Line) string {

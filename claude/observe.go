@@ -1,0 +1,47 @@
+package claude
+
+import "encoding/json"
+
+// ControlEvent is a control line the CLI wrote to the host: a request
+// (can_use_tool, hook_callback, mcp_message, …) or the withdrawal of one
+// (control_cancel_request, sent when an interrupt aborts a pending
+// permission prompt). Requests are still served by their callbacks
+// (Options.CanUseTool and the like); the event only says that they
+// happened, and where in the stream.
+type ControlEvent struct {
+	Type      ControlEventType
+	RequestID string
+	// Subtype is the request's subtype ("can_use_tool"); empty for a
+	// cancel.
+	Subtype string
+	// Request is the request body as the CLI sent it; nil for a cancel.
+	Request json.RawMessage
+}
+
+// ControlEventType says what a ControlEvent is.
+type ControlEventType string
+
+// Control event types, named after the lines they come from.
+const (
+	ControlEventRequest ControlEventType = "control_request"
+	ControlEventCancel  ControlEventType = "control_cancel_request"
+)
+
+// PermissionRequest decodes the body of a can_use_tool request, as
+// Options.CanUseTool receives it.
+func (e *ControlEvent) PermissionRequest() (*ToolPermissionRequest, error) {
+	return decodePermissionRequest(e.RequestID, e.Request)
+}
+
+// ObserveControlFunc receives the control events of a session. See
+// Options.ObserveControl.
+type ObserveControlFunc func(ev *ControlEvent)
+
+// observeControl queues ev for Options.ObserveControl, in stdout order
+// with the messages around it. Without an observer it does nothing.
+func (s *Session) observeControl(ev *ControlEvent) {
+	if s.opts.ObserveControl == nil {
+		return
+	}
+	s.enqueue(item{ctl: ev})
+}

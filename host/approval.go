@@ -1,0 +1,282 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// Errors refusing an answer to an approval. They come wrapped in an
+// *ApprovalError; match them with errors.Is.
+var (
+	// ErrNoApproval: no pending approval has that id.
+	ErrNoApproval = errors.New("host: no such approval")
+	// ErrAlreadyAnswered: the approval was answered before.
+	ErrAlreadyAnswered = errors.New("host: approval already answered")
+	// ErrWithdrawn: the CLI no longer waits for the answer (an interrupt
+	// cancelled the request, the turn or the CLI ended).
+	ErrWithdrawn = errors.New("host: approval withdrawn")
+	// ErrNotAQuestion: Answer was called on a tool approval.
+	ErrNotAQuestion = errors.New("host: approval is not a question")
+)
+
+// ApprovalError is a refused answer to an approval.
+type ApprovalError struct {
+	ID  string // the approval's id (the CLI's request id)
+	Err error  // ErrNoApproval, ErrAlreadyAnswered, ErrWithdrawn or ErrNotAQuestion
+}
+
+func (e *ApprovalError) Error() string { return fmt.Sprintf("%v: %s", e.Err, e.ID) }
+
+func (e *ApprovalError) Unwrap() error { return e.Err }
+
+// ApprovalKind tells permission requests from questions.
+type ApprovalKind int
+
+// Approval kinds.
+const (
+	// ApprovalTool asks whether a tool may run: Allow, AllowAlways, Deny.
+	ApprovalTool ApprovalKind = iota
+	// ApprovalQuestion is the model asking the user (AskUserQuestion):
+	// Answer it (or Deny to refuse).
+	ApprovalQuestion
+)
+
+// An Approval is a request from the CLI that waits for a person: a tool
+// call to allow or deny, or a question to answer. It is data: list them
+// with Session.Approvals, show them anywhere, and answer from any
+// goroutine (a UI thread, a web request), by id with Session.Respond or
+// with the methods below. Exactly one answer is taken; the others are
+// refused with an *ApprovalError.
+type Approval struct {
+	// Request is the CLI's request: the tool, its input, the rules it
+	// suggests for "always allow". Read-only.
+	Request *claude.ToolPermissionRequest
+	Kind    ApprovalKind
+	// Questions are the questions of an ApprovalQuestion.
+	Questions []Question
+	// Asked is when the request arrived.
+	Asked time.Time
+
+	s         *Session
+	answer    chan claude.PermissionResult // 1-buffered; read by the callback
+	status    approvalStatus               // under s.mu
+	announced bool                         // seen in stream order: listed
+}
+
+type approvalStatus int
+
+const (
+	approvalPending approvalStatus = iota
+	approvalAnswered
+	approvalWithdrawn
+)
+
+// Question is one question of AskUserQuestion.
+type Question struct {
+	Question    string           `json:"question"`
+	Header      string           `json:"header"`
+	Options     []QuestionOption `json:"options"`
+	MultiSelect bool             `json:"multiSelect"`
+}
+
+// QuestionOption is one answer offered.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+// ID returns the approval's id: the CLI's request id.
+func (a *Approval) ID() string { return a.Request.RequestID }
+
+// Allow lets the tool run with its input as the model wrote it.
+func (a *Approval) Allow() error { return a.s.Respond(a.ID(), &claude.PermissionAllow{}) }
+
+// AllowAlways lets the tool run and applies rule changes so that calls
+// like it no longer ask: the given updates, or with none the request's
+// own Suggestions.
+func (a *Approval) AllowAlways(updates ...claude.PermissionUpdate) error {
+	if len(updates) == 0 {
+		updates = a.Request.Suggestions
+	}
+	return a.s.Respond(a.ID(), &claude.PermissionAllow{UpdatedPermissions: updates})
+}
+
+// Deny refuses the tool call; the model sees message and carries on.
+func (a *Approval) Deny(message string) error {
+	return a.s.Respond(a.ID(), &claude.PermissionDeny{Message: message})
+}
+
+// Answer answers a question: answers maps each question's text to the
+// chosen option's label (labels joined by ", " for multiple choice, or
+// free text).
+func (a *Approval) Answer(answers map[string]string) error {
+	if a.Kind != ApprovalQuestion {
+		return &ApprovalError{ID: a.ID(), Err: ErrNotAQuestion}
+	}
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(a.Request.Input, &in); err != nil || in == nil {
+		in = map[string]json.RawMessage{}
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return err
+	}
+	in["answers"] = b
+	input, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return a.s.Respond(a.ID(), &claude.PermissionAllow{UpdatedInput: input})
+}
+
+// Approvals returns the pending approvals, oldest first.
+func (s *Session) Approvals() []*Approval {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Approval(nil), s.approvals...)
+}
+
+// Approval returns the pending approval with the given id.
+func (s *Session) Approval(id string) (*Approval, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.byID[id]
+	if !ok || !a.announced {
+		return nil, &ApprovalError{ID: id, Err: ErrNoApproval}
+	}
+	if err := a.refusal(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Respond answers the approval with the given id: a *claude.PermissionAllow
+// or a *claude.PermissionDeny (with Interrupt set, the turn ends too). A
+// second answer, or one after the CLI withdrew the request, is refused
+// with an *ApprovalError.
+func (s *Session) Respond(id string, r claude.PermissionResult) error {
+	if r == nil {
+		return errors.New("host: Respond: nil result")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.byID[id]
+	if !ok || !a.announced {
+		return &ApprovalError{ID: id, Err: ErrNoApproval}
+	}
+	return s.answerLocked(a, r)
+}
+
+func (s *Session) answerLocked(a *Approval, r claude.PermissionResult) error {
+	if err := a.refusal(); err != nil {
+		return err
+	}
+	a.status = approvalAnswered
+	a.answer <- r
+	s.forget(a)
+	if d, ok := r.(*claude.PermissionDeny); ok && d.Interrupt && s.turn {
+		s.interrupting = true
+	}
+	s.transition()
+	return nil
+}
+
+func (a *Approval) refusal() error {
+	switch a.status {
+	case approvalAnswered:
+		return &ApprovalError{ID: a.ID(), Err: ErrAlreadyAnswered}
+	case approvalWithdrawn:
+		return &ApprovalError{ID: a.ID(), Err: ErrWithdrawn}
+	}
+	return nil
+}
+
+// forget removes a from the pending list (s.mu held). The id stays
+// known (see withdrawAll), so late answers get the right error.
+func (s *Session) forget(a *Approval) {
+	for i, p := range s.approvals {
+		if p == a {
+			s.approvals = append(s.approvals[:i], s.approvals[i+1:]...)
+			break
+		}
+	}
+}
+
+// withdrawAll withdraws every pending approval at the end of a turn or
+// of the CLI (s.mu held). Answered and withdrawn approvals stay known, so
+// that a late answer is told which it was, up to a bound.
+func (s *Session) withdrawAll() {
+	for _, a := range s.byID {
+		a.withdrawLocked()
+	}
+	s.approvals = nil
+	if len(s.byID) > 256 {
+		clear(s.byID)
+	}
+}
+
+func (a *Approval) withdrawLocked() {
+	if a.status == approvalPending {
+		a.status = approvalWithdrawn
+	}
+}
+
+// approvalLocked returns the approval for req, making it if it is new
+// (the callback and the stream-order event each may come first).
+func (s *Session) approvalLocked(req *claude.ToolPermissionRequest) *Approval {
+	if a, ok := s.byID[req.RequestID]; ok {
+		return a
+	}
+	a := &Approval{Request: req, Asked: time.Now(), s: s, answer: make(chan claude.PermissionResult, 1)}
+	if req.ToolName == "AskUserQuestion" {
+		a.Kind = ApprovalQuestion
+		var in struct {
+			Questions []Question `json:"questions"`
+		}
+		_ = json.Unmarshal(req.Input, &in)
+		a.Questions = in.Questions
+	}
+	s.byID[req.RequestID] = a
+	return a
+}
+
+// canUseTool is the CLI session's CanUseTool: it makes the request an
+// Approval and waits for its answer.
+func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+	s.mu.Lock()
+	a := s.approvalLocked(req)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		a.withdrawLocked()
+		s.forget(a)
+		s.transition()
+		s.mu.Unlock()
+	}()
+	if s.policy != nil {
+		r, err := s.policy(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			s.mu.Lock()
+			err := s.answerLocked(a, r)
+			s.mu.Unlock()
+			if err == nil {
+				return <-a.answer, nil
+			}
+			// A person was quicker: their answer stands.
+		}
+	}
+	select {
+	case r := <-a.answer:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

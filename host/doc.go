@@ -1,0 +1,46 @@
+// Package host keeps a UI honest about Claude Code sessions: what the
+// agent is doing right now, what waits for a person, what each prompt
+// became and what it all cost. Web UIs, IDE extensions and bots all need
+// this; package host builds it once on top of package claude, tested
+// against the real CLI.
+//
+// # Sessions
+//
+// Start starts a CLI and returns a *Session that owns its receive loop.
+// From the CLI's messages, its control requests (in stream order), its
+// session_state_changed events and its exit, the session derives:
+//
+//   - one liveness State (starting, ready, requesting, thinking,
+//     streaming, running_tool, awaiting_approval, awaiting_answer,
+//     interrupting, idle, error, disconnected), changed in exactly one
+//     place: read it with State, follow it with Watch (no transition is
+//     dropped; a watcher far behind gets them coalesced and is told how
+//     many it missed), and LastEvent says when the CLI last spoke;
+//   - Drafts: the assistant message being written, token by token, tool
+//     input included (see claude.Accumulator);
+//   - a Delivery per prompt: queued, accepted when the CLI echoes it,
+//     answered by the result of the turn it was merged into (the CLI
+//     merges prompts sent during a turn into one next turn), cancelled
+//     (CancelMessage) or lost;
+//   - Approvals: tool permission requests and AskUserQuestion questions
+//     as data, answerable by id from any goroutine, exactly once;
+//   - Cost: tokens counted once per API message, reconciled with each
+//     turn's result, and the CLI's own dollar figure.
+//
+// Messages hands the messages on to any number of subscribers, each with
+// its own unbounded queue; nobody has to read them for the rest to work.
+//
+// # Interrupts
+//
+// Interrupt asks the CLI to stop the turn; DenyAndInterrupt answers the
+// pending approval with a deny that also ends the turn; ForceInterrupt
+// falls back to SIGINT and then to killing the CLI when it does not
+// listen. A RestartPolicy brings a CLI that died back, resuming the
+// conversation by its session id.
+//
+// # Many sessions
+//
+// A Manager runs many sessions in one process: Start (from prewarmed
+// spares, hiding the CLI's start-up second), Get, Sessions, idle reaping
+// and Close.
+package host

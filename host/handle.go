@@ -1,0 +1,264 @@
+package host
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// handle folds one message into the session's facts, in stdout order,
+// on the receive loop.
+func (s *Session) handle(m claude.Message, merr error) {
+	s.lastEvent.Store(time.Now().UnixNano())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	forward := true
+	switch m := m.(type) {
+	case *claude.SessionStateChangedMessage:
+		// "running" opens a turn (before system/init); "idle" follows the
+		// result and "requires_action" the control request, both seen
+		// already.
+		if m.State == "running" {
+			s.beginTurn()
+		}
+	case *claude.InitMessage:
+		if m.SessionID != "" {
+			s.sid = m.SessionID
+		}
+		s.costs.sawTurn = true
+		s.beginTurn()
+	case *claude.StatusMessage:
+		if m.Status == "requesting" {
+			s.beginTurn()
+			if s.phase != StateRequesting {
+				s.phase, s.attempt, s.tool = StateRequesting, 0, ""
+			}
+		}
+	case *claude.APIRetryMessage:
+		s.beginTurn()
+		s.phase, s.attempt, s.tool = StateRequesting, m.Attempt, ""
+	case *claude.StreamEvent:
+		if m.ParentToolUseID != "" {
+			break // subagents' work shows as the Agent tool running
+		}
+		s.beginTurn()
+		if st, ok := m.Event.(*claude.ContentBlockStartEvent); ok {
+			s.blockStarted(st.ContentBlock)
+		}
+	case *claude.AssistantMessage:
+		if m.ParentToolUseID != "" || m.Synthetic() {
+			break
+		}
+		s.beginTurn()
+		for _, c := range m.Message.Content {
+			if tu, ok := c.(*claude.ToolUseBlock); ok {
+				s.tools = append(s.tools, toolRun{tu.ID, tu.Name})
+				s.phase, s.tool = StateRunningTool, s.tools[0].name
+				continue
+			}
+			s.blockStarted(c)
+		}
+	case *claude.UserMessage:
+		if m.IsReplay {
+			forward = s.acknowledge(m.UUID)
+			break
+		}
+		if m.ParentToolUseID != "" {
+			break
+		}
+		done := 0
+		for _, r := range m.ToolResults() {
+			for i, t := range s.tools {
+				if t.id == r.ToolUseID {
+					s.tools = append(s.tools[:i], s.tools[i+1:]...)
+					done++
+					break
+				}
+			}
+		}
+		if done > 0 && s.turn {
+			if len(s.tools) == 0 {
+				// Every result is back: the CLI calls the API again.
+				s.phase, s.attempt, s.tool = StateRequesting, 0, ""
+			} else {
+				s.tool = s.tools[0].name
+			}
+		}
+	case *claude.CommandLifecycleMessage:
+		s.lifecycle(m)
+	case *claude.ResultMessage:
+		if m.SessionID != "" {
+			s.sid = m.SessionID
+		}
+		s.last, s.lastErr = m, m.Err()
+		s.resetTurn()
+		s.withdrawAll()
+		s.answerDeliveries(m)
+		if !m.IsError {
+			s.restarts = 0
+		}
+	}
+	s.acc.Add(m)
+	s.costs.add(m)
+	s.transition()
+	if forward {
+		s.publishLocked(m, merr)
+	}
+}
+
+// beginTurn notes that a turn is under way (s.mu held).
+func (s *Session) beginTurn() {
+	if !s.turn {
+		s.turn = true
+		s.phase, s.attempt, s.tool = StateRequesting, 0, ""
+		s.turnQueued = s.turnQueued[:0]
+		for _, d := range s.deliveries {
+			if d.status == DeliveryQueued {
+				s.turnQueued = append(s.turnQueued, d)
+			}
+		}
+	}
+}
+
+// blockStarted sets the phase for a content block the model started.
+func (s *Session) blockStarted(b claude.ContentBlock) {
+	switch b := b.(type) {
+	case *claude.ThinkingBlock, *claude.RedactedThinkingBlock:
+		s.phase, s.tool = StateThinking, ""
+	case *claude.TextBlock:
+		s.phase, s.tool = StateStreaming, ""
+	case *claude.ToolUseBlock:
+		s.phase, s.tool = StateStreaming, b.Name
+	case *claude.ServerToolUseBlock:
+		s.phase, s.tool = StateStreaming, b.Name
+	}
+}
+
+// observe receives the CLI's control events on the receive loop, in
+// stdout order (claude.Options.ObserveControl).
+func (s *Session) observe(ev *claude.ControlEvent) {
+	s.lastEvent.Store(time.Now().UnixNano())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case ev.Type == claude.ControlEventRequest && ev.Subtype == "can_use_tool":
+		req, err := ev.PermissionRequest()
+		if err != nil {
+			s.log.Warn("host: undecodable can_use_tool", "err", err)
+			return
+		}
+		a := s.approvalLocked(req)
+		if a.status == approvalPending && !a.announced {
+			a.announced = true
+			s.approvals = append(s.approvals, a)
+		}
+	case ev.Type == claude.ControlEventCancel:
+		if a, ok := s.byID[ev.RequestID]; ok {
+			a.withdrawLocked()
+			s.forget(a)
+		}
+	default:
+		return
+	}
+	s.transition()
+}
+
+// Messages yields the session's messages, in order, from the moment of
+// the call until the session ends for good; the last value yielded is
+// then the reason (claude.ErrClosed after Close, the CLI's error when it
+// died). Errors that are not final are yielded as they come: a
+// *claude.ResultError with a failed turn's result, a *claude.LineError,
+// and the CLI's error when it died and is being restarted.
+//
+// Replays of the host's own prompts (acknowledgements) are yielded once;
+// duplicates are dropped.
+//
+// Each call is a subscriber of its own, registered when Messages is
+// called, so nothing after the call is missed; it ends when ctx is done.
+// Buffering: a subscriber's messages queue without limit and never slow
+// the session down; a subscriber that stops reading holds them until its
+// ctx is done. The iterator is single-use.
+func (s *Session) Messages(ctx context.Context) iter.Seq2[claude.Message, error] {
+	sub := &subscriber{signal: make(chan struct{}, 1)}
+	s.mu.Lock()
+	if s.ended {
+		sub.push(item{err: s.endErr()})
+		sub.closed = true
+	} else {
+		s.subs[sub] = struct{}{}
+	}
+	s.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { s.unsubscribe(sub) })
+	return func(yield func(claude.Message, error) bool) {
+		defer stop()
+		defer s.unsubscribe(sub)
+		for {
+			s.mu.Lock()
+			q, closed := sub.q, sub.closed
+			sub.q = nil
+			s.mu.Unlock()
+			for _, it := range q {
+				if !yield(it.m, it.err) {
+					return
+				}
+			}
+			if closed {
+				return
+			}
+			select {
+			case <-sub.signal:
+			case <-ctx.Done():
+				yield(nil, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+type item struct {
+	m   claude.Message
+	err error
+}
+
+type subscriber struct {
+	q      []item
+	closed bool
+	signal chan struct{}
+}
+
+func (sub *subscriber) push(it item) {
+	sub.q = append(sub.q, it)
+	select {
+	case sub.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) unsubscribe(sub *subscriber) {
+	s.mu.Lock()
+	delete(s.subs, sub)
+	s.mu.Unlock()
+}
+
+func (s *Session) publish(m claude.Message, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.publishLocked(m, err)
+}
+
+func (s *Session) publishLocked(m claude.Message, err error) {
+	for sub := range s.subs {
+		sub.push(item{m, err})
+	}
+}
+
+// Drafts returns the assistant messages being written, one per thread
+// (the main conversation first, then subagents): see claude.Accumulator.
+// It is empty between turns.
+func (s *Session) Drafts() []*claude.Draft {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acc.Drafts()
+}

@@ -1,0 +1,242 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// ManagerOptions configures a Manager. A nil *ManagerOptions means
+// defaults.
+type ManagerOptions struct {
+	// Session is the template for Start(ctx, nil) and for spares (nil
+	// means defaults).
+	Session *Options
+	// Spares is how many prewarmed sessions to keep: CLIs started with
+	// the template and waiting for their first prompt, so that Start does
+	// not wait the second or so a CLI takes to start.
+	Spares int
+	// IdleTimeout closes a session that has waited for a prompt (ready,
+	// idle or error) with no word from its CLI for this long. 0 means
+	// never.
+	IdleTimeout time.Duration
+}
+
+// ErrManagerClosed is returned by Start after Manager.Close.
+var ErrManagerClosed = errors.New("host: manager closed")
+
+// A Manager runs many sessions in one process: it starts them (from
+// prewarmed spares when it can), finds them by id, reaps idle ones and
+// closes them all. Sessions end on their own too (Close, or a CLI that
+// died and was not restarted); the manager then forgets them.
+//
+// Every method is safe for concurrent use.
+type Manager struct {
+	opts ManagerOptions
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	order    []string // start order
+	spares   []*Session
+	warming  int
+	closed   bool
+
+	ctx    context.Context // cancelled by Close: stops warming
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewManager returns a manager and starts warming its spares.
+func NewManager(opts *ManagerOptions) *Manager {
+	m := &Manager{sessions: map[string]*Session{}}
+	if opts != nil {
+		m.opts = *opts
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.mu.Lock()
+	m.refill()
+	m.mu.Unlock()
+	if m.opts.IdleTimeout > 0 {
+		m.wg.Add(1)
+		go m.reap()
+	}
+	return m
+}
+
+// Start starts a session with opts, or with the template when opts is
+// nil, in which case a ready spare is handed out if there is one.
+func (m *Manager) Start(ctx context.Context, opts *Options) (*Session, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrManagerClosed
+	}
+	if opts == nil {
+		for len(m.spares) > 0 {
+			s := m.spares[0]
+			m.spares = m.spares[1:]
+			if s.State().State == StateReady {
+				m.adopt(s)
+				m.refill()
+				m.mu.Unlock()
+				return s, nil
+			}
+			m.closeLater(s) // a spare that died waiting
+		}
+		m.refill()
+		opts = m.opts.Session
+	}
+	m.mu.Unlock()
+	s, err := Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		s.Close()
+		return nil, ErrManagerClosed
+	}
+	m.adopt(s)
+	return s, nil
+}
+
+// adopt registers s and forgets it when it ends (m.mu held).
+func (m *Manager) adopt(s *Session) {
+	m.sessions[s.ID()] = s
+	m.order = append(m.order, s.ID())
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		select {
+		case <-s.Done():
+		case <-m.ctx.Done():
+			return
+		}
+		m.mu.Lock()
+		m.forget(s.ID())
+		m.mu.Unlock()
+	}()
+}
+
+func (m *Manager) forget(id string) {
+	if _, ok := m.sessions[id]; !ok {
+		return
+	}
+	delete(m.sessions, id)
+	m.order = slices.DeleteFunc(m.order, func(x string) bool { return x == id })
+}
+
+// refill starts warming spares up to ManagerOptions.Spares (m.mu held).
+func (m *Manager) refill() {
+	for ; !m.closed && len(m.spares)+m.warming < m.opts.Spares; m.warming++ {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+			s, err := Start(ctx, m.opts.Session)
+			cancel()
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.warming--
+			if err != nil {
+				return // tried again on the next Start
+			}
+			if m.closed {
+				m.closeLater(s)
+				return
+			}
+			m.spares = append(m.spares, s)
+		}()
+	}
+}
+
+// closeLater closes s on a goroutine Close waits for (m.mu held).
+func (m *Manager) closeLater(s *Session) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		s.Close()
+	}()
+}
+
+// Get returns the session with the given id, or nil.
+func (m *Manager) Get(id string) *Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[id]
+}
+
+// Sessions returns the running sessions in the order they started
+// (spares not included).
+func (m *Manager) Sessions() []*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessionsLocked()
+}
+
+// Spares returns how many prewarmed sessions are ready.
+func (m *Manager) Spares() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.spares)
+}
+
+// reap closes sessions idle longer than IdleTimeout.
+func (m *Manager) reap() {
+	defer m.wg.Done()
+	every := max(m.opts.IdleTimeout/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case now := <-t.C:
+			for _, s := range m.Sessions() {
+				l := s.State()
+				waiting := l.State == StateReady || l.State == StateIdle || l.State == StateError
+				last := s.LastEvent()
+				if l.Since.After(last) {
+					last = l.Since
+				}
+				if waiting && now.Sub(last) >= m.opts.IdleTimeout {
+					s.Close()
+				}
+			}
+		}
+	}
+}
+
+// Close closes every session and spare and waits for them.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	all := append(m.sessionsLocked(), m.spares...)
+	m.spares = nil
+	m.mu.Unlock()
+	m.cancel()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Close() }()
+	}
+	wg.Wait()
+	m.wg.Wait()
+	m.mu.Lock()
+	clear(m.sessions)
+	m.order = nil
+	m.mu.Unlock()
+	return nil
+}
+
+// sessionsLocked is Sessions with m.mu held.
+func (m *Manager) sessionsLocked() []*Session {
+	out := make([]*Session, 0, len(m.order))
+	for _, id := range m.order {
+		out = append(out, m.sessions[id])
+	}
+	return out
+}

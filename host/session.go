@@ -1,0 +1,531 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// Options configures a host Session. A nil *Options means defaults; the
+// options are copied by Start.
+type Options struct {
+	// CLI configures the CLI; nil means claude's defaults. The session
+	// adds what it needs to keep its state honest, overriding these
+	// fields: ReplayUserMessages (acknowledgements), the environment
+	// switch CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS=1, ObserveControl,
+	// CanUseTool (see below) and, for a new conversation, SessionID (a
+	// fresh UUID, so the session can be resumed after a crash before its
+	// first turn ends).
+	//
+	// CLI.CanUseTool, when set, is the session's automatic policy: it is
+	// asked first, and its answer is used; returning a nil result (and
+	// no error) leaves the request pending for a person (Approvals). A
+	// request is listed while it is pending, so one the policy is slow to
+	// decide shows, and a person may answer it first.
+	CLI *claude.Options
+
+	// Restart brings a session back when its CLI ends without Close (a
+	// crash, a kill, an exit after SIGINT): the CLI is started again,
+	// resuming the conversation by its session id. nil means never.
+	Restart *RestartPolicy
+
+	// InterruptTimeout bounds each step of ForceInterrupt (0 = 5 s).
+	InterruptTimeout time.Duration
+}
+
+// RestartPolicy says when to restart a CLI that ended on its own.
+type RestartPolicy struct {
+	// Max is the most restarts in a row without a turn completing in
+	// between (0 = 3).
+	Max int
+	// Delay is the pause before the first restart, doubled for each
+	// further one in a row (0 = 1 s).
+	Delay time.Duration
+}
+
+// Session is one conversation with a Claude Code CLI, kept honest for a
+// UI: it owns the CLI session's receive loop and derives from it the
+// liveness state (State, Watch), drafts of the message being written
+// (Drafts), the fate of each prompt sent (Delivery), the pending
+// permission requests and questions (Approvals) and the cost (Cost).
+//
+// Messages reach the session's users through Messages; nobody needs to
+// read them for the state to stay current.
+//
+// Every method is safe for concurrent use.
+type Session struct {
+	id     string
+	opts   Options
+	base   claude.Options // the CLI options, with the host's wiring
+	policy claude.CanUseToolFunc
+	log    *slog.Logger
+
+	lastEvent atomic.Int64 // unix nanoseconds
+
+	mu  sync.Mutex
+	cs  *claude.Session // the current CLI session; nil while (re)starting
+	sid string          // the CLI's session id, as last seen
+	// What the state is derived from (derive); changed by the handlers,
+	// each followed by transition().
+	launched     bool // a CLI was started before
+	connected    bool
+	turn         bool // a turn is under way
+	interrupting bool
+	phase        State // within a turn: requesting, thinking, streaming, running_tool
+	attempt      int
+	tool         string
+	tools        []toolRun             // the main thread's tool calls awaiting results
+	approvals    []*Approval           // announced and pending, oldest first
+	byID         map[string]*Approval  // every approval not yet forgotten
+	last         *claude.ResultMessage // the last turn's result
+	lastErr      error                 // its *claude.ResultError, made once
+	gone         bool                  // the CLI is gone (and not being restarted)
+	killed       bool                  // ForceInterrupt killed it
+	cause        error                 // why the CLI is gone
+	live         Liveness              // written only by transition
+	watchers     map[*watcher]struct{}
+	subs         map[*subscriber]struct{}
+	deliveries   []*Delivery // unresolved, in send order
+	echoing      bool        // the CLI echoes our messages (it always should)
+	turnQueued   []*Delivery // queued when the running turn started
+	replayed     map[string]struct{}
+	acc          claude.Accumulator
+	costs        costTracker
+	restarts     int // in a row
+	closed       bool
+	ended        bool // for good: Done is closed
+
+	done chan struct{}
+	wg   sync.WaitGroup // run loops and restarts
+}
+
+type toolRun struct{ id, name string }
+
+// Start starts a CLI and returns once it is ready for prompts (see
+// claude.Connect for the errors). ctx bounds the start only.
+func Start(ctx context.Context, opts *Options) (*Session, error) {
+	s := newSession(opts)
+	if err := s.connect(ctx, false); err != nil {
+		s.mu.Lock()
+		s.closed, s.gone, s.cause = true, true, err
+		s.transition()
+		s.end()
+		s.mu.Unlock()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newSession(opts *Options) *Session {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var base claude.Options
+	if o.CLI != nil {
+		base = *o.CLI
+	}
+	s := &Session{
+		id:       newUUID(),
+		opts:     o,
+		policy:   base.CanUseTool,
+		log:      base.Logger,
+		byID:     map[string]*Approval{},
+		watchers: map[*watcher]struct{}{},
+		subs:     map[*subscriber]struct{}{},
+		replayed: map[string]struct{}{},
+		done:     make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	base.ReplayUserMessages = true
+	env := maps.Clone(base.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS"] = "1"
+	base.Env = env
+	base.CanUseTool = s.canUseTool
+	base.ObserveControl = s.observe
+	if base.Resume == "" && !base.Continue && base.SessionID == "" {
+		base.SessionID = newUUID()
+	}
+	s.base = base
+	if base.Resume != "" && !base.ForkSession {
+		s.sid = base.Resume
+	} else if base.SessionID != "" {
+		s.sid = base.SessionID
+	}
+	s.mu.Lock()
+	s.transition()
+	s.mu.Unlock()
+	return s
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// connect starts a CLI; resume continues the conversation s.sid.
+func (s *Session) connect(ctx context.Context, resume bool) error {
+	o := s.base
+	if resume {
+		s.mu.Lock()
+		sid := s.sid
+		s.mu.Unlock()
+		o.Resume, o.Continue, o.ForkSession, o.SessionID = sid, false, false, ""
+	}
+	cs, err := claude.Connect(ctx, &o)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cs.Close()
+		return claude.ErrClosed
+	}
+	if s.launched {
+		s.costs.restarted()
+	}
+	s.launched = true
+	s.cs = cs
+	s.echoing = false
+	s.connected, s.gone, s.killed = true, false, false
+	s.cause = nil
+	s.last, s.lastErr = nil, nil
+	s.lastEvent.Store(time.Now().UnixNano())
+	s.transition()
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.run(cs)
+	return nil
+}
+
+// run is the receive loop of one CLI session.
+func (s *Session) run(cs *claude.Session) {
+	defer s.wg.Done()
+	var term error
+	for m, err := range cs.Receive(context.Background()) {
+		if m == nil {
+			var le *claude.LineError
+			if errors.As(err, &le) {
+				s.publish(nil, err)
+				continue
+			}
+			term = err
+			break
+		}
+		s.handle(m, err)
+	}
+	if term == nil {
+		term = cs.Wait()
+	}
+	s.disconnected(cs, term)
+}
+
+// ID returns the host's id for the session, stable across restarts.
+func (s *Session) ID() string { return s.id }
+
+// SessionID returns the CLI's session id (the conversation to resume).
+func (s *Session) SessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sid
+}
+
+// State returns the session's liveness now.
+func (s *Session) State() Liveness {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live
+}
+
+// LastEvent returns when the CLI last wrote anything (a message, a token,
+// a control request), or when it was started: a UI can show "alive 2 s
+// ago" with it, and a supervisor can spot a silent CLI.
+func (s *Session) LastEvent() time.Time { return time.Unix(0, s.lastEvent.Load()) }
+
+// Claude returns the current CLI session, nil while none is running:
+// the escape hatch for what the host layer does not cover. Do not
+// receive from it; the host session does.
+func (s *Session) Claude() *claude.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cs
+}
+
+// Done is closed when the session has ended for good: after Close, or
+// when its CLI ended and was not restarted.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns why the session ended (see StateDisconnected), or nil while
+// it runs.
+func (s *Session) Err() error {
+	select {
+	case <-s.done:
+	default:
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cause
+}
+
+// Close ends the session: it closes the CLI (see claude.Session.Close),
+// withdraws pending approvals, fails unanswered deliveries, and ends
+// Watch and Messages. It waits for every goroutine of the session and is
+// safe to call more than once.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	cs := s.cs
+	s.mu.Unlock()
+	var err error
+	if cs != nil && !already {
+		err = cs.Close()
+	}
+	s.wg.Wait()
+	s.mu.Lock()
+	if !s.ended {
+		if s.cause == nil {
+			s.cause = claude.ErrClosed
+		}
+		s.connected, s.gone = false, true
+		s.transition()
+		s.end()
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// disconnected handles the end of a CLI session's output.
+func (s *Session) disconnected(cs *claude.Session, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs != cs {
+		return
+	}
+	s.cs = nil
+	s.connected, s.gone = false, true
+	switch {
+	case s.killed:
+		cause = ErrKilled
+	case s.closed && cause == nil:
+		cause = claude.ErrClosed
+	}
+	s.cause = cause
+	s.resetTurn()
+	s.withdrawAll()
+	s.failDeliveries(cause)
+	s.transition()
+	if s.closed {
+		return // Close ends the session
+	}
+	p := s.opts.Restart
+	if p == nil || s.restarts >= cmpOr(p.Max, 3) {
+		s.end()
+		cs.Close()
+		return
+	}
+	if cause != nil {
+		s.publishLocked(nil, cause) // not final: the session restarts
+	}
+	delay := cmpOr(p.Delay, time.Second) << s.restarts
+	s.restarts++
+	s.wg.Add(1)
+	go s.restart(delay)
+}
+
+// restart starts the CLI again after delay, resuming the conversation.
+func (s *Session) restart(delay time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	<-t.C
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.cause, s.gone = nil, false
+	s.transition() // starting
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resume := s.resumable()
+	err := s.connect(ctx, resume)
+	if resume && isNoConversation(err) {
+		// The CLI writes its session file lazily: one killed right after
+		// a turn may have left nothing to resume. Carry on with a new
+		// conversation rather than stay down, and say so.
+		s.log.Warn("host: the conversation could not be resumed; starting a new one", "session", s.id, "err", err)
+		s.mu.Lock()
+		s.base.SessionID = newUUID()
+		s.sid = s.base.SessionID
+		s.costs.sawTurn = false
+		s.publishLocked(nil, fmt.Errorf("%w: %w", ErrNotResumed, err))
+		s.mu.Unlock()
+		err = s.connect(ctx, false)
+	}
+	if err == nil || errors.Is(err, claude.ErrClosed) {
+		return
+	}
+	s.log.Warn("host: restarting the CLI", "session", s.id, "err", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cause, s.gone = err, true
+	s.transition()
+	p := s.opts.Restart
+	if s.closed || s.restarts >= cmpOr(p.Max, 3) {
+		if !s.closed {
+			s.end()
+		}
+		return
+	}
+	next := cmpOr(p.Delay, time.Second) << s.restarts
+	s.restarts++
+	s.wg.Add(1)
+	go s.restart(next)
+}
+
+// ErrNotResumed is yielded by Messages when a restarted CLI could not
+// resume the conversation (the CLI had not written it to disk yet) and
+// the session went on with a new one: the model has lost the context.
+var ErrNotResumed = errors.New("host: conversation not resumed after a restart")
+
+func isNoConversation(err error) bool {
+	var pe *claude.ProcessError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	for _, l := range pe.Stderr {
+		if strings.Contains(l, "No conversation found") {
+			return true
+		}
+	}
+	return false
+}
+
+// resumable reports whether the conversation exists on disk to resume:
+// it does once a turn has started (the CLI writes the session file) and
+// persistence is on.
+func (s *Session) resumable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.base.NoSessionPersistence && s.sid != "" && s.costs.sawTurn
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// end marks the session ended for good (s.mu held): watchers and
+// subscribers get their last values and stop.
+func (s *Session) end() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	for w := range s.watchers {
+		delete(s.watchers, w)
+		select {
+		case w.signal <- struct{}{}:
+		default:
+		}
+	}
+	for sub := range s.subs {
+		sub.push(item{err: s.endErr()})
+		sub.closed = true
+		delete(s.subs, sub)
+	}
+	close(s.done)
+}
+
+func (s *Session) endErr() error {
+	if s.cause != nil {
+		return s.cause
+	}
+	return claude.ErrClosed
+}
+
+// resetTurn forgets the turn in progress (s.mu held).
+func (s *Session) resetTurn() {
+	s.turn, s.interrupting = false, false
+	s.phase, s.attempt, s.tool, s.tools = StateRequesting, 0, "", nil
+}
+
+// derive computes the liveness from the session's facts (s.mu held).
+func (s *Session) derive() Liveness {
+	switch {
+	case s.gone:
+		return Liveness{State: StateDisconnected, Err: s.cause}
+	case !s.connected:
+		return Liveness{State: StateStarting}
+	case len(s.approvals) > 0 && !s.interrupting:
+		a := s.approvals[0]
+		st := StateAwaitingApproval
+		if a.Kind == ApprovalQuestion {
+			st = StateAwaitingAnswer
+		}
+		return Liveness{State: st, Approval: a, Tool: a.Request.ToolName}
+	case s.interrupting:
+		return Liveness{State: StateInterrupting}
+	case s.turn:
+		l := Liveness{State: s.phase}
+		switch s.phase {
+		case StateRequesting:
+			l.Attempt = s.attempt
+		case StateStreaming, StateRunningTool:
+			l.Tool = s.tool
+		}
+		return l
+	case s.last == nil:
+		return Liveness{State: StateReady}
+	case s.lastErr != nil:
+		var re *claude.ResultError
+		if errors.As(s.lastErr, &re) && re.Interrupted() {
+			// The person asked for it: idle, with the reason.
+			return Liveness{State: StateIdle, Err: s.lastErr}
+		}
+		return Liveness{State: StateError, Err: s.lastErr}
+	default:
+		return Liveness{State: StateIdle}
+	}
+}
+
+// transition is the one place the liveness changes (s.mu held): it
+// derives the state from the facts and, when it differs, records and
+// broadcasts it.
+func (s *Session) transition() {
+	l := s.derive()
+	if s.live.Seq > 0 && l.same(s.live) {
+		return
+	}
+	l.Seq = s.live.Seq + 1
+	l.Since = time.Now()
+	s.live = l
+	for w := range s.watchers {
+		w.push(l)
+	}
+}
