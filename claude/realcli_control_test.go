@@ -392,6 +392,14 @@ func runCancelAsyncMessage(t *testing.T, h *harness) {
 			break
 		}
 	}
+	if h.Real() {
+		// Only once the API call is under way is the turn surely past the
+		// point where 2.1.330 may still fold a queued message in or start
+		// the turn already aborted.
+		if _, err := h.API.WaitMessages(h.Ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	q := claude.NewUserMessage("queued and then withdrawn")
 	q.UUID = "7b1c2d3e-4a5b-4c6d-8e7f-90a1b2c3d4e5"
 	if err := h.S.SendMessage(h.Ctx, q); err != nil {
