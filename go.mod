@@ -3,6 +3,7 @@ module github.com/tetherhq/tether
 go 1.26
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3

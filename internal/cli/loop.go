@@ -253,6 +253,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 	presented := map[string]bool{}
 	stdinClosed := false
 	interrupting := false
+	quitting := false
 	exit := -1
 	var ended error // why the session ended, once msgs is closed
 
@@ -278,7 +279,53 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 		askPrompt()
 	}
 
-	for exit < 0 {
+	// handle takes a line the person typed.
+	var typed []string
+	handle := func(line string) {
+		if !stdinTTY && !cfg.json && (cur != nil || waitingForPrompt) {
+			r.write(line + "\n") // echo what a script typed, as a terminal would
+		} else if r != nil {
+			r.col = 0 // the terminal echoed the line and its newline
+		}
+		switch {
+		case cur != nil:
+			done, said, err := cur.answer(line)
+			switch {
+			case err != nil && withdrawn(err):
+				v.note("(the CLI no longer waits for that answer)")
+				cur = nil
+			case err != nil:
+				v.failure(err)
+				cur = nil
+			case done:
+				v.note(said)
+				cur = nil
+			default:
+				if said != "" {
+					v.note(said)
+				}
+				v.showApproval(cur)
+			}
+		case waitingForPrompt:
+			if line == "" {
+				v.prompt()
+				break
+			}
+			waitingForPrompt = false
+			send(line)
+		case cfg.interactive && line != "":
+			send(line) // queued: the CLI merges it into its next turn
+			v.note("(queued for the next turn)")
+		case !cfg.interactive:
+			typed = append(typed, line) // typed ahead: the next approval's answer
+		}
+	}
+
+	// A run ends once the session's state has caught up with the end of
+	// the turn (it comes on its own channel), so that the last state shown
+	// is idle, not the turn's last step.
+	live := s.State()
+	for exit < 0 || (msgs != nil && live.State.Busy() && !quitting) {
 		select {
 		case me, ok := <-msgs:
 			if !ok {
@@ -308,6 +355,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 				}
 			}
 		case l := <-states:
+			live = l
 			v.setState(l)
 			if l.State == host.StateDisconnected {
 				ended = l.Err
@@ -328,7 +376,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 			if !ok {
 				lines = nil
 				stdinClosed = true
-				if cur != nil {
+				if cur != nil && len(typed) == 0 {
 					if err := cur.a.Deny("No answer: the user's input is closed."); err == nil {
 						v.note("denied " + cur.a.Request.ToolName + ": no answer (stdin closed)")
 					}
@@ -339,41 +387,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 				}
 				break
 			}
-			if !stdinTTY && !cfg.json && (cur != nil || waitingForPrompt) {
-				r.write(line + "\n") // echo what a script typed, as a terminal would
-			} else if r != nil {
-				r.col = 0 // the terminal echoed the line and its newline
-			}
-			switch {
-			case cur != nil:
-				done, said, err := cur.answer(line)
-				switch {
-				case err != nil && withdrawn(err):
-					v.note("(the CLI no longer waits for that answer)")
-					cur = nil
-				case err != nil:
-					v.failure(err)
-					cur = nil
-				case done:
-					v.note(said)
-					cur = nil
-				default:
-					if said != "" {
-						v.note(said)
-					}
-					v.showApproval(cur)
-				}
-			case waitingForPrompt:
-				if line == "" {
-					v.prompt()
-					break
-				}
-				waitingForPrompt = false
-				send(line)
-			case cfg.interactive && line != "":
-				send(line) // queued: the CLI merges it into its next turn
-				v.note("(queued for the next turn)")
-			}
+			handle(line)
 		case n, ok := <-notes:
 			if !ok {
 				notes = nil
@@ -384,7 +398,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 			busy := s.State().State.Busy() || pending > 0
 			if interrupting || !busy {
 				v.note("quitting")
-				exit = 130
+				exit, quitting = 130, true
 				break
 			}
 			interrupting = true
@@ -419,7 +433,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 						continue
 					}
 					presented[a.ID()] = true
-					if stdinClosed {
+					if stdinClosed && len(typed) == 0 {
 						if a.Deny("No answer: the user's input is closed.") == nil {
 							v.note("denied " + a.Request.ToolName + ": no answer (stdin closed)")
 						}
@@ -431,6 +445,11 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 					}
 					cur = &asking{a: a, answers: map[string]string{}}
 					v.showApproval(cur)
+					for cur != nil && len(typed) > 0 {
+						line := typed[0]
+						typed = typed[1:]
+						handle(line)
+					}
 					break
 				}
 			}
