@@ -94,6 +94,15 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 		v = &jsonView{enc: json.NewEncoder(stdout)}
 	} else {
 		r = newRenderer(stdout, tty, tty && os.Getenv("NO_COLOR") == "", cfg.thinking, costFn)
+		if f, ok := stdout.(*os.File); ok && tty {
+			r.width = func() int {
+				w, _, err := term.GetSize(int(f.Fd()))
+				if err != nil {
+					return 0
+				}
+				return w
+			}
+		}
 		v = r
 	}
 

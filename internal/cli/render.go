@@ -72,6 +72,8 @@ type renderer struct {
 
 	tools map[string]string // tool_use id → tool name, for results and subagents
 
+	width func() int // the terminal's width; nil when unknown
+
 	live      host.Liveness
 	turnStart time.Time
 	cost      func() host.Cost
@@ -180,7 +182,13 @@ func (r *renderer) drawStatus() {
 	if r.live.State == host.StateStarting && r.live.Seq == 0 {
 		return
 	}
-	io.WriteString(r.w, clearLine+r.style(styleDim, r.statusText()))
+	status := r.statusText()
+	if r.width != nil {
+		if w := r.width(); w > 1 {
+			status = truncate(status, w-2) // one line, or the clear would leave the rest
+		}
+	}
+	io.WriteString(r.w, clearLine+r.style(styleDim, status))
 	r.statusShown = true
 }
 
