@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // The demo, as a person runs it: approve the shell command, watch the Go
@@ -145,4 +148,64 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// Without a CLI, the demo says how to install one, naming the cache the
+// tests and --install use.
+func TestDemoMissingCLI(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("TETHER_CLI_CACHE", cache)
+	t.Setenv("TETHER_CLI_PATH", "")
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	if path, _, err := proc.Find("", os.Getenv); err == nil {
+		t.Skipf("a CLI is installed where discovery looks: %s", path)
+	}
+	code, _, stderr := tether(t, "demo")
+	if code != 1 || !strings.Contains(stderr, "tether demo --install") || !strings.Contains(stderr, cache) {
+		t.Errorf("demo = %d, %q", code, stderr)
+	}
+}
+
+// Inside a checkout, --install uses the repository's script.
+func TestFindInstallScript(t *testing.T) {
+	want := filepath.Join(repoRoot(t), "scripts", "install-cli.sh")
+	if got := findInstallScript(); got != want {
+		t.Errorf("findInstallScript() = %q, want %q", got, want)
+	}
+}
+
+// Outside a checkout, --install runs npm into the same cache folder the
+// script uses (here a fake npm that records its arguments).
+func TestInstallWithoutCheckout(t *testing.T) {
+	cache, bin, work := t.TempDir(), t.TempDir(), t.TempDir()
+	npm := "#!/bin/sh\n" +
+		"echo \"$PWD $*\" > " + filepath.Join(bin, "npm.log") + "\n" +
+		"mkdir -p node_modules/.bin\n" +
+		"printf '#!/bin/sh\\necho \"2.1.197 (Claude Code)\"\\n' > node_modules/.bin/claude\n" +
+		"chmod +x node_modules/.bin/claude\n"
+	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte(npm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TETHER_CLI_CACHE", cache)
+	t.Setenv("TETHER_CLI_PATH", "")
+	t.Setenv("TETHER_CLI_VERSION", "")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+"/bin:/usr/bin")
+	t.Chdir(work)
+	var stderr bytes.Buffer
+	path, err := demoCLI(context.Background(), "", true, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	dir := filepath.Join(cache, claudetest.DefaultCLIVersion)
+	if path != filepath.Join(dir, "node_modules", ".bin", "claude") {
+		t.Errorf("path = %q", path)
+	}
+	log, _ := os.ReadFile(filepath.Join(bin, "npm.log"))
+	if want := dir + " install --no-audit --no-fund --loglevel=error --save-exact @anthropic-ai/claude-code@" + claudetest.DefaultCLIVersion; strings.TrimSpace(string(log)) != want {
+		t.Errorf("npm ran as %q, want %q", log, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		t.Error("no package.json of our own in the cache folder")
+	}
 }
