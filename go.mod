@@ -3,11 +3,13 @@ module github.com/tetherhq/tether
 go 1.26
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/term v0.40.0
 	golang.org/x/tools v0.42.0
 )
 

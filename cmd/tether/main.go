@@ -4,14 +4,12 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 
 	"github.com/tetherhq/tether/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// Ctrl-C is handled inside: the first interrupts the turn, the second
+	// quits, and the CLI is closed on the way out either way.
+	os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -7,20 +7,30 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 
 	"github.com/tetherhq/tether/claude"
 )
 
 // Main runs the tether command with args (without the program name) and
 // returns its exit code: 0 for success, 1 for a failure, 2 for a usage
-// error.
+// error, 130 when Ctrl-C ended it. Main handles SIGINT itself (run and
+// demo interrupt the turn on the first and quit on the second), so the
+// caller must not cancel ctx on it.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
 	}
 	switch args[0] {
+	case "run":
+		return run(ctx, args[1:], stdin, stdout, stderr)
+	case "demo":
+		return demo(ctx, args[1:], stdin, stdout, stderr)
 	case "doctor":
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
 		return doctor(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "tether %s (supports Claude Code CLI %s and newer)\n", claude.Version, claude.MinCLIVersion)
@@ -39,6 +49,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: tether <command> [flags]
 
 Commands:
+  run       run Claude Code on a prompt in the terminal: streaming, approvals, Ctrl-C
+  demo      the whole flow offline, against a fake Messages API: no account needed
   doctor    check the Claude Code CLI, its version, authentication, and an offline run
   version   print Tether's version
   help      show this help

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+)
+
+// feed decodes CLI lines and renders them, as the run loop does.
+func feed(t *testing.T, r *renderer, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		m, err := claude.DecodeMessage([]byte(l))
+		if err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		r.message(m)
+	}
+}
+
+// A streamed main thread, then a subagent's messages (which do not
+// stream) indented under the Agent call, and a long tool result cut.
+func TestRenderStreamAndSubagent(t *testing.T) {
+	var out bytes.Buffer
+	r := newRenderer(&out, false, false, thinkingCollapsed, nil)
+	long := strings.Repeat(`line\n`, 10)
+	feed(t, r,
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","content":[]}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"secret plan"}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_stop","index":0}}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"thinking","thinking":"secret plan","signature":"s"}]}}`,
+		`{"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Asking "}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a helper."}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_stop","index":1}}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"Asking a helper."}]}}`,
+		`{"type":"stream_event","event":{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_a","name":"Agent","input":{}}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"prompt\":"}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"look\"}"}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_stop","index":2}}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"tool_use","id":"toolu_a","name":"Agent","input":{"prompt":"look"}}]}}`,
+		`{"type":"user","parent_tool_use_id":"toolu_a","message":{"role":"user","content":[{"type":"text","text":"look"}]}}`,
+		`{"type":"assistant","parent_tool_use_id":"toolu_a","message":{"id":"msg_2","content":[{"type":"tool_use","id":"toolu_g","name":"Grep","input":{"pattern":"x"}}]}}`,
+		`{"type":"user","parent_tool_use_id":"toolu_a","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_g","content":"`+long+`"}]}}`,
+		`{"type":"assistant","parent_tool_use_id":"toolu_a","message":{"id":"msg_3","content":[{"type":"text","text":"Found it."}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"Found it."}]}}`,
+	)
+	want := `✻ thought for 11 characters (--thinking full shows them)
+Asking a helper.
+⏺ Agent {"prompt":"look"}
+    │ ⏺ Grep {"pattern":"x"}
+    │   ⎿ line
+    │     line
+    │     line
+    │     line
+    │     line
+    │     line
+    │     … 4 more lines
+    │ Found it.
+  ⎿ Found it.
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("screen (-want +got):\n%s", diff)
+	}
+}
+
+func TestAnswerParsing(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		multi bool
+		want  string
+	}{
+		{"2", false, "B"},
+		{"1,3", true, "A, C"},
+		{"1 3", true, "A, C"},
+		{"1,3", false, "1,3"}, // one choice only: taken as free text
+		{"9", false, "9"},
+		{"my own", false, "my own"},
+	} {
+		hq := hostQuestion(c.multi, "A", "B", "C")
+		if got := pickOptions(hq, c.line); got != c.want {
+			t.Errorf("pickOptions(%q, multi=%v) = %q, want %q", c.line, c.multi, got, c.want)
+		}
+	}
+}
+
+func hostQuestion(multi bool, labels ...string) host.Question {
+	q := host.Question{Question: "q", MultiSelect: multi}
+	for _, l := range labels {
+		q.Options = append(q.Options, host.QuestionOption{Label: l})
+	}
+	return q
+}

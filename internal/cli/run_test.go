@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+func fileBash(name string) *claudetest.Reply {
+	return claudetest.ToolUseReply("toolu_bash", "Bash", map[string]string{
+		"command": "echo made-by-tether > " + name + " && cat " + name, "description": "Make a file",
+	})
+}
+
+// A person approves a Bash call: the prompt shows the command, the tool
+// runs, its output and the final answer stream to the screen, and the
+// run ends with the cost and exit code 0, leaving no process behind.
+func TestRealCLIRunApprove(t *testing.T) {
+	t.Parallel()
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		{Content: []claudetest.ContentBlock{
+			claudetest.ThinkingBlock("A file is wanted; Bash will do.", "sig"),
+			claudetest.TextBlock("Making the file now."),
+			claudetest.ToolUseBlock("toolu_bash", "Bash", map[string]string{"command": "echo made-by-tether > out.txt && cat out.txt", "description": "Make a file"}),
+		}},
+		claudetest.TextReply("The file says made-by-tether."),
+	}})
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "make a file")...)
+	term.waitFor("A file is wanted; Bash will do.")
+	term.waitFor("Making the file now.")
+	term.waitFor("? Bash wants to run")
+	term.waitFor("$ echo made-by-tether > out.txt && cat out.txt")
+	term.waitFor("[y] allow")
+	term.typeLine("y")
+	term.waitFor("allowed Bash")
+	term.waitFor("⎿ made-by-tether")
+	term.waitFor("The file says made-by-tether.")
+	term.waitFor("✓ done")
+	term.waitFor("cost: $")
+	if code := term.exitCode(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if b, err := os.ReadFile(filepath.Join(cli.Dir, "out.txt")); err != nil || string(b) != "made-by-tether\n" {
+		t.Errorf("out.txt = %q, %v", b, err)
+	}
+	reqs := api.MessagesRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d API requests, want 2", len(reqs))
+	}
+	if tr := reqs[1].Params.ToolResult("toolu_bash"); tr == nil || tr.IsError {
+		t.Errorf("tool result sent = %+v", tr)
+	}
+	if !strings.Contains(term.text(), "\x1b") && !strings.Contains(term.out.String(), "\x1b[") {
+		t.Error("no colours on a terminal")
+	}
+	noProcessIn(t, cli.Dir)
+}
+
+// A person denies with a reason: the model gets it as the tool's error
+// and the command never runs.
+func TestRealCLIRunDeny(t *testing.T) {
+	t.Parallel()
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		fileBash("denied.txt"),
+		claudetest.TextReply("Fine, no file."),
+	}})
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "make a file")...)
+	term.waitFor("? Bash wants to run")
+	term.waitFor("> ")
+	term.typeLine("maybe")
+	term.waitFor("answer y, a or n")
+	term.typeLine("n not on my machine")
+	term.waitFor("denied Bash: not on my machine")
+	term.waitFor("Fine, no file.")
+	if code := term.exitCode(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(cli.Dir, "denied.txt")); err == nil {
+		t.Error("the denied command ran")
+	}
+	reqs := api.MessagesRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d API requests, want 2", len(reqs))
+	}
+	tr := reqs[1].Params.ToolResult("toolu_bash")
+	if tr == nil || !tr.IsError || !strings.Contains(string(tr.Raw), "not on my machine") {
+		t.Errorf("tool result sent = %+v", tr)
+	}
+}
+
+// AskUserQuestion with several answers: the options are listed, "1,3"
+// picks two, and the model reads both labels.
+func TestRealCLIRunQuestion(t *testing.T) {
+	t.Parallel()
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.ToolUseReply("toolu_q", "AskUserQuestion", map[string]any{"questions": []any{map[string]any{
+			"question": "Which colors?", "header": "Colors", "multiSelect": true,
+			"options": []any{
+				map[string]any{"label": "Red", "description": "warm"},
+				map[string]any{"label": "Green", "description": "calm"},
+				map[string]any{"label": "Blue", "description": "cold"},
+			},
+		}}}),
+		claudetest.TextReply("Red and blue, noted."),
+	}})
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "pick colors")...)
+	term.waitFor("? Colors: Which colors?")
+	term.waitFor("1. Red — warm")
+	term.waitFor("3. Blue — cold")
+	term.waitFor("several allowed")
+	term.typeLine("1,3")
+	term.waitFor(`answered: Which colors? → Red, Blue`)
+	term.waitFor("Red and blue, noted.")
+	if code := term.exitCode(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	reqs := api.MessagesRequests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "Red, Blue") {
+		t.Errorf("the answer did not reach the model (%d requests)", len(reqs))
+	}
+}
+
+// Ctrl-C interrupts a streaming turn; in -i mode the session stays for a
+// follow-up prompt, and a Ctrl-C while nothing runs quits, with no CLI
+// left behind.
+func TestRealCLIRunInterruptAndQuit(t *testing.T) {
+	t.Parallel()
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		{Content: []claudetest.ContentBlock{claudetest.TextBlock("This answer goes on and on and never ends")}, ChunkSize: 8, StallAfterEvents: 4},
+		claudetest.TextReply("Second answer."),
+	}})
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "-i", "talk for ever")...)
+	term.waitFor("This answer goes")
+	term.send("\x03")
+	term.waitFor("interrupting… (Ctrl-C again to quit)")
+	term.waitFor("⏹ interrupted")
+	term.waitFor("> ")
+	term.typeLine("now briefly")
+	term.waitFor("Second answer.")
+	term.waitFor("✓ done")
+	term.waitFor("> ")
+	term.send("\x03")
+	term.waitFor("quitting")
+	if code := term.exitCode(); code != 130 {
+		t.Errorf("exit code %d, want 130", code)
+	}
+	reqs := api.MessagesRequests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "now briefly") {
+		t.Errorf("the follow-up did not reach the model (%d requests)", len(reqs))
+	}
+	noProcessIn(t, cli.Dir)
+}
+
+// Ctrl-C twice in a row quits at once, mid-turn, with no CLI left.
+func TestRealCLIRunDoubleCtrlC(t *testing.T) {
+	t.Parallel()
+	ctx, _, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		fileBash("never.txt"),
+	}})
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "make a file")...)
+	term.waitFor("? Bash wants to run")
+	term.send("\x03")
+	term.waitFor("interrupting")
+	term.send("\x03")
+	if code := term.exitCode(); code != 130 {
+		t.Errorf("exit code %d, want 130", code)
+	}
+	noProcessIn(t, cli.Dir)
+}
+
+// Not a terminal: plain text with no escape sequences, states as lines
+// of their own, and answers read from stdin (typed ahead).
+func TestRealCLIRunPlain(t *testing.T) {
+	t.Parallel()
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		fileBash("plain.txt"),
+		claudetest.TextReply("Understood."),
+	}})
+	cmd := exec.CommandContext(ctx, tetherBinary(t), runArgs(cli, "make a file")...)
+	cmd.Env, cmd.Dir = cli.Environ(), cli.Dir
+	cmd.Stdin = strings.NewReader("n piped no\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errb.String())
+	}
+	got := out.String()
+	for _, want := range []string{"[awaiting_approval Bash]", "? Bash wants to run", "> n piped no\n", "denied Bash: piped no", "Understood.", "[idle]", "cost: $"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Error("escape sequences in plain output")
+	}
+	if tr := api.MessagesRequests()[1].Params.ToolResult("toolu_bash"); tr == nil || !tr.IsError {
+		t.Errorf("tool result = %+v", tr)
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", got)
+	}
+}
+
+// --json writes one event per line: messages with the CLI's own JSON,
+// states, notes (the --yes answer) and the cost at the end.
+func TestRealCLIRunJSON(t *testing.T) {
+	t.Parallel()
+	ctx, _, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		fileBash("json.txt"),
+		claudetest.TextReply("Done."),
+	}})
+	cmd := exec.CommandContext(ctx, tetherBinary(t), runArgs(cli, "--json", "--yes", "make a file")...)
+	cmd.Env, cmd.Dir = cli.Environ(), cli.Dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errb.String())
+	}
+	var states, types []string
+	var last map[string]any
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("not JSON: %q", sc.Text())
+		}
+		last = ev
+		switch ev["type"] {
+		case "state":
+			states = append(states, ev["state"].(string))
+		case "message":
+			types = append(types, ev["message"].(map[string]any)["type"].(string))
+		case "note":
+			if ev["text"] != "--yes: allowed Bash" {
+				t.Errorf("note %q", ev["text"])
+			}
+		}
+	}
+	if last["type"] != "cost" || last["usd"].(float64) <= 0 {
+		t.Errorf("last event %v, want the cost", last)
+	}
+	for _, want := range []string{"requesting", "running_tool", "idle"} {
+		if !slices.Contains(states, want) {
+			t.Errorf("states %q lack %s", states, want)
+		}
+	}
+	for _, want := range []string{"stream_event", "assistant", "user", "result"} {
+		if !slices.Contains(types, want) {
+			t.Errorf("message types %q lack %s", types, want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(cli.Dir, "json.txt")); err != nil || string(b) != "made-by-tether\n" {
+		t.Errorf("json.txt = %q, %v", b, err)
+	}
+}

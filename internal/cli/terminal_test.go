@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// The tether binary, built once (on first use) from ./cmd/tether: the
+// tests drive it as a person would, in a pseudo-terminal.
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+func tetherBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "tether-bin-")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "tether")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/tetherhq/tether/cmd/tether").CombinedOutput()
+		if err != nil {
+			binErr = errors.New("go build ./cmd/tether: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// ansi matches the escape sequences tether writes on a terminal.
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]|\r`)
+
+// A terminal is tether running in a pseudo-terminal, with everything it
+// wrote kept for the test to wait on.
+type terminal struct {
+	t    *testing.T
+	ctx  context.Context
+	pty  *os.File
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	more chan struct{} // closed and replaced on each write
+	read chan struct{} // closed when the pty reports the end
+	done chan struct{} // closed when the process has exited
+	err  error         // the process's exit, after done
+	seen int           // how far waitFor has matched (in the plain text)
+}
+
+// startTerminal runs tether with args in a pty of 40×160, in dir, with env.
+func startTerminal(t *testing.T, ctx context.Context, env []string, dir string, args ...string) *terminal {
+	t.Helper()
+	cmd := exec.Command(tetherBinary(t), args...)
+	cmd.Env = append(env, "TERM=xterm-256color")
+	cmd.Dir = dir
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{t: t, ctx: ctx, pty: f, cmd: cmd, more: make(chan struct{}), read: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(term.read)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			term.mu.Lock()
+			term.out.Write(buf[:n])
+			close(term.more)
+			term.more = make(chan struct{})
+			term.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		term.err = cmd.Wait()
+		close(term.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-term.done:
+		default:
+			cmd.Process.Kill()
+			<-term.done
+		}
+		f.Close()
+		<-term.read
+		if t.Failed() || os.Getenv("TETHER_SHOW_SCREEN") != "" {
+			t.Logf("screen:\n%s", term.text())
+		}
+	})
+	return term
+}
+
+// text is what the screen showed, escape sequences removed.
+func (term *terminal) text() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return ansi.ReplaceAllString(term.out.String(), "")
+}
+
+// waitFor waits until the screen shows want after what earlier waits
+// matched. The deadline is the test's context: a hang guard only.
+func (term *terminal) waitFor(want string) {
+	term.t.Helper()
+	for {
+		term.mu.Lock()
+		more := term.more
+		term.mu.Unlock()
+		text := term.text()
+		if i := strings.Index(text[term.seen:], want); i >= 0 {
+			term.seen += i + len(want)
+			return
+		}
+		select {
+		case <-more:
+		case <-term.read:
+			if !strings.Contains(term.text()[term.seen:], want) {
+				term.t.Fatalf("tether ended without showing %q", want)
+			}
+		case <-term.ctx.Done():
+			term.t.Fatalf("the screen never showed %q", want)
+		}
+	}
+}
+
+// typeLine types a line and presses Enter.
+func (term *terminal) typeLine(s string) { term.send(s + "\r") }
+
+func (term *terminal) send(s string) {
+	term.t.Helper()
+	if _, err := io.WriteString(term.pty, s); err != nil {
+		term.t.Fatal(err)
+	}
+}
+
+// exitCode waits for tether to exit and returns its status.
+func (term *terminal) exitCode() int {
+	term.t.Helper()
+	select {
+	case <-term.done:
+	case <-term.ctx.Done():
+		term.t.Fatal("tether did not exit")
+	}
+	return term.cmd.ProcessState.ExitCode()
+}
+
+// realCLI sets up the real CLI against a fake Messages API with opts,
+// skipping (failing under CI=true) when the CLI is not installed.
+func realCLI(t *testing.T, opts *claudetest.MessagesOptions) (context.Context, *claudetest.MessagesServer, *claudetest.RealCLI) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	api := claudetest.NewMessagesServer(opts)
+	t.Cleanup(api.Close)
+	cli := claudetest.NewRealCLI(t, api)
+	return ctx, api, cli
+}
+
+// runArgs are `tether run` flags pointing at the test's CLI.
+func runArgs(cli *claudetest.RealCLI, more ...string) []string {
+	return append([]string{"run", "--cli", cli.Path, "--cwd", cli.Dir}, more...)
+}
+
+// noProcessIn fails if a process still runs in dir: a CLI (or a tool it
+// started) that outlived tether.
+func noProcessIn(t *testing.T, dir string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	dir, _ = filepath.EvalSymlinks(dir)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, p := range procs {
+		if cwd, err := os.Readlink(p); err == nil && cwd == dir {
+			cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+			t.Errorf("process %s still runs in %s: %q", filepath.Base(filepath.Dir(p)), dir, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+	}
+}
+
+// requireCLI skips (fails under CI=true) without the pinned CLI.
+func requireCLI(t *testing.T) {
+	t.Helper()
+	if _, err := claudetest.FindCLI(""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
