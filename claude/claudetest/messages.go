@@ -674,7 +674,7 @@ func blockJSON(b ContentBlock, full bool) json.RawMessage {
 			Type BlockType `json:"type"`
 		}{b.Type}
 	}
-	out, _ := json.Marshal(v)
+	out, _ := marshalPlain(v)
 	return out
 }
 
@@ -697,7 +697,7 @@ func chunks(s string, n int) []string {
 func sseEvents(msgID string, reply *Reply) []sseEvent {
 	var evs []sseEvent
 	add := func(name string, v any) {
-		b, err := json.Marshal(v)
+		b, err := marshalPlain(v)
 		if err != nil {
 			panic("claudetest: " + err.Error())
 		}

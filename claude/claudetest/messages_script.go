@@ -1,6 +1,7 @@
 package claudetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -89,7 +90,7 @@ func ToolUseBlock(id, name string, input any) ContentBlock {
 	case []byte:
 		raw = json.RawMessage(v)
 	default:
-		b, err := json.Marshal(input)
+		b, err := marshalPlain(input)
 		if err != nil {
 			panic(fmt.Sprintf("claudetest: ToolUseBlock(%q) input: %v", name, err))
 		}
@@ -314,4 +315,17 @@ func (r *Reply) chunkSize() int {
 		return r.ChunkSize
 	}
 	return 16
+}
+
+// marshalPlain encodes v as the API does: without encoding/json's HTML
+// escapes, so a command like "a > b && c" streams as typed rather than as
+// "a \u003e b \u0026\u0026 c".
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
