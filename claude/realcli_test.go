@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,57 +84,31 @@ func TestRealCLI(t *testing.T) {
 }
 
 func runReal(t *testing.T, sc scenario) {
-	apiOpts := &claudetest.MessagesOptions{}
+	var apiOpts *claudetest.MessagesOptions
 	if sc.api != nil {
 		apiOpts = sc.api()
 	}
-	api := claudetest.NewMessagesServer(apiOpts)
-	t.Cleanup(api.Close) // registered first: runs after the session closes
-	cli := claudetest.NewRealCLI(t, api)
-	o := cli.Options()
-	o.SkipVersionCheck = true // the pinned version is checked by FindCLI
-	var stderr strings.Builder
-	var mu sync.Mutex
-	o.Stderr = func(l string) { mu.Lock(); fmt.Fprintln(&stderr, l); mu.Unlock() }
+	run := claudetest.NewRealRun(t, apiOpts)
+	o := run.Options
 	if sc.opts != nil {
 		sc.opts(o)
 	}
-	rec := &claudetest.Recorder{Replace: map[string]string{cli.Dir: "$CWD", cli.Home: "$HOME"}}
-	o.Transport = rec
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s, err := claude.Connect(ctx, o)
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	defer func() {
-		s.Close()
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("CLI stderr:\n%s", stderr.String())
-			mu.Unlock()
-		}
-	}()
-	sc.run(t, &harness{Ctx: ctx, S: s, Opts: o, API: api, CLI: cli})
+	defer s.Close()
+	sc.run(t, &harness{Ctx: ctx, S: s, Opts: o, API: run.API, CLI: run.CLI})
 	s.Close()
-	if u := api.Unexpected(); len(u) > 0 && sc.api != nil {
-		t.Errorf("the CLI made %d request(s) the scenario did not script; first: %s %s", len(u), u[0].Method, u[0].Path)
+	if sc.api != nil {
+		run.CheckScripted(t)
 	}
-	if *update && sc.record && !t.Failed() && defaultCLIVersion() {
-		tr := rec.Transcript(fmt.Sprintf("%s\n\nRecorded from the real CLI %s by TestRealCLI/%s (go test ./claude -run TestRealCLI/%s -update).",
-			strings.TrimSpace(sc.guards), claudetest.DefaultCLIVersion, sc.name, sc.name))
-		if err := os.MkdirAll(filepath.Dir(transcriptPath(sc.name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.WriteFile(transcriptPath(sc.name)); err != nil {
-			t.Fatal(err)
-		}
+	if *update && sc.record {
+		run.SaveTranscript(t, transcriptPath(sc.name), fmt.Sprintf("%s\n\nRe-record: go test ./claude -run TestRealCLI/%s -update",
+			strings.TrimSpace(sc.guards), sc.name))
 	}
-}
-
-func defaultCLIVersion() bool {
-	v := os.Getenv("TETHER_CLI_VERSION")
-	return (v == "" || v == claudetest.DefaultCLIVersion) && os.Getenv("TETHER_CLI_PATH") == ""
 }
 
 // TestTranscriptReplay replays every recorded scenario through the fake

@@ -3,7 +3,6 @@ package host_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -157,25 +156,18 @@ func TestRealCLI(t *testing.T) {
 }
 
 func runReal(t *testing.T, sc scenario) {
-	apiOpts := &claudetest.MessagesOptions{}
+	var apiOpts *claudetest.MessagesOptions
 	if sc.api != nil {
 		apiOpts = sc.api()
 	}
-	api := claudetest.NewMessagesServer(apiOpts)
-	t.Cleanup(api.Close)
-	cli := claudetest.NewRealCLI(t, api)
-	co := cli.Options()
-	co.SkipVersionCheck = true
-	var stderr strings.Builder
-	var mu sync.Mutex
-	co.Stderr = func(l string) { mu.Lock(); fmt.Fprintln(&stderr, l); mu.Unlock() }
+	run := claudetest.NewRealRun(t, apiOpts)
+	co := run.Options
+	if !sc.record {
+		co.Transport = nil // nothing to keep: run the CLI directly
+	}
 	o := &host.Options{CLI: co}
 	if sc.opts != nil {
 		sc.opts(o)
-	}
-	rec := &claudetest.Recorder{Replace: map[string]string{cli.Dir: "$CWD", cli.Home: "$HOME"}}
-	if sc.record {
-		co.Transport = rec
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -183,36 +175,20 @@ func runReal(t *testing.T, sc scenario) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	h := &harness{Ctx: ctx, S: s, API: api, CLI: cli, states: watchStates(ctx, s)}
+	h := &harness{Ctx: ctx, S: s, API: run.API, CLI: run.CLI, states: watchStates(ctx, s)}
 	defer func() {
 		s.Close()
 		<-h.states.done
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("CLI stderr:\n%s", stderr.String())
-			mu.Unlock()
-		}
 	}()
 	sc.run(t, h)
 	s.Close()
-	if u := api.Unexpected(); len(u) > 0 && sc.api != nil {
-		t.Errorf("the CLI made %d request(s) the scenario did not script; first: %s %s", len(u), u[0].Method, u[0].Path)
+	if sc.api != nil {
+		run.CheckScripted(t)
 	}
-	if *update && sc.record && !t.Failed() && defaultCLIVersion() {
-		tr := rec.Transcript(fmt.Sprintf("%s\n\nRecorded from the real CLI %s by TestRealCLI/%s (go test ./host -run TestRealCLI/%s -update).",
-			strings.TrimSpace(sc.guards), claudetest.DefaultCLIVersion, sc.name, sc.name))
-		if err := os.MkdirAll(filepath.Dir(transcriptPath(sc.name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.WriteFile(transcriptPath(sc.name)); err != nil {
-			t.Fatal(err)
-		}
+	if *update && sc.record {
+		run.SaveTranscript(t, transcriptPath(sc.name), fmt.Sprintf("%s\n\nRe-record: go test ./host -run TestRealCLI/%s -update",
+			strings.TrimSpace(sc.guards), sc.name))
 	}
-}
-
-func defaultCLIVersion() bool {
-	v := os.Getenv("TETHER_CLI_VERSION")
-	return (v == "" || v == claudetest.DefaultCLIVersion) && os.Getenv("TETHER_CLI_PATH") == ""
 }
 
 // TestTranscriptReplay replays every recorded scenario through the fake
