@@ -58,7 +58,7 @@ func TestRealCLIRunApprove(t *testing.T) {
 	if tr := reqs[1].Params.ToolResult("toolu_bash"); tr == nil || tr.IsError {
 		t.Errorf("tool result sent = %+v", tr)
 	}
-	if !strings.Contains(term.text(), "\x1b") && !strings.Contains(term.out.String(), "\x1b[") {
+	if !strings.Contains(term.raw(), "\x1b[") {
 		t.Error("no colours on a terminal")
 	}
 	noProcessIn(t, cli.Dir)

@@ -113,6 +113,13 @@ func startTerminal(t *testing.T, ctx context.Context, env []string, dir string, 
 	return term
 }
 
+// raw is what the program wrote to the terminal, escape sequences and all.
+func (term *terminal) raw() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.out.String()
+}
+
 // text is what the screen showed, escape sequences removed.
 func (term *terminal) text() string {
 	term.mu.Lock()
