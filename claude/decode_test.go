@@ -174,6 +174,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte("{\"type\":\"system\",\"subtype\":\"init\"}\n\n\r\n{\"type\":\"x\"}"))
 	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_delta","delta":null}}`))
+	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b\\c\u00e9"}},"uuid":"u"}`))
 	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_start","content_block":7}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := wire.NewReader(bufio.NewReader(bytes.NewReader(data)), 4096)
@@ -185,6 +186,7 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				return
 			}
+			checkFastPath(t, line)
 			m, err := claude.DecodeMessage(line)
 			if err != nil {
 				continue

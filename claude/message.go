@@ -182,6 +182,10 @@ func DecodeMessage(line []byte) (Message, error) {
 	var m Message
 	switch typ {
 	case "stream_event":
+		if e, ok := decodeDeltaFast(line); ok {
+			e.Raw = line
+			return e, nil
+		}
 		e := new(StreamEvent)
 		if err := e.decode(line); err != nil {
 			if !isTypeError(err) {

@@ -1,0 +1,21 @@
+package claude
+
+// DecodeGeneral decodes a line without the token-delta fast path, so
+// tests can check the two agree.
+func DecodeGeneral(line []byte) (Message, error) {
+	e := new(StreamEvent)
+	if err := e.decode(line); err != nil {
+		return nil, err
+	}
+	e.Raw = line
+	return e, nil
+}
+
+// DecodeDeltaFast exposes the fast path to tests.
+func DecodeDeltaFast(line []byte) (Message, bool) {
+	e, ok := decodeDeltaFast(line)
+	if ok {
+		e.Raw = line
+	}
+	return e, ok
+}

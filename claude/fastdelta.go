@@ -1,0 +1,287 @@
+package claude
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// decodeDeltaFast decodes the commonest stdout line by far — a
+// stream_event carrying a content_block_delta, one per token — without the
+// reflection-driven decoder, which costs about three times as much per
+// line. It returns ok false for anything it is not sure of (another event,
+// an unknown delta or member, invalid UTF-8, malformed JSON), and the
+// general decoder then takes the line. FuzzDecode checks that whenever this
+// succeeds, the general decoder gives the same message.
+func decodeDeltaFast(line []byte) (e *StreamEvent, ok bool) {
+	s := scanner{b: line}
+	if !s.consume('{') {
+		return nil, false
+	}
+	e = &StreamEvent{}
+	var ev *ContentBlockDeltaEvent
+	for first := true; ; first = false {
+		if s.consume('}') {
+			break
+		}
+		if !first && !s.consume(',') {
+			return nil, false
+		}
+		key, ok := s.rawString()
+		if !ok || !s.consume(':') {
+			return nil, false
+		}
+		switch string(key) {
+		case "type":
+			v, ok := s.rawString()
+			if !ok || string(v) != "stream_event" {
+				return nil, false
+			}
+		case "event":
+			if ev, ok = s.deltaEvent(); !ok {
+				return nil, false
+			}
+		case "uuid":
+			if e.UUID, ok = s.stringOrNull(); !ok {
+				return nil, false
+			}
+		case "session_id":
+			if e.SessionID, ok = s.stringOrNull(); !ok {
+				return nil, false
+			}
+		case "parent_tool_use_id":
+			if e.ParentToolUseID, ok = s.stringOrNull(); !ok {
+				return nil, false
+			}
+		default:
+			return nil, false // ttft_ms and anything newer: the general path
+		}
+	}
+	s.ws()
+	if s.i != len(s.b) || ev == nil {
+		return nil, false
+	}
+	e.Event = ev
+	return e, true
+}
+
+// deltaEvent decodes {"type":"content_block_delta","index":N,"delta":{…}}.
+func (s *scanner) deltaEvent() (*ContentBlockDeltaEvent, bool) {
+	if !s.consume('{') {
+		return nil, false
+	}
+	ev := &ContentBlockDeltaEvent{}
+	sawType := false
+	for first := true; ; first = false {
+		if s.consume('}') {
+			break
+		}
+		if !first && !s.consume(',') {
+			return nil, false
+		}
+		key, ok := s.rawString()
+		if !ok || !s.consume(':') {
+			return nil, false
+		}
+		switch string(key) {
+		case "type":
+			v, ok := s.rawString()
+			if !ok || string(v) != "content_block_delta" {
+				return nil, false
+			}
+			sawType = true
+		case "index":
+			if ev.Index, ok = s.smallInt(); !ok {
+				return nil, false
+			}
+		case "delta":
+			if ev.Delta, ok = s.delta(); !ok {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return ev, sawType && ev.Delta != nil
+}
+
+// delta decodes a text, input_json, thinking or signature delta.
+func (s *scanner) delta() (Delta, bool) {
+	if !s.consume('{') {
+		return nil, false
+	}
+	var typ, val string
+	var sawVal bool
+	for first := true; ; first = false {
+		if s.consume('}') {
+			break
+		}
+		if !first && !s.consume(',') {
+			return nil, false
+		}
+		key, ok := s.rawString()
+		if !ok || !s.consume(':') {
+			return nil, false
+		}
+		switch string(key) {
+		case "type":
+			if typ, ok = s.str(); !ok {
+				return nil, false
+			}
+		case "text", "partial_json", "thinking", "signature":
+			if sawVal { // two value members: leave it to the general path
+				return nil, false
+			}
+			if val, ok = s.str(); !ok {
+				return nil, false
+			}
+			sawVal = true
+			// The member must match the type; checked below with the key.
+			switch {
+			case string(key) == "text" && (typ == "" || typ == "text_delta"):
+			case string(key) == "partial_json" && (typ == "" || typ == "input_json_delta"):
+			case string(key) == "thinking" && (typ == "" || typ == "thinking_delta"):
+			case string(key) == "signature" && (typ == "" || typ == "signature_delta"):
+			default:
+				return nil, false
+			}
+			if typ == "" {
+				typ = deltaTypeOf[string(key)]
+			}
+		default:
+			return nil, false
+		}
+	}
+	if deltaTypeOf[memberOf[typ]] != typ {
+		return nil, false
+	}
+	switch typ {
+	case "text_delta":
+		return &TextDelta{Text: val}, true
+	case "input_json_delta":
+		return &InputJSONDelta{PartialJSON: val}, true
+	case "thinking_delta":
+		return &ThinkingDelta{Thinking: val}, true
+	case "signature_delta":
+		return &SignatureDelta{Signature: val}, true
+	}
+	return nil, false
+}
+
+// The delta types the fast path knows, by their value member.
+var (
+	deltaTypeOf = map[string]string{"text": "text_delta", "partial_json": "input_json_delta", "thinking": "thinking_delta", "signature": "signature_delta"}
+	memberOf    = map[string]string{"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking", "signature_delta": "signature"}
+)
+
+// scanner reads JSON from b for decodeDeltaFast; every method skips
+// leading white space and reports ok false on anything unexpected.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) consume(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// rawString returns a string's bytes between its quotes when it has no
+// escapes and is valid UTF-8 (keys and enum values always are).
+func (s *scanner) rawString() ([]byte, bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			raw := s.b[start:j]
+			return raw, utf8.Valid(raw)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// str decodes a string value, escapes included.
+func (s *scanner) str() (string, bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	start := s.i
+	escaped := false
+	for j := start + 1; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '\\':
+			escaped = true
+			j++ // skip the escaped byte (a quote or backslash among them)
+		case c == '"':
+			s.i = j + 1
+			raw := s.b[start+1 : j]
+			if !escaped {
+				if !utf8.Valid(raw) {
+					return "", false // the general path mangles it into U+FFFD
+				}
+				return string(raw), true
+			}
+			quoted := s.b[start:s.i]
+			if !utf8.Valid(quoted) {
+				return "", false
+			}
+			var v string
+			if unmarshal(quoted, &v) != nil {
+				return "", false
+			}
+			return v, true
+		case c < 0x20:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func (s *scanner) stringOrNull() (string, bool) {
+	s.ws()
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return "", true
+	}
+	return s.str()
+}
+
+// smallInt decodes a non-negative integer of a few digits.
+func (s *scanner) smallInt() (int, bool) {
+	s.ws()
+	n, j := 0, s.i
+	for j < len(s.b) && j-s.i < 9 && s.b[j] >= '0' && s.b[j] <= '9' {
+		n = n*10 + int(s.b[j]-'0')
+		j++
+	}
+	if j == s.i || (s.b[s.i] == '0' && j-s.i > 1) {
+		return 0, false
+	}
+	if j < len(s.b) && (s.b[j] == '.' || s.b[j] == 'e' || s.b[j] == 'E' || (s.b[j] >= '0' && s.b[j] <= '9')) {
+		return 0, false
+	}
+	s.i = j
+	return n, true
+}

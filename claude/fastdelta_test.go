@@ -1,0 +1,56 @@
+package claude_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// checkFastPath fails t if the token-delta fast path decodes line
+// differently from the general decoder. It reports whether the fast path
+// took the line.
+func checkFastPath(t testing.TB, line []byte) bool {
+	fast, ok := claude.DecodeDeltaFast(line)
+	if !ok {
+		return false
+	}
+	general, err := claude.DecodeGeneral(line)
+	if err != nil {
+		t.Fatalf("fast path decoded %q, the general decoder failed: %v", line, err)
+	}
+	if diff := cmp.Diff(general, fast); diff != "" {
+		t.Fatalf("fast path differs on %q (-general +fast):\n%s", line, diff)
+	}
+	return true
+}
+
+func TestDeltaFastPath(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		fast bool // the fast path must take it
+	}{
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}},"session_id":"s1","parent_tool_use_id":null,"uuid":"u6"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":12,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"ls \\u003e x"}},"session_id":"s1","parent_tool_use_id":"toolu_1","uuid":"u7"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"héllo 🌍 \u2028"}},"session_id":"s1","parent_tool_use_id":null,"uuid":"u8"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}},"session_id":"s1","parent_tool_use_id":null,"uuid":"u9"}`, true},
+		{` { "uuid" : "u" , "event" : { "delta" : { "text" : "x" , "type" : "text_delta" } , "index" : 3 , "type" : "content_block_delta" } , "type" : "stream_event" } `, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}},"uuid":null}`, true},
+		// Left to the general decoder:
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}},"uuid":"u"}`, false},
+		{`{"type":"stream_event","event":{"type":"message_stop"},"uuid":"u"}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","extra":1}},"uuid":"u"}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","partial_json":"x"}},"uuid":"u"}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}},"uuid":"u"}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":1.5,"delta":{"type":"text_delta","text":"x"}},"uuid":"u"}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bad` + "\xff" + `"}},"uuid":"u"}`, false},
+		{`{"type":"stream_event","ttft_ms":3,"event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}} trailing`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`, false},
+	} {
+		if got := checkFastPath(t, []byte(tc.line)); got != tc.fast {
+			t.Errorf("fast path took %q: %v, want %v", tc.line, got, tc.fast)
+		}
+	}
+}
