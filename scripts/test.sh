@@ -6,6 +6,8 @@
 # It installs both pinned CLI versions into the cache first
 # (scripts/install-cli.sh), so it works on a fresh machine with Go and npm.
 # With CI=true a missing CLI fails the real-CLI tests instead of skipping them.
+# -count=1: the real-CLI tests depend on a binary Go's test cache does not
+# track, so a cached pass would prove nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,10 +16,10 @@ scripts/install-cli.sh "${versions[@]}" >/dev/null
 
 go vet ./...
 echo "== go test -race ./... (CLI ${versions[0]})"
-TETHER_CLI_VERSION=${versions[0]} go test -race -parallel 6 -timeout 30m ./...
+TETHER_CLI_VERSION=${versions[0]} go test -race -count=1 -parallel 6 -timeout 30m ./...
 echo "== fuzz the line reader and decoder (short run; longer: -fuzztime 10m)"
 go test ./claude -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s
 for v in "${versions[@]:1}"; do
   echo "== real-CLI tests (CLI $v)"
-  TETHER_CLI_VERSION=$v go test -race -parallel 6 -timeout 30m -run 'RealCLI' ./...
+  TETHER_CLI_VERSION=$v go test -race -count=1 -parallel 6 -timeout 30m -run 'RealCLI' ./...
 done
