@@ -109,8 +109,7 @@ func (s *scanner) delta() (Delta, bool) {
 	if !s.consume('{') {
 		return nil, false
 	}
-	var typ, val string
-	var sawVal bool
+	var typ, member, val string
 	for first := true; ; first = false {
 		if s.consume('}') {
 			break
@@ -122,36 +121,25 @@ func (s *scanner) delta() (Delta, bool) {
 		if !ok || !s.consume(':') {
 			return nil, false
 		}
-		switch string(key) {
+		switch k := string(key); k {
 		case "type":
 			if typ, ok = s.str(); !ok {
 				return nil, false
 			}
 		case "text", "partial_json", "thinking", "signature":
-			if sawVal { // two value members: leave it to the general path
+			if member != "" { // two value members: leave it to the general path
 				return nil, false
 			}
 			if val, ok = s.str(); !ok {
 				return nil, false
 			}
-			sawVal = true
-			// The member must match the type; checked below with the key.
-			switch {
-			case string(key) == "text" && (typ == "" || typ == "text_delta"):
-			case string(key) == "partial_json" && (typ == "" || typ == "input_json_delta"):
-			case string(key) == "thinking" && (typ == "" || typ == "thinking_delta"):
-			case string(key) == "signature" && (typ == "" || typ == "signature_delta"):
-			default:
-				return nil, false
-			}
-			if typ == "" {
-				typ = deltaTypeOf[string(key)]
-			}
+			member = k
 		default:
 			return nil, false
 		}
 	}
-	if deltaTypeOf[memberOf[typ]] != typ {
+	// The value member must be the one the type names (or absent).
+	if want, known := memberOf[typ]; !known || (member != "" && member != want) {
 		return nil, false
 	}
 	switch typ {
@@ -167,11 +155,8 @@ func (s *scanner) delta() (Delta, bool) {
 	return nil, false
 }
 
-// The delta types the fast path knows, by their value member.
-var (
-	deltaTypeOf = map[string]string{"text": "text_delta", "partial_json": "input_json_delta", "thinking": "thinking_delta", "signature": "signature_delta"}
-	memberOf    = map[string]string{"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking", "signature_delta": "signature"}
-)
+// memberOf names the value member of each delta type the fast path knows.
+var memberOf = map[string]string{"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking", "signature_delta": "signature"}
 
 // scanner reads JSON from b for decodeDeltaFast; every method skips
 // leading white space and reports ok false on anything unexpected.
