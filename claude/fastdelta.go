@@ -20,15 +20,11 @@ func decodeDeltaFast(line []byte) (e *StreamEvent, ok bool) {
 	e = &StreamEvent{}
 	var ev *ContentBlockDeltaEvent
 	for first := true; ; first = false {
-		if s.consume('}') {
+		key, done, ok := s.member(first)
+		if !ok {
+			return nil, false
+		} else if done {
 			break
-		}
-		if !first && !s.consume(',') {
-			return nil, false
-		}
-		key, ok := s.rawString()
-		if !ok || !s.consume(':') {
-			return nil, false
 		}
 		switch string(key) {
 		case "type":
@@ -72,15 +68,11 @@ func (s *scanner) deltaEvent() (*ContentBlockDeltaEvent, bool) {
 	ev := &ContentBlockDeltaEvent{}
 	sawType := false
 	for first := true; ; first = false {
-		if s.consume('}') {
+		key, done, ok := s.member(first)
+		if !ok {
+			return nil, false
+		} else if done {
 			break
-		}
-		if !first && !s.consume(',') {
-			return nil, false
-		}
-		key, ok := s.rawString()
-		if !ok || !s.consume(':') {
-			return nil, false
 		}
 		switch string(key) {
 		case "type":
@@ -109,37 +101,56 @@ func (s *scanner) delta() (Delta, bool) {
 	if !s.consume('{') {
 		return nil, false
 	}
+	// typ and member hold constants (no allocation per line).
 	var typ, member, val string
 	for first := true; ; first = false {
-		if s.consume('}') {
+		key, done, ok := s.member(first)
+		if !ok {
+			return nil, false
+		} else if done {
 			break
 		}
-		if !first && !s.consume(',') {
-			return nil, false
-		}
-		key, ok := s.rawString()
-		if !ok || !s.consume(':') {
-			return nil, false
-		}
-		switch k := string(key); k {
+		var m string
+		switch string(key) {
 		case "type":
-			if typ, ok = s.str(); !ok {
+			raw, ok := s.rawString()
+			if !ok {
 				return nil, false
 			}
-		case "text", "partial_json", "thinking", "signature":
-			if member != "" { // two value members: leave it to the general path
+			switch string(raw) {
+			case "text_delta":
+				typ = "text_delta"
+			case "input_json_delta":
+				typ = "input_json_delta"
+			case "thinking_delta":
+				typ = "thinking_delta"
+			case "signature_delta":
+				typ = "signature_delta"
+			default:
 				return nil, false
 			}
-			if val, ok = s.str(); !ok {
-				return nil, false
-			}
-			member = k
+			continue
+		case "text":
+			m = "text"
+		case "partial_json":
+			m = "partial_json"
+		case "thinking":
+			m = "thinking"
+		case "signature":
+			m = "signature"
 		default:
+			return nil, false
+		}
+		if member != "" { // two value members: leave it to the general path
+			return nil, false
+		}
+		member = m
+		if val, ok = s.str(); !ok {
 			return nil, false
 		}
 	}
 	// The value member must be the one the type names (or absent).
-	if want, known := memberOf[typ]; !known || (member != "" && member != want) {
+	if typ == "" || (member != "" && member != memberOf[typ]) {
 		return nil, false
 	}
 	switch typ {
@@ -149,10 +160,9 @@ func (s *scanner) delta() (Delta, bool) {
 		return &InputJSONDelta{PartialJSON: val}, true
 	case "thinking_delta":
 		return &ThinkingDelta{Thinking: val}, true
-	case "signature_delta":
+	default: // "signature_delta"
 		return &SignatureDelta{Signature: val}, true
 	}
-	return nil, false
 }
 
 // memberOf names the value member of each delta type the fast path knows.
@@ -163,6 +173,20 @@ var memberOf = map[string]string{"text_delta": "text", "input_json_delta": "part
 type scanner struct {
 	b []byte
 	i int
+}
+
+// member moves to the next member of the object being read (its opening
+// brace consumed) and returns its key, the scanner left at the value; done
+// reports the object's end instead.
+func (s *scanner) member(first bool) (key []byte, done, ok bool) {
+	if s.consume('}') {
+		return nil, true, true
+	}
+	if !first && !s.consume(',') {
+		return nil, false, false
+	}
+	key, ok = s.rawString()
+	return key, false, ok && s.consume(':')
 }
 
 func (s *scanner) ws() {
