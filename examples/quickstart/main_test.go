@@ -4,11 +4,14 @@ import (
 	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/tetherhq/tether/claude/claudetest"
 )
 
-// The README's first command must keep working: run the quickstart
-// against the pinned CLI.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The quickstart must keep working: run it against the pinned CLI.
 func TestRealCLIQuickstart(t *testing.T) {
 	if _, err := claudetest.FindCLI(""); err != nil {
 		if os.Getenv("CI") == "true" {

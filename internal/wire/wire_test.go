@@ -10,9 +10,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 )
 
 // readAll collects lines and per-line errors until a terminal error.
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
 func readAll(r *Reader) (lines []string, tooLong []int, err error) {
 	for {
 		b, err := r.ReadLine()
