@@ -325,53 +325,85 @@ func TestCanUseToolAnswers(t *testing.T) {
 	}
 }
 
-// The CLI withdraws a pending permission request when an interrupt aborts
-// it; the callback's ctx must be cancelled and no late answer sent.
-func TestCanUseToolCancelledByCLI(t *testing.T) {
+// withdrawal drives one CLI→host request that the CLI withdraws
+// (control_cancel_request) while the host's callback runs, as it does
+// when an interrupt aborts a permission prompt or a hook times out.
+type withdrawal struct {
+	started   chan struct{}
+	cancelled chan error
+}
+
+func newWithdrawal() *withdrawal {
+	return &withdrawal{started: make(chan struct{}), cancelled: make(chan error, 1)}
+}
+
+// wait is the callback's body: it blocks until its ctx ends and reports
+// why.
+func (w *withdrawal) wait(ctx context.Context) {
+	close(w.started)
+	<-ctx.Done()
+	w.cancelled <- context.Cause(ctx)
+}
+
+// check connects with opts, has the fake CLI send the request and
+// withdraw it once the callback has started, and asserts that the
+// callback's ctx was cancelled by the CLI and that the host wrote no late
+// answer: the next line it writes must be the next user message.
+func (w *withdrawal) check(t *testing.T, opts *claude.Options, subtype string, body func(c *claudetest.CLI) any) {
+	t.Helper()
 	ctx := testCtx(t)
-	cancelled := make(chan error, 1)
-	extra := make(chan string, 1)
-	s := connect(t, &claude.Options{CanUseTool: func(ctx context.Context, r *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
-		<-ctx.Done()
-		cancelled <- context.Cause(ctx)
-		return &claude.PermissionAllow{}, nil
-	}}, func(ctx context.Context, c *claudetest.CLI) error {
+	next := make(chan string, 1)
+	s := connect(t, opts, func(ctx context.Context, c *claudetest.CLI) error {
 		if _, err := c.HandleInitialize(ctx); err != nil {
 			return err
 		}
-		id, _, err := c.SendRequest("can_use_tool", map[string]any{"tool_name": "Bash", "input": map[string]any{}, "tool_use_id": "t1"})
+		id, _, err := c.SendRequest(subtype, body(c))
 		if err != nil {
 			return err
 		}
-		time.Sleep(10 * time.Millisecond) // let the callback start
+		select {
+		case <-w.started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		if err := c.Cancel(id); err != nil {
 			return err
 		}
-		// The next thing the host writes must be the user message, not a
-		// late answer to the cancelled request.
 		l, err := c.Read(ctx)
 		if err != nil {
 			return err
 		}
-		extra <- l.Type
+		next <- l.Type
 		return nil
 	})
 	select {
-	case cause := <-cancelled:
+	case cause := <-w.cancelled:
 		if cause == nil || !strings.Contains(cause.Error(), "cancelled by the CLI") {
 			t.Errorf("cause = %v", cause)
 		}
 	case <-ctx.Done():
-		t.Fatal("callback ctx was not cancelled")
+		t.Fatalf("the %s callback's ctx was not cancelled", subtype)
 	}
 	// Give a wrongly sent late answer time to be written before our probe.
 	time.Sleep(20 * time.Millisecond)
 	if err := s.Send(ctx, "next"); err != nil {
 		t.Fatal(err)
 	}
-	if typ := <-extra; typ != "user" {
+	if typ := <-next; typ != "user" {
 		t.Errorf("after the cancel the host wrote a %s line, want only the next user message", typ)
 	}
+}
+
+// The CLI withdraws a pending permission request when an interrupt aborts
+// it; the callback's ctx must be cancelled and no late answer sent.
+func TestCanUseToolCancelledByCLI(t *testing.T) {
+	w := newWithdrawal()
+	w.check(t, &claude.Options{CanUseTool: func(ctx context.Context, r *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+		w.wait(ctx)
+		return &claude.PermissionAllow{}, nil
+	}}, "can_use_tool", func(*claudetest.CLI) any {
+		return map[string]any{"tool_name": "Bash", "input": map[string]any{}, "tool_use_id": "t1"}
+	})
 }
 
 func TestControlRequests(t *testing.T) {

@@ -69,8 +69,11 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 }
 
-func TestReplayReportsDivergence(t *testing.T) {
-	tr, err := claudetest.ParseTranscript([]byte("-- stdio --\n> {\"type\":\"control_request\",\"request_id\":\"r1\",\"request\":{\"subtype\":\"initialize\"}}\n< {\"type\":\"control_response\",\"response\":{\"subtype\":\"success\",\"request_id\":\"r1\",\"response\":{}}}\n> {\"type\":\"control_request\",\"request_id\":\"r2\",\"request\":{\"subtype\":\"set_model\"}}\n"))
+// replayError replays a transcript given in its txtar form against a
+// session that sends prompt, and returns the error the replay ended with.
+func replayError(t *testing.T, transcript, prompt string) error {
+	t.Helper()
+	tr, err := claudetest.ParseTranscript([]byte(transcript))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +91,16 @@ func TestReplayReportsDivergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.Send(ctx, "not what was recorded")
-	if err := <-errc; err == nil || !strings.Contains(err.Error(), "control_request/set_model") {
+	s.Send(ctx, prompt)
+	return <-errc
+}
+
+// recordedInit is a transcript's opening: initialize and its answer.
+const recordedInit = "-- stdio --\n> {\"type\":\"control_request\",\"request_id\":\"r1\",\"request\":{\"subtype\":\"initialize\"}}\n< {\"type\":\"control_response\",\"response\":{\"subtype\":\"success\",\"request_id\":\"r1\",\"response\":{}}}\n"
+
+func TestReplayReportsDivergence(t *testing.T) {
+	err := replayError(t, recordedInit+"> {\"type\":\"control_request\",\"request_id\":\"r2\",\"request\":{\"subtype\":\"set_model\"}}\n", "not what was recorded")
+	if err == nil || !strings.Contains(err.Error(), "control_request/set_model") {
 		t.Errorf("replay error = %v, want one naming the expected line", err)
 	}
 }
@@ -105,26 +116,8 @@ func TestParseTranscriptErrors(t *testing.T) {
 // A host that writes the right kind of line with the wrong content (a
 // different prompt, a different permission answer) diverges too.
 func TestReplayComparesPayloads(t *testing.T) {
-	tr, err := claudetest.ParseTranscript([]byte("-- stdio --\n> {\"type\":\"control_request\",\"request_id\":\"r1\",\"request\":{\"subtype\":\"initialize\"}}\n< {\"type\":\"control_response\",\"response\":{\"subtype\":\"success\",\"request_id\":\"r1\",\"response\":{}}}\n> {\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]},\"uuid\":\"11111111-2222-4333-8444-555555555555\"}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	script := claudetest.Replay(tr)
-	fake := &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
-		err := script(ctx, c)
-		errc <- err
-		return err
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := claude.Connect(ctx, &claude.Options{Transport: fake})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Send(ctx, "bye")
-	if err := <-errc; err == nil || !strings.Contains(err.Error(), `"text":"hello"`) {
+	err := replayError(t, recordedInit+"> {\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]},\"uuid\":\"11111111-2222-4333-8444-555555555555\"}\n", "bye")
+	if err == nil || !strings.Contains(err.Error(), `"text":"hello"`) {
 		t.Errorf("replay error = %v, want one showing the recorded prompt", err)
 	}
 }
