@@ -119,7 +119,16 @@ func TestCancelMessage(t *testing.T) {
 		_, err = c.ReadUser(ctx)
 		return err
 	})
+	states := s.Watch(ctx)
 	d1, _ := s.Send(ctx, "one")
+	// Send the second prompt only once the host has seen the first turn
+	// start: queued before that, this non-echoing fake's turn would be
+	// taken to have merged it (and its result would race the cancel).
+	for l := range states {
+		if l.State == host.StateRequesting {
+			break
+		}
+	}
 	d2, _ := s.Send(ctx, "two")
 	if err := s.CancelMessage(ctx, d2.UUID); err != nil {
 		t.Fatal(err)
