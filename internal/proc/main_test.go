@@ -67,6 +67,15 @@ func child(mode string, args []string) int {
 		time.Sleep(time.Hour)
 		return 0
 
+	case "spew": // spew N: write N numbered lines to stderr, exit 0
+		n, _ := strconv.Atoi(args[0])
+		w := bufio.NewWriter(os.Stderr)
+		for i := range n {
+			fmt.Fprintf(w, "line %d\n", i)
+		}
+		w.Flush()
+		return 0
+
 	case "exit": // exit at once with the code in args[0]
 		code, _ := strconv.Atoi(args[0])
 		return code
@@ -105,6 +114,30 @@ func child(mode string, args []string) int {
 		}
 		fmt.Println(p.PID())
 		return 0
+
+	case "host-tree": // host-tree HOW: start a CLI that spawns two setsid
+		// grandchildren, print the CLI's PID and theirs, then die without
+		// Close once the test writes a line: HOW is "exit" (os.Exit),
+		// "panic", or "kill" (wait for the test to SIGKILL us).
+		p, err := Start(Config{Path: selfPath(), Args: []string{"2", "setsid", "ignore-eof"}, Env: childEnv("spawn")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Printf("%d %s", p.PID(), line)
+		bufio.NewReader(os.Stdin).ReadString('\n') // the test has looked
+		switch args[0] {
+		case "panic":
+			panic("host-tree panics")
+		case "kill":
+			time.Sleep(time.Hour)
+		}
+		os.Exit(0)
 	}
 	fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 	return 2

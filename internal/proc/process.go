@@ -10,17 +10,39 @@
 // A Process owns its process group. Whenever the CLI exits, on its own or
 // because Close ended it, everything left in its group (tool subprocesses,
 // MCP servers it spawned) is killed with SIGKILL before the CLI is reaped:
-// a stray child of a finished session must not outlive it. On Linux the CLI
-// also gets SIGKILL if the host process dies (see Start). Processes that
-// leave the group on purpose (setsid, setpgid) are beyond reach; Close still
-// returns, because no step of it waits on a pipe unboundedly.
+// a stray child of a finished session must not outlive it. Close never
+// waits on a pipe unboundedly.
+//
+// What else each platform gets:
+//
+//   - Linux: the CLI runs under a supervisor process (the host's own
+//     executable, re-executed; see supervise_linux.go) that is a child
+//     subreaper and holds a pipe to the host. Every descendant of the CLI,
+//     including those that left its process group or session (the CLI
+//     starts its Bash tool with setsid), is killed when the CLI exits for
+//     any reason (on its own, SIGKILL, Close escalating to SIGKILL) and
+//     when the host dies in any way (Close not called, os.Exit, a panic,
+//     SIGKILL), since the kernel closes the host's end of the pipe then.
+//     No OS thread is held per process: exits are awaited through pidfds
+//     in the runtime's poller. The cost is one small extra process per
+//     CLI. Where the supervisor cannot run (TETHER_NO_SUPERVISOR set in the
+//     environment, a c-shared or c-archive host, no /proc) the CLI is
+//     started directly, as before: its process group is killed, and the
+//     CLI itself (not what left its group) gets SIGKILL if the host dies
+//     (Pdeathsig, which costs one locked OS thread per CLI).
+//   - Other Unix systems: the process group only. Processes that leave it
+//     (setsid, setpgid) survive the CLI, and nothing reaches the CLI when
+//     the host dies without Close.
+//   - Windows: the CLI process itself only.
 package proc
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -28,6 +50,12 @@ import (
 	"time"
 	"unicode/utf8"
 )
+
+// envNoSupervisor, set to any non-empty value in the host's environment,
+// turns the Linux supervisor off: processes are started directly, as on
+// other platforms. An escape hatch for hosts where re-executing their own
+// binary is impossible or unwanted.
+const envNoSupervisor = "TETHER_NO_SUPERVISOR"
 
 // Defaults for the zero Config.
 const (
@@ -55,6 +83,12 @@ const (
 	// maxTailLine is the longest line kept in the tail: the tail ends up
 	// in error messages, where a few KiB of a line says enough.
 	maxTailLine = 4 << 10
+
+	// stderrQueueLines and stderrQueueBytes bound the stderr lines read
+	// but not yet taken by Config.Stderr; see Config.Stderr for the
+	// policy.
+	stderrQueueLines = 1024
+	stderrQueueBytes = 4 << 20
 )
 
 // Config describes a process to start.
@@ -71,9 +105,19 @@ type Config struct {
 	Dir string
 
 	// Stderr, when set, is called with each stderr line (without its line
-	// ending, at most 1 MiB of it), in order, from a single goroutine.
-	// Done waits for it, so it must return promptly.
+	// ending, at most 1 MiB of it), in order, from a single goroutine of
+	// its own. Lines wait for it in a queue of at most 1024 lines and
+	// 4 MiB; when the queue is full (the callback is slow or blocked) new
+	// lines are dropped for it, and counted in ExitStatus.StderrDropped
+	// (the stderr tail keeps them all the same). A panic in the callback is
+	// recovered and logged; the next line is delivered as usual. Neither
+	// Done nor Close waits for the callback: the goroutine ends once it
+	// has delivered what was queued when stderr ended.
 	Stderr func(line string)
+
+	// Logger receives diagnostics at debug level (no supervisor, a
+	// recovered Stderr panic). nil discards them.
+	Logger *slog.Logger
 
 	// Grace is how long Close lets the process exit on its own after
 	// closing its stdin, before signalling it. 0 (or less) means 5 s.
@@ -102,12 +146,17 @@ type ExitStatus struct {
 	// Err is the error from waiting for the process: an *exec.ExitError
 	// for a nonzero code or a signal, nil for code 0.
 	Err error
+	// StderrDropped counts the stderr lines not passed to Config.Stderr
+	// because its queue was full.
+	StderrDropped int
 }
 
 // Process is a running CLI. Its methods are safe for concurrent use.
 type Process struct {
 	cmd      *exec.Cmd
-	pid      int
+	pid      int // the CLI's
+	pgid     int // the process group's: the CLI's, or its supervisor's
+	log      *slog.Logger
 	grace    time.Duration
 	termWait time.Duration
 	tailMax  int
@@ -116,6 +165,20 @@ type Process struct {
 	stdin  *os.File // our end of the CLI's stdin
 	stdout *os.File // our end of the CLI's stdout
 	stderr *os.File // our end of the CLI's stderr, owned by readStderr
+
+	// Under a supervisor (Linux): ctl is our end of its control pipe;
+	// closing it makes the supervisor kill the CLI and all it started.
+	supervised bool
+	ctl        *os.File
+	ctlOnce    sync.Once
+
+	// The Stderr callback's queue.
+	qmu     sync.Mutex
+	queue   []string
+	qbytes  int
+	qend    bool          // stderr ended: deliver what is queued, then stop
+	qwake   chan struct{} // signalled when the queue gains a line or ends
+	dropped int
 
 	reaped     chan struct{} // closed once the CLI has been waited for
 	stderrDone chan struct{} // closed when readStderr returns
@@ -151,14 +214,35 @@ func Start(c Config) (*Process, error) {
 	if c.Path == "" {
 		return nil, errors.New("proc: empty executable path")
 	}
+	if exe := supervisorPath(); exe != "" {
+		p, err := start(c, exe)
+		if err == nil || !errors.Is(err, errNoSupervisor) {
+			return p, err
+		}
+		logger(c.Logger).Debug("proc: starting the CLI without a supervisor", "err", err)
+	}
+	return start(c, "")
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// start starts c under the supervisor exe, or directly if exe is "".
+func start(c Config, exe string) (*Process, error) {
 	p := &Process{
 		grace:      orDefault(c.Grace, DefaultGrace),
 		termWait:   orDefault(c.TermWait, DefaultTermWait),
 		tailMax:    c.StderrTail,
 		onLine:     c.Stderr,
+		log:        logger(c.Logger),
 		reaped:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		done:       make(chan struct{}),
+		qwake:      make(chan struct{}, 1),
 	}
 	if p.tailMax <= 0 {
 		p.tailMax = DefaultStderrTail
@@ -188,17 +272,24 @@ func Start(c Config) (*Process, error) {
 		return nil, fmt.Errorf("proc: creating pipes: %w", err)
 	}
 
-	p.cmd = exec.Command(c.Path, c.Args...)
-	p.cmd.Env = c.Env
-	p.cmd.Dir = c.Dir
-	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = child[0], child[1], child[2]
-	p.cmd.SysProcAttr = sysProcAttr()
+	if exe != "" {
+		if err := p.startSupervised(c, exe, child); err != nil {
+			closeAll()
+			return nil, err
+		}
+	} else {
+		p.cmd = exec.Command(c.Path, c.Args...)
+		p.cmd.Env = c.Env
+		p.cmd.Dir = c.Dir
+		p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = child[0], child[1], child[2]
+		p.cmd.SysProcAttr = sysProcAttr()
 
-	started := make(chan error)
-	go p.run(started)
-	if err := <-started; err != nil {
-		closeAll()
-		return nil, err
+		started := make(chan error)
+		go p.run(started)
+		if err := <-started; err != nil {
+			closeAll()
+			return nil, err
+		}
 	}
 	// The child has its copies; ours would keep the pipes from ever
 	// reaching EOF.
@@ -206,6 +297,9 @@ func Start(c Config) (*Process, error) {
 		f.Close()
 	}
 	go p.readStderr()
+	if p.onLine != nil {
+		go p.deliverStderr()
+	}
 	return p, nil
 }
 
@@ -226,23 +320,31 @@ func (p *Process) run(started chan<- error) {
 		return
 	}
 	p.pid = p.cmd.Process.Pid
+	p.pgid = p.pid
 	started <- nil
+	p.reap(waitExitedNoReap, runtime.UnlockOSThread)
+}
 
+// reap waits for the process (the CLI, or its supervisor) to exit and
+// cleans up after it. waitNoReap waits without reaping where it can;
+// afterWait runs once the process is reaped.
+func (p *Process) reap(waitNoReap func(int) bool, afterWait func()) {
 	// Where the platform lets us see the exit without reaping, the zombie
 	// leader still holds the process group ID while we kill what is left
 	// of the group, so the signal cannot reach an unrelated group that
 	// reused the ID. Elsewhere the group is killed right after reaping.
-	held := waitExitedNoReap(p.pid)
+	held := waitNoReap(p.pgid)
 	if held {
 		p.markExited()
-		killGroup(p.pid)
+		killGroup(p.pgid)
 	}
 	err := p.cmd.Wait()
-	runtime.UnlockOSThread()
+	afterWait()
 	if !held {
 		p.markExited()
-		killGroup(p.pid)
+		killGroup(p.pgid)
 	}
+	p.closeCtl()
 	p.mu.Lock()
 	p.status = exitStatus(p.cmd.ProcessState, err, p.sent)
 	p.mu.Unlock()
@@ -263,7 +365,21 @@ func (p *Process) run(started chan<- error) {
 	p.mu.Lock()
 	p.status.Stderr = append([]string(nil), p.tail...)
 	p.mu.Unlock()
+	p.qmu.Lock()
+	dropped := p.dropped
+	p.qmu.Unlock()
+	p.mu.Lock()
+	p.status.StderrDropped = dropped
+	p.mu.Unlock()
 	close(p.done)
+}
+
+// closeCtl closes the supervisor's control pipe, which makes it kill the
+// CLI and everything the CLI started.
+func (p *Process) closeCtl() {
+	if p.ctl != nil {
+		p.ctlOnce.Do(func() { p.ctl.Close() })
+	}
 }
 
 func (p *Process) markExited() {
@@ -292,6 +408,7 @@ func exitStatus(ps *os.ProcessState, err error, sent string) ExitStatus {
 // the pipe.
 func (p *Process) readStderr() {
 	defer close(p.stderrDone)
+	defer p.endQueue()
 	defer p.stderr.Close()
 	br := bufio.NewReaderSize(p.stderr, 16<<10)
 	var line []byte
@@ -324,7 +441,7 @@ func (p *Process) emit(b []byte) {
 	}
 	s := string(b)
 	if p.onLine != nil {
-		p.onLine(s)
+		p.enqueue(s)
 	}
 	kept := truncate(s, maxTailLine)
 	p.mu.Lock()
@@ -334,6 +451,69 @@ func (p *Process) emit(b []byte) {
 	}
 	p.tail = append(p.tail, kept)
 	p.mu.Unlock()
+}
+
+// enqueue queues a line for the Stderr callback, or counts it dropped when
+// the queue is full.
+func (p *Process) enqueue(s string) {
+	p.qmu.Lock()
+	if len(p.queue) >= stderrQueueLines || (len(p.queue) > 0 && p.qbytes+len(s) > stderrQueueBytes) {
+		p.dropped++
+		p.qmu.Unlock()
+		return
+	}
+	p.queue = append(p.queue, s)
+	p.qbytes += len(s)
+	p.qmu.Unlock()
+	p.wake()
+}
+
+func (p *Process) endQueue() {
+	p.qmu.Lock()
+	p.qend = true
+	p.qmu.Unlock()
+	p.wake()
+}
+
+func (p *Process) wake() {
+	select {
+	case p.qwake <- struct{}{}:
+	default:
+	}
+}
+
+// deliverStderr passes queued lines to the Stderr callback until stderr
+// has ended and the queue is empty.
+func (p *Process) deliverStderr() {
+	for {
+		p.qmu.Lock()
+		if len(p.queue) == 0 {
+			end := p.qend
+			p.queue = nil // let a burst's backing array go
+			p.qmu.Unlock()
+			if end {
+				return
+			}
+			<-p.qwake
+			continue
+		}
+		s := p.queue[0]
+		p.queue[0] = ""
+		p.queue = p.queue[1:]
+		p.qbytes -= len(s)
+		p.qmu.Unlock()
+		p.callStderr(s)
+	}
+}
+
+// callStderr calls the Stderr callback, recovering a panic.
+func (p *Process) callStderr(s string) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Log(context.Background(), slog.LevelError, "proc: the Stderr callback panicked", "panic", r)
+		}
+	}()
+	p.onLine(s)
 }
 
 // truncate cuts s to at most max bytes, at a rune boundary, marking the cut.
@@ -358,13 +538,16 @@ func (p *Process) Stdin() io.Writer { return p.stdin }
 // group is killed then) and fails once Close has returned.
 func (p *Process) Stdout() io.Reader { return p.stdout }
 
-// PID returns the process ID, which on Unix is also its process group ID.
+// PID returns the CLI's process ID. Started directly, the CLI leads its
+// process group; under a supervisor the supervisor does.
 func (p *Process) PID() int { return p.pid }
 
 // Done is closed once the process has exited and been reaped and its
 // stderr has been read to the end. (If a process that left the group still
 // holds stderr 2 s after the exit, the rest is abandoned instead.) Every
-// goroutine Start created has ended, or is about to, when Done is closed.
+// goroutine Start created has ended, or is about to, when Done is closed,
+// except the one calling Config.Stderr, which ends once it has delivered
+// the queued lines.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Exit returns how the process ended. It is valid once Done is closed; before
@@ -411,6 +594,14 @@ func (p *Process) shutdown() error {
 		p.signal(sigTerm)
 		if !waitFor(p.reaped, p.termWait) {
 			p.signal(sigKill)
+			if !waitFor(p.reaped, killWait) && p.supervised {
+				// The supervisor did not end: kill it and the CLI too.
+				p.mu.Lock()
+				if !p.exited {
+					killGroup(p.pgid)
+				}
+				p.mu.Unlock()
+			}
 			if !waitFor(p.reaped, killWait) {
 				err = fmt.Errorf("proc: process %d still running %v after SIGKILL", p.pid, killWait)
 			}
@@ -429,6 +620,10 @@ func (p *Process) signal(sig sigKind) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited {
+		return
+	}
+	if p.supervised {
+		p.sent = signalSupervised(p.pgid, sig, p.closeCtl)
 		return
 	}
 	if name := signalGroup(p.cmd.Process, sig); name != "" {

@@ -63,12 +63,23 @@ func TestCloseExitsOnEOF(t *testing.T) {
 // A process that exits by itself gets Done, its code and its stderr, with
 // lines of any length, in order, without Close being called.
 func TestExitOnItsOwn(t *testing.T) {
-	var got []string // written by the stderr goroutine, read after Done
+	var got []string // written by the stderr goroutine, read after last
+	last := make(chan struct{})
 	p := startChild(t, Config{
 		StderrTail: 4,
-		Stderr:     func(line string) { got = append(got, line) },
+		Stderr: func(line string) {
+			got = append(got, line)
+			if line == "no newline" {
+				close(last)
+			}
+		},
 	}, "stderr")
 	waitDone(t, p)
+	select {
+	case <-last:
+	case <-time.After(hangGuard):
+		t.Fatal("the Stderr callback never got the last line")
+	}
 
 	var want []string
 	for i := range 100 {
@@ -195,10 +206,11 @@ func TestExitKillsLeftovers(t *testing.T) {
 	}
 }
 
-// A grandchild that left the process group cannot be killed with it, but
-// holding stdout and stderr open must neither hang Close nor leave a read
-// of Stdout blocked after it.
+// A grandchild that left the process group cannot be killed with it where
+// there is no supervisor, but holding stdout and stderr open must neither
+// hang Close nor leave a read of Stdout blocked after it.
 func TestEscapedGrandchildDoesNotHang(t *testing.T) {
+	t.Setenv(envNoSupervisor, "1")
 	p := startChild(t, Config{}, "spawn", "1", "setsid", "echo")
 	br := bufio.NewReader(p.Stdout())
 	kids := parsePIDs(t, readLine(t, br))
@@ -253,4 +265,65 @@ func waitErr(t *testing.T, c <-chan error) error {
 		t.Fatal("read of Stdout still blocked after Close")
 		return nil
 	}
+}
+
+// A Stderr callback that panics is recovered: the host lives and the next
+// lines are still delivered.
+func TestStderrCallbackPanics(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	last := make(chan struct{})
+	p := startChild(t, Config{Stderr: func(line string) {
+		mu.Lock()
+		got = append(got, line)
+		mu.Unlock()
+		if line == "no newline" {
+			close(last)
+		}
+		panic("callback panics on " + line)
+	}}, "stderr")
+	waitDone(t, p)
+	select {
+	case <-last:
+	case <-time.After(hangGuard):
+		t.Fatal("lines after the first panic were not delivered")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 104 {
+		t.Errorf("delivered %d lines; want 104", len(got))
+	}
+}
+
+// A Stderr callback that blocks delays neither Done nor Close; the lines it
+// could not take are dropped and counted, and its goroutine ends once it
+// returns (goleak in TestMain).
+func TestStderrCallbackBlocks(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var calls int
+	p := startChild(t, Config{Stderr: func(string) {
+		calls++
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+	}}, "spew", "5000")
+	waitDone(t, p)
+	closeOrFail(t, p)
+	<-entered
+	st := p.Exit()
+	if st.Code != 0 {
+		t.Errorf("Exit() = %+v", st)
+	}
+	// One line in the callback, at most a queue's worth waiting, the rest
+	// dropped.
+	if st.StderrDropped < 5000-1-stderrQueueLines {
+		t.Errorf("StderrDropped = %d; want at least %d", st.StderrDropped, 5000-1-stderrQueueLines)
+	}
+	if len(st.Stderr) == 0 || st.Stderr[len(st.Stderr)-1] != "line 4999" {
+		t.Errorf("the tail lost lines: ends %q", st.Stderr[len(st.Stderr)-1:])
+	}
+	close(release)
 }
