@@ -126,6 +126,28 @@
 // Options.Transport replaces the subprocess: an *IOTransport for a CLI
 // started elsewhere, or your own Transport (SSH, containers).
 //
+// What outlives the CLI depends on the platform. On Linux nothing does: the
+// CLI runs under a small supervisor process (this program's own executable,
+// re-executed; package initialisers run in it before it takes over, so
+// keep them free of side effects) that is a child subreaper and holds a
+// pipe to this process. When the CLI exits for any reason, or this process
+// dies in any way (no Close, os.Exit, a panic, SIGKILL), the supervisor
+// kills every process below the CLI, including those in sessions of their
+// own such as the Bash tool's. No OS thread is held per session. Set
+// TETHER_NO_SUPERVISOR=1 in the environment, or build as c-shared or
+// c-archive, to start the CLI directly instead: then, as on other Unix
+// systems, the CLI's process group is killed when it exits and processes
+// that left the group survive; on Linux the CLI alone still dies with this
+// process. On Windows only the CLI process itself is ended.
+//
+// A panic in a function you hand Tether (CanUseTool, hooks, an in-process
+// MCP server's handlers, Options.Stderr) is recovered: a panicking MCP
+// handler becomes an error result the model sees, and the session goes on.
+// Options.Stderr runs on a goroutine of its own behind a bounded queue
+// (1024 lines, 4 MiB); lines it is too slow for are dropped for it (the
+// stderr tail in *ProcessError keeps them), and a blocked Stderr callback
+// delays neither Close nor anything else.
+//
 // # Testing
 //
 // Package claudetest has a scriptable fake CLI (in process, or as a real

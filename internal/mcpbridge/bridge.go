@@ -65,11 +65,13 @@ type Bridge struct {
 }
 
 // New returns a bridge for srv. send receives what the server sends on
-// its own; log receives what the bridge drops (nil discards it).
+// its own; log receives what the bridge drops (nil discards it). New makes
+// srv recover its handlers' panics (see Recover).
 func New(srv *mcp.Server, send SendFunc, log *slog.Logger) *Bridge {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	Recover(srv, log)
 	return &Bridge{srv: srv, send: send, log: log, closing: make(chan struct{}), down: make(chan struct{})}
 }
 

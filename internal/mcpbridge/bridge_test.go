@@ -229,3 +229,38 @@ func closeBridge(t *testing.T, b *mcpbridge.Bridge) {
 		t.Error("the bridge did not end")
 	}
 }
+
+// A panicking handler runs on the SDK's goroutine, out of reach of the
+// session's recover: the bridge's middleware turns it into an isError
+// tool result (or a JSON-RPC error for other methods), and the server
+// goes on serving.
+func TestHandlerPanics(t *testing.T) {
+	ctx := testCtx(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "boom"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		panic("kaboom")
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ok"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}, nil, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		panic("prompt kaboom")
+	})
+	b := mcpbridge.New(srv, func(context.Context, json.RawMessage) error { return nil }, nil)
+	defer closeBridge(t, b)
+	b2 := mcpbridge.New(srv, func(context.Context, json.RawMessage) error { return nil }, nil) // wraps once
+	closeBridge(t, b2)
+	connectClient(t, ctx, b)
+
+	out := handle(t, ctx, b, string(call(1, "boom", `{}`)))
+	if !strings.Contains(out, `"isError":true`) || !strings.Contains(out, "tool panicked: kaboom") {
+		t.Errorf("panicking tool = %s; want an isError result with the panic", out)
+	}
+	out = handle(t, ctx, b, `{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"p"}}`)
+	if !strings.Contains(out, `"error"`) || !strings.Contains(out, "prompt kaboom") {
+		t.Errorf("panicking prompt = %s; want a JSON-RPC error with the panic", out)
+	}
+	if out := handle(t, ctx, b, string(call(3, "ok", `{}`))); !strings.Contains(out, `"text":"fine"`) {
+		t.Errorf("the server after the panics: %s", out)
+	}
+}
