@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetherhq/tether/internal/control"
 	"github.com/tetherhq/tether/internal/mcpbridge"
+	"github.com/tetherhq/tether/internal/safelog"
 	"github.com/tetherhq/tether/internal/wire"
 )
 
@@ -93,10 +94,7 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := safelog.New(o.Logger) // a panicking handler must not crash us
 	tr := o.Transport
 	path := o.CLIPath // a custom transport gets it as given, undiscovered
 	if tr == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/internal/safelog"
 )
 
 // Options configures a host Session. A nil *Options means defaults; the
@@ -138,7 +139,7 @@ func newSession(opts *Options) *Session {
 		id:       newUUID(),
 		opts:     o,
 		policy:   base.CanUseTool,
-		log:      base.Logger,
+		log:      safelog.New(base.Logger), // a panicking handler must not crash us
 		byID:     map[string]*Approval{},
 		watchers: map[*watcher]struct{}{},
 		subs:     map[*subscriber]struct{}{},
