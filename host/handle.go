@@ -112,6 +112,10 @@ func (s *Session) handle(m claude.Message, merr error) {
 func (s *Session) beginTurn() {
 	if !s.turn {
 		s.turn = true
+		if s.turnBegun != nil {
+			close(s.turnBegun) // an Interrupt was waiting for this turn
+			s.turnBegun = nil
+		}
 		s.phase, s.attempt, s.tool = StateRequesting, 0, ""
 		s.turnQueued = s.turnQueued[:0]
 		for _, d := range s.deliveries {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,9 +10,16 @@ import (
 )
 
 // Interrupt stops the running turn: the session is StateInterrupting
-// until the turn's result arrives. With no turn running it does nothing.
+// until the turn's result arrives. Called after Send but before the CLI
+// has started the turn that prompt begins, it waits (bounded by ctx) for
+// that turn to start and interrupts it; if ctx ends first it returns the
+// ctx's error and the turn runs. With no turn running and no prompt
+// waiting to start one it does nothing.
 func (s *Session) Interrupt(ctx context.Context) error {
 	cs, err := s.beginInterrupt()
+	if err == errTurnNotBegun {
+		cs, err = s.awaitTurn(ctx)
+	}
 	if err != nil || cs == nil {
 		return err
 	}
@@ -27,20 +35,86 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	return nil
 }
 
+// errTurnNotBegun is beginInterrupt's answer when a prompt was sent but
+// the CLI has not started its turn yet.
+var errTurnNotBegun = errors.New("host: the turn has not begun")
+
 // beginInterrupt marks the turn as interrupting; cs is nil when no turn
-// runs.
+// runs. It returns errTurnNotBegun, with the state already interrupting,
+// when a sent prompt is still waiting for its turn to start.
 func (s *Session) beginInterrupt() (*claude.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ended {
 		return nil, claude.ErrClosed
 	}
-	if s.cs == nil || !s.turn {
+	if s.cs == nil {
+		return nil, nil
+	}
+	if !s.turn {
+		for _, d := range s.deliveries {
+			if d.status == DeliveryQueued {
+				s.interrupting = true
+				s.transition()
+				return nil, errTurnNotBegun
+			}
+		}
 		return nil, nil
 	}
 	s.interrupting = true
 	s.transition()
 	return s.cs, nil
+}
+
+// awaitTurn waits for the turn a sent prompt starts, for Interrupt. It
+// returns the CLI session to interrupt, or nil when the prompt will start
+// no turn after all (the CLI ended, the prompt was cancelled or lost).
+func (s *Session) awaitTurn(ctx context.Context) (*claude.Session, error) {
+	for {
+		s.mu.Lock()
+		switch {
+		case s.closed || s.ended:
+			s.mu.Unlock()
+			return nil, claude.ErrClosed
+		case s.cs == nil:
+			s.mu.Unlock()
+			return nil, nil
+		case s.turn:
+			s.interrupting = true
+			s.transition()
+			cs := s.cs
+			s.mu.Unlock()
+			return cs, nil
+		}
+		queued := false
+		for _, d := range s.deliveries {
+			queued = queued || d.status == DeliveryQueued
+		}
+		if !queued {
+			s.interrupting = false
+			s.transition()
+			s.mu.Unlock()
+			return nil, nil
+		}
+		if s.turnBegun == nil {
+			s.turnBegun = make(chan struct{})
+		}
+		begun, done := s.turnBegun, s.done
+		s.mu.Unlock()
+		select {
+		case <-begun:
+		case <-done:
+			return nil, claude.ErrClosed
+		case <-ctx.Done():
+			s.mu.Lock()
+			if !s.turn {
+				s.interrupting = false
+				s.transition()
+			}
+			s.mu.Unlock()
+			return nil, fmt.Errorf("host: interrupt: the turn had not begun: %w", ctx.Err())
+		}
+	}
 }
 
 // DenyAndInterrupt denies every pending approval with message, telling
@@ -102,6 +176,9 @@ func (st InterruptStep) String() string {
 // resumed. ctx bounds the whole; it returns the step that worked.
 func (s *Session) ForceInterrupt(ctx context.Context) (InterruptStep, error) {
 	cs, err := s.beginInterrupt()
+	if err == errTurnNotBegun {
+		cs, err = s.awaitTurn(ctx)
+	}
 	if err != nil || cs == nil {
 		return InterruptNotNeeded, err
 	}

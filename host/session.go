@@ -107,6 +107,10 @@ type Session struct {
 
 	done chan struct{}
 	wg   sync.WaitGroup // run loops and restarts
+
+	// turnBegun is closed by beginTurn (s.mu held); an Interrupt waiting
+	// for the turn of a sent prompt makes it.
+	turnBegun chan struct{}
 }
 
 type toolRun struct{ id, name string }
