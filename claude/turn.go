@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/tetherhq/tether/internal/wire"
@@ -33,11 +34,28 @@ func (t *turnState) sent() {
 	t.mu.Unlock()
 }
 
+// unsent takes back a user message that was not written after all.
+func (t *turnState) unsent() {
+	t.mu.Lock()
+	t.sends--
+	t.consumed = min(t.consumed, t.sends)
+	t.mu.Unlock()
+}
+
 // observe updates the state from one stdout line of the given type.
 func (t *turnState) observe(typ string, line []byte) {
 	switch typ {
 	case "system":
-		if st, ok := wire.PeekString(line, `{"type":"system","subtype":"`); !ok || st != "init" {
+		st, ok := wire.PeekString(line, `{"type":"system","subtype":"`)
+		if !ok {
+			// Another member order: system lines are few, decode it.
+			var v struct {
+				Subtype string `json:"subtype"`
+			}
+			_ = json.Unmarshal(line, &v)
+			st = v.Subtype
+		}
+		if st != "init" {
 			return
 		}
 		t.mu.Lock()

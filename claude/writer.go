@@ -191,10 +191,15 @@ func (s *Session) writeOne(r *writeReq) error {
 		s.inClose.Store(true)
 		return s.conn.(InputCloser).CloseInput()
 	}
+	if r.kind == lineUser {
+		// Counted before the write: the CLI may start the turn (and we
+		// read its init) before Write returns.
+		s.turn.sent()
+	}
 	err := s.conn.Write(r.ctx, r.line)
 	var pe *wire.PartialWriteError
-	if r.kind == lineUser && (err == nil || errors.As(err, &pe)) {
-		s.turn.sent() // a cut prompt may start a turn too, for all we know
+	if r.kind == lineUser && err != nil && !errors.As(err, &pe) {
+		s.turn.unsent() // nothing went out (a cut prompt may start a turn, for all we know)
 	}
 	if err != nil {
 		if errors.As(err, &pe) {
