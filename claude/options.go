@@ -123,7 +123,7 @@ type Options struct {
 	// nothing is lost, the CLI blocks on its writes, and the control
 	// requests behind those messages (permission, hook and MCP requests,
 	// answers to Interrupt, SetModel, …) wait too. Receive continuously to
-	// have them served. 0 means DefaultMaxBufferedBytes (4 MiB).
+	// have them served. 0 means DefaultMaxBufferedBytes (1 MiB).
 	MaxBufferedBytes int
 	// QueryTaskTimeout bounds how long Query keeps the CLI running after a
 	// result while background tasks (agents run in the background, which

@@ -41,7 +41,7 @@ import (
 //
 // Buffering: the session reads the CLI's stdout ahead of Receive, so that
 // permission, hook and MCP requests are answered even while the user is
-// busy, up to Options.MaxBufferedBytes of unreceived messages (4 MiB by
+// busy, up to Options.MaxBufferedBytes of unreceived messages (1 MiB by
 // default). Past that it stops reading until Receive catches up; nothing
 // is dropped, the CLI blocks on its writes, and control requests behind
 // the unread messages wait too. Receive continuously (package host always
@@ -98,7 +98,7 @@ const (
 	// in the official Python SDK.
 	DefaultInitializeTimeout = 60 * time.Second
 	// DefaultMaxBufferedBytes is Options.MaxBufferedBytes's default.
-	DefaultMaxBufferedBytes = 4 << 20
+	DefaultMaxBufferedBytes = 1 << 20
 	// DefaultQueryTaskTimeout is Options.QueryTaskTimeout's default.
 	DefaultQueryTaskTimeout = 10 * time.Minute
 )
@@ -450,11 +450,18 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 			s.queue[s.qhead] = item{}
 			s.qhead++
 			s.qbytes -= it.size()
-			if s.qhead == len(s.queue) {
+			switch {
+			case s.qhead == len(s.queue):
 				if cap(s.queue) > 4096 {
 					s.queue = nil // give a burst's slice back
 				}
 				s.queue, s.qhead = s.queue[:0], 0
+			case s.qhead >= 1024 && s.qhead*2 >= len(s.queue):
+				// The read loop keeps appending while we take: without
+				// this the slice would grow with every message ever read.
+				n := copy(s.queue, s.queue[s.qhead:])
+				clear(s.queue[n:])
+				s.queue, s.qhead = s.queue[:n], 0
 			}
 			if s.rwait && s.qbytes <= s.qmax/2 {
 				s.rwait = false
