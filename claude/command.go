@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,16 @@ import (
 // the host), its stderr is read line by line, and Close shuts it down in
 // order: close stdin, wait, SIGTERM the group, wait, SIGKILL the group.
 type CommandTransport struct {
-	// TermTimeout bounds the wait between SIGTERM and SIGKILL (0 = 5 s).
+	// TermTimeout bounds the wait between SIGTERM and SIGKILL (0 = 400 ms).
+	// The CLI has had Launch.CloseTimeout to exit on its own before SIGTERM,
+	// so this only bounds how long a CLI that ignored its closed stdin may
+	// take to die; Session.Close promises to return within CloseTimeout
+	// plus 1 s, which a longer TermTimeout breaks.
 	TermTimeout time.Duration
 }
+
+// defaultTermTimeout is CommandTransport.TermTimeout's default.
+const defaultTermTimeout = 400 * time.Millisecond
 
 // Connect starts the CLI.
 func (t *CommandTransport) Connect(ctx context.Context, l *Launch) (Conn, error) {
@@ -37,7 +45,7 @@ func (t *CommandTransport) Connect(ctx context.Context, l *Launch) (Conn, error)
 		Dir:      l.Dir,
 		Stderr:   l.Stderr,
 		Grace:    l.CloseTimeout,
-		TermWait: t.TermTimeout,
+		TermWait: cmp.Or(t.TermTimeout, defaultTermTimeout),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claude: starting %s: %w", l.Path, err)
@@ -73,11 +81,26 @@ func (c *commandConn) Read(ctx context.Context) ([]byte, error) {
 	return nil, &ProcessError{ExitCode: st.Code, Signal: st.Signal, Stderr: st.Stderr, Err: st.Err}
 }
 
+// Write honours ctx: the stdin pipe takes write deadlines.
 func (c *commandConn) Write(ctx context.Context, line []byte) error {
-	return c.w.WriteLine(line)
+	return c.w.WriteLineContext(ctx, line)
 }
 
 func (c *commandConn) Close() error { return c.p.Close() }
+
+// CloseInput closes the CLI's stdin only: it finishes what it has and exits.
+func (c *commandConn) CloseInput() error {
+	if f, ok := c.p.Stdin().(io.Closer); ok {
+		return f.Close()
+	}
+	return nil
+}
+
+// kill ends the CLI at once (a failed start).
+func (c *commandConn) kill() { c.p.Kill() }
+
+// stderrTail is what the CLI wrote to stderr lately.
+func (c *commandConn) stderrTail() []string { return c.p.StderrTail() }
 
 // findCLI runs discovery and the version probe.
 func findCLI(ctx context.Context, o *Options) (string, error) {

@@ -56,9 +56,41 @@
 // errors are not all final: a *LineError (one stdout line could not be
 // read) and a *ResultError (a failed turn, yielded with its
 // *ResultMessage) are followed by more messages. The session reads the
-// CLI's stdout continuously, whether or not anyone is receiving, so that
-// permission requests are answered on time; unread messages are queued
-// without limit and never dropped.
+// CLI's stdout ahead of Receive, so that permission requests are answered
+// while the program is busy, up to Options.MaxBufferedBytes of unreceived
+// messages (1 MiB by default); past that it stops reading until Receive
+// catches up, and the CLI blocks on its writes. Nothing is ever dropped,
+// but control requests written after the unread messages (permission,
+// hook and MCP requests, the answers to Interrupt and the other control
+// calls) wait behind them: receive continuously to keep them flowing, as
+// package host does.
+//
+// # Bounds
+//
+// Every call that can block takes a ctx and returns by its deadline,
+// whatever the CLI does, with an error that matches ctx's error:
+//
+//   - Writes (Send, the control calls, the answers to the CLI's requests)
+//     go through one writer goroutine that owns the CLI's stdin; no lock
+//     is held across a write. A line whose ctx ends before any of it went
+//     out is dropped whole and the session goes on. A line cut in the
+//     middle (a CLI that stopped reading stdin during a large write)
+//     breaks the input: later writes fail with ErrInputBroken, and the
+//     session should be closed.
+//   - Connect waits for the CLI's answer to initialize until its ctx ends
+//     or Options.InitializeTimeout (60 s) passes, then kills the CLI and
+//     returns an *InitializeError with its stderr tail. A CLI that exits
+//     during the start gives a *ProcessError, with the *ResultError of the
+//     result line it wrote first (an unknown --resume id) in the chain.
+//   - Close returns within Options.CloseTimeout plus 1 s, whatever the CLI
+//     does: stopped, not reading, not writing, ignoring SIGTERM. It
+//     interrupts only a running turn (tracked from the CLI's system/init
+//     and result lines, queued prompts included), never an idle session.
+//     CloseInput instead closes stdin and lets the running turn finish.
+//     Wait reports how the CLI exited, after Close too.
+//   - Query ends when the CLI has nothing left running: background tasks
+//     (2.1.330 runs the Agent tool in the background) and the turn the CLI
+//     starts for their reports, bounded by Options.QueryTaskTimeout.
 //
 // # Permissions
 //
@@ -121,7 +153,7 @@
 // PATH, the usual install places), checks its version, and runs it as a
 // *CommandTransport subprocess in its own process group; Close interrupts
 // a running turn, closes stdin, waits Options.CloseTimeout, then signals
-// the group. Options.Env adds to the host's environment (CLAUDECODE is
+// the group (SIGTERM, and SIGKILL 400 ms later). Options.Env adds to the host's environment (CLAUDECODE is
 // always removed); with Options.EnvOnly it is the whole environment.
 // Options.Transport replaces the subprocess: an *IOTransport for a CLI
 // started elsewhere, or your own Transport (SSH, containers).

@@ -110,8 +110,27 @@ type Options struct {
 	MaxLineSize int
 	// CloseTimeout bounds how long Close waits for the CLI to exit on its
 	// own after stdin is closed (it flushes its session file) before
-	// signalling it. 0 means 5 seconds.
+	// signalling it. 0 means 5 seconds. Close returns within CloseTimeout
+	// plus 1 s, whatever the CLI does.
 	CloseTimeout time.Duration
+	// InitializeTimeout bounds how long Connect waits for the CLI to answer
+	// the initialize request, even when Connect's ctx has no deadline (the
+	// earlier of the two wins). 0 means DefaultInitializeTimeout (60 s).
+	InitializeTimeout time.Duration
+	// MaxBufferedBytes bounds the messages read from the CLI's stdout that
+	// nobody has received yet (line bytes plus a small per-message cost).
+	// Past it, the session stops reading stdout until Receive catches up:
+	// nothing is lost, the CLI blocks on its writes, and the control
+	// requests behind those messages (permission, hook and MCP requests,
+	// answers to Interrupt, SetModel, …) wait too. Receive continuously to
+	// have them served. 0 means DefaultMaxBufferedBytes (1 MiB).
+	MaxBufferedBytes int
+	// QueryTaskTimeout bounds how long Query keeps the CLI running after a
+	// result while background tasks (agents run in the background, which
+	// 2.1.330 does by default) are still running, so that their reports and
+	// the turn that follows them reach the caller. 0 means
+	// DefaultQueryTaskTimeout (10 minutes).
+	QueryTaskTimeout time.Duration
 
 	// Hooks.
 
@@ -209,6 +228,9 @@ func (o *Options) validate() error {
 	}
 	if o.MaxThinkingTokens < 0 {
 		return fmt.Errorf("claude: Options.MaxThinkingTokens is negative (%d)", o.MaxThinkingTokens)
+	}
+	if o.MaxBufferedBytes < 0 {
+		return fmt.Errorf("claude: Options.MaxBufferedBytes is negative (%d)", o.MaxBufferedBytes)
 	}
 	if o.MaxLineSize < 0 {
 		return fmt.Errorf("claude: Options.MaxLineSize is negative (%d)", o.MaxLineSize)

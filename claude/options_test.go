@@ -134,6 +134,10 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"SkipVersionCheck": "TestVersionCheck",
 		"Logger":           "TestLoggerReportsBadLines",
 		"ObserveControl":   "TestObserveControlInStreamOrder",
+		// Session I/O bounds (issue 10).
+		"InitializeTimeout": "TestConnectInitializeTimeout",
+		"MaxBufferedBytes":  "TestBufferBoundStopsReading",
+		"QueryTaskTimeout":  "TestQueryWaitsForBackgroundTasks",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})

@@ -1,17 +1,34 @@
 package claude
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"iter"
+	"maps"
+	"time"
 )
 
-// Query runs one prompt in a new CLI and yields the turn's messages, ending
-// with its *ResultMessage (yielded together with a *ResultError when the
-// turn failed). The CLI is closed when the loop ends, however it ends.
+// Query runs one prompt in a new CLI and yields its messages, ending with
+// the *ResultMessage of the last turn (yielded together with a
+// *ResultError when that turn failed). The CLI is closed when the loop
+// ends, however it ends.
 //
-// The CLI's stdin stays open until the result, so permission, hook and MCP
-// requests can be answered throughout the turn. The iterator is
-// single-use. Cancelling ctx interrupts the turn and closes the CLI.
+// Query ends when the CLI has nothing left running, not at the first
+// result: background tasks (the Agent tool runs in the background by
+// default on 2.1.330, and Bash can run commands in the background) are
+// tracked from task_started, task_updated and task_notification, and
+// while one runs, Query keeps going: the task's report, and the turn the
+// CLI starts to handle it, reach the caller. Query has the CLI report its
+// session state (CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS=1) and ends when it
+// goes idle with no task left; a CLI that does not report states ends it
+// at a result with no task left. Options.QueryTaskTimeout
+// (10 minutes by default) bounds that wait; past it, Query yields an error
+// and closes the CLI, which ends the tasks.
+//
+// The CLI's stdin stays open to the end, so permission, hook and MCP
+// requests can be answered throughout. The iterator is single-use.
+// Cancelling ctx interrupts the turn and closes the CLI.
 func Query(ctx context.Context, prompt string, opts *Options) iter.Seq2[Message, error] {
 	return QueryMessage(ctx, NewUserMessage(prompt), opts)
 }
@@ -19,7 +36,21 @@ func Query(ctx context.Context, prompt string, opts *Options) iter.Seq2[Message,
 // QueryMessage is Query with a full user message (images, documents).
 func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[Message, error] {
 	return func(yield func(Message, error) bool) {
-		s, err := Connect(ctx, opts)
+		var o Options
+		if opts != nil {
+			o = *opts
+		}
+		// Ask for session_state_changed: "idle" is how the CLI says it has
+		// nothing left, including a turn it will start on its own for a
+		// background task that finished before the result.
+		o.Env = maps.Clone(o.Env)
+		if o.Env == nil {
+			o.Env = map[string]string{}
+		}
+		if _, set := o.Env[envStateEvents]; !set {
+			o.Env[envStateEvents] = "1"
+		}
+		s, err := Connect(ctx, &o)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -29,12 +60,66 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 			yield(nil, err)
 			return
 		}
-		for msg, err := range s.ReceiveTurn(ctx) {
+		wait := cmp.Or(o.QueryTaskTimeout, DefaultQueryTaskTimeout)
+		var (
+			states  bool // the CLI reports session states
+			results int
+		)
+		rctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		tasks := map[string]bool{} // running background tasks, by id
+		var ceiling *time.Timer
+		defer func() {
+			if ceiling != nil {
+				ceiling.Stop()
+			}
+		}()
+		for msg, err := range s.Receive(rctx) {
+			if msg == nil && err != nil && context.Cause(rctx) == errTasksTimeout && ctx.Err() == nil {
+				yield(nil, fmt.Errorf("claude: Query: %d background task(s) still running %v after the result (Options.QueryTaskTimeout)", len(tasks), wait))
+				return
+			}
+			switch m := msg.(type) {
+			case *SessionStateChangedMessage:
+				states = true
+				if m.State == "idle" && results > 0 && len(tasks) == 0 {
+					return // the last result has been yielded: done
+				}
+			case *TaskStartedMessage:
+				tasks[m.TaskID] = true
+			case *TaskNotificationMessage:
+				delete(tasks, m.TaskID)
+			case *TaskUpdatedMessage:
+				switch m.Patch.Status {
+				case "completed", "failed", "stopped", "killed":
+					delete(tasks, m.TaskID)
+				}
+			}
 			if !yield(msg, err) {
 				return
 			}
+			if _, ok := msg.(*ResultMessage); ok {
+				results++
+				if len(tasks) == 0 && !states {
+					return // a CLI without state events: the result ends it
+				}
+				if ceiling == nil {
+					ceiling = time.AfterFunc(wait, func() { cancel(errTasksTimeout) })
+				}
+			}
 		}
-		// Close (deferred) interrupts a turn still running, whether ctx
-		// was cancelled or the caller stopped early, before the CLI goes.
+		if results == 0 && ctx.Err() == nil {
+			// The CLI exited cleanly without a result: the turn is lost.
+			yield(nil, s.endedErr())
+		}
+		// Close (deferred) interrupts a turn still running before the CLI
+		// goes, whether ctx was cancelled or the caller stopped early.
 	}
 }
+
+// envStateEvents makes the CLI write system/session_state_changed.
+const envStateEvents = "CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS"
+
+// errTasksTimeout is the cause Query cancels its receive with when
+// background tasks outlast Options.QueryTaskTimeout.
+var errTasksTimeout = fmt.Errorf("claude: background tasks outlasted Options.QueryTaskTimeout")

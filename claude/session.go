@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,11 +29,24 @@ import (
 // are delivered once, in order, to whichever Receive or ReceiveTurn loop
 // takes them; run one reader at a time.
 //
-// Buffering: the session reads the CLI's stdout continuously, whether or
-// not anyone is receiving, so that permission, hook and MCP requests are
-// answered even while the user is busy. Messages nobody has received yet
-// are queued without limit and never dropped; a program that never
-// receives holds them in memory until Close.
+// Writes: one goroutine of the session owns the CLI's stdin; every method
+// that writes (Send, control requests, the answers to the CLI's
+// permission, hook and MCP requests) queues its line and waits for it
+// under its own ctx, so it returns by ctx's deadline whatever the CLI
+// does, and no lock is held across a write that can block. A line whose
+// ctx ends before any of it went out is dropped whole. A line cut in the
+// middle (the CLI stopped reading stdin during a large write) cannot be
+// taken back: the caller gets ctx's error, and the session's input is
+// broken from then on (every later write fails with ErrInputBroken; Close
+// it).
+//
+// Buffering: the session reads the CLI's stdout ahead of Receive, so that
+// permission, hook and MCP requests are answered even while the user is
+// busy, up to Options.MaxBufferedBytes of unreceived messages (1 MiB by
+// default). Past that it stops reading until Receive catches up; nothing
+// is dropped, the CLI blocks on its writes, and control requests behind
+// the unread messages wait too. Receive continuously (package host always
+// does) to keep approvals flowing.
 type Session struct {
 	opts  Options
 	conn  Conn
@@ -41,21 +55,32 @@ type Session struct {
 	init  *InitializeResponse
 	ctl   *control.Table
 	in    control.Inbound
-	wmu   sync.Mutex // serializes conn.Write
 	hctx  context.Context
 	hstop context.CancelFunc
 	hooks atomic.Pointer[hookTable] // set by initializeRequest
+
+	// The writer (writer.go): the only goroutine that writes to conn.
+	wq      chan *writeReq
+	wstop   chan struct{} // closed by Close: the writer ends
+	wdone   chan struct{} // closed when the writer has ended
+	wbroken atomic.Bool   // a line was cut mid-way: stdin is unusable
+	inClose atomic.Bool   // CloseInput closed stdin
 
 	// The message queue, filled by the read loop.
 	qmu     sync.Mutex
 	queue   []item
 	qhead   int
+	qbytes  int           // bytes queued (line sizes plus itemCost each)
+	qmax    int           // Options.MaxBufferedBytes or its default
+	rwait   bool          // the read loop waits for room
+	qroom   chan struct{} // 1-buffered: "there is room again"
 	qsignal chan struct{} // 1-buffered: "the queue changed"
 
 	readDone chan struct{} // closed when the read loop has ended
 	termErr  error         // why it ended (nil: clean exit); set before readDone closes
+	exitErr  error         // how the CLI exited, even after Close; set before readDone closes
 
-	sent      atomic.Bool // a user message was sent: Close interrupts first
+	turn      turnState
 	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -68,6 +93,21 @@ type Session struct {
 	mcpSetMu sync.Mutex                 // serializes mcp_set_servers
 }
 
+// Defaults for the session's bounds.
+const (
+	// DefaultInitializeTimeout is Options.InitializeTimeout's default, as
+	// in the official Python SDK.
+	DefaultInitializeTimeout = 60 * time.Second
+	// DefaultMaxBufferedBytes is Options.MaxBufferedBytes's default.
+	DefaultMaxBufferedBytes = 1 << 20
+	// DefaultQueryTaskTimeout is Options.QueryTaskTimeout's default.
+	DefaultQueryTaskTimeout = 10 * time.Minute
+)
+
+// itemCost is what one queued message costs besides its line: the item
+// and the slice slot, rounded up. It makes a flood of tiny lines count.
+const itemCost = 96
+
 // item is one queued stdout line, or an error to deliver in its place.
 // Lines are decoded by the receiver, not the read loop: the loop stays
 // free for control traffic, and decoding runs on the receiver's core.
@@ -77,6 +117,8 @@ type item struct {
 	err    error
 	ctl    *ControlEvent // for Options.ObserveControl (observe.go)
 }
+
+func (it *item) size() int { return len(it.line) + itemCost }
 
 // Connect starts the CLI, sends the initialize request and returns once
 // the CLI has answered it, so the session is ready for Send. ctx bounds
@@ -110,11 +152,61 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 		return nil, err
 	}
 	s := newSession(o, conn, log)
-	if err := s.initialize(ctx); err != nil {
-		s.Close()
-		return nil, err
+	bound := cmp.Or(o.InitializeTimeout, DefaultInitializeTimeout)
+	ictx, cancel := context.WithTimeout(ctx, bound)
+	err = s.initialize(ictx)
+	cancel()
+	if err != nil {
+		return nil, s.failStart(ctx, bound, err)
 	}
 	return s, nil
+}
+
+// failStart ends a session whose initialize failed and returns the error
+// for Connect: an *InitializeError when the CLI did not answer in time,
+// the *ProcessError of a CLI that exited (with the *ResultError of the
+// result line it wrote first, if any), or err as it is.
+func (s *Session) failStart(ctx context.Context, bound time.Duration, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		select {
+		case <-s.readDone:
+		default:
+			// The CLI is alive and silent: there is nothing to flush, so
+			// don't wait out CloseTimeout.
+			var tail []string
+			if t, ok := s.conn.(interface{ stderrTail() []string }); ok {
+				tail = t.stderrTail()
+			}
+			if k, ok := s.conn.(interface{ kill() }); ok {
+				k.kill()
+			}
+			s.Close()
+			cause := ctx.Err()
+			if cause == nil {
+				cause = context.DeadlineExceeded // our own bound
+			}
+			return &InitializeError{Timeout: bound, Stderr: tail, Err: cause}
+		}
+	}
+	<-s.readDone
+	var rerr error
+	s.qmu.Lock()
+	for _, it := range s.queue[s.qhead:] {
+		if typ, ok := control.PeekType(it.line); ok && typ != "result" {
+			continue
+		}
+		if m, derr := DecodeMessage(it.line); derr == nil {
+			if r, ok := m.(*ResultMessage); ok && r.IsError {
+				rerr = r.Err()
+			}
+		}
+	}
+	s.qmu.Unlock()
+	s.Close()
+	if rerr != nil {
+		return fmt.Errorf("%w (%w)", rerr, err)
+	}
+	return err
 }
 
 func newSession(o Options, conn Conn, log *slog.Logger) *Session {
@@ -125,6 +217,11 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 		conn:     conn,
 		log:      log,
 		ctl:      control.NewTable("req_" + hex.EncodeToString(idb[:]) + "_"),
+		wq:       make(chan *writeReq, writeQueue),
+		wstop:    make(chan struct{}),
+		wdone:    make(chan struct{}),
+		qmax:     cmp.Or(o.MaxBufferedBytes, DefaultMaxBufferedBytes),
+		qroom:    make(chan struct{}, 1),
 		qsignal:  make(chan struct{}, 1),
 		readDone: make(chan struct{}),
 	}
@@ -135,6 +232,7 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 	// The CLI may ask for an in-process MCP server before it answers
 	// initialize: the bridges exist before the read loop does.
 	s.startMCP()
+	go s.writeLoop()
 	go s.readLoop()
 	return s
 }
@@ -248,43 +346,11 @@ func (s *Session) SendMessage(ctx context.Context, m *UserMessage) error {
 	if err != nil {
 		return fmt.Errorf("claude: encoding user message: %w", err)
 	}
-	if err := s.write(ctx, b); err != nil {
-		return err
-	}
-	s.sent.Store(true)
-	return nil
+	return s.writeLine(ctx, b, lineUser)
 }
 
 func (s *Session) write(ctx context.Context, line []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.closing.Load() {
-		return ErrClosed
-	}
-	select {
-	case <-s.readDone:
-		return s.endedErr()
-	default:
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.conn.Write(ctx, line); err != nil {
-		if s.closing.Load() {
-			return ErrClosed
-		}
-		// A write fails when the CLI is gone; its exit status and stderr
-		// (soon seen by the read loop) say more than "broken pipe".
-		t := time.NewTimer(2 * time.Second)
-		defer t.Stop()
-		select {
-		case <-s.readDone:
-			return s.endedErr()
-		case <-t.C:
-		}
-		return fmt.Errorf("claude: writing to the CLI: %w", err)
-	}
-	return nil
+	return s.writeLine(ctx, line, lineControl)
 }
 
 // endedErr is the error for calls made after the CLI ended on its own.
@@ -381,8 +447,26 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 			it = s.queue[s.qhead]
 			s.queue[s.qhead] = item{}
 			s.qhead++
-			if s.qhead == len(s.queue) {
+			s.qbytes -= it.size()
+			switch {
+			case s.qhead == len(s.queue):
+				if cap(s.queue) > 4096 {
+					s.queue = nil // give a burst's slice back
+				}
 				s.queue, s.qhead = s.queue[:0], 0
+			case s.qhead >= 1024 && s.qhead*2 >= len(s.queue):
+				// The read loop keeps appending while we take: without
+				// this the slice would grow with every message ever read.
+				n := copy(s.queue, s.queue[s.qhead:])
+				clear(s.queue[n:])
+				s.queue, s.qhead = s.queue[:n], 0
+			}
+			if s.rwait && s.qbytes <= s.qmax/2 {
+				s.rwait = false
+				select {
+				case s.qroom <- struct{}{}:
+				default:
+				}
 			}
 			s.qmu.Unlock()
 			return it, true, nil
@@ -406,12 +490,36 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 
 func (s *Session) enqueue(it item) {
 	s.qmu.Lock()
+	if s.closing.Load() && s.qbytes > s.qmax {
+		// Closing, and nobody is keeping up: the CLI must be able to
+		// finish writing and exit, and the bound still holds.
+		s.qmu.Unlock()
+		return
+	}
 	s.queue = append(s.queue, it)
+	s.qbytes += it.size()
 	s.qmu.Unlock()
 	select {
 	case s.qsignal <- struct{}{}:
 	default:
 	}
+}
+
+// waitRoom blocks the read loop while the unreceived messages exceed the
+// bound, until Receive has taken half of them or Close is called. The CLI
+// meanwhile blocks on its stdout writes: back pressure, nothing lost.
+func (s *Session) waitRoom() {
+	s.qmu.Lock()
+	for s.qbytes > s.qmax && !s.closing.Load() {
+		s.rwait = true
+		s.qmu.Unlock()
+		select {
+		case <-s.qroom:
+		case <-s.hctx.Done():
+		}
+		s.qmu.Lock()
+	}
+	s.qmu.Unlock()
 }
 
 // readLoop is the session's only reader of the CLI's stdout. It routes
@@ -438,6 +546,7 @@ func (s *Session) readLoop() {
 		}
 		n++
 		s.route(n, line)
+		s.waitRoom()
 	}
 }
 
@@ -458,6 +567,7 @@ func lineError(n int64, line []byte, err error) *LineError {
 func (s *Session) route(n int64, line []byte) {
 	typ, ok := control.PeekType(line)
 	if ok && !control.IsControl(typ) {
+		s.turn.observe(typ, line)
 		s.enqueue(item{line: line, lineNo: n})
 		return
 	}
@@ -465,6 +575,9 @@ func (s *Session) route(n int64, line []byte) {
 	if err := unmarshal(line, &env); err != nil || env.Type == "" || !control.IsControl(env.Type) {
 		// Not a control line after all (or not JSON: the receiver
 		// reports it, in order).
+		if err == nil {
+			s.turn.observe(env.Type, line)
+		}
 		s.enqueue(item{line: line, lineNo: n})
 		return
 	}
@@ -489,6 +602,9 @@ func (s *Session) route(n int64, line []byte) {
 
 // finish records why the read loop ended and fails everything waiting.
 func (s *Session) finish(err error) {
+	if !errors.Is(err, io.EOF) {
+		s.exitErr = err
+	}
 	var term error
 	switch {
 	case s.closing.Load():
@@ -691,28 +807,39 @@ func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int) error {
 	return err
 }
 
-// Close ends the session. If a prompt was ever sent, it first interrupts
-// the running turn (a no-op when idle), because a CLI whose stdin closes
-// mid-turn finishes the turn and keeps spending. Then it closes the CLI's
-// stdin, gives it Options.CloseTimeout to exit on its own (it flushes its
-// session file), signals it, and waits for it and every goroutine of the
-// session. It is safe to call more than once and from several goroutines;
-// it does not depend on any caller context.
+// Close ends the session. If a turn is running (a prompt was sent and its
+// result has not come yet, or the CLI started a turn of its own), it first
+// interrupts it, because a CLI whose stdin closes mid-turn finishes the
+// turn and keeps spending; an idle session gets no interrupt. Then it
+// closes the CLI's stdin, gives it Options.CloseTimeout to exit on its own
+// (it flushes its session file), signals it, and waits for it and every
+// goroutine of the session.
+//
+// Close returns within CloseTimeout plus 1 s whatever the CLI does
+// (stopped, not reading stdin, not writing, ignoring SIGTERM): the
+// interrupt is bounded to closeInterruptWait and never blocks on a full
+// pipe. It is safe to call more than once and from several goroutines; it
+// does not depend on any caller context. Use CloseInput instead to let a
+// running turn finish.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
-		if s.sent.Load() {
+		if s.turn.busy() && !s.wbroken.Load() && !s.inClose.Load() {
 			select {
 			case <-s.readDone:
 			default:
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), closeInterruptWait)
 				_ = s.Interrupt(ctx)
 				cancel()
 			}
 		}
 		s.closing.Store(true)
-		s.hstop()                   // callbacks see ctx cancelled
-		s.closeErr = s.conn.Close() // makes the read loop's Read return
+		s.hstop()                   // callbacks see ctx cancelled; the read loop stops waiting for room
+		s.closeErr = s.conn.Close() // makes the read loop's Read and the writer's Write return
+		close(s.wstop)
 		<-s.readDone
+		waitTimeout(func() { <-s.wdone }, time.Second, func() {
+			s.log.Warn("claude: a write to the CLI did not return after Close; the transport ignores Close")
+		})
 		s.ctl.Close(ErrClosed)
 		waitTimeout(s.in.Wait, 5*time.Second, func() {
 			s.log.Warn("claude: a callback ignored its cancelled context; Close is not waiting for it")
@@ -722,10 +849,54 @@ func (s *Session) Close() error {
 	return s.closeErr
 }
 
-// Wait blocks until the CLI has ended and returns why: nil for a clean exit
-// or a Close, a *ProcessError when it died.
+// closeInterruptWait bounds Close's interrupt of a running turn: writing
+// it and waiting for the CLI's answer. It comes on top of CloseTimeout,
+// within Close's 1 s margin.
+const closeInterruptWait = 400 * time.Millisecond
+
+// CloseInput ends the session's input and lets the CLI finish: it closes
+// the CLI's stdin after the lines already queued, so the CLI completes the
+// running turn (and the prompts queued behind it), writes the results and
+// exits on its own; then CloseInput waits for that exit, or for ctx.
+// Messages keep coming to Receive meanwhile, and Receive must take them if
+// they exceed Options.MaxBufferedBytes. Permission, hook and MCP requests
+// can no longer be answered, so the CLI gets no answer to them: use it
+// when the turn needs none (or set rules that decide without asking).
+//
+// It returns nil once the CLI has exited (Wait says how), ctx's error if
+// it is still running when ctx ends (call Close then), or an error if the
+// transport cannot close stdin alone (it does not implement InputCloser).
+// Calls that write after it fail with ErrInputClosed.
+func (s *Session) CloseInput(ctx context.Context) error {
+	if _, ok := s.conn.(InputCloser); !ok {
+		return errors.New("claude: CloseInput: the transport cannot close stdin alone (no InputCloser)")
+	}
+	if !s.inClose.Load() {
+		if err := s.writeLine(ctx, nil, lineCloseInput); err != nil && !errors.Is(err, ErrInputClosed) {
+			select {
+			case <-s.readDone:
+			default:
+				return err
+			}
+		}
+	}
+	select {
+	case <-s.readDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Wait blocks until the CLI has ended and returns how: nil for a clean
+// exit (status 0, also after Close or CloseInput when the CLI exited on
+// its own), a *ProcessError when it died, failed, or had to be signalled
+// by Close (Signal says which signal ended it).
 func (s *Session) Wait() error {
 	<-s.readDone
+	if s.closing.Load() {
+		return s.exitErr
+	}
 	return s.termErr
 }
 

@@ -43,9 +43,17 @@ type Launch struct {
 // A Conn is one connection to a CLI: lines of JSON in both directions.
 //
 // Concurrency contract: a Session calls Read from a single goroutine, and
-// Write from one goroutine at a time (it serializes writes itself). Close
-// may be called concurrently with Read and Write and more than once; it
-// must make a blocked Read return.
+// Write from a single goroutine too (its writer). Close may be called
+// concurrently with Read and Write and more than once; it must make a
+// blocked Read and a blocked Write return.
+//
+// Write should honour its ctx where the medium allows (a pipe's *os.File
+// takes write deadlines): return ctx's error if nothing of the line went
+// out, or an error that also matches ctx's error if only part of it did
+// (the stream is then corrupt, and the Session stops writing). A Write that
+// ignores ctx is tolerated: callers still return at their ctx's deadline,
+// but the Session's writer stays blocked until the Write ends, so later
+// writes wait behind it (each bounded by its own ctx).
 //
 // Read returns one line of stdout without its newline. The returned slice
 // is owned by the caller. Two kinds of errors are defined:
@@ -63,6 +71,13 @@ type Conn interface {
 	// once the CLI is gone; it does not report the CLI's exit status, which
 	// Read does.
 	Close() error
+}
+
+// An InputCloser is a Conn that can close the CLI's stdin alone, leaving
+// its stdout open: the CLI then finishes its turn and exits by itself.
+// Session.CloseInput needs it.
+type InputCloser interface {
+	CloseInput() error
 }
 
 // PIDer is implemented by connections to a local process.
@@ -108,7 +123,12 @@ type ioConn struct {
 
 func (c *ioConn) Read(ctx context.Context) ([]byte, error) { return c.r.ReadLine() }
 
-func (c *ioConn) Write(ctx context.Context, line []byte) error { return c.w.WriteLine(line) }
+func (c *ioConn) Write(ctx context.Context, line []byte) error {
+	return c.w.WriteLineContext(ctx, line)
+}
+
+// CloseInput closes the writer only.
+func (c *ioConn) CloseInput() error { return c.wc.Close() }
 
 // Close closes the writer, and the reader when it is an io.Closer, so a
 // blocked Read returns.

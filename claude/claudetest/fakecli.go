@@ -111,8 +111,11 @@ func (p *pipeConn) Read(ctx context.Context) ([]byte, error) {
 }
 
 func (p *pipeConn) Write(ctx context.Context, line []byte) error {
-	return p.w.WriteLine(line)
+	return p.w.WriteLineContext(ctx, line)
 }
+
+// CloseInput closes the fake's stdin: the script reads io.EOF.
+func (p *pipeConn) CloseInput() error { return p.hostW.Close() }
 
 // Close closes stdin (the script sees EOF) and waits for the script, as a
 // real CLI is given time to exit; the script's context is cancelled so a

@@ -201,6 +201,14 @@ func (c *recordingConn) Write(ctx context.Context, line []byte) error {
 	return c.Conn.Write(ctx, line)
 }
 
+// CloseInput closes the wrapped connection's stdin, if it can.
+func (c *recordingConn) CloseInput() error {
+	if ic, ok := c.Conn.(claude.InputCloser); ok {
+		return ic.CloseInput()
+	}
+	return errors.New("claudetest: the recorded transport cannot close stdin alone")
+}
+
 // PID reports the wrapped connection's process id, if it has one.
 func (c *recordingConn) PID() int {
 	if p, ok := c.Conn.(claude.PIDer); ok {

@@ -587,6 +587,10 @@ func (p *Process) Close() error {
 	return p.closeErr
 }
 
+// Kill sends SIGKILL to the process group at once, if the process still
+// runs: for a start that failed, whose Close should not wait out Grace.
+func (p *Process) Kill() { p.signal(sigKill) }
+
 func (p *Process) shutdown() error {
 	var err error
 	p.stdin.Close()

@@ -7,11 +7,14 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // ErrLineTooLong reports a line longer than the reader's maximum. The
@@ -211,17 +214,97 @@ func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 // WriteLine writes line followed by a newline in a single Write call, so
 // concurrent lines never interleave. line must not contain a newline.
 func (w *Writer) WriteLine(line []byte) error {
+	return w.WriteLineContext(context.Background(), line)
+}
+
+// A deadliner is a writer whose blocked Write can be ended from outside:
+// an *os.File on a pipe or socket, a net.Conn.
+type deadliner interface {
+	SetWriteDeadline(t time.Time) error
+}
+
+// PartialWriteError reports a line cut short because the context ended in
+// the middle of its Write: part of the line went out and cannot be taken
+// back, so the stream is corrupt from here on. It matches the context's
+// error.
+type PartialWriteError struct {
+	Written int   // bytes of the line (with its newline) that went out
+	Len     int   // the line's length, with its newline
+	Err     error // the context's error
+}
+
+func (e *PartialWriteError) Error() string {
+	return fmt.Sprintf("wire: line cut after %d of %d bytes: %v", e.Written, e.Len, e.Err)
+}
+
+func (e *PartialWriteError) Unwrap() error { return e.Err }
+
+// aLongTimeAgo is a deadline in the past: it ends a blocked Write at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// WriteLineContext is WriteLine bounded by ctx, where the underlying writer
+// lets a blocked Write be ended (it has SetWriteDeadline, as a pipe's
+// *os.File does). When ctx ends before any byte went out it returns ctx's
+// error and the stream is intact; when it ends mid-line it returns a
+// *PartialWriteError. Other writers ignore ctx: the Write blocks until it
+// is done or the writer is closed.
+func (w *Writer) WriteLineContext(ctx context.Context, line []byte) error {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return errors.New("wire: line contains a newline")
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	w.buf = append(append(w.buf[:0], line...), '\n')
-	_, err := w.w.Write(w.buf)
+	var n int
+	var err error
+	if d, ok := w.w.(deadliner); ok && ctx.Done() != nil {
+		n, err = writeBounded(ctx, d, w.w, w.buf)
+	} else {
+		n, err = w.w.Write(w.buf)
+	}
+	size := len(w.buf)
 	if cap(w.buf) > 1<<20 {
 		w.buf = nil // don't pin a huge buffer after a large message
 	}
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		cerr := ctx.Err()
+		if cerr == nil {
+			// The fd's deadline (ctx's own) fired a hair before ctx's timer.
+			cerr = context.DeadlineExceeded
+		}
+		if n == 0 {
+			return cerr
+		}
+		return &PartialWriteError{Written: n, Len: size, Err: cerr}
+	}
 	return err
+}
+
+// writeBounded writes b to w, ending the Write when ctx ends.
+func writeBounded(ctx context.Context, d deadliner, w io.Writer, b []byte) (int, error) {
+	dl, _ := ctx.Deadline()
+	if err := d.SetWriteDeadline(dl); err != nil {
+		return w.Write(b) // no deadlines on this one after all
+	}
+	var mu sync.Mutex
+	ended := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			d.SetWriteDeadline(aLongTimeAgo)
+		}
+	})
+	n, err := w.Write(b)
+	mu.Lock()
+	ended = true
+	mu.Unlock()
+	stop()
+	d.SetWriteDeadline(time.Time{})
+	return n, err
 }
 
 // PeekString returns the string value that immediately follows prefix at

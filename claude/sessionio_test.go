@@ -1,0 +1,350 @@
+package claude_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// Session I/O under faults (issue 10): writes to a CLI that stopped
+// reading, a CLI that never answers initialize, a start that fails with a
+// result line. The fakes run as real subprocesses, so pipes, signals and
+// process states are real.
+
+func init() {
+	// stop-after-init answers initialize, then stops itself (SIGSTOP) with
+	// SIGTERM ignored; continued (SIGCONT), it echoes like Echo.
+	scripts["stop-after-init"] = func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		signal.Ignore(syscall.SIGTERM)
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		for {
+			u, err := c.ReadUser(context.Background())
+			if err != nil {
+				return nil
+			}
+			text := "echo: " + claudetest.UserText(u.Raw)
+			if len(text) > 40 {
+				text = text[:40]
+			}
+			if err := c.Write(c.SystemInit(), c.AssistantText(text), c.ResultSuccess(text)); err != nil {
+				return err
+			}
+		}
+	}
+	// never-read answers initialize, then neither reads nor writes, and
+	// ignores SIGTERM.
+	scripts["never-read"] = func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Hour)
+		return nil
+	}
+	// no-initialize says something on stderr and never answers.
+	scripts["no-initialize"] = func(ctx context.Context, c *claudetest.CLI) error {
+		fmt.Fprintln(os.Stderr, "loading plugins…")
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Hour)
+		return nil
+	}
+	// resume-unknown fails its start the way the CLI does for an unknown
+	// --resume id: a result line with is_error and errors[], then exit 1.
+	scripts["resume-unknown"] = func(ctx context.Context, c *claudetest.CLI) error {
+		c.Write(map[string]any{
+			"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 0,
+			"num_turns": 0, "session_id": "0b6c1c9e-0000-4000-8000-000000000000", "total_cost_usd": 0,
+			"errors": []string{"No conversation found with session ID: 0b6c1c9e-0000-4000-8000-000000000000"},
+		})
+		return errors.New("Error: no conversation found")
+	}
+}
+
+// fdCount is the number of this process's open file descriptors.
+func fdCount(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	return len(ents)
+}
+
+// checkFDs fails unless the fd count drops back to before (briefly polled:
+// the runtime may close a few asynchronously).
+func checkFDs(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		n := fdCount(t)
+		if n <= before {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d fds open after Close, %d before", n, before)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitStopped waits until process pid is stopped (state T).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for range 500 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatalf("reading the CLI's state: %v", err)
+		}
+		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && (f[0] == "T" || f[0] == "t") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the CLI did not stop")
+}
+
+// slack is what a loaded 2-core CI machine may add to a bound.
+const slack = 1500 * time.Millisecond
+
+// bounded runs f and fails if it took longer than d (plus slack).
+func bounded(t *testing.T, what string, d time.Duration, f func()) time.Duration {
+	t.Helper()
+	start := time.Now()
+	f()
+	took := time.Since(start)
+	t.Logf("%s took %v (bound %v)", what, took.Round(time.Millisecond), d)
+	if took > d+slack {
+		t.Errorf("%s took %v, bound %v", what, took, d)
+	}
+	return took
+}
+
+// A stopped CLI: a prompt larger than the pipe is cut at Send's deadline,
+// which breaks the input; every later write returns at once; Close kills
+// the CLI within CloseTimeout + 1 s although it ignores SIGTERM.
+func TestWriteToStoppedCLI(t *testing.T) {
+	fds := fdCount(t)
+	o := claudetest.ExecOptions("stop-after-init")
+	o.CloseTimeout = 500 * time.Millisecond
+	s, err := claude.Connect(testCtx(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitStopped(t, s.PID())
+
+	big := strings.Repeat("x", 1<<20)
+	bounded(t, "Send to a stopped CLI", 300*time.Millisecond, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		err = s.Send(ctx, big)
+	})
+	// It says ErrInputBroken too unless the writer was slow to report
+	// (abandonWait); the writes below say it in any case.
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Send = %v, want DeadlineExceeded", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	for name, call := range map[string]func() error{
+		"Interrupt": func() error { return s.Interrupt(ctx) },
+		"SetModel":  func() error { return s.SetModel(ctx, "haiku") },
+		"Send":      func() error { return s.Send(ctx, "hi") },
+	} {
+		bounded(t, name, 200*time.Millisecond, func() { err = call() })
+		if !errors.Is(err, claude.ErrInputBroken) {
+			t.Errorf("%s after a cut line = %v, want ErrInputBroken", name, err)
+		}
+	}
+	bounded(t, "Close", o.CloseTimeout+time.Second, func() { err = s.Close() })
+	if err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	var pe *claude.ProcessError
+	if err := s.Wait(); !errors.As(err, &pe) || pe.Signal != "SIGKILL" {
+		t.Errorf("Wait after Close = %v, want a *ProcessError saying SIGKILL", err)
+	}
+	checkFDs(t, fds)
+}
+
+// A line whose ctx ends before any of it could go out (the pipe is full)
+// is dropped whole: the session stays usable, and once the CLI reads again
+// it sees every line but the dropped one.
+func TestWriteDroppedWholeStaysUsable(t *testing.T) {
+	ctx := testCtx(t)
+	s, err := claude.Connect(ctx, claudetest.ExecOptions("stop-after-init"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitStopped(t, s.PID())
+
+	// Fill the pipe with lines of exactly one page each, so that it ends
+	// full on a line boundary.
+	pad := func(i, size int) string {
+		prefix := fmt.Sprintf("p%03d ", i)
+		b, _ := json.Marshal(claude.NewUserMessage(prefix))
+		return prefix + strings.Repeat("y", size-len(b)-1)
+	}
+	sent := 0
+	for i := 0; ; i++ {
+		wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := s.Send(wctx, pad(i, 4096))
+		cancel()
+		if err == nil {
+			sent++
+			continue
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, claude.ErrInputBroken) {
+			t.Fatalf("Send %d into a full pipe = %v, want DeadlineExceeded without breaking the input", i, err)
+		}
+		break
+	}
+	if sent == 0 {
+		t.Fatal("no line fitted in the pipe")
+	}
+	syscall.Kill(s.PID(), syscall.SIGCONT)
+	if err := s.Send(ctx, "after"); err != nil {
+		t.Fatalf("Send after SIGCONT = %v", err)
+	}
+	var got []string
+	for m, err := range s.Receive(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, ok := m.(*claude.AssistantMessage); ok {
+			got = append(got, a.Text())
+			if a.Text() == "echo: after" {
+				break
+			}
+		}
+	}
+	if len(got) != sent+1 || got[sent] != "echo: after" || !strings.HasPrefix(got[sent-1], fmt.Sprintf("echo: p%03d", sent-1)) {
+		t.Errorf("the CLI echoed %d lines (last %q), want the %d that fitted and then \"after\"", len(got), got[len(got)-1], sent)
+	}
+}
+
+// A CLI that never reads stdin and ignores SIGTERM, over a transport
+// without write deadlines (in-process pipes): Send and later writes still
+// return at their own deadlines, and Close within its bound.
+func TestWriteNeverReadInProcess(t *testing.T) {
+	o := &claude.Options{
+		CloseTimeout: 300 * time.Millisecond,
+		Transport: &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
+			if _, err := c.HandleInitialize(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done() // never reads again
+			return nil
+		}},
+	}
+	s, err := claude.Connect(testCtx(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The fake reads one line ahead of its script: after this one it
+	// reads nothing more.
+	if err := s.Send(testCtx(t), "read ahead"); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("z", 1<<20)
+	for i, call := range []func(ctx context.Context) error{
+		func(ctx context.Context) error { return s.Send(ctx, big) },
+		func(ctx context.Context) error { return s.SetModel(ctx, "haiku") },
+		func(ctx context.Context) error { return s.Interrupt(ctx) },
+	} {
+		bounded(t, fmt.Sprintf("write %d", i), 200*time.Millisecond, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			err = call(ctx)
+		})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("write %d = %v, want DeadlineExceeded", i, err)
+		}
+	}
+	bounded(t, "Close", o.CloseTimeout+time.Second, func() { s.Close() })
+}
+
+// A subprocess that never reads: Close returns within its bound, and a
+// permission answer queued behind a stuck write gives up at its own
+// deadline.
+func TestCloseNeverReadingCLI(t *testing.T) {
+	fds := fdCount(t)
+	o := claudetest.ExecOptions("never-read")
+	o.CloseTimeout = 500 * time.Millisecond
+	s, err := claude.Connect(testCtx(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Send(ctx, strings.Repeat("w", 4<<20)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Send = %v", err)
+	}
+	bounded(t, "Close", o.CloseTimeout+time.Second, func() { err = s.Close() })
+	if err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	checkFDs(t, fds)
+}
+
+// Connect returns at its ctx's deadline against a CLI that never answers
+// initialize, with an *InitializeError carrying the CLI's stderr; with no
+// deadline, Options.InitializeTimeout bounds it.
+func TestConnectInitializeTimeout(t *testing.T) {
+	fds := fdCount(t)
+	o := claudetest.ExecOptions("no-initialize")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var err error
+	bounded(t, "Connect (ctx 500 ms)", 500*time.Millisecond, func() { _, err = claude.Connect(ctx, o) })
+	var ie *claude.InitializeError
+	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Connect = %v, want an *InitializeError matching DeadlineExceeded", err)
+	}
+	if !strings.Contains(strings.Join(ie.Stderr, "\n"), "loading plugins") || !strings.Contains(err.Error(), "did not answer initialize") {
+		t.Errorf("error = %v, want the stderr tail and what failed", err)
+	}
+
+	o.InitializeTimeout = 300 * time.Millisecond
+	bounded(t, "Connect (InitializeTimeout 300 ms)", 300*time.Millisecond, func() { _, err = claude.Connect(context.Background(), o) })
+	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) || ie.Timeout != 300*time.Millisecond {
+		t.Fatalf("Connect = %v, want an *InitializeError after 300 ms", err)
+	}
+
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel2)
+	if _, err = claude.Connect(ctx2, o); !errors.Is(err, context.Canceled) {
+		t.Errorf("Connect with a cancelled ctx = %v, want context.Canceled", err)
+	}
+	checkFDs(t, fds)
+}
+
+// A CLI that fails its start with a result line (an unknown --resume id):
+// Connect's error carries that line's *ResultError besides the
+// *ProcessError.
+func TestConnectFailureKeepsResult(t *testing.T) {
+	_, err := claude.Connect(testCtx(t), claudetest.ExecOptions("resume-unknown"))
+	var re *claude.ResultError
+	var pe *claude.ProcessError
+	if !errors.As(err, &re) || !errors.As(err, &pe) {
+		t.Fatalf("Connect = %v, want a *ResultError and a *ProcessError", err)
+	}
+	if len(re.Errors) != 1 || !strings.Contains(re.Errors[0], "No conversation found") || pe.ExitCode != 1 {
+		t.Errorf("ResultError = %+v, ProcessError = %+v", re, pe)
+	}
+}

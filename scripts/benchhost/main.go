@@ -1,0 +1,99 @@
+// Command benchhost is the Tether side of scripts/bench-compare.sh: a
+// program that runs claude.Query over a fake CLI's stream and prints one
+// line of JSON (messages, seconds, host CPU seconds, peak RSS), as the
+// TypeScript side does for the official SDK's query(). It is a program of
+// its own, not the test binary, so that its resident memory is that of a
+// real host using package claude and nothing else.
+//
+//	benchhost -cli ./claude.test -n 100000
+//
+// The fake CLI is package claude's test binary running its "firehose"
+// script, which answers a prompt "N" with N mixed stream lines.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+type stats struct {
+	Impl          string  `json:"impl"`
+	Msgs          int     `json:"msgs"`
+	Seconds       float64 `json:"seconds"`
+	StreamSeconds float64 `json:"stream_seconds"`
+	MsgsPerS      float64 `json:"msgs_per_s"`
+	CPUS          float64 `json:"cpu_s"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+}
+
+func main() {
+	cli := flag.String("cli", "", "the fake CLI: package claude's test binary")
+	n := flag.Int("n", 100000, "messages to stream")
+	buffer := flag.Int("buffer", 0, "Options.MaxBufferedBytes (0: the default)")
+	flag.Parse()
+	if err := run(*cli, *n, *buffer); err != nil {
+		fmt.Fprintln(os.Stderr, "benchhost:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cli string, n, buffer int) error {
+	opts := &claude.Options{
+		MaxBufferedBytes: buffer,
+		CLIPath:          cli,
+		SkipVersionCheck: true,
+		Env:              map[string]string{"TETHER_FAKE_CLI_SCRIPT": "firehose"},
+	}
+	st := stats{Impl: "tether"}
+	start := time.Now()
+	var first time.Time
+	for m, err := range claude.Query(context.Background(), strconv.Itoa(n), opts) {
+		if err != nil {
+			return err
+		}
+		if _, ok := m.(*claude.ResultMessage); !ok {
+			if st.Msgs == 0 {
+				first = time.Now()
+			}
+			st.Msgs++
+		}
+	}
+	end := time.Now()
+	st.Seconds = end.Sub(start).Seconds()
+	st.StreamSeconds = end.Sub(first).Seconds()
+	st.MsgsPerS = float64(st.Msgs) / st.StreamSeconds
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	st.CPUS = tv(ru.Utime) + tv(ru.Stime)
+	st.PeakRSSMB = statusMB("VmHWM:")
+	return json.NewEncoder(os.Stdout).Encode(st)
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// statusMB reads a kB line of /proc/self/status, in MB.
+func statusMB(key string) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
