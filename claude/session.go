@@ -891,7 +891,10 @@ func (s *Session) CloseInput(ctx context.Context) error {
 // Wait blocks until the CLI has ended and returns how: nil for a clean
 // exit (status 0, also after Close or CloseInput when the CLI exited on
 // its own), a *ProcessError when it died, failed, or had to be signalled
-// by Close (Signal says which signal ended it).
+// by Close (Signal says which signal ended it). The CLI's end is read
+// from stdout after the messages before it, so with more than
+// Options.MaxBufferedBytes of them unreceived, Wait waits for Receive (or
+// Close) too.
 func (s *Session) Wait() error {
 	<-s.readDone
 	if s.closing.Load() {

@@ -119,6 +119,9 @@ type ioConn struct {
 	wc   io.WriteCloser
 	rc   io.Reader
 	once sync.Once
+
+	inOnce sync.Once // closes wc, for CloseInput and Close
+	inErr  error
 }
 
 func (c *ioConn) Read(ctx context.Context) ([]byte, error) { return c.r.ReadLine() }
@@ -128,14 +131,17 @@ func (c *ioConn) Write(ctx context.Context, line []byte) error {
 }
 
 // CloseInput closes the writer only.
-func (c *ioConn) CloseInput() error { return c.wc.Close() }
+func (c *ioConn) CloseInput() error {
+	c.inOnce.Do(func() { c.inErr = c.wc.Close() })
+	return c.inErr
+}
 
 // Close closes the writer, and the reader when it is an io.Closer, so a
 // blocked Read returns.
 func (c *ioConn) Close() error {
 	var err error
 	c.once.Do(func() {
-		err = c.wc.Close()
+		err = c.CloseInput()
 		if rc, ok := c.rc.(io.Closer); ok {
 			rc.Close()
 		}

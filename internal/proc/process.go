@@ -29,7 +29,7 @@
 //     environment, a c-shared or c-archive host, no /proc) the CLI is
 //     started directly, as before: its process group is killed, and the
 //     CLI itself (not what left its group) gets SIGKILL if the host dies
-//     (Pdeathsig, which costs one locked OS thread per CLI).
+//     (Pdeathsig, from one thread shared by all such CLIs).
 //   - Other Unix systems: the process group only. Processes that leave it
 //     (setsid, setpgid) survive the CLI, and nothing reaches the CLI when
 //     the host dies without Close.
@@ -45,7 +45,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -195,21 +194,14 @@ type Process struct {
 }
 
 // Start starts the process described by c with its own stdin, stdout and
-// stderr pipes, in a new process group.
+// stderr pipes, in a new process group: on Linux under a supervisor (see
+// the package doc), elsewhere, or when the supervisor cannot run, directly.
 //
-// On Linux the process is started with Pdeathsig SIGKILL, so it dies with
-// the host even if the host is killed and never calls Close. The kernel
-// sends that signal when the OS thread that forked the child exits, not
-// the host process (go.dev/issue/27505), and the Go runtime ends threads
-// whenever a goroutine locked to one exits while still locked; with an
-// arbitrary forking thread an unrelated goroutine could thereby kill the
-// CLI. So Start forks from a goroutine of its own that holds its OS thread
-// locked (runtime.LockOSThread) from before the fork until the CLI has been
-// reaped: no other goroutine runs on that thread, and the runtime never
-// ends a thread whose goroutine is alive. The cost is one OS thread per
-// running CLI, which waiting for it blocks in any case. Only the CLI itself
-// gets the death signal; its own children die with it only if it reaps
-// them.
+// Started directly on Linux, the process gets Pdeathsig SIGKILL, so it
+// dies with the host even if the host is killed and never calls Close; it
+// is forked from a thread kept for that purpose (see spawn_linux.go). Only
+// the CLI itself gets the death signal; its own children die with it only
+// if it reaps them.
 func Start(c Config) (*Process, error) {
 	if c.Path == "" {
 		return nil, errors.New("proc: empty executable path")
@@ -284,12 +276,13 @@ func start(c Config, exe string) (*Process, error) {
 		p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = child[0], child[1], child[2]
 		p.cmd.SysProcAttr = sysProcAttr()
 
-		started := make(chan error)
-		go p.run(started)
-		if err := <-started; err != nil {
+		if err := spawn(p.cmd); err != nil {
 			closeAll()
 			return nil, err
 		}
+		p.pid = p.cmd.Process.Pid
+		p.pgid = p.pid
+		go p.reap(waitExitedPolled, spawned)
 	}
 	// The child has its copies; ours would keep the pipes from ever
 	// reaching EOF.
@@ -308,21 +301,6 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-// run starts the process and owns it until it has been reaped; see Start
-// for why it keeps its OS thread locked all that time.
-func (p *Process) run(started chan<- error) {
-	runtime.LockOSThread()
-	if err := p.cmd.Start(); err != nil {
-		runtime.UnlockOSThread()
-		started <- err
-		return
-	}
-	p.pid = p.cmd.Process.Pid
-	p.pgid = p.pid
-	started <- nil
-	p.reap(waitExitedNoReap, runtime.UnlockOSThread)
 }
 
 // reap waits for the process (the CLI, or its supervisor) to exit and

@@ -8,7 +8,8 @@ import (
 // sysProcAttr puts the CLI in a process group of its own, so that
 // signalling the group reaches what it spawned and a terminal's Ctrl-C
 // reaches only the host, which then shuts the CLI down in order; and makes
-// the kernel kill it if the host dies (see Start for the thread caveat).
+// the kernel kill it if the host dies (see spawn_linux.go for the thread
+// caveat).
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
