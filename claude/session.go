@@ -45,7 +45,8 @@ import (
 // default). Past that it stops reading until Receive catches up; nothing
 // is dropped, the CLI blocks on its writes, and control requests behind
 // the unread messages wait too. Receive continuously (package host always
-// does) to keep approvals flowing.
+// does) to keep approvals flowing. Once Close has begun, lines past the
+// bound are discarded instead, so that the CLI can finish and exit.
 type Session struct {
 	opts  Options
 	conn  Conn
