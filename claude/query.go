@@ -103,6 +103,7 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 				if len(tasks) == 0 && !states {
 					return // a CLI without state events: the result ends it
 				}
+				// Bound the wait for tasks and for the idle state alike.
 				if ceiling == nil {
 					ceiling = time.AfterFunc(wait, func() { cancel(errTasksTimeout) })
 				}

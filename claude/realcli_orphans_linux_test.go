@@ -81,7 +81,7 @@ func orphanHost(v string) {
 
 func sleepAPI() *claudetest.MessagesServer {
 	return claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
-		claudetest.ToolUseReply("toolu_sleep", "Bash", map[string]any{"command": "sleep 300", "description": "sleep"}),
+		claudetest.ToolUseReply("toolu_sleep", "Bash", map[string]any{"command": "sh -c 'sleep 300'", "description": "wait"}),
 		claudetest.TextReply("done"),
 	}})
 }
@@ -115,7 +115,12 @@ func TestRealCLINoOrphansCLIDies(t *testing.T) {
 			received := make(chan struct{})
 			go func() {
 				defer close(received)
-				for range s.Receive(ctx) {
+				for m := range s.Receive(ctx) {
+					if u, ok := m.(*claude.UserMessage); ok {
+						for _, r := range u.ToolResults() {
+							t.Logf("tool result (the sleep ended?): %s", r.Text())
+						}
+					}
 				}
 			}()
 			before := waitForSleep(t, s.PID())
@@ -238,7 +243,7 @@ func (id procID) alive() bool {
 // tree then.
 func waitForSleep(t *testing.T, root int) []procID {
 	t.Helper()
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		ids := processTree(t, root)
 		for _, id := range ids {
 			if id.cmd == "sleep 300" {

@@ -46,7 +46,8 @@ import (
 // default). Past that it stops reading until Receive catches up; nothing
 // is dropped, the CLI blocks on its writes, and control requests behind
 // the unread messages wait too. Receive continuously (package host always
-// does) to keep approvals flowing.
+// does) to keep approvals flowing. Once Close has begun, lines past the
+// bound are discarded instead, so that the CLI can finish and exit.
 type Session struct {
 	opts  Options
 	conn  Conn
@@ -124,10 +125,18 @@ func (it *item) size() int { return len(it.line) + itemCost }
 // the CLI has answered it, so the session is ready for Send. ctx bounds
 // the start only; the session lives until Close (or until the CLI ends).
 //
+// The wait for the CLI's answer to initialize ends with ctx or after
+// Options.InitializeTimeout (60 s), whichever comes first; the CLI is then
+// killed at once and Connect returns within a few milliseconds (with a
+// custom Transport, within what its Conn.Close takes).
+//
 // Errors: *CLINotFoundError (matches ErrCLINotFound) when no CLI was
-// found, *CLIVersionError for a CLI older than MinCLIVersion, and
-// *ProcessError when the CLI exits during the start (a bad flag, an
-// unknown --resume id: its stderr says which).
+// found, *CLIVersionError for a CLI older than MinCLIVersion,
+// *InitializeError (matching ctx's error) when the CLI did not answer
+// initialize in time, and *ProcessError when the CLI exits during the
+// start (a bad flag, an unknown --resume id: its stderr says which); when
+// the CLI wrote a failed result line first (it does for a --resume it
+// refuses), the error chain holds that line's *ResultError too.
 func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	var o Options
 	if opts != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,6 +101,20 @@ func checkFDs(t *testing.T, before int) {
 	}
 }
 
+// checkGoroutines fails unless the goroutine count drops back to before
+// (briefly polled: exiting goroutines take a moment to be counted out).
+func checkGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Errorf("%d goroutines after Close, %d before", runtime.NumGoroutine(), before)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitStopped waits until process pid is stopped (state T).
 func waitStopped(t *testing.T, pid int) {
 	t.Helper()
@@ -136,7 +151,7 @@ func bounded(t *testing.T, what string, d time.Duration, f func()) time.Duration
 // which breaks the input; every later write returns at once; Close kills
 // the CLI within CloseTimeout + 1 s although it ignores SIGTERM.
 func TestWriteToStoppedCLI(t *testing.T) {
-	fds := fdCount(t)
+	fds, gs := fdCount(t), runtime.NumGoroutine()
 	o := claudetest.ExecOptions("stop-after-init")
 	o.CloseTimeout = 500 * time.Millisecond
 	s, err := claude.Connect(testCtx(t), o)
@@ -147,8 +162,10 @@ func TestWriteToStoppedCLI(t *testing.T) {
 	waitStopped(t, s.PID())
 
 	big := strings.Repeat("x", 1<<20)
-	bounded(t, "Send to a stopped CLI", 300*time.Millisecond, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// 1 s: long enough for the writer to start the line even on a loaded
+	// machine (a line whose ctx ends before it starts is dropped whole).
+	bounded(t, "Send to a stopped CLI", time.Second, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		err = s.Send(ctx, big)
 	})
@@ -157,14 +174,19 @@ func TestWriteToStoppedCLI(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Send = %v, want DeadlineExceeded", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	for name, call := range map[string]func() error{
-		"Interrupt": func() error { return s.Interrupt(ctx) },
-		"SetModel":  func() error { return s.SetModel(ctx, "haiku") },
-		"Send":      func() error { return s.Send(ctx, "hi") },
+	// Each later write fails at once (or, if the writer is still busy
+	// with the cut line on a loaded machine, as soon as it is done, well
+	// within the ctx).
+	for name, call := range map[string]func(ctx context.Context) error{
+		"Interrupt": func(ctx context.Context) error { return s.Interrupt(ctx) },
+		"SetModel":  func(ctx context.Context) error { return s.SetModel(ctx, "haiku") },
+		"Send":      func(ctx context.Context) error { return s.Send(ctx, "hi") },
 	} {
-		bounded(t, name, 200*time.Millisecond, func() { err = call() })
+		bounded(t, name, 2*time.Second, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			err = call(ctx)
+		})
 		if !errors.Is(err, claude.ErrInputBroken) {
 			t.Errorf("%s after a cut line = %v, want ErrInputBroken", name, err)
 		}
@@ -178,6 +200,7 @@ func TestWriteToStoppedCLI(t *testing.T) {
 		t.Errorf("Wait after Close = %v, want a *ProcessError saying SIGKILL", err)
 	}
 	checkFDs(t, fds)
+	checkGoroutines(t, gs)
 }
 
 // A line whose ctx ends before any of it could go out (the pipe is full)
@@ -283,7 +306,7 @@ func TestWriteNeverReadInProcess(t *testing.T) {
 // permission answer queued behind a stuck write gives up at its own
 // deadline.
 func TestCloseNeverReadingCLI(t *testing.T) {
-	fds := fdCount(t)
+	fds, gs := fdCount(t), runtime.NumGoroutine()
 	o := claudetest.ExecOptions("never-read")
 	o.CloseTimeout = 500 * time.Millisecond
 	s, err := claude.Connect(testCtx(t), o)
@@ -300,6 +323,7 @@ func TestCloseNeverReadingCLI(t *testing.T) {
 		t.Errorf("Close = %v", err)
 	}
 	checkFDs(t, fds)
+	checkGoroutines(t, gs)
 }
 
 // Connect returns at its ctx's deadline against a CLI that never answers

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,9 +41,18 @@ func main() {
 	cli := flag.String("cli", "", "the fake CLI: package claude's test binary")
 	n := flag.Int("n", 100000, "messages to stream")
 	buffer := flag.Int("buffer", 0, "Options.MaxBufferedBytes (0: the default)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(*cli, *n, *buffer); err != nil {
 		fmt.Fprintln(os.Stderr, "benchhost:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
