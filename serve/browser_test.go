@@ -1,0 +1,313 @@
+package serve_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// The browser suite: the UI as a person uses it, in headless Chromium
+// (the Debian package chromium; scripts/test.sh installs it), driven by
+// chromedp. One browser serves the whole suite; each scenario opens its
+// own tabs. Screenshots of each step go to $TETHER_SCREENSHOTS (default
+// $TMPDIR/tether-screenshots), at desktop and phone width, light and
+// dark, for a person to look at.
+
+// browser is the suite's one Chromium.
+type browser struct {
+	ctx   context.Context // the browser's context; tabs derive from it
+	shots string
+
+	mu   sync.Mutex
+	seen map[string]bool // screenshot names taken, to keep them unique
+}
+
+// chromiumPath finds Chromium, or returns "".
+func chromiumPath() string {
+	if p := os.Getenv("TETHER_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return ""
+}
+
+// newBrowser starts Chromium for the suite, or skips (fails under
+// CI=true) when it is not installed. It is closed when t ends.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium required under CI=true: install the Debian package chromium (scripts/test.sh does)")
+		}
+		t.Skip("chromium not found: install the Debian package chromium to run the browser tests")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	if err := chromedp.Run(bctx); err != nil {
+		bcancel()
+		acancel()
+		t.Fatalf("start chromium %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+	})
+	dir := os.Getenv("TETHER_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "tether-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+	return &browser{ctx: bctx, shots: dir, seen: map[string]bool{}}
+}
+
+// tab is one browser tab on the server under test.
+type tab struct {
+	t      *testing.T
+	b      *browser
+	ctx    context.Context
+	origin string
+	name   string
+
+	mu      sync.Mutex
+	foreign []string // requests to anything but the server
+}
+
+// newTab opens a tab; it closes when t ends. Every request the page makes
+// is checked: the UI must reach nothing but its own server.
+func (b *browser) newTab(t *testing.T, origin, name string) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	tb := &tab{t: t, b: b, ctx: ctx, origin: origin, name: name}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			u := e.Request.URL
+			if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") || strings.HasPrefix(u, "about:") {
+				return
+			}
+			if pu, err := url.Parse(u); err != nil || (pu.Scheme+"://"+pu.Host != origin && "http://"+pu.Host != origin) {
+				tb.mu.Lock()
+				tb.foreign = append(tb.foreign, u)
+				tb.mu.Unlock()
+			}
+		}
+	})
+	if err := chromedp.Run(ctx, network.Enable()); err != nil {
+		cancel()
+		t.Fatalf("open tab: %v", err)
+	}
+	t.Cleanup(func() {
+		tb.mu.Lock()
+		foreign := tb.foreign
+		tb.mu.Unlock()
+		if len(foreign) > 0 {
+			t.Errorf("%s: the page made requests off its server: %q", name, foreign)
+		}
+		cancel()
+	})
+	return tb
+}
+
+// run runs chromedp actions with a deadline.
+func (tb *tab) run(actions ...chromedp.Action) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		tb.shot("failure")
+		tb.t.Fatalf("%s: %v", tb.name, err)
+	}
+}
+
+// eval evaluates a JS expression (awaiting a promise) into out.
+func (tb *tab) eval(js string, out any) {
+	tb.t.Helper()
+	tb.run(chromedp.Evaluate(js, out, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) }))
+}
+
+// waitJS waits until the JS expression is truthy, polling in the page
+// (requestAnimationFrame-free, so background tabs poll too).
+func (tb *tab) waitJS(what, js string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 60*time.Second)
+	defer cancel()
+	err := chromedp.Run(ctx, chromedp.Poll(js, nil, chromedp.WithPollingInterval(25*time.Millisecond)))
+	if err != nil {
+		tb.shot("failure-" + slug(what))
+		var body string
+		_ = chromedp.Run(tb.ctx, chromedp.Evaluate(`document.querySelector("#transcript")?.innerText ?? ""`, &body))
+		tb.t.Fatalf("%s: waiting for %s: %v\ntranscript:\n%s", tb.name, what, err, body)
+	}
+}
+
+// view sets the viewport: desktop or phone width, light or dark.
+func (tb *tab) view(phone, dark bool) {
+	tb.t.Helper()
+	w, h, mobile := int64(1280), int64(900), false
+	if phone {
+		w, h, mobile = 390, 844, true
+	}
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	tb.run(
+		emulation.SetDeviceMetricsOverride(w, h, 1, mobile),
+		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}),
+	)
+}
+
+// shot saves a screenshot of the viewport as <test>-<name>.png.
+func (tb *tab) shot(name string) {
+	tb.t.Helper()
+	var png []byte
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, chromedp.CaptureScreenshot(&png)); err != nil {
+		tb.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	base := slug(tb.t.Name()) + "-" + slug(name)
+	tb.b.mu.Lock()
+	for i := 2; tb.b.seen[base]; i++ {
+		base = fmt.Sprintf("%s-%s-%d", slug(tb.t.Name()), slug(name), i)
+	}
+	tb.b.seen[base] = true
+	tb.b.mu.Unlock()
+	if err := os.WriteFile(filepath.Join(tb.b.shots, base+".png"), png, 0o644); err != nil {
+		tb.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+// shots saves the four looks of the page: desktop and phone, light and
+// dark, ending at desktop light.
+func (tb *tab) shots(name string) {
+	tb.t.Helper()
+	for _, v := range []struct {
+		phone, dark bool
+		suffix      string
+	}{{false, true, "desktop-dark"}, {true, false, "phone-light"}, {true, true, "phone-dark"}, {false, false, "desktop-light"}} {
+		tb.view(v.phone, v.dark)
+		tb.shot(name + "-" + v.suffix)
+	}
+}
+
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// staticUI serves the UI's files alone (no server behind them), for the
+// renderer's own tests.
+func staticUI(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir("ui")))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestBrowser(t *testing.T) {
+	b := newBrowser(t)
+	t.Run("Markdown", func(t *testing.T) { testMarkdown(t, b) })
+}
+
+// testMarkdown feeds the renderer hostile and ordinary Markdown: no
+// markup in a reply may become live HTML, and the text must survive.
+func testMarkdown(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "md")
+	tb.run(chromedp.Navigate(origin + "/"))
+	var got struct {
+		Live  int      `json:"live"`
+		Hrefs []string `json:"hrefs"`
+		Text  string   `json:"text"`
+		XSS   bool     `json:"xss"`
+		Tags  []string `json:"tags"`
+	}
+	tb.eval(`(async () => {
+		const md = await import("./md.js");
+		const box = document.createElement("div");
+		box.id = "md-test";
+		const src = [
+			"<script>window.__xss = true</script>",
+			"<img src=x onerror=\"window.__xss = true\">",
+			"[click](javascript:window.__xss=true) [ok](https://example.com/a?b=1)",
+			"![pic](https://example.com/p.png) [rel](/ws)",
+			"**bold <b>not bold</b>** and ` + "`" + `<i>code</i>` + "`" + `",
+			"` + "```" + `html\n<iframe src=x></iframe>\n` + "```" + `",
+			"| a | <u>b</u> |\n|---|---|\n| 1 | 2 |",
+			"- item <svg onload=alert(1)>\n- two",
+			"> quote <style>body{display:none}</style>",
+		].join("\n\n");
+		box.appendChild(md.render(src));
+		document.body.appendChild(box);
+		await new Promise((r) => setTimeout(r, 50));
+		return {
+			live: box.querySelectorAll("script, img, iframe, style, svg, u, i, b:not(strong b), [onerror], [onload], [onclick]").length,
+			hrefs: [...box.querySelectorAll("a")].map((a) => a.href),
+			text: box.innerText,
+			xss: !!window.__xss,
+			tags: [...new Set([...box.querySelectorAll("*")].map((e) => e.tagName.toLowerCase()))].sort(),
+		};
+	})()`, &got)
+	if got.Live != 0 || got.XSS {
+		t.Errorf("markup became live: %d elements, xss=%v; tags %v", got.Live, got.XSS, got.Tags)
+	}
+	for _, h := range got.Hrefs {
+		if !strings.HasPrefix(h, "https://") {
+			t.Errorf("unsafe link kept: %q", h)
+		}
+	}
+	for _, want := range []string{"<script>window.__xss = true</script>", "<i>code</i>", "<iframe src=x></iframe>", "click", "<svg onload=alert(1)>", "[image: pic]"} {
+		if !strings.Contains(got.Text, want) {
+			t.Errorf("text lost: %q not in\n%s", want, got.Text)
+		}
+	}
+	for _, want := range []string{"strong", "code", "pre", "table", "ul", "blockquote", "a"} {
+		if !slices.Contains(got.Tags, want) {
+			t.Errorf("no <%s> rendered; tags %v", want, got.Tags)
+		}
+	}
+	tb.run(chromedp.ScrollIntoView("#md-test"))
+	tb.shot("rendered")
+}
