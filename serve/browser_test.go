@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/tools/txtar"
 )
 
 // The browser suite: the UI as a person uses it, in headless Chromium
@@ -249,6 +251,109 @@ func staticUI(t *testing.T) string {
 func TestBrowser(t *testing.T) {
 	b := newBrowser(t)
 	t.Run("Markdown", func(t *testing.T) { testMarkdown(t, b) })
+	t.Run("Transcript", func(t *testing.T) { testTranscript(t, b) })
+}
+
+// recorded returns the CLI's stdout lines of a recorded transcript.
+func recorded(t *testing.T, name string) []json.RawMessage {
+	t.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("..", "claude", "testdata", "transcripts", name+".txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []json.RawMessage
+	for _, f := range ar.Files {
+		if f.Name != "stdio" {
+			continue
+		}
+		for l := range strings.Lines(string(f.Data)) {
+			if rest, ok := strings.CutPrefix(l, "< "); ok && !strings.HasPrefix(rest, `{"type":"control_`) {
+				out = append(out, json.RawMessage(strings.TrimSpace(rest)))
+			}
+		}
+	}
+	return out
+}
+
+// testTranscript renders recorded CLI sessions: text grown from deltas
+// must end exactly as the complete lines alone render it, tool calls are
+// cards with their results, subagents nest under their call, thinking
+// stays collapsed.
+func testTranscript(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "transcript")
+	tb.run(chromedp.Navigate(origin + "/"))
+	type view struct {
+		Text      string   `json:"text"`
+		Tools     []string `json:"tools"`
+		Nested    int      `json:"nested"`
+		Thinking  int      `json:"thinking"`
+		Open      int      `json:"open"`
+		Streaming int      `json:"streaming"`
+		Diff      int      `json:"diff"`
+	}
+	render := func(name string, lines []json.RawMessage, streamed bool) view {
+		t.Helper()
+		if !streamed {
+			lines = slices.DeleteFunc(slices.Clone(lines), func(l json.RawMessage) bool {
+				return strings.HasPrefix(string(l), `{"type":"stream_event"`)
+			})
+		}
+		js, _ := json.Marshal(lines)
+		var v view
+		tb.eval(`(async () => {
+			const { Transcript } = await import("./transcript.js");
+			document.querySelector("#welcome").hidden = true;
+			document.querySelector("#session").hidden = false;
+			const root = document.querySelector("#transcript");
+			const tr = new Transcript(root);
+			for (const l of `+string(js)+`) tr.apply(l);
+			tr.flush();
+			return {
+				text: root.innerText,
+				tools: [...root.querySelectorAll("details.tool")].map((d) => d.dataset.tool + ":" + d.dataset.status),
+				nested: root.querySelectorAll("details.tool .tool-children > *").length,
+				thinking: root.querySelectorAll("details.thinking").length,
+				open: root.querySelectorAll("details.thinking[open]").length,
+				streaming: root.querySelectorAll(".streaming").length,
+				diff: root.querySelectorAll("pre.diff .add, pre.diff .del").length,
+			};
+		})()`, &v)
+		tb.shot(name)
+		return v
+	}
+	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask"} {
+		lines := recorded(t, name)
+		streamed := render(name, lines, true)
+		plain := render(name+"-complete-lines", lines, false)
+		if streamed.Text != plain.Text {
+			t.Errorf("%s: built from deltas:\n%s\nbuilt from complete lines:\n%s", name, streamed.Text, plain.Text)
+		}
+		if streamed.Streaming != 0 {
+			t.Errorf("%s: %d blocks still marked streaming after the result", name, streamed.Streaming)
+		}
+		if streamed.Open != 0 {
+			t.Errorf("%s: thinking shown open", name)
+		}
+		switch name {
+		case "basic_turn_partial":
+			if !strings.Contains(streamed.Text, "Hello, streaming world") {
+				t.Errorf("%s: text missing:\n%s", name, streamed.Text)
+			}
+		case "thinking":
+			if streamed.Thinking == 0 {
+				t.Errorf("%s: no thinking block", name)
+			}
+		case "bash_allowed":
+			if !slices.Contains(streamed.Tools, "Bash:done") || !strings.Contains(streamed.Text, "$ echo hi > hi.txt") {
+				t.Errorf("%s: no finished Bash card with its command: %v\n%s", name, streamed.Tools, streamed.Text)
+			}
+		case "subagent":
+			if streamed.Nested == 0 || !slices.Contains(streamed.Tools, "Agent:done") {
+				t.Errorf("%s: subagent work not nested under its Agent card: %v, %d nested", name, streamed.Tools, streamed.Nested)
+			}
+		}
+	}
 }
 
 // testMarkdown feeds the renderer hostile and ordinary Markdown: no

@@ -203,7 +203,7 @@ function renderList() {
     t.dataset.t = s.last_event || "";
     r2.appendChild(t);
     const usd = s.cost?.USD ?? s.cost_usd;
-    if (usd) r2.appendChild(el("span", "usd", "$" + usd.toFixed(2)));
+    if (usd) r1.appendChild(el("span", "usd", "$" + usd.toFixed(2)));
     li.appendChild(r2);
     li.onclick = () => openSession(s.id);
     li.onkeydown = (e) => {
@@ -447,7 +447,8 @@ function addApproval(a) {
   $("approvals").appendChild(c);
   scrollDown();
   // Keyboard-first: the new card takes the keys unless the user is typing.
-  if (!isTyping()) c.focus({ preventScroll: true });
+  const ta = $("prompt");
+  if (v.approvals.size === 1 && (!isTyping() || (document.activeElement === ta && !ta.value.trim()))) c.focus({ preventScroll: true });
 }
 
 function resolveApproval(r) {
@@ -458,6 +459,9 @@ function resolveApproval(r) {
   approvals.resolved(a.el, r);
   // Keep the outcome in view a moment, then let the transcript tell it.
   setTimeout(() => a.el.remove(), 1500);
+  const next = [...v.approvals.values()][0];
+  if (next && (a.el.contains(document.activeElement) || !isTyping())) next.el.focus({ preventScroll: true });
+  else if (!next && a.el.contains(document.activeElement)) $("prompt").focus({ preventScroll: true });
 }
 
 // ---- deliveries (queued prompts) ---------------------------------------------------
@@ -750,7 +754,9 @@ document.addEventListener("keydown", (e) => {
   // questions) unless the user is typing somewhere else.
   const first = v && [...v.approvals.values()][0];
   const inCard = first && first.el.contains(document.activeElement);
-  if (first && (inCard || !isTyping()) && !e.ctrlKey && !e.metaKey && !e.altKey) {
+  // An empty prompt box does not hold the keys back from a pending card.
+  const emptyPrompt = document.activeElement === $("prompt") && !$("prompt").value.trim() && !attachments.length;
+  if (first && (inCard || emptyPrompt || !isTyping()) && !e.ctrlKey && !e.metaKey && !e.altKey && !e.shiftKey) {
     if (inCard && e.key === "Enter" && document.activeElement.tagName === "BUTTON") return; // the button itself
     if (inCard && (e.key === " " || (/^[1-9]$/.test(e.key) && isTyping()))) return;
     if (first.el.keys && first.el.keys(e)) {

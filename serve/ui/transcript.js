@@ -428,6 +428,17 @@ export function toolInput(name, v, raw, final) {
           return frag;
         }
         break;
+      case "AskUserQuestion": {
+        const ul = el("ul", "asked");
+        for (const q of v.questions || []) {
+          const li = el("li", null, q.question || "");
+          const opts = (q.options || []).map((o) => o.label).filter(Boolean);
+          if (opts.length) li.appendChild(el("span", "muted", " — " + opts.join(" / ") + (q.multiSelect ? " (any)" : "")));
+          ul.appendChild(li);
+        }
+        frag.appendChild(ul);
+        return frag;
+      }
       case "TodoWrite": {
         const ul = el("ul", "todos");
         for (const t of v.todos || []) {
@@ -465,6 +476,15 @@ function toolResultView(name, c, structured, input) {
       d.appendChild(markdown(t));
       frag.appendChild(d);
     }
+    return frag;
+  }
+  if (name === "AskUserQuestion" && structured && typeof structured === "object" && structured.answers && !c.is_error) {
+    const dl = el("dl", "answers");
+    for (const [q, a] of Object.entries(structured.answers)) {
+      dl.appendChild(el("dt", null, q));
+      dl.appendChild(el("dd", null, String(a)));
+    }
+    frag.appendChild(dl);
     return frag;
   }
   if (name === "Bash" && structured && typeof structured === "object" && !c.is_error) {
