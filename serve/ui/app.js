@@ -442,6 +442,7 @@ function updateComposer() {
 function addApproval(a) {
   const v = app.view;
   if (v.approvals.has(a.id)) return;
+  app.asked++;
   const c = approvals.card(a, (reply) => proto.answer(conn, v.id, a.id, reply));
   v.approvals.set(a.id, { info: a, el: c });
   $("approvals").appendChild(c);
@@ -753,13 +754,16 @@ document.addEventListener("keydown", (e) => {
   // A pending approval takes Enter / Escape / a (and digits for
   // questions) unless the user is typing somewhere else.
   const first = v && [...v.approvals.values()][0];
-  const inCard = first && first.el.contains(document.activeElement);
-  // An empty prompt box does not hold the keys back from a pending card.
-  const emptyPrompt = document.activeElement === $("prompt") && !$("prompt").value.trim() && !attachments.length;
-  if (first && (inCard || emptyPrompt || !isTyping()) && !e.ctrlKey && !e.metaKey && !e.altKey && !e.shiftKey) {
-    if (inCard && e.key === "Enter" && document.activeElement.tagName === "BUTTON") return; // the button itself
-    if (inCard && (e.key === " " || (/^[1-9]$/.test(e.key) && isTyping()))) return;
-    if (first.el.keys && first.el.keys(e)) {
+  if (first && !e.ctrlKey && !e.metaKey && !e.altKey && !e.shiftKey) {
+    const inCard = first.el.contains(document.activeElement);
+    const typing = isTyping();
+    const edge = e.key === "Enter" || e.key === "Escape";
+    // Inside the card, text fields keep their letters and buttons their
+    // Enter; from an empty prompt box only Enter and Escape reach the
+    // card, so typing a new prompt is never eaten.
+    const emptyPrompt = document.activeElement === $("prompt") && !$("prompt").value.trim() && !attachments.length;
+    let route = inCard ? (!typing || edge) && e.key !== " " && !(e.key === "Enter" && document.activeElement.tagName === "BUTTON") : !typing || (emptyPrompt && edge);
+    if (route && first.el.keys && first.el.keys(e)) {
       e.preventDefault();
       return;
     }
@@ -816,5 +820,7 @@ async function main() {
   if (m) openSession(m[1], false);
   conn.open();
 }
+app.conn = conn;
+app.asked = 0; // approvals shown since the page loaded
 window.tether = app; // for tests and curious people
 main();

@@ -1,0 +1,454 @@
+package serve_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// The scenarios of issue 12, each as a person would do it, against the
+// real CLI and the fake Messages API.
+
+func browserFlows(t *testing.T, b *browser) {
+	t.Run("Streams", func(t *testing.T) { testStreams(t, b) })
+	t.Run("ApprovalAllowed", func(t *testing.T) { testApprovalAllowed(t, b) })
+	t.Run("ApprovalDenied", func(t *testing.T) { testApprovalDenied(t, b) })
+	t.Run("AllowAlways", func(t *testing.T) { testAllowAlways(t, b) })
+	t.Run("Question", func(t *testing.T) { testQuestion(t, b) })
+	t.Run("Interrupt", func(t *testing.T) { testInterrupt(t, b) })
+	t.Run("QueuedCancelled", func(t *testing.T) { testQueuedCancelled(t, b) })
+	t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, b) })
+	t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, b) })
+	t.Run("ResumeFromDisk", func(t *testing.T) { testResumeFromDisk(t, b) })
+}
+
+// ---- page helpers ----
+
+// open loads the UI (logging in with the token in the URL's fragment)
+// and waits for the live connection.
+func (tb *tab) open(e *env) {
+	tb.t.Helper()
+	tb.run(chromedp.Navigate(e.url))
+	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+}
+
+// newSession starts a session in cwd from the New session dialog and
+// waits until it is ready for a prompt.
+func (tb *tab) newSession(cwd string) string {
+	tb.t.Helper()
+	tb.run(
+		chromedp.Click("#new-btn", chromedp.ByID),
+		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
+		chromedp.SetValue("#new-cwd", cwd, chromedp.ByID),
+		chromedp.Click("#new-submit", chromedp.ByID),
+	)
+	tb.waitJS("the session to open", `window.tether.view && !document.querySelector("#session").hidden`)
+	tb.waitState("ready", "idle")
+	var id string
+	tb.eval(`window.tether.current`, &id)
+	return id
+}
+
+// waitState waits for the open session's badge to show one of states.
+func (tb *tab) waitState(states ...string) {
+	tb.t.Helper()
+	js, _ := json.Marshal(states)
+	tb.waitJS("state "+strings.Join(states, " or "), fmt.Sprintf(`%s.includes(document.querySelector("#s-state").dataset.state)`, js))
+}
+
+// prompt types text into the prompt box and presses Enter.
+func (tb *tab) prompt(text string) {
+	tb.t.Helper()
+	tb.run(
+		chromedp.Click("#prompt", chromedp.ByID),
+		chromedp.SendKeys("#prompt", text, chromedp.ByID),
+		chromedp.KeyEvent(kb.Enter),
+	)
+}
+
+// key presses one key on the page.
+func (tb *tab) key(k string) {
+	tb.t.Helper()
+	tb.run(chromedp.KeyEvent(k))
+}
+
+// waitText waits for the transcript to contain s.
+func (tb *tab) waitText(s string) {
+	tb.t.Helper()
+	js, _ := json.Marshal(s)
+	tb.waitJS(fmt.Sprintf("%q in the transcript", s), fmt.Sprintf(`document.querySelector("#transcript").innerText.includes(%s)`, js))
+}
+
+// waitTurns waits until n turns have ended in the transcript.
+func (tb *tab) waitTurns(n int) {
+	tb.t.Helper()
+	tb.waitJS(fmt.Sprintf("%d ended turns", n), fmt.Sprintf(`document.querySelectorAll("#transcript > .turn-end").length >= %d`, n))
+}
+
+// count returns how many elements match a CSS selector.
+func (tb *tab) count(sel string) int {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	var n int
+	tb.eval(fmt.Sprintf(`document.querySelectorAll(%s).length`, js), &n)
+	return n
+}
+
+// text returns the innerText of the first element matching sel ("" when none).
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	var s string
+	tb.eval(fmt.Sprintf(`document.querySelector(%s)?.innerText ?? ""`, js), &s)
+	return s
+}
+
+// requestsContain reports whether any Messages request the CLI made
+// contains s in its body.
+func requestsContain(api *claudetest.MessagesServer, s string) bool {
+	for _, r := range api.MessagesRequests() {
+		if strings.Contains(string(r.Body), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- scenarios ----
+
+const longText = "Streaming arrives token by token: the page must show each piece as it comes, " +
+	"render **Markdown** as it grows, and end with exactly this text, once."
+
+func testStreams(t *testing.T, b *browser) {
+	e := newEnv(t, b, &claudetest.Reply{
+		Content:    []claudetest.ContentBlock{claudetest.TextBlock(longText)},
+		ChunkSize:  6,
+		EventDelay: 25 * time.Millisecond,
+	})
+	tb := b.newTab(t, e.origin, "streams")
+	tb.open(e)
+	tb.shots("empty")
+	tb.newSession(e.cwd)
+	// Record every length the growing text takes on screen.
+	tb.eval(`(() => {
+		window.__lengths = new Set();
+		const t = document.querySelector("#transcript");
+		new MutationObserver(() => {
+			const x = t.querySelector(".msg.assistant .text");
+			if (x) window.__lengths.add(x.innerText.length);
+		}).observe(t, { childList: true, subtree: true, characterData: true });
+		return true;
+	})()`, nil)
+	tb.prompt("Tell me about streaming")
+	tb.waitJS("the text to start streaming", `document.querySelector(".msg.assistant .text.streaming")?.innerText.length > 0`)
+	tb.shot("mid-stream")
+	tb.waitTurns(1)
+	tb.waitState("idle")
+	var lengths int
+	tb.eval(`window.__lengths.size`, &lengths)
+	if lengths < 3 {
+		t.Errorf("the text appeared in %d steps; want it to grow token by token", lengths)
+	}
+	got := tb.text(".msg.assistant .text")
+	want := strings.ReplaceAll(longText, "**", "")
+	if got != want {
+		t.Errorf("final text:\n%q\nwant\n%q", got, want)
+	}
+	if n := tb.count(".msg.assistant .text strong"); n != 1 {
+		t.Errorf("%d <strong> elements; want the Markdown rendered once", n)
+	}
+	if n := tb.count(".msg.user"); n != 1 {
+		t.Errorf("%d user bubbles; want 1", n)
+	}
+	tb.shots("done")
+}
+
+func testApprovalAllowed(t *testing.T, b *browser) {
+	e := newEnv(t, b,
+		claudetest.ToolUseReply("toolu_allow", "Bash", map[string]string{"command": "echo hi > hi.txt", "description": "Write hi.txt"}),
+		claudetest.TextReply("wrote it"),
+	)
+	tb := b.newTab(t, e.origin, "allow")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("write hi.txt")
+	tb.waitJS("the approval card", `document.querySelector(".approval:not(.answered)")`)
+	tb.waitState("awaiting_approval")
+	if s := tb.text(".approval"); !strings.Contains(s, "echo hi > hi.txt") || !strings.Contains(s, "Allow always") {
+		t.Errorf("the card does not show the command and the suggested rule:\n%s", s)
+	}
+	tb.shots("approval")
+	tb.key(kb.Enter) // keyboard-first: Enter allows
+	tb.waitText("wrote it")
+	tb.waitTurns(1)
+	if got := tb.text(`details.tool[data-tool="Bash"] .tool-status`); got != "done" {
+		t.Errorf("Bash card status %q; want done", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.cwd, "hi.txt")); err != nil || strings.TrimSpace(string(b)) != "hi" {
+		t.Errorf("hi.txt: %q, %v", b, err)
+	}
+	tb.shots("allowed")
+}
+
+func testApprovalDenied(t *testing.T, b *browser) {
+	e := newEnv(t, b,
+		claudetest.ToolUseReply("toolu_deny", "Bash", map[string]string{"command": "rm -rf build > log.txt", "description": "Clean"}),
+		claudetest.TextReply("understood, not deleting"),
+	)
+	tb := b.newTab(t, e.origin, "deny")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("clean up")
+	tb.waitJS("the approval card", `document.querySelector(".approval:not(.answered)")`)
+	const reason = "keep the build directory"
+	tb.run(
+		chromedp.Click(".approval .reason", chromedp.ByQuery),
+		chromedp.SendKeys(".approval .reason", reason, chromedp.ByQuery),
+	)
+	tb.shot("reason-typed")
+	tb.key(kb.Enter) // Enter in the reason field denies with it
+	tb.waitText("understood, not deleting")
+	tb.waitTurns(1)
+	if got := tb.text(`details.tool[data-tool="Bash"] .tool-status`); got != "denied" && got != "error" {
+		t.Errorf("Bash card status %q; want denied", got)
+	}
+	if !requestsContain(e.api, reason) {
+		t.Errorf("the model was not told the reason %q", reason)
+	}
+	if _, err := os.Stat(filepath.Join(e.cwd, "log.txt")); err == nil {
+		t.Error("the denied command ran")
+	}
+	tb.shots("denied")
+}
+
+func testAllowAlways(t *testing.T, b *browser) {
+	// Output redirects are path-checked on every call whatever the rules
+	// say, so the pattern is a plain command.
+	e := newEnv(t, b,
+		claudetest.ToolUseReply("toolu_git1", "Bash", map[string]string{"command": "git init -q repo1"}),
+		claudetest.ToolUseReply("toolu_git2", "Bash", map[string]string{"command": "git init -q repo2"}),
+		claudetest.TextReply("two repos"),
+	)
+	tb := b.newTab(t, e.origin, "always")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("make two repos")
+	tb.waitJS("the approval card", `document.querySelector(".approval:not(.answered) .always")`)
+	if s := tb.text(".approval .rule"); !strings.Contains(s, "git init") {
+		t.Errorf("the suggested rule is not shown: %q", s)
+	}
+	tb.shot("allow-always")
+	tb.key("a")
+	tb.waitText("two repos")
+	tb.waitTurns(1)
+	var asked int
+	tb.eval(`window.tether.asked || 0`, &asked)
+	if asked != 1 {
+		t.Errorf("%d approvals shown; want 1 (the rule allows the second call)", asked)
+	}
+	for _, d := range []string{"repo1", "repo2"} {
+		if _, err := os.Stat(filepath.Join(e.cwd, d, ".git")); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	tb.shots("done")
+}
+
+func testQuestion(t *testing.T, b *browser) {
+	e := newEnv(t, b,
+		claudetest.ToolUseReply("toolu_ask", "AskUserQuestion", map[string]any{"questions": []map[string]any{{
+			"question": "Which color?", "header": "Color", "multiSelect": false,
+			"options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}},
+		}}}),
+		claudetest.TextReply("blue it is"),
+	)
+	tb := b.newTab(t, e.origin, "question")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("pick a color with me")
+	tb.waitJS("the question form", `document.querySelector(".approval.question:not(.answered)")`)
+	tb.waitState("awaiting_answer")
+	tb.shots("question")
+	tb.key("2") // the second option
+	tb.shot("picked")
+	tb.key(kb.Enter)
+	tb.waitText("blue it is")
+	tb.waitTurns(1)
+	if !requestsContain(e.api, "Blue") {
+		t.Error("the model never got the answer Blue")
+	}
+	tb.shots("answered")
+}
+
+func testInterrupt(t *testing.T, b *browser) {
+	e := newEnv(t, b,
+		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("I will write for a very long time, and never stop by myself")}, ChunkSize: 8, StallAfterEvents: 5},
+		claudetest.TextReply("after the stop"),
+	)
+	tb := b.newTab(t, e.origin, "interrupt")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("write forever")
+	tb.waitJS("partial text", `document.querySelector(".msg.assistant .text")?.innerText.length > 0`)
+	tb.waitState("streaming")
+	tb.shot("streaming")
+	tb.run(chromedp.Click("#stop-btn", chromedp.ByID))
+	tb.waitState("idle")
+	tb.waitTurns(1)
+	if !strings.Contains(tb.text("#transcript"), "Interrupted") {
+		t.Error("the transcript does not say the turn was interrupted")
+	}
+	tb.shots("stopped")
+	// The session takes the next prompt at once.
+	tb.prompt("go on")
+	tb.waitText("after the stop")
+	tb.waitTurns(2)
+}
+
+func testQueuedCancelled(t *testing.T, b *browser) {
+	e := newEnv(t, b,
+		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("a long answer that stalls")}, ChunkSize: 8, StallAfterEvents: 5},
+		claudetest.TextReply("second turn"),
+	)
+	tb := b.newTab(t, e.origin, "queue")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("first")
+	tb.waitState("streaming")
+	const queued = "never mind this one"
+	tb.prompt(queued)
+	tb.waitJS("the queued prompt", `document.querySelector('#deliveries li[data-status="queued"] button')`)
+	tb.shots("queued")
+	tb.run(chromedp.Click(`#deliveries li[data-status="queued"] button`, chromedp.ByQuery))
+	tb.waitJS("the prompt cancelled", `document.querySelector('#deliveries li[data-status="cancelled"]')`)
+	tb.shot("cancelled")
+	tb.run(chromedp.Click("#stop-btn", chromedp.ByID))
+	tb.waitState("idle")
+	tb.prompt("and now")
+	tb.waitText("second turn")
+	tb.waitTurns(2)
+	if requestsContain(e.api, queued) {
+		t.Error("the cancelled prompt reached the model")
+	}
+	if strings.Contains(tb.text("#transcript"), queued) {
+		t.Error("the cancelled prompt shows in the transcript")
+	}
+}
+
+func testReloadMidTurn(t *testing.T, b *browser) {
+	words := strings.Repeat("every word arrives once and only once; ", 12)
+	e := newEnv(t, b, &claudetest.Reply{
+		Content:    []claudetest.ContentBlock{claudetest.TextBlock(words)},
+		ChunkSize:  5,
+		EventDelay: 20 * time.Millisecond,
+	})
+	tb := b.newTab(t, e.origin, "reload")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("stream a while")
+	tb.waitJS("partial text", `document.querySelector(".msg.assistant .text")?.innerText.length > 20`)
+	// First the socket drops under the page: it says so, and resumes
+	// after the last event it applied.
+	tb.eval(`window.tether.conn.ws.close(), true`, nil)
+	tb.waitJS("the page to notice", `!document.querySelector("#conn").classList.contains("live")`)
+	tb.shot("reconnecting")
+	tb.waitJS("a live connection again", `document.querySelector("#conn").classList.contains("live")`)
+	// Then the whole page reloads mid-turn.
+	tb.run(chromedp.Reload())
+	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+	tb.waitJS("the session reopened", `window.tether.view && window.tether.view.lastSeq > 0`)
+	tb.shot("reloaded")
+	tb.waitTurns(1)
+	got := tb.text(".msg.assistant .text")
+	if got != strings.TrimSpace(words) {
+		t.Errorf("after reload the text is\n%q\nwant\n%q", got, strings.TrimSpace(words))
+	}
+	if n := tb.count(".msg.user"); n != 1 {
+		t.Errorf("%d user bubbles; want 1", n)
+	}
+	if n := tb.count("#transcript > .turn-end"); n != 1 {
+		t.Errorf("%d turn ends; want 1", n)
+	}
+	if n := tb.count(".msg.assistant"); n != 1 {
+		t.Errorf("%d assistant messages; want 1", n)
+	}
+	tb.shots("complete")
+}
+
+func testTwoTabs(t *testing.T, b *browser) {
+	e := newEnv(t, b,
+		claudetest.ToolUseReply("toolu_two", "Bash", map[string]string{"command": "echo two > two.txt", "description": "Write two.txt"}),
+		claudetest.TextReply("done once"),
+	)
+	a := b.newTab(t, e.origin, "tab-a")
+	a.open(e)
+	id := a.newSession(e.cwd)
+	c := b.newTab(t, e.origin, "tab-b")
+	c.open(e)
+	c.run(chromedp.Click(fmt.Sprintf(`#sessions li[data-id=%q]`, id), chromedp.ByQuery))
+	c.waitState("ready", "idle")
+	a.prompt("write two.txt")
+	a.waitJS("the card in tab A", `document.querySelector(".approval:not(.answered)")`)
+	c.waitJS("the card in tab B", `document.querySelector(".approval:not(.answered)")`)
+	c.shot("before")
+	a.run(chromedp.Click(".approval .allow", chromedp.ByQuery))
+	c.waitJS("tab B to see it answered", `!document.querySelector(".approval:not(.answered)")`)
+	c.shot("answered-elsewhere")
+	a.waitText("done once")
+	c.waitText("done once")
+	// Answering again from tab B's console is refused.
+	var refused string
+	c.eval(fmt.Sprintf(`(async () => {
+		const proto = await import("./proto.js");
+		try { await proto.answer(window.tether.conn, %q, %q, {behavior: "deny", message: "late"}); return ""; }
+		catch (e) { return e.message || "refused"; }
+	})()`, id, "unknown-approval-id"), &refused)
+	if refused == "" {
+		t.Error("a second answer was accepted")
+	}
+	if n := a.count(`details.tool[data-tool="Bash"]`); n != 1 {
+		t.Errorf("%d Bash cards in tab A; want 1", n)
+	}
+}
+
+func testResumeFromDisk(t *testing.T, b *browser) {
+	e := newEnv(t, b,
+		claudetest.TextReply("noted: the password is swordfish"),
+		claudetest.TextReply("it was swordfish"),
+	)
+	tb := b.newTab(t, e.origin, "resume")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("remember swordfish")
+	tb.waitTurns(1)
+	tb.eval(`window.confirm = () => true`, nil)
+	tb.run(chromedp.Click("#close-btn", chromedp.ByID))
+	tb.waitState("closed", "disconnected")
+	tb.run(chromedp.Click("#resume-btn", chromedp.ByID), chromedp.WaitVisible("#resume-dlg", chromedp.ByID))
+	tb.run(chromedp.SetValue("#resume-cwd", e.cwd, chromedp.ByID), chromedp.Click("#resume-list", chromedp.ByID))
+	tb.waitJS("the session on disk", `document.querySelector("#disk-list li[data-session-id] button")`)
+	if s := tb.text("#disk-list"); !strings.Contains(s, "remember swordfish") {
+		t.Errorf("the list does not show the last prompt:\n%s", s)
+	}
+	tb.shots("resume-list")
+	tb.run(chromedp.Click("#disk-list li[data-session-id] button.primary", chromedp.ByQuery))
+	tb.waitJS("the resumed session", `!document.querySelector("#resume-dlg").open && window.tether.view`)
+	tb.waitState("ready", "idle")
+	tb.prompt("what was it?")
+	tb.waitText("it was swordfish")
+	// The CLI sent the earlier conversation along: it was resumed.
+	reqs := e.api.MessagesRequests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "remember swordfish") {
+		t.Error("the resumed session's request does not carry the earlier conversation")
+	}
+	tb.shots("resumed")
+}
