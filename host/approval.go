@@ -178,6 +178,7 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult) error {
 	}
 	a.status = approvalAnswered
 	a.answer <- r
+	s.recordResolved(a, r)
 	s.forget(a)
 	if d, ok := r.(*claude.PermissionDeny); ok && d.Interrupt && s.turn {
 		s.interrupting = true
@@ -223,6 +224,7 @@ func (s *Session) withdrawAll() {
 func (a *Approval) withdrawLocked() {
 	if a.status == approvalPending {
 		a.status = approvalWithdrawn
+		a.s.recordResolved(a, nil)
 	}
 }
 

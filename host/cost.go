@@ -9,10 +9,10 @@ import (
 
 // Tokens counts tokens by kind.
 type Tokens struct {
-	Input         int64
-	Output        int64
-	CacheCreation int64
-	CacheRead     int64
+	Input         int64 `json:"input"`
+	Output        int64 `json:"output"`
+	CacheCreation int64 `json:"cache_creation"`
+	CacheRead     int64 `json:"cache_read"`
 }
 
 func (t Tokens) add(o Tokens) Tokens {
@@ -37,43 +37,43 @@ func tokensOf(u *claude.Usage) Tokens {
 type Cost struct {
 	// USD is the session's spending by the CLI's own reckoning
 	// (total_cost_usd), as of the last result, summed over restarts.
-	USD float64
+	USD float64 `json:"usd"`
 	// Tokens are the session's tokens: the ended turns' as their results
 	// report them, plus the running turn's so far.
-	Tokens Tokens
+	Tokens Tokens `json:"tokens"`
 	// Models splits Tokens and USD by model (the model id without a
 	// "[1m]"-style suffix).
-	Models map[string]ModelCost
+	Models map[string]ModelCost `json:"models"`
 	// Turns is the number of turns ended.
-	Turns int
+	Turns int `json:"turns"`
 	// Turn is the running turn, counted from its API messages, each
 	// message once (zero between turns).
-	Turn TurnCost
+	Turn TurnCost `json:"turn"`
 	// LastTurn is the last ended turn, reconciled with its result.
-	LastTurn TurnCost
+	LastTurn TurnCost `json:"last_turn"`
 }
 
 // ModelCost is one model's share of a session's cost.
 type ModelCost struct {
-	Tokens Tokens
-	USD    float64
+	Tokens Tokens  `json:"tokens"`
+	USD    float64 `json:"usd"`
 }
 
 // TurnCost is one turn's usage.
 type TurnCost struct {
 	// Tokens are the turn's tokens: counted from its messages while it
 	// runs, the result's figures once it has ended.
-	Tokens Tokens
+	Tokens Tokens `json:"tokens"`
 	// Counted is what the turn's messages added up to, each message id
 	// once, for comparison with the result. Without partial messages the
 	// output count of the last message is provisional (the assistant
 	// messages carry the count from the start of the stream).
-	Counted Tokens
+	Counted Tokens `json:"counted"`
 	// Messages is the number of API messages (main thread and subagents).
-	Messages int
+	Messages int `json:"messages"`
 	// USD is the turn's cost (0 while it runs: the CLI reports cost with
 	// the result).
-	USD float64
+	USD float64 `json:"usd"`
 }
 
 // costTracker counts usage per API message and reconciles it with each

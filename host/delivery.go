@@ -118,6 +118,7 @@ func (s *Session) SendMessage(ctx context.Context, m *claude.UserMessage) (*Deli
 		return nil, fmt.Errorf("host: no CLI to send to: %w", err)
 	}
 	s.deliveries = append(s.deliveries, d)
+	s.recordDelivery(d)
 	s.mu.Unlock()
 	if err := cs.SendMessage(ctx, &c); err != nil {
 		s.mu.Lock()
@@ -209,6 +210,7 @@ func (s *Session) accept(uuid string) {
 		for _, e := range s.deliveries[:i+1] {
 			if e.status == DeliveryQueued {
 				e.status = DeliveryAccepted
+				s.recordDelivery(e)
 			}
 		}
 		return
@@ -242,6 +244,7 @@ func (s *Session) answerDeliveries(r *claude.ResultMessage) {
 		for _, d := range s.turnQueued {
 			if d.status == DeliveryQueued {
 				d.status = DeliveryAccepted
+				s.recordDelivery(d)
 			}
 		}
 	}
@@ -272,6 +275,7 @@ func (s *Session) resolve(d *Delivery, st DeliveryStatus, r *claude.ResultMessag
 	}
 	d.status, d.result, d.err = st, r, err
 	close(d.done)
+	s.recordDelivery(d)
 	for i, e := range s.deliveries {
 		if e == d {
 			s.deliveries = append(s.deliveries[:i], s.deliveries[i+1:]...)

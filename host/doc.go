@@ -28,7 +28,20 @@
 //     turn's result, and the CLI's own dollar figure.
 //
 // Messages hands the messages on to any number of subscribers, each with
-// its own unbounded queue; nobody has to read them for the rest to work.
+// its own bounded queue (one that falls behind is told it missed some);
+// nobody has to read them for the rest to work.
+//
+// # The journal
+//
+// Everything a remote UI needs is also recorded as data in a bounded
+// journal of sequenced Events (state changes, every CLI line, approvals
+// added and resolved, deliveries, cost, the end), JSON as they are, so a
+// browser bridge or a message bus can carry them unchanged. Events(ctx,
+// after) yields exactly the events after a sequence number, live; a
+// subscriber that falls out of the journal's bounds is told to resync
+// (ErrResync) and starts again from a Snapshot, which holds the state,
+// the transcript so far, pending approvals, deliveries and cost, as of
+// its Seq. A slow subscriber never slows the session or anyone else.
 //
 // # Interrupts
 //

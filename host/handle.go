@@ -14,6 +14,9 @@ func (s *Session) handle(m claude.Message, merr error) {
 	s.lastEvent.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.repeated(m) {
+		s.recordMessage(m) // before what it causes
+	}
 	forward := true
 	switch m := m.(type) {
 	case *claude.SessionStateChangedMessage:
@@ -103,6 +106,7 @@ func (s *Session) handle(m claude.Message, merr error) {
 	s.acc.Add(m)
 	s.costs.add(m)
 	s.transition()
+	s.recordCost(m)
 	if forward {
 		s.publishLocked(m, merr)
 	}
@@ -153,6 +157,7 @@ func (s *Session) observe(ev *claude.ControlEvent) {
 		if a.status == approvalPending && !a.announced {
 			a.announced = true
 			s.approvals = append(s.approvals, a)
+			s.record(EventApproval, a.Info())
 		}
 	case ev.Type == claude.ControlEventCancel:
 		if a, ok := s.byID[ev.RequestID]; ok {
@@ -177,15 +182,19 @@ func (s *Session) observe(ev *claude.ControlEvent) {
 //
 // Each call is a subscriber of its own, registered when Messages is
 // called, so nothing after the call is missed; it ends when ctx is done.
-// Buffering: a subscriber's messages queue without limit and never slow
-// the session down; a subscriber that stops reading holds them until its
-// ctx is done. The iterator is single-use.
+// Buffering: a subscriber's messages queue and never slow the session
+// down, up to Options.MessageBuffer (8192 by default). A subscriber that
+// falls further behind loses its queue (the memory is freed at once) and
+// is told so: the next value it gets is a *ResyncError (errors.Is
+// ErrResync) counting the messages it missed, after which it goes on with
+// the messages that came since. A UI takes a Snapshot then; see Events
+// for a feed that never loses track. The iterator is single-use.
 func (s *Session) Messages(ctx context.Context) iter.Seq2[claude.Message, error] {
-	sub := &subscriber{signal: make(chan struct{}, 1)}
+	sub := &subscriber{signal: make(chan struct{}, 1), limit: cmpOr(s.opts.MessageBuffer, 8192)}
 	s.mu.Lock()
 	if s.ended {
-		sub.push(item{err: s.endErr()})
 		sub.closed = true
+		sub.push(item{err: s.endErr()})
 	} else {
 		s.subs[sub] = struct{}{}
 	}
@@ -196,9 +205,12 @@ func (s *Session) Messages(ctx context.Context) iter.Seq2[claude.Message, error]
 		defer s.unsubscribe(sub)
 		for {
 			s.mu.Lock()
-			q, closed := sub.q, sub.closed
-			sub.q = nil
+			q, closed, missed := sub.q, sub.closed, sub.missed
+			sub.q, sub.missed = nil, 0
 			s.mu.Unlock()
+			if missed > 0 && !yield(nil, &ResyncError{Missed: missed}) {
+				return
+			}
 			for _, it := range q {
 				if !yield(it.m, it.err) {
 					return
@@ -226,9 +238,19 @@ type subscriber struct {
 	q      []item
 	closed bool
 	signal chan struct{}
+	limit  int // most items queued
+	missed int // items dropped since the reader last took the queue
 }
 
+// push queues it (the session's lock held). A full queue is dropped,
+// its items counted as missed; the final item (pushed once closed is
+// set) always goes in.
 func (sub *subscriber) push(it item) {
+	if len(sub.q) >= sub.limit && !sub.closed {
+		sub.missed += len(sub.q)
+		clear(sub.q)
+		sub.q = nil
+	}
 	sub.q = append(sub.q, it)
 	select {
 	case sub.signal <- struct{}{}:

@@ -40,6 +40,14 @@ type Options struct {
 
 	// InterruptTimeout bounds each step of ForceInterrupt (0 = 5 s).
 	InterruptTimeout time.Duration
+
+	// Journal bounds the session's event journal (Events, Snapshot);
+	// nil means defaults.
+	Journal *JournalOptions
+
+	// MessageBuffer is how many messages a Messages subscriber may have
+	// unread before it is told it fell behind (0 = 8192): see Messages.
+	MessageBuffer int
 }
 
 // RestartPolicy says when to restart a CLI that ended on its own.
@@ -104,6 +112,9 @@ type Session struct {
 	closed       bool
 	ended        bool // for good: Done is closed
 
+	journal journal     // Events and Snapshot; appended with mu held
+	info    sessionInfo // cwd, model, permission mode
+
 	done chan struct{}
 	wg   sync.WaitGroup // run loops and restarts
 }
@@ -161,6 +172,8 @@ func newSession(opts *Options) *Session {
 		base.SessionID = newUUID()
 	}
 	s.base = base
+	s.journal.init(o.Journal)
+	s.info = sessionInfo{cwd: base.Cwd, model: base.Model, mode: string(base.PermissionMode)}
 	if base.Resume != "" && !base.ForkSession {
 		s.sid = base.Resume
 	} else if base.SessionID != "" {
@@ -455,10 +468,16 @@ func (s *Session) end() {
 		}
 	}
 	for sub := range s.subs {
-		sub.push(item{err: s.endErr()})
 		sub.closed = true
+		sub.push(item{err: s.endErr()})
 		delete(s.subs, sub)
 	}
+	var ei ErrorInfo
+	if s.cause != nil && !errors.Is(s.cause, claude.ErrClosed) {
+		ei.Error = s.cause.Error()
+	}
+	s.record(EventClosed, ei)
+	s.journal.end()
 	close(s.done)
 }
 
@@ -528,4 +547,5 @@ func (s *Session) transition() {
 	for w := range s.watchers {
 		w.push(l)
 	}
+	s.record(EventState, l.Info())
 }

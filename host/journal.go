@@ -1,0 +1,563 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// EventKind names what an Event records; its Data is the JSON payload
+// of that kind.
+type EventKind string
+
+// Event kinds. The payload of each is documented next to it; the
+// protocol document (docs/serve-protocol.md) shows an example of each.
+const (
+	// EventState: the liveness changed. Data: StateInfo.
+	EventState EventKind = "state"
+	// EventMessage: the CLI wrote a message. Data: the CLI's stdout line,
+	// unchanged (a JSON object; stream events included). Replays of the
+	// host's own prompts appear once.
+	EventMessage EventKind = "message"
+	// EventError: a non-final error: a stdout line that could not be
+	// decoded, or a CLI that died and is being restarted. Data:
+	// ErrorInfo.
+	EventError EventKind = "error"
+	// EventApproval: a permission request or a question now waits for a
+	// person. Data: ApprovalInfo.
+	EventApproval EventKind = "approval"
+	// EventApprovalResolved: a pending approval was answered (once, by
+	// whoever was first) or withdrawn by the CLI. Data: ApprovalResolved.
+	EventApprovalResolved EventKind = "approval_resolved"
+	// EventDelivery: a prompt's delivery changed (queued, accepted,
+	// answered, cancelled, lost). Data: DeliveryInfo.
+	EventDelivery EventKind = "delivery"
+	// EventCost: the session's usage or cost changed. Data: Cost.
+	EventCost EventKind = "cost"
+	// EventClosed: the session ended for good; it is the last event.
+	// Data: ErrorInfo (why; "" for a clean end).
+	EventClosed EventKind = "closed"
+)
+
+// Event is one entry in a session's journal. Seq numbers a session's
+// events from 1, with no gaps, stable for the session's life (across CLI
+// restarts). Events are JSON-encodable as they are, so they can cross a
+// WebSocket or a message bus unchanged. An Event is read-only.
+type Event struct {
+	Seq  uint64          `json:"seq"`
+	Time time.Time       `json:"time"`
+	Kind EventKind       `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+// StateInfo is a Liveness as data (EventState, Snapshot.State).
+type StateInfo struct {
+	State string    `json:"state"` // State.String(): "awaiting_approval"
+	Since time.Time `json:"since"`
+	// Tool, Attempt: see Liveness.
+	Tool    string `json:"tool,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// Approval is the id of the approval waited for (awaiting_approval,
+	// awaiting_answer).
+	Approval string `json:"approval,omitempty"`
+	// Error is Liveness.Err's text (error, idle after an interrupt,
+	// disconnected).
+	Error string `json:"error,omitempty"`
+}
+
+// Info returns l as data.
+func (l Liveness) Info() StateInfo {
+	si := StateInfo{State: l.State.String(), Since: l.Since, Tool: l.Tool, Attempt: l.Attempt}
+	if l.Approval != nil {
+		si.Approval = l.Approval.ID()
+	}
+	if l.Err != nil {
+		si.Error = l.Err.Error()
+	}
+	return si
+}
+
+// ApprovalInfo is an Approval as data (EventApproval, Snapshot.Approvals).
+type ApprovalInfo struct {
+	ID          string                    `json:"id"`
+	Kind        string                    `json:"kind"` // "tool" or "question"
+	ToolName    string                    `json:"tool_name"`
+	DisplayName string                    `json:"display_name,omitempty"`
+	Title       string                    `json:"title,omitempty"`
+	Description string                    `json:"description,omitempty"`
+	Input       json.RawMessage           `json:"input,omitempty"`
+	ToolUseID   string                    `json:"tool_use_id,omitempty"`
+	Suggestions []claude.PermissionUpdate `json:"suggestions,omitempty"`
+	BlockedPath string                    `json:"blocked_path,omitempty"`
+	Reason      string                    `json:"decision_reason,omitempty"`
+	AgentID     string                    `json:"agent_id,omitempty"`
+	Questions   []Question                `json:"questions,omitempty"`
+	Asked       time.Time                 `json:"asked"`
+}
+
+// Info returns a as data.
+func (a *Approval) Info() ApprovalInfo {
+	r := a.Request
+	kind := "tool"
+	if a.Kind == ApprovalQuestion {
+		kind = "question"
+	}
+	return ApprovalInfo{
+		ID: r.RequestID, Kind: kind, ToolName: r.ToolName, DisplayName: r.DisplayName,
+		Title: r.Title, Description: r.Description, Input: r.Input, ToolUseID: r.ToolUseID,
+		Suggestions: r.Suggestions, BlockedPath: r.BlockedPath, Reason: r.DecisionReason,
+		AgentID: r.AgentID, Questions: a.Questions, Asked: a.Asked,
+	}
+}
+
+// ApprovalResolved is the payload of EventApprovalResolved.
+type ApprovalResolved struct {
+	ID string `json:"id"`
+	// Outcome is "allowed", "answered" (a question), "denied" or
+	// "withdrawn".
+	Outcome string `json:"outcome"`
+	// Message is a deny's message.
+	Message string `json:"message,omitempty"`
+	// Interrupt is set on a deny that also ended the turn.
+	Interrupt bool `json:"interrupt,omitempty"`
+	// Always is set on an allow that applied permission updates.
+	Always bool `json:"always,omitempty"`
+}
+
+// DeliveryInfo is a Delivery as data (EventDelivery, Snapshot.Deliveries).
+type DeliveryInfo struct {
+	UUID   string    `json:"uuid"`
+	Status string    `json:"status"` // DeliveryStatus.String()
+	Text   string    `json:"text,omitempty"`
+	Sent   time.Time `json:"sent"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// ErrorInfo is the payload of EventError and EventClosed.
+type ErrorInfo struct {
+	Error string `json:"error,omitempty"`
+}
+
+// Snapshot is everything a client needs to render a session from
+// scratch, consistent with the journal: applying the events with Seq >
+// Snapshot.Seq to it gives the live view.
+type Snapshot struct {
+	// Seq is the last event the snapshot includes (0: none yet).
+	Seq uint64 `json:"seq"`
+	// ID is the host's id for the session, SessionID the CLI's.
+	ID        string `json:"id"`
+	SessionID string `json:"session_id,omitempty"`
+	// Cwd, Model and PermissionMode are as the CLI last reported them
+	// (system/init), else as the session was started with.
+	Cwd            string `json:"cwd,omitempty"`
+	Model          string `json:"model,omitempty"`
+	PermissionMode string `json:"permission_mode,omitempty"`
+
+	State StateInfo `json:"state"`
+	// Transcript is the session's messages so far, as the CLI's stdout
+	// lines (EventMessage payloads), oldest first. Stream events are kept
+	// for the running turn only (they rebuild the message being written);
+	// those of ended turns are dropped, their assistant messages kept.
+	// Bounded (JournalOptions.MaxTranscript, MaxTranscriptBytes): the
+	// oldest lines go first, counted in Dropped.
+	Transcript []json.RawMessage `json:"transcript"`
+	Dropped    int               `json:"dropped,omitempty"`
+	// Approvals pending, oldest first; Deliveries not yet resolved, in
+	// send order.
+	Approvals  []ApprovalInfo `json:"approvals"`
+	Deliveries []DeliveryInfo `json:"deliveries"`
+	Cost       Cost           `json:"cost"`
+	// Ended is set once the session has ended for good (EventClosed);
+	// Error says why.
+	Ended bool   `json:"ended,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// ErrResync is matched (errors.Is) by the *ResyncError that Events and
+// Messages yield to a subscriber that missed events: it should take a
+// Snapshot and subscribe again after the snapshot's Seq.
+var ErrResync = errors.New("host: events missed, resync")
+
+// ResyncError says which events a subscriber cannot get.
+type ResyncError struct {
+	// After is where the subscriber stood: the last seq it had.
+	After uint64
+	// Oldest is the oldest seq the journal still holds (0 when empty)
+	// and Latest the newest.
+	Oldest, Latest uint64
+	// Missed counts the messages a Messages subscriber lost (0 for
+	// Events).
+	Missed int
+}
+
+func (e *ResyncError) Error() string {
+	if e.Missed > 0 {
+		return fmt.Sprintf("host: subscriber fell behind: %d messages missed; resync", e.Missed)
+	}
+	return fmt.Sprintf("host: events after %d are no longer kept (journal holds %d..%d); resync", e.After, e.Oldest, e.Latest)
+}
+
+// Is makes errors.Is(err, ErrResync) true.
+func (e *ResyncError) Is(target error) bool { return target == ErrResync }
+
+// JournalOptions bounds a session's journal (Options.Journal). Zero
+// fields take the defaults.
+type JournalOptions struct {
+	// MaxEvents is the most events kept (0 = 4096).
+	MaxEvents int
+	// MaxBytes bounds the kept events' payload bytes (0 = 8 MiB). The
+	// newest event is always kept, however big.
+	MaxBytes int
+	// MaxTranscript is the most transcript lines a Snapshot holds
+	// (0 = 2000), and MaxTranscriptBytes their bytes (0 = 16 MiB).
+	MaxTranscript      int
+	MaxTranscriptBytes int
+}
+
+// eventOverhead is what an event costs beyond its payload, for the
+// byte bound.
+const eventOverhead = 64
+
+// journal is a session's event log: a ring of the newest events, read
+// by any number of subscribers at their own pace. Appends happen with
+// the session's lock held and never block; subscribers read with the
+// journal's own lock, so a slow reader never holds the session up. A
+// reader that falls behind the ring gets a *ResyncError.
+type journal struct {
+	opts JournalOptions
+
+	mu     sync.Mutex
+	ring   []Event // ring[(head+i)%len] for i < n; grows up to MaxEvents
+	head   int
+	n      int
+	bytes  int
+	seq    uint64        // the last seq given
+	wake   chan struct{} // closed on the next append or end; nil when nobody waits
+	closed bool          // the session ended: no more events
+
+	// The transcript for snapshots (s.mu held, not j.mu).
+	lines     []line
+	lineBytes int
+	dropped   int
+	cost      Cost // as last published
+}
+
+type line struct {
+	raw    json.RawMessage
+	stream bool
+}
+
+func (j *journal) init(o *JournalOptions) {
+	if o != nil {
+		j.opts = *o
+	}
+	j.opts.MaxEvents = cmpOr(j.opts.MaxEvents, 4096)
+	j.opts.MaxBytes = cmpOr(j.opts.MaxBytes, 8<<20)
+	j.opts.MaxTranscript = cmpOr(j.opts.MaxTranscript, 2000)
+	j.opts.MaxTranscriptBytes = cmpOr(j.opts.MaxTranscriptBytes, 16<<20)
+}
+
+// append adds an event (the session's lock held).
+func (j *journal) append(kind EventKind, data json.RawMessage) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return
+	}
+	j.seq++
+	e := Event{Seq: j.seq, Time: time.Now(), Kind: kind, Data: data}
+	size := len(data) + eventOverhead
+	for j.n > 0 && (j.n >= j.opts.MaxEvents || j.bytes+size > j.opts.MaxBytes) {
+		old := &j.ring[j.head]
+		j.bytes -= len(old.Data) + eventOverhead
+		*old = Event{} // let the payload go
+		j.head = (j.head + 1) % len(j.ring)
+		j.n--
+	}
+	if j.n == len(j.ring) {
+		// Grow (up to MaxEvents), unrolling the ring.
+		nr := make([]Event, min(max(2*len(j.ring), 16), j.opts.MaxEvents))
+		for i := range j.n {
+			nr[i] = j.ring[(j.head+i)%len(j.ring)]
+		}
+		j.ring, j.head = nr, 0
+	} else if j.n == 0 && len(j.ring) > 64 {
+		// Empty after a burst of big events: give the memory back.
+		j.ring, j.head = make([]Event, 16), 0
+	}
+	j.ring[(j.head+j.n)%len(j.ring)] = e
+	j.n++
+	j.bytes += size
+	if j.wake != nil {
+		close(j.wake)
+		j.wake = nil
+	}
+}
+
+// end marks the journal complete: subscribers finish what is kept and
+// stop.
+func (j *journal) end() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.closed = true
+	if j.wake != nil {
+		close(j.wake)
+		j.wake = nil
+	}
+}
+
+// oldestLocked returns the oldest seq kept (0 when none).
+func (j *journal) oldestLocked() uint64 {
+	if j.n == 0 {
+		return 0
+	}
+	return j.ring[j.head].Seq
+}
+
+// read returns up to max events with Seq > after, a channel closed on the
+// next change when there are none, and whether the journal has ended.
+func (j *journal) read(after uint64, buf []Event) ([]Event, <-chan struct{}, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if after > j.seq {
+		return nil, nil, false, &ResyncError{After: after, Oldest: j.oldestLocked(), Latest: j.seq}
+	}
+	if after == j.seq {
+		if j.closed {
+			return nil, nil, true, nil
+		}
+		if j.wake == nil {
+			j.wake = make(chan struct{})
+		}
+		return nil, j.wake, false, nil
+	}
+	oldest := j.oldestLocked()
+	if j.n == 0 || after+1 < oldest {
+		return nil, nil, false, &ResyncError{After: after, Oldest: oldest, Latest: j.seq}
+	}
+	for i := int(after + 1 - oldest); i < j.n && len(buf) < cap(buf); i++ {
+		buf = append(buf, j.ring[(j.head+i)%len(j.ring)])
+	}
+	return buf, nil, false, nil
+}
+
+// Events yields every event of the session with Seq > after, in order,
+// then each new one as it happens, until the session has ended (after
+// its EventClosed) or ctx is done (then it yields ctx's error). after 0
+// means from the first event.
+//
+// Buffering: the journal keeps the newest events (JournalOptions: 4096
+// events and 8 MiB by default) and every subscriber reads them at its
+// own pace, so that a slow subscriber holds no memory of its own and
+// never slows the session or other subscribers. When the events it
+// needs are no longer kept (after is too old, or it fell that far
+// behind), or after is newer than the journal's latest, it yields a
+// *ResyncError (errors.Is ErrResync) and ends: take a Snapshot and call
+// Events again with its Seq. The iterator is single-use.
+func (s *Session) Events(ctx context.Context, after uint64) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		buf := make([]Event, 0, 64)
+		for {
+			evs, wake, done, err := s.journal.read(after, buf[:0])
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			if done {
+				return
+			}
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+				after = e.Seq
+			}
+			clear(evs) // do not pin payloads the ring has let go
+			if wake == nil {
+				if ctx.Err() != nil {
+					yield(Event{}, ctx.Err())
+					return
+				}
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				yield(Event{}, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+// Snapshot returns the session as of its latest event: see Snapshot.
+func (s *Session) Snapshot() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := &s.journal
+	j.mu.Lock()
+	seq := j.seq
+	j.mu.Unlock()
+	snap := &Snapshot{
+		Seq:            seq,
+		ID:             s.id,
+		SessionID:      s.sid,
+		Cwd:            s.info.cwd,
+		Model:          s.info.model,
+		PermissionMode: s.info.mode,
+		State:          s.live.Info(),
+		Transcript:     make([]json.RawMessage, 0, len(j.lines)),
+		Dropped:        j.dropped,
+		Approvals:      []ApprovalInfo{},
+		Deliveries:     []DeliveryInfo{},
+		Cost:           s.costs.snapshot(),
+		Ended:          s.ended,
+	}
+	for _, l := range j.lines {
+		snap.Transcript = append(snap.Transcript, l.raw)
+	}
+	for _, a := range s.approvals {
+		snap.Approvals = append(snap.Approvals, a.Info())
+	}
+	for _, d := range s.deliveries {
+		snap.Deliveries = append(snap.Deliveries, d.info())
+	}
+	if s.ended && s.cause != nil && !errors.Is(s.cause, claude.ErrClosed) {
+		snap.Error = s.cause.Error()
+	}
+	return snap
+}
+
+// sessionInfo is what the session knows of its CLI's settings.
+type sessionInfo struct {
+	cwd, model, mode string
+}
+
+// record appends an event with data marshalled (s.mu held).
+func (s *Session) record(kind EventKind, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Warn("host: journal: unencodable event", "kind", string(kind), "err", err)
+		return
+	}
+	s.journal.append(kind, b)
+}
+
+// recordMessage journals a CLI message and keeps it in the transcript
+// (s.mu held).
+func (s *Session) recordMessage(m claude.Message) {
+	raw := m.RawJSON()
+	if raw == nil {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return
+		}
+		raw = b
+	}
+	s.journal.append(EventMessage, raw)
+	j := &s.journal
+	_, stream := m.(*claude.StreamEvent)
+	if _, ok := m.(*claude.ResultMessage); ok {
+		// The turn ended: its stream events are superseded by its
+		// assistant messages.
+		kept := j.lines[:0]
+		for _, l := range j.lines {
+			if l.stream {
+				j.lineBytes -= len(l.raw)
+			} else {
+				kept = append(kept, l)
+			}
+		}
+		clear(j.lines[len(kept):])
+		j.lines = kept
+	}
+	j.lines = append(j.lines, line{raw: raw, stream: stream})
+	j.lineBytes += len(raw)
+	drop := 0
+	for over := j.lineBytes; drop < len(j.lines)-1 && (len(j.lines)-drop > j.opts.MaxTranscript || over > j.opts.MaxTranscriptBytes); drop++ {
+		over -= len(j.lines[drop].raw)
+	}
+	if drop > 0 {
+		for _, l := range j.lines[:drop] {
+			j.lineBytes -= len(l.raw)
+		}
+		j.dropped += drop
+		n := copy(j.lines, j.lines[drop:])
+		clear(j.lines[n:])
+		j.lines = j.lines[:n]
+		if cap(j.lines) > 4*j.opts.MaxTranscript {
+			j.lines = append([]line(nil), j.lines...)
+		}
+	}
+	if init, ok := m.(*claude.InitMessage); ok {
+		s.info.cwd = cmpOr(init.Cwd, s.info.cwd)
+		s.info.model = cmpOr(init.Model, s.info.model)
+		s.info.mode = cmpOr(string(init.PermissionMode), s.info.mode)
+	}
+}
+
+// repeated reports whether m is a repeated echo of a host prompt, which
+// handle drops (s.mu held).
+func (s *Session) repeated(m claude.Message) bool {
+	u, ok := m.(*claude.UserMessage)
+	if !ok || !u.IsReplay || u.UUID == "" {
+		return false
+	}
+	_, dup := s.replayed[u.UUID]
+	return dup
+}
+
+// recordCost journals the cost when m changed it (s.mu held).
+func (s *Session) recordCost(m claude.Message) {
+	switch m.(type) {
+	case *claude.ResultMessage, *claude.AssistantMessage, *claude.StreamEvent:
+	default:
+		return
+	}
+	c := s.costs.snapshot()
+	p := s.journal.cost
+	if c.USD == p.USD && c.Tokens == p.Tokens && c.Turns == p.Turns && c.Turn.Messages == p.Turn.Messages {
+		return
+	}
+	s.journal.cost = c
+	s.record(EventCost, c)
+}
+
+// recordResolved journals the end of an announced approval (s.mu held).
+func (s *Session) recordResolved(a *Approval, r claude.PermissionResult) {
+	if !a.announced {
+		return
+	}
+	ev := ApprovalResolved{ID: a.ID(), Outcome: "withdrawn"}
+	switch r := r.(type) {
+	case *claude.PermissionAllow:
+		ev.Outcome, ev.Always = "allowed", len(r.UpdatedPermissions) > 0
+		if a.Kind == ApprovalQuestion {
+			ev.Outcome = "answered"
+		}
+	case *claude.PermissionDeny:
+		ev.Outcome, ev.Message, ev.Interrupt = "denied", r.Message, r.Interrupt
+	}
+	s.record(EventApprovalResolved, ev)
+}
+
+// info returns d as data (s.mu held).
+func (d *Delivery) info() DeliveryInfo {
+	di := DeliveryInfo{UUID: d.UUID, Status: d.status.String(), Sent: d.Sent}
+	if d.Message != nil {
+		di.Text = d.Message.Text()
+	}
+	if d.err != nil && d.status != DeliveryCancelled {
+		di.Error = d.err.Error()
+	}
+	return di
+}
+
+// recordDelivery journals d's status (s.mu held).
+func (s *Session) recordDelivery(d *Delivery) { s.record(EventDelivery, d.info()) }
