@@ -112,6 +112,15 @@ func (tb *tab) text(sel string) string {
 	return s
 }
 
+// attr returns a data- attribute of the first element matching sel.
+func (tb *tab) attr(sel, name string) string {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	var s string
+	tb.eval(fmt.Sprintf(`document.querySelector(%s)?.dataset[%q] ?? ""`, js, name), &s)
+	return s
+}
+
 // requestsContain reports whether any Messages request the CLI made
 // contains s in its body.
 func requestsContain(api *claudetest.MessagesServer, s string) bool {
@@ -190,7 +199,7 @@ func testApprovalAllowed(t *testing.T, b *browser) {
 	tb.key(kb.Enter) // keyboard-first: Enter allows
 	tb.waitText("wrote it")
 	tb.waitTurns(1)
-	if got := tb.text(`details.tool[data-tool="Bash"] .tool-status`); got != "done" {
+	if got := tb.attr(`details.tool[data-tool="Bash"]`, "status"); got != "done" {
 		t.Errorf("Bash card status %q; want done", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.cwd, "hi.txt")); err != nil || strings.TrimSpace(string(b)) != "hi" {
@@ -218,7 +227,7 @@ func testApprovalDenied(t *testing.T, b *browser) {
 	tb.key(kb.Enter) // Enter in the reason field denies with it
 	tb.waitText("understood, not deleting")
 	tb.waitTurns(1)
-	if got := tb.text(`details.tool[data-tool="Bash"] .tool-status`); got != "denied" && got != "error" {
+	if got := tb.attr(`details.tool[data-tool="Bash"]`, "status"); got != "denied" {
 		t.Errorf("Bash card status %q; want denied", got)
 	}
 	if !requestsContain(e.api, reason) {

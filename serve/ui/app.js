@@ -181,7 +181,8 @@ async function refreshList() {
 // ---- sessions list -------------------------------------------------------------------
 
 function sessionTitle(s) {
-  return s.title || s.last_prompt || s.cwd?.split("/").filter(Boolean).pop() || s.id.slice(0, 8);
+  const first = app.view && app.view.id === s.id ? app.view.transcript.firstPrompt : "";
+  return s.title || s.first_prompt || first || s.last_prompt || s.cwd?.split("/").filter(Boolean).pop() || s.id.slice(0, 8);
 }
 
 function renderList() {
@@ -202,7 +203,7 @@ function renderList() {
     const t = el("span", "ago", ago(s.last_event));
     t.dataset.t = s.last_event || "";
     r2.appendChild(t);
-    const usd = s.cost?.USD ?? s.cost_usd;
+    const usd = s.cost?.usd ?? s.cost_usd;
     if (usd) r1.appendChild(el("span", "usd", "$" + usd.toFixed(2)));
     li.appendChild(r2);
     li.onclick = () => openSession(s.id);
@@ -292,7 +293,7 @@ function loadSnapshot(snap) {
   $("approvals").replaceChildren();
   for (const a of snap.approvals || []) addApproval(a);
   v.deliveries.clear();
-  for (const d of snap.deliveries || []) v.deliveries.set(d.uuid, d);
+  for (const d of snap.deliveries || []) if (!v.transcript.users.has(d.uuid)) v.deliveries.set(d.uuid, d);
   if (snap.ended) v.transcript.root.appendChild(el("div", "note", "Session closed" + (snap.error ? ": " + snap.error : "")));
   renderDeliveries();
   renderHead();
@@ -316,6 +317,7 @@ function applyEvent(ev) {
   switch (ev.kind) {
     case "state":
       v.state = d;
+      if (busyStates.has(d.state)) v.turnPending = false;
       if (!busyStates.has(d.state)) v.stopClicks = 0;
       renderHead();
       break;
@@ -338,6 +340,17 @@ function applyEvent(ev) {
       resolveApproval(d);
       break;
     case "delivery":
+      // A prompt sent while the session waits starts the next turn: it
+      // belongs in the transcript at once. One sent during a turn waits
+      // in the queue below until the CLI takes it.
+      if (d.status === "queued" && !v.deliveries.has(d.uuid) && !busyStates.has(v.state.state) && !v.turnPending) {
+        v.transcript.prompt(d.uuid, d.text || "");
+        v.turnPending = true;
+        renderHead();
+        renderList();
+        break;
+      }
+      if (v.transcript.users.has(d.uuid) && !v.deliveries.has(d.uuid)) break; // the turn's own prompt
       v.deliveries.set(d.uuid, d);
       renderDeliveries();
       break;
@@ -409,11 +422,16 @@ function renderCost() {
   const parts = [];
   const c = v.cost;
   if (c) {
-    const tk = c.Tokens || {};
-    const total = (tk.Input || 0) + (tk.CacheRead || 0) + (tk.CacheCreation || 0);
-    parts.push("session $" + (c.USD || 0).toFixed(4) + " · " + fmtTokens(total) + " in · " + fmtTokens(tk.Output || 0) + " out");
-    const lt = c.LastTurn;
-    if (lt && lt.Tokens && (lt.Tokens.Output || lt.USD)) parts.push("last turn $" + (lt.USD || 0).toFixed(4));
+    const tk = c.tokens || {};
+    const total = (tk.input || 0) + (tk.cache_read || 0) + (tk.cache_creation || 0);
+    parts.push("session $" + (c.usd || 0).toFixed(4) + " · " + fmtTokens(total) + " in · " + fmtTokens(tk.output || 0) + " out");
+    const run = c.turn;
+    if (run && run.messages && busyStates.has(v.state.state)) {
+      const t = run.tokens || {};
+      parts.push("this turn " + fmtTokens((t.input || 0) + (t.cache_read || 0) + (t.cache_creation || 0)) + " in · " + fmtTokens(t.output || 0) + " out");
+    } else if (c.last_turn && c.turns) {
+      parts.push("last turn $" + (c.last_turn.usd || 0).toFixed(4));
+    }
   }
   if (v.turn && v.turn.ctx) parts.push("context " + Math.round((100 * v.turn.ctx.used) / v.turn.ctx.window) + "% of " + fmtTokens(v.turn.ctx.window));
   $("s-cost").textContent = parts.join(" · ");
@@ -445,6 +463,7 @@ function addApproval(a) {
   app.asked++;
   const c = approvals.card(a, (reply) => proto.answer(conn, v.id, a.id, reply));
   v.approvals.set(a.id, { info: a, el: c });
+  if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true);
   $("approvals").appendChild(c);
   scrollDown();
   // Keyboard-first: the new card takes the keys unless the user is typing.
@@ -457,6 +476,10 @@ function resolveApproval(r) {
   const a = v.approvals.get(r.id);
   if (!a) return;
   v.approvals.delete(r.id);
+  if (a.info.tool_use_id) {
+    v.transcript.awaiting(a.info.tool_use_id, false);
+    if (r.outcome === "denied") v.transcript.denied(a.info.tool_use_id);
+  }
   approvals.resolved(a.el, r);
   // Keep the outcome in view a moment, then let the transcript tell it.
   setTimeout(() => a.el.remove(), 1500);
@@ -471,23 +494,25 @@ function renderDeliveries() {
   const v = app.view;
   const ul = $("deliveries");
   ul.replaceChildren();
-  const shown = [...v.deliveries.values()].filter((d) => d.status === "queued" || d.status === "accepted" || d.status === "cancelled" || d.status === "lost");
-  const accepted = shown.filter((d) => d.status === "accepted").length;
-  for (const d of shown) {
+  const all = [...v.deliveries.values()];
+  const accepted = all.filter((d) => d.status === "accepted").length;
+  for (const d of all) {
     const li = el("li");
     li.dataset.uuid = d.uuid;
     li.dataset.status = d.status;
+    // accepted: the CLI took it into the running turn; with others, the
+    // CLI merged them into one turn.
     let label = d.status;
-    if (d.status === "accepted") label = accepted > 1 ? "merged" : "in this turn";
-    if (d.status === "queued" && busyStates.has(v.state.state)) label = "queued";
+    if (d.status === "accepted") label = accepted > 1 ? "merged" : "taken";
     const st = el("span", "dstate", label);
-    st.dataset.s = d.status === "accepted" && accepted > 1 ? "merged" : d.status;
+    st.dataset.s = label === "merged" ? "merged" : d.status;
     li.appendChild(st);
     li.appendChild(el("span", "dtext", d.text || "(image)"));
     if (d.error) li.appendChild(el("span", "err", d.error));
     if (d.status === "queued") {
       const b = el("button", "danger", "Cancel");
       b.type = "button";
+      b.title = "Take this prompt back before Claude reads it";
       b.onclick = async () => {
         b.disabled = true;
         try {
@@ -497,20 +522,20 @@ function renderDeliveries() {
         }
       };
       li.appendChild(b);
-    } else if (d.status === "cancelled" || d.status === "lost") {
-      // Shown once, then gone.
+    } else if (d.status !== "accepted" && !d.fading) {
+      // Answered, cancelled or lost: shown a moment, then gone (the
+      // transcript has the answer).
+      d.fading = true;
       setTimeout(() => {
         const cur = v.deliveries.get(d.uuid);
-        if (cur && cur.status === d.status) {
+        if (cur && cur.status === d.status && app.view === v) {
           v.deliveries.delete(d.uuid);
           renderDeliveries();
         }
-      }, 4000);
+      }, d.status === "answered" ? 2500 : 5000);
     }
     ul.appendChild(li);
   }
-  // Answered deliveries leave the list: the transcript shows them.
-  for (const [k, d] of v.deliveries) if (d.status === "answered") v.deliveries.delete(k);
 }
 
 // ---- prompt box ---------------------------------------------------------------------

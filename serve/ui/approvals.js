@@ -115,6 +115,7 @@ export function card(a, answer) {
     err.textContent = "";
     try {
       await answer(reply);
+      c.answeredHere = true;
     } catch (e) {
       err.textContent = e.message;
       buttons.forEach((b) => (b.disabled = false));
@@ -214,6 +215,7 @@ function questionCard(a, input, answer) {
     err.textContent = "";
     try {
       await answer(reply);
+      c.answeredHere = true;
     } catch (e) {
       err.textContent = e.message;
       submit.disabled = skip.disabled = false;
@@ -270,6 +272,7 @@ export function resolved(c, r) {
   if (r.outcome === "allowed") text = r.always ? "Allowed always" : "Allowed";
   else if (r.outcome === "denied") text = "Denied" + (r.message ? ": " + r.message : "");
   else if (r.outcome === "withdrawn") text = "Withdrawn by Claude";
+  if (r.outcome !== "withdrawn" && !c.answeredHere) text += " (answered elsewhere)";
   const o = el("p", "outcome", text);
   c.appendChild(o);
 }

@@ -34,6 +34,8 @@ export class Transcript {
     this.msgs = new Map(); // message id -> {el, blocks, finals}
     this.tools = new Map(); // tool_use id -> card
     this.users = new Set(); // uuids of user lines shown
+    this.anchor = null; // the current turn's first element
+    this.firstPrompt = "";
     this.streaming = null; // id of the main thread's streaming message
     this.dirty = new Set();
     this.timer = 0;
@@ -41,6 +43,29 @@ export class Transcript {
     this.lastCostUSD = 0;
     this.lastUsage = null; // usage of the last main-thread API message
     this.onTurn = null; // callback(turn summary) after each result
+  }
+
+  /**
+   * add appends a top-level element; the first one of a turn is the
+   * anchor the turn's prompt goes before (the CLI echoes prompts only
+   * after the turn's first stream events).
+   */
+  add(node, parent = this.root) {
+    parent.appendChild(node);
+    if (parent === this.root && !this.anchor && !node.classList.contains("user")) this.anchor = node;
+    return node;
+  }
+
+  /** prompt shows a prompt just sent, before the CLI echoes it. */
+  prompt(uuid, text) {
+    if (this.users.has(uuid)) return;
+    this.users.add(uuid);
+    if (!this.firstPrompt) this.firstPrompt = text;
+    const b = el("div", "msg user pending");
+    b.dataset.uuid = uuid;
+    b.appendChild(el("div", "user-text", text));
+    this.root.appendChild(b);
+    this.anchor = null;
   }
 
   /** container returns where a message of the given thread goes. */
@@ -81,7 +106,7 @@ export class Transcript {
       div.dataset.id = id || "";
       e = { el: div, blocks: [], finals: 0, parent };
       this.msgs.set(id, e);
-      this.container(parent).appendChild(div);
+      this.add(div, this.container(parent));
       if (model && model !== "<synthetic>") this.model = model;
     }
     return e;
@@ -244,7 +269,10 @@ export class Transcript {
   }
 
   user(m) {
-    if (m.uuid && this.users.has(m.uuid)) return;
+    if (m.uuid && this.users.has(m.uuid)) {
+      this.root.querySelector(`.msg.user.pending[data-uuid="${CSS.escape(m.uuid)}"]`)?.classList.remove("pending");
+      return;
+    }
     if (m.uuid) this.users.add(m.uuid);
     const msg = m.message || {};
     const content = typeof msg.content === "string" ? [{ type: "text", text: msg.content }] : msg.content || [];
@@ -272,6 +300,7 @@ export class Transcript {
           continue;
         }
         bubble.appendChild(el("div", "user-text", t));
+        if (!this.firstPrompt && !parent) this.firstPrompt = t;
       } else if (c.type === "image") {
         const img = image(c);
         if (img) bubble.appendChild(img);
@@ -279,18 +308,34 @@ export class Transcript {
     }
     if (bubble.childNodes.length) {
       if (m.uuid) bubble.dataset.uuid = m.uuid;
-      this.container(parent).appendChild(bubble);
+      // An echoed prompt goes before the output of the turn it started.
+      if (m.isReplay && !parent && this.anchor && this.anchor.parentNode === this.root) this.root.insertBefore(bubble, this.anchor);
+      else this.container(parent).appendChild(bubble);
     }
   }
 
   toolResult(c, structured) {
     const b = this.tools.get(c.tool_use_id);
     if (!b) return;
-    const status = c.is_error ? (/denied|rejected|doesn't want/i.test(text(c.content)) ? "denied" : "error") : "done";
+    const status = c.is_error ? (b.denied || /denied|rejected|doesn't want/i.test(text(c.content)) ? "denied" : "error") : "done";
     b.el.dataset.status = status;
     b.status.textContent = status;
     b.resultEl.replaceChildren(toolResultView(b.name, c, structured, b.inputValue));
     if (isAgent(b.name) && !c.is_error) b.el.open = false;
+  }
+
+  /** awaiting marks a tool call that waits for a person's approval. */
+  awaiting(toolUseID, waiting) {
+    const b = this.tools.get(toolUseID);
+    if (!b || b.el.dataset.status !== (waiting ? "running" : "approval")) return;
+    b.el.dataset.status = waiting ? "approval" : "running";
+    b.status.textContent = waiting ? "needs approval" : "running";
+  }
+
+  /** denied marks a tool call a person refused, so its card says so. */
+  denied(toolUseID) {
+    const b = this.tools.get(toolUseID);
+    if (b) b.denied = true;
   }
 
   result(m) {
@@ -321,6 +366,7 @@ export class Transcript {
     }
     sum.textContent = parts.join(" · ");
     this.root.appendChild(sum);
+    this.anchor = null;
     for (const e of this.msgs.values()) for (const b of e.blocks) if (b) b.el.classList.remove("streaming");
     this.streaming = null;
     if (this.onTurn) this.onTurn({ cost: turnCost, total: m.total_cost_usd, ctx, error: m.is_error });
@@ -329,6 +375,7 @@ export class Transcript {
   system(m) {
     switch (m.subtype) {
       case "init":
+        this.anchor = null; // a turn begins
         if (m.model && m.model !== this.model) {
           this.model = m.model;
         }
