@@ -35,7 +35,7 @@ func browserFlows(t *testing.T, b *browser) {
 
 // open loads the UI (logging in with the token in the URL's fragment)
 // and waits for the live connection.
-func (tb *tab) open(e *env) {
+func (tb *tab) open(e *uiEnv) {
 	tb.t.Helper()
 	tb.run(chromedp.Navigate(e.url))
 	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
@@ -138,7 +138,7 @@ const longText = "Streaming arrives token by token: the page must show each piec
 	"render **Markdown** as it grows, and end with exactly this text, once."
 
 func testStreams(t *testing.T, b *browser) {
-	e := newEnv(t, b, &claudetest.Reply{
+	e := newUIEnv(t, b, &claudetest.Reply{
 		Content:    []claudetest.ContentBlock{claudetest.TextBlock(longText)},
 		ChunkSize:  6,
 		EventDelay: 25 * time.Millisecond,
@@ -182,7 +182,7 @@ func testStreams(t *testing.T, b *browser) {
 }
 
 func testApprovalAllowed(t *testing.T, b *browser) {
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		claudetest.ToolUseReply("toolu_allow", "Bash", map[string]string{"command": "echo hi > hi.txt", "description": "Write hi.txt"}),
 		claudetest.TextReply("wrote it"),
 	)
@@ -209,7 +209,7 @@ func testApprovalAllowed(t *testing.T, b *browser) {
 }
 
 func testApprovalDenied(t *testing.T, b *browser) {
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		claudetest.ToolUseReply("toolu_deny", "Bash", map[string]string{"command": "rm -rf build > log.txt", "description": "Clean"}),
 		claudetest.TextReply("understood, not deleting"),
 	)
@@ -242,7 +242,7 @@ func testApprovalDenied(t *testing.T, b *browser) {
 func testAllowAlways(t *testing.T, b *browser) {
 	// Output redirects are path-checked on every call whatever the rules
 	// say, so the pattern is a plain command.
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		claudetest.ToolUseReply("toolu_git1", "Bash", map[string]string{"command": "git init -q repo1"}),
 		claudetest.ToolUseReply("toolu_git2", "Bash", map[string]string{"command": "git init -q repo2"}),
 		claudetest.TextReply("two repos"),
@@ -273,7 +273,7 @@ func testAllowAlways(t *testing.T, b *browser) {
 }
 
 func testQuestion(t *testing.T, b *browser) {
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		claudetest.ToolUseReply("toolu_ask", "AskUserQuestion", map[string]any{"questions": []map[string]any{{
 			"question": "Which color?", "header": "Color", "multiSelect": false,
 			"options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}},
@@ -299,7 +299,7 @@ func testQuestion(t *testing.T, b *browser) {
 }
 
 func testInterrupt(t *testing.T, b *browser) {
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("I will write for a very long time, and never stop by myself")}, ChunkSize: 8, StallAfterEvents: 5},
 		claudetest.TextReply("after the stop"),
 	)
@@ -324,7 +324,7 @@ func testInterrupt(t *testing.T, b *browser) {
 }
 
 func testQueuedCancelled(t *testing.T, b *browser) {
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("a long answer that stalls")}, ChunkSize: 8, StallAfterEvents: 5},
 		claudetest.TextReply("second turn"),
 	)
@@ -355,7 +355,7 @@ func testQueuedCancelled(t *testing.T, b *browser) {
 
 func testReloadMidTurn(t *testing.T, b *browser) {
 	words := strings.Repeat("every word arrives once and only once; ", 12)
-	e := newEnv(t, b, &claudetest.Reply{
+	e := newUIEnv(t, b, &claudetest.Reply{
 		Content:    []claudetest.ContentBlock{claudetest.TextBlock(words)},
 		ChunkSize:  5,
 		EventDelay: 20 * time.Millisecond,
@@ -394,7 +394,7 @@ func testReloadMidTurn(t *testing.T, b *browser) {
 }
 
 func testTwoTabs(t *testing.T, b *browser) {
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		claudetest.ToolUseReply("toolu_two", "Bash", map[string]string{"command": "echo two > two.txt", "description": "Write two.txt"}),
 		claudetest.TextReply("done once"),
 	)
@@ -430,7 +430,7 @@ func testTwoTabs(t *testing.T, b *browser) {
 }
 
 func testResumeFromDisk(t *testing.T, b *browser) {
-	e := newEnv(t, b,
+	e := newUIEnv(t, b,
 		claudetest.TextReply("noted: the password is swordfish"),
 		claudetest.TextReply("it was swordfish"),
 	)

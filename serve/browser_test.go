@@ -258,17 +258,17 @@ func TestBrowser(t *testing.T) {
 	browserFlows(t, b)
 }
 
-// env is one scenario's world: a tether server, the fake Messages API
+// uiEnv is one scenario's world: a tether server, the fake Messages API
 // its CLIs talk to, and a working directory.
-type env struct {
+type uiEnv struct {
 	url    string // the login URL, token in the fragment
 	origin string
 	cwd    string
 	api    *claudetest.MessagesServer
 }
 
-// newEnv starts the fake API with replies and a server for it.
-func newEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *env {
+// newUIEnv starts the fake API with replies and a server for it.
+func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 	t.Helper()
 	return newDevEnv(t, replies...)
 }

@@ -27,7 +27,7 @@ type devServer struct {
 	cli *claudetest.RealCLI
 }
 
-func newDevEnv(t *testing.T, replies ...*claudetest.Reply) *env {
+func newDevEnv(t *testing.T, replies ...*claudetest.Reply) *uiEnv {
 	t.Helper()
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: replies})
 	t.Cleanup(api.Close)
@@ -40,10 +40,10 @@ func newDevEnv(t *testing.T, replies ...*claudetest.Reply) *env {
 	mux.HandleFunc("/ws", d.ws)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &env{url: srv.URL + "/#token=dev", origin: srv.URL, cwd: cli.Dir, api: api}
+	return &uiEnv{url: srv.URL + "/#token=dev", origin: srv.URL, cwd: cli.Dir, api: api}
 }
 
-type frame struct {
+type devFrame struct {
 	ID      int             `json:"id"`
 	Type    string          `json:"type"`
 	Session string          `json:"session"`
@@ -57,7 +57,7 @@ type frame struct {
 	Command json.RawMessage `json:"command"`
 }
 
-type command struct {
+type devCommand struct {
 	Type     string            `json:"type"`
 	Text     string            `json:"text"`
 	UUID     string            `json:"uuid"`
@@ -116,7 +116,7 @@ func (d *devServer) ws(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		var f frame
+		var f devFrame
 		if json.Unmarshal(b, &f) != nil {
 			continue
 		}
@@ -194,14 +194,14 @@ func (d *devServer) ws(w http.ResponseWriter, r *http.Request) {
 				reply(f.ID, nil, errors.New("no such session"))
 				continue
 			}
-			var cmd command
+			var cmd devCommand
 			_ = json.Unmarshal(f.Command, &cmd)
 			reply(f.ID, map[string]any{}, d.do(ctx, s, &cmd))
 		}
 	}
 }
 
-func (d *devServer) do(ctx context.Context, s *host.Session, c *command) error {
+func (d *devServer) do(ctx context.Context, s *host.Session, c *devCommand) error {
 	switch c.Type {
 	case "send":
 		_, err := s.Send(ctx, c.Text)

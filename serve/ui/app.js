@@ -97,6 +97,7 @@ const conn = new Conn(proto.socketURL(), {
     if (app.current) subscribe(app.current);
   },
   onMessage: (m) => proto.dispatch(m, handlers),
+  onRefused: async () => (await proto.signedIn()) === false,
 });
 
 let connTimer = 0;
@@ -110,7 +111,9 @@ function showConn(s, info) {
   if (s === "live") c.textContent = "live";
   else if (s === "connecting") c.textContent = "connecting…";
   else if (s === "down") {
-    c.textContent = "signed out — open the link the server printed";
+    c.textContent = "signed out — open the link tether serve printed (it carries the token)";
+    c.style.cursor = "pointer";
+    c.onclick = () => conn.retryNow();
   } else if (s === "retry") {
     const tick = () => {
       const left = Math.max(0, Math.ceil((info.at - Date.now()) / 1000));
@@ -196,9 +199,10 @@ function renderList() {
     if (s.id === app.current) li.className = "current";
     const r1 = el("div", "row1");
     r1.appendChild(el("span", "name", sessionTitle(s)));
+    li.title = (s.title || "") + (s.last_prompt ? "\nlast prompt: " + s.last_prompt : "");
     li.appendChild(r1);
     const r2 = el("div", "row2");
-    r2.appendChild(badge(s.state, s.tool));
+    r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
     r2.appendChild(el("span", "where", s.cwd || ""));
     const t = el("span", "ago", ago(s.last_event));
     t.dataset.t = s.last_event || "";
@@ -617,7 +621,8 @@ async function stop() {
   v.stopClicks++;
   updateComposer();
   try {
-    await proto.interrupt(conn, v.id, force);
+    const r = await proto.interrupt(conn, v.id, force);
+    if (force && r && r.step && r.step !== "none") v.transcript.root.appendChild(el("div", "note warn", r.step === "kill" ? "The CLI did not stop; it was killed." : r.step === "sigint" ? "Stopped with SIGINT." : "Stop requested."));
   } catch (e) {
     v.transcript.root.appendChild(el("div", "note warn", "Stop: " + e.message));
   }

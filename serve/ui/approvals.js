@@ -270,6 +270,7 @@ export function resolved(c, r) {
   c.querySelectorAll("button, input").forEach((b) => (b.disabled = true));
   let text = r.outcome;
   if (r.outcome === "allowed") text = r.always ? "Allowed always" : "Allowed";
+  else if (r.outcome === "answered") text = "Answered";
   else if (r.outcome === "denied") text = "Denied" + (r.message ? ": " + r.message : "");
   else if (r.outcome === "withdrawn") text = "Withdrawn by Claude";
   if (r.outcome !== "withdrawn" && !c.answeredHere) text += " (answered elsewhere)";

@@ -71,10 +71,14 @@ export class Conn {
       this.ws = null;
       for (const p of this.pending.values()) p.reject(new Error("connection lost"));
       this.pending.clear();
-      if (e.code === 4401 || e.code === 1008) {
-        // Policy: not authenticated, or no longer.
-        this.setStatus("down", { reason: e.reason || "not authorized" });
-        if (!opened) return;
+      if (!opened && this.h.onRefused) {
+        // Never opened: the server may be gone, or may refuse us (a 401
+        // on the upgrade is invisible to a page); the app finds out.
+        this.h.onRefused().then((signedOut) => {
+          if (signedOut) this.setStatus("down", { reason: "signed out" });
+          else this.retry();
+        });
+        return;
       }
       this.retry();
     };

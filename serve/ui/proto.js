@@ -28,14 +28,31 @@ export function json(v) {
  */
 export async function login() {
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-  if (!m) return;
+  if (!m) return null;
   const rest = location.hash.replace(/(^#|&)token=[^&]+/, "$1").replace(/^#&/, "#");
   history.replaceState(null, "", location.pathname + (rest === "#" ? "" : rest));
   try {
     const r = await fetch("auth", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token: decodeURIComponent(m[1]) }), credentials: "same-origin" });
-    if (!r.ok) console.warn("tether: login refused:", r.status);
+    return r.ok;
   } catch (e) {
     console.warn("tether: login:", e.message);
+    return false;
+  }
+}
+
+/**
+ * signedIn asks the server whether our cookie is good: true, false (it
+ * says 401), or null (it cannot be reached). A WebSocket upgrade refused
+ * for want of credentials looks to a page like any failed connection;
+ * this tells the two apart.
+ */
+export async function signedIn() {
+  try {
+    const r = await fetch("api/sessions", { credentials: "same-origin" });
+    if (r.status === 401) return false;
+    return r.ok ? true : null;
+  } catch {
+    return null;
   }
 }
 
@@ -60,11 +77,17 @@ export function dispatch(m, h) {
     case "removed":
       h.removed(m.session);
       break;
+    case "error":
+      console.warn("tether: server:", m.error?.code, m.error?.message);
+      break;
+    case "hello":
+      if (m.protocol !== 1) console.warn("tether: server speaks protocol", m.protocol);
+      break;
   }
 }
 
 export const list = (c) => c.request({ type: "list" }).then((r) => r.sessions || r);
-export const subscribe = (c, id, after, snapshot) => c.request({ type: "subscribe", session: id, after, snapshot: !!snapshot });
+export const subscribe = (c, id, after, snapshot) => c.request({ type: "subscribe", v: 1, session: id, after, snapshot: !!snapshot });
 export const unsubscribe = (c, id) => c.send({ type: "unsubscribe", session: id });
 export const start = (c, req) => c.request({ type: "start", ...req }).then((r) => r.session || r);
 export const disk = (c, cwd) => c.request({ type: "disk_sessions", cwd }).then((r) => r.sessions || r || []);
