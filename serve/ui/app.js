@@ -693,6 +693,7 @@ function openNew() {
   $("new-cwd").focus();
 }
 $("new-btn").onclick = openNew;
+$("welcome-new").onclick = openNew;
 $("new-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const f = new FormData(e.target);
@@ -720,6 +721,7 @@ function openResume() {
   if ($("resume-cwd").value) listDisk();
 }
 $("resume-btn").onclick = openResume;
+$("welcome-resume").onclick = openResume;
 $("resume-form").addEventListener("submit", (e) => {
   e.preventDefault();
   listDisk();
