@@ -21,6 +21,8 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
 	"golang.org/x/tools/txtar"
 )
 
@@ -267,10 +269,23 @@ type uiEnv struct {
 	api    *claudetest.MessagesServer
 }
 
-// newUIEnv starts the fake API with replies and a server for it.
+// newUIEnv starts the fake API with replies, and a tether server whose
+// sessions run the real CLI against it, serving the embedded UI.
 func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 	t.Helper()
-	return newDevEnv(t, replies...)
+	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: replies})
+	t.Cleanup(api.Close) // first, so it closes after the CLIs
+	cli := claudetest.NewRealCLI(t, api)
+	m := host.NewManager(nil)
+	lb := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}})
+	srv := serve.NewServer(lb, nil)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+		m.Close()
+	})
+	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api}
 }
 
 // recorded returns the CLI's stdout lines of a recorded transcript.

@@ -18,7 +18,9 @@ function el(tag, cls, text) {
 
 /** ruleText describes a permission suggestion as a person reads it. */
 export function ruleText(s) {
-  const where = s.destination ? " (" + destName(s.destination) + ")" : "";
+  // The server applies a rule for a settings file to this session too
+  // (the CLI ignores settings files in workspaces it does not trust).
+  const where = !s.destination ? "" : s.destination === "session" ? " (this session)" : " (this session; saved to " + destName(s.destination) + ")";
   switch (s.type) {
     case "addRules":
     case "replaceRules":
@@ -39,9 +41,9 @@ function destName(d) {
   return (
     {
       session: "this session",
-      localSettings: "this project, local settings",
-      projectSettings: "this project",
-      userSettings: "all your projects",
+      localSettings: "this project's local settings",
+      projectSettings: "this project's settings",
+      userSettings: "your settings, all projects",
       cliArg: "command line",
     }[d] || d
   );
