@@ -29,6 +29,8 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, b) })
 	t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, b) })
 	t.Run("ResumeFromDisk", func(t *testing.T) { testResumeFromDisk(t, b) })
+	t.Run("PasteAndSwitch", func(t *testing.T) { testPasteAndSwitch(t, b) })
+	t.Run("PlanMode", func(t *testing.T) { testPlanMode(t, b) })
 }
 
 // ---- page helpers ----
@@ -146,6 +148,16 @@ func testStreams(t *testing.T, b *browser) {
 	tb := b.newTab(t, e.origin, "streams")
 	tb.open(e)
 	tb.shots("empty")
+	tb.key("?")
+	tb.waitJS("the shortcuts", `document.querySelector("#help-dlg").open`)
+	tb.shot("shortcuts")
+	tb.key(kb.Escape)
+	tb.key("n")
+	tb.waitJS("the new session dialog", `document.querySelector("#new-dlg").open`)
+	tb.run(chromedp.SetValue("#new-cwd", e.cwd, chromedp.ByID))
+	tb.shots("new-session")
+	tb.key(kb.Escape)
+	tb.waitJS("the dialog closed", `!document.querySelector("#new-dlg").open`)
 	tb.newSession(e.cwd)
 	// Record every length the growing text takes on screen.
 	tb.eval(`(() => {
@@ -460,4 +472,79 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 		t.Error("the resumed session's request does not carry the earlier conversation")
 	}
 	tb.shots("resumed")
+}
+
+// onePixelPNG is a 1x1 PNG, base64.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+func testPasteAndSwitch(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.TextReply("a tiny image"),
+		claudetest.TextReply("now on sonnet"),
+	)
+	tb := b.newTab(t, e.origin, "paste")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	// Paste an image into the prompt box, as from the clipboard.
+	tb.eval(`(() => {
+		const bin = atob("`+onePixelPNG+`");
+		const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
+		document.querySelector("#prompt").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+		return true;
+	})()`, nil)
+	tb.waitJS("the pasted image's thumbnail", `document.querySelector("#attachments img")`)
+	tb.shot("pasted")
+	tb.prompt("what is this?")
+	tb.waitText("a tiny image")
+	tb.waitTurns(1)
+	if !requestsContain(e.api, `"media_type":"image/png"`) {
+		t.Error("the pasted image did not reach the model")
+	}
+	tb.waitJS("the image in the prompt's bubble", `document.querySelector(".msg.user img.image")`)
+	if n := tb.count("#attachments img"); n != 0 {
+		t.Errorf("%d attachments left after sending", n)
+	}
+	// Switch the model and the permission mode from the header.
+	tb.run(chromedp.SetValue("#s-model", "sonnet", chromedp.ByID))
+	tb.eval(`document.querySelector("#s-model").dispatchEvent(new Event("change")), true`, nil)
+	tb.run(chromedp.SetValue("#s-mode", "acceptEdits", chromedp.ByID))
+	tb.eval(`document.querySelector("#s-mode").dispatchEvent(new Event("change")), true`, nil)
+	tb.prompt("and now?")
+	tb.waitText("now on sonnet")
+	tb.waitTurns(2)
+	reqs := e.api.MessagesRequests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "sonnet") {
+		t.Error("the model switch did not reach the next request")
+	}
+	tb.waitJS("the mode shown as acceptEdits", `document.querySelector("#s-mode").value === "acceptEdits"`)
+	tb.shots("switched")
+}
+
+func testPlanMode(t *testing.T, b *browser) {
+	const plan = "## Plan\n\n1. Read the code\n2. Fix the bug"
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_plan", "ExitPlanMode", map[string]string{"plan": plan}),
+		claudetest.TextReply("executing the plan"),
+	)
+	tb := b.newTab(t, e.origin, "plan")
+	tb.open(e)
+	tb.run(
+		chromedp.Click("#new-btn", chromedp.ByID),
+		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
+		chromedp.SetValue("#new-cwd", e.cwd, chromedp.ByID),
+		chromedp.SetValue(`#new-form select[name="permission_mode"]`, "plan", chromedp.ByQuery),
+		chromedp.Click("#new-submit", chromedp.ByID),
+	)
+	tb.waitState("ready", "idle")
+	tb.prompt("plan the fix")
+	tb.waitJS("the plan to approve", `document.querySelector(".approval.plan-approval:not(.answered)")`)
+	if s := tb.text(".approval.plan-approval"); !strings.Contains(s, "Fix the bug") || !strings.Contains(s, "Keep planning") {
+		t.Errorf("the plan card does not show the plan and both choices:\n%s", s)
+	}
+	tb.shots("plan")
+	tb.key(kb.Enter) // approve the plan
+	tb.waitText("executing the plan")
+	tb.waitTurns(1)
 }

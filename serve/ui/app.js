@@ -203,13 +203,19 @@ function renderList() {
     li.appendChild(r1);
     const r2 = el("div", "row2");
     r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
-    r2.appendChild(el("span", "where", s.cwd || ""));
+    r2.appendChild(el("span", "spacer"));
     const t = el("span", "ago", ago(s.last_event));
     t.dataset.t = s.last_event || "";
     r2.appendChild(t);
     const usd = s.cost?.usd ?? s.cost_usd;
     if (usd) r1.appendChild(el("span", "usd", "$" + usd.toFixed(2)));
     li.appendChild(r2);
+    if (s.cwd) {
+      // Long paths keep their end in view: the ellipsis eats the start.
+      const w = el("div", "where");
+      w.appendChild(el("bdi", null, s.cwd));
+      li.appendChild(w);
+    }
     li.onclick = () => openSession(s.id);
     li.onkeydown = (e) => {
       if (e.key === "Enter") openSession(s.id);

@@ -269,9 +269,11 @@ export class Transcript {
   }
 
   user(m) {
+    let pending = null;
     if (m.uuid && this.users.has(m.uuid)) {
-      this.root.querySelector(`.msg.user.pending[data-uuid="${CSS.escape(m.uuid)}"]`)?.classList.remove("pending");
-      return;
+      // The echo of a prompt shown when sent: it now has its images too.
+      pending = this.root.querySelector(`.msg.user.pending[data-uuid="${CSS.escape(m.uuid)}"]`);
+      if (!pending) return;
     }
     if (m.uuid) this.users.add(m.uuid);
     const msg = m.message || {};
@@ -305,6 +307,11 @@ export class Transcript {
         const img = image(c);
         if (img) bubble.appendChild(img);
       }
+    }
+    if (pending) {
+      pending.classList.remove("pending");
+      if (bubble.childNodes.length) pending.replaceChildren(...bubble.childNodes);
+      return;
     }
     if (bubble.childNodes.length) {
       if (m.uuid) bubble.dataset.uuid = m.uuid;
