@@ -387,7 +387,18 @@ func testReloadMidTurn(t *testing.T, b *browser) {
 	tb.run(chromedp.Reload())
 	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
 	tb.waitJS("the session reopened", `window.tether.view && window.tether.view.lastSeq > 0`)
+	var snaps int
+	tb.eval(`window.tether.snapshots || 0`, &snaps)
+	if snaps == 0 {
+		t.Error("the reloaded page did not start from a snapshot")
+	}
 	tb.shot("reloaded")
+	if n := tb.count(`#deliveries li[data-status="queued"]`); n != 0 {
+		t.Error("after reload the running turn's prompt shows as queued")
+	}
+	if got := tb.text(".msg.user"); got != "stream a while" {
+		t.Errorf("after reload the prompt bubble says %q", got)
+	}
 	tb.waitTurns(1)
 	got := tb.text(".msg.assistant .text")
 	if got != strings.TrimSpace(words) {

@@ -277,13 +277,16 @@ function openSession(id, push = true) {
 function subscribe(id, fresh = false) {
   const v = app.view;
   if (!v || v.id !== id) return;
-  proto.subscribe(conn, id, fresh ? 0 : v.lastSeq, fresh).catch((e) => {
+  // A page with nothing yet asks for a snapshot: cheaper than replaying
+  // the whole journal, and the same view.
+  proto.subscribe(conn, id, fresh ? 0 : v.lastSeq, fresh || v.lastSeq === 0).catch((e) => {
     v.transcript.root.appendChild(el("div", "note warn", "Could not follow this session: " + e.message));
   });
 }
 
 function loadSnapshot(snap) {
   const v = app.view;
+  app.snapshots = (app.snapshots || 0) + 1;
   v.transcript.reset();
   v.transcript.onTurn = (t) => {
     v.turn = t;
@@ -303,7 +306,15 @@ function loadSnapshot(snap) {
   $("approvals").replaceChildren();
   for (const a of snap.approvals || []) addApproval(a);
   v.deliveries.clear();
-  for (const d of snap.deliveries || []) if (!v.transcript.users.has(d.uuid)) v.deliveries.set(d.uuid, d);
+  // A running turn whose prompt the CLI has not echoed yet (it does so
+  // only before the turn's first assistant line) was started by the
+  // oldest queued prompt: show it as the turn's, not as waiting.
+  const open = (snap.deliveries || []).filter((d) => !v.transcript.users.has(d.uuid));
+  if (busyStates.has(v.state.state) && !open.some((d) => d.status === "accepted")) {
+    const first = open.find((d) => d.status === "queued");
+    if (first) v.transcript.prompt(first.uuid, first.text || "", true);
+  }
+  for (const d of open) if (!v.transcript.users.has(d.uuid)) v.deliveries.set(d.uuid, d);
   if (snap.ended) v.transcript.root.appendChild(el("div", "note", "Session closed" + (snap.error ? ": " + snap.error : "")));
   renderDeliveries();
   renderHead();

@@ -57,13 +57,18 @@ export class Transcript {
   }
 
   /** prompt shows a prompt just sent, before the CLI echoes it. */
-  prompt(uuid, text) {
+  prompt(uuid, text, running = false) {
     if (this.users.has(uuid)) return;
     this.users.add(uuid);
     if (!this.firstPrompt) this.firstPrompt = text;
     const b = el("div", "msg user pending");
     b.dataset.uuid = uuid;
     b.appendChild(el("div", "user-text", text));
+    // The running turn's prompt (from a snapshot) goes before its output.
+    if (running && this.anchor && this.anchor.parentNode === this.root) {
+      this.root.insertBefore(b, this.anchor);
+      return;
+    }
     this.root.appendChild(b);
     this.anchor = null;
   }
