@@ -484,7 +484,7 @@ function addApproval(a) {
   app.asked++;
   const c = approvals.card(a, (reply) => proto.answer(conn, v.id, a.id, reply));
   v.approvals.set(a.id, { info: a, el: c });
-  if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true);
+  if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true, a.kind === "question");
   $("approvals").appendChild(c);
   scrollDown();
   // Keyboard-first: the new card takes the keys unless the user is typing.
@@ -714,12 +714,12 @@ $("welcome-new").onclick = openNew;
 $("new-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const f = new FormData(e.target);
-  const req = { cwd: f.get("cwd").trim(), model: f.get("model").trim() || undefined, permission_mode: f.get("permission_mode") || undefined, append_system_prompt: f.get("append_system_prompt").trim() || undefined };
+  const req = { cwd: f.get("cwd").trim() || undefined, model: f.get("model").trim() || undefined, permission_mode: f.get("permission_mode") || undefined, append_system_prompt: f.get("append_system_prompt").trim() || undefined };
   $("new-submit").disabled = true;
   $("new-err").textContent = "";
   try {
     const info = await proto.start(conn, req);
-    localStorage.setItem("tether.cwd", req.cwd);
+    if (req.cwd) localStorage.setItem("tether.cwd", req.cwd);
     $("new-dlg").close();
     handlers.session(info);
     openSession(info.id);
@@ -817,7 +817,9 @@ document.addEventListener("keydown", (e) => {
       return;
     }
   }
-  if (e.ctrlKey && e.key === "c" && v && busyStates.has(v.state.state) && !window.getSelection()?.toString()) {
+  const ae = document.activeElement;
+  const selected = !!window.getSelection()?.toString() || (ae && "selectionStart" in ae && ae.selectionStart !== ae.selectionEnd);
+  if (e.ctrlKey && e.key === "c" && v && busyStates.has(v.state.state) && !selected) {
     e.preventDefault();
     stop();
     return;

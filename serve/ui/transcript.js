@@ -337,11 +337,11 @@ export class Transcript {
   }
 
   /** awaiting marks a tool call that waits for a person's approval. */
-  awaiting(toolUseID, waiting) {
+  awaiting(toolUseID, waiting, question = false) {
     const b = this.tools.get(toolUseID);
     if (!b || b.el.dataset.status !== (waiting ? "running" : "approval")) return;
     b.el.dataset.status = waiting ? "approval" : "running";
-    b.status.textContent = waiting ? "needs approval" : "running";
+    b.status.textContent = waiting ? (question ? "waits for your answer" : "needs approval") : "running";
   }
 
   /** denied marks a tool call a person refused, so its card says so. */
