@@ -143,7 +143,7 @@ func testStreams(t *testing.T, b *browser) {
 	e := newUIEnv(t, b, &claudetest.Reply{
 		Content:    []claudetest.ContentBlock{claudetest.TextBlock(longText)},
 		ChunkSize:  6,
-		EventDelay: 25 * time.Millisecond,
+		EventDelay: 40 * time.Millisecond,
 	})
 	tb := b.newTab(t, e.origin, "streams")
 	tb.open(e)

@@ -343,12 +343,14 @@ func testTranscript(t *testing.T, b *browser) {
 			const tr = new Transcript(root);
 			for (const l of `+string(js)+`) tr.apply(l);
 			tr.flush();
+			const collapsed = root.querySelectorAll("details.thinking[open]").length;
+			for (const d of root.querySelectorAll("details")) d.open = true; // for the screenshot
 			return {
 				text: root.innerText,
 				tools: [...root.querySelectorAll("details.tool")].map((d) => d.dataset.tool + ":" + d.dataset.status),
 				nested: root.querySelectorAll("details.tool .tool-children > *").length,
 				thinking: root.querySelectorAll("details.thinking").length,
-				open: root.querySelectorAll("details.thinking[open]").length,
+				open: collapsed,
 				streaming: root.querySelectorAll(".streaming").length,
 				diff: root.querySelectorAll("pre.diff .add, pre.diff .del").length,
 			};
@@ -358,6 +360,20 @@ func testTranscript(t *testing.T, b *browser) {
 	}
 	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask"} {
 		lines := recorded(t, name)
+		if name == "subagent" {
+			// The recorded subagent answered at once; give it a step of
+			// its own, as the CLI writes one (parent_tool_use_id set).
+			i := slices.IndexFunc(lines, func(l json.RawMessage) bool {
+				return strings.Contains(string(l), `"parent_tool_use_id":"toolu_agent_0001"`)
+			})
+			if i < 0 {
+				t.Fatal("subagent: no subagent line in the recording")
+			}
+			lines = slices.Insert(lines, i+1,
+				json.RawMessage(`{"type":"assistant","message":{"id":"msg_sub_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"tool_use","id":"toolu_sub_ls","name":"Bash","input":{"command":"ls | wc -l","description":"Count files"}}]},"parent_tool_use_id":"toolu_agent_0001","uuid":"sub-a1"}`),
+				json.RawMessage(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_sub_ls","type":"tool_result","content":"0","is_error":false}]},"parent_tool_use_id":"toolu_agent_0001","uuid":"sub-u1","tool_use_result":{"stdout":"0","stderr":"","interrupted":false}}`),
+			)
+		}
 		streamed := render(name, lines, true)
 		plain := render(name+"-complete-lines", lines, false)
 		if streamed.Text != plain.Text {
@@ -383,7 +399,7 @@ func testTranscript(t *testing.T, b *browser) {
 				t.Errorf("%s: no finished Bash card with its command: %v\n%s", name, streamed.Tools, streamed.Text)
 			}
 		case "subagent":
-			if streamed.Nested == 0 || !slices.Contains(streamed.Tools, "Agent:done") {
+			if streamed.Nested == 0 || !slices.Contains(streamed.Tools, "Agent:done") || !slices.Contains(streamed.Tools, "Bash:done") {
 				t.Errorf("%s: subagent work not nested under its Agent card: %v, %d nested", name, streamed.Tools, streamed.Nested)
 			}
 		}

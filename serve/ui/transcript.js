@@ -301,6 +301,8 @@ export class Transcript {
           this.container(parent).appendChild(el("div", "note interrupted", "Interrupted"));
           continue;
         }
+        // A subagent's prompt is its Agent call's input, shown there.
+        if (parent && this.tools.get(parent)?.inputValue?.prompt === t) continue;
         if (m.isSynthetic || parent) {
           const n = el("div", parent ? "note subprompt" : "note", t);
           this.container(parent).appendChild(n);
@@ -498,6 +500,13 @@ export function toolInput(name, v, raw, final) {
         frag.appendChild(ul);
         return frag;
       }
+      case "Agent":
+      case "Task":
+        if (v.prompt != null) {
+          frag.appendChild(el("div", "note subprompt", v.prompt));
+          return frag;
+        }
+        break;
       case "TodoWrite": {
         const ul = el("ul", "todos");
         for (const t of v.todos || []) {
@@ -529,7 +538,9 @@ function diffView(a, b) {
 function toolResultView(name, c, structured, input) {
   const frag = document.createDocumentFragment();
   if (isAgent(name)) {
-    const t = text(c.content);
+    // The CLI appends a note for the model (agentId, usage): not for people.
+    const parts = Array.isArray(c.content) ? c.content.filter((p) => !(p.type === "text" && /^agentId: /.test(p.text || ""))) : c.content;
+    const t = text(parts);
     if (t) {
       const d = el("div", "md agent-result");
       d.appendChild(markdown(t));
