@@ -456,6 +456,7 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 	e := newUIEnv(t, b,
 		claudetest.TextReply("noted: the password is swordfish"),
 		claudetest.TextReply("it was swordfish"),
+		claudetest.TextReply("the fork remembers swordfish too"),
 	)
 	tb := b.newTab(t, e.origin, "resume")
 	tb.open(e)
@@ -483,6 +484,22 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 		t.Error("the resumed session's request does not carry the earlier conversation")
 	}
 	tb.shots("resumed")
+	// Fork it: a new session with the same history.
+	var before string
+	tb.eval(`window.tether.current`, &before)
+	tb.run(chromedp.Click("#fork-btn", chromedp.ByID))
+	tb.waitJS("the fork to open", fmt.Sprintf(`window.tether.current && window.tether.current !== %q`, before))
+	tb.waitState("ready", "idle")
+	tb.prompt("and the fork?")
+	tb.waitText("the fork remembers swordfish too")
+	reqs = e.api.MessagesRequests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "what was it?") {
+		t.Error("the fork's request does not carry the conversation it forked")
+	}
+	if n := tb.count("#sessions li"); n < 2 {
+		t.Errorf("%d sessions listed after the fork; want the original and the fork", n)
+	}
+	tb.shots("forked")
 }
 
 // onePixelPNG is a 1x1 PNG, base64.

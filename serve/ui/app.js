@@ -56,6 +56,7 @@ const busyStates = new Set(["requesting", "thinking", "streaming", "running_tool
 
 const app = {
   sessions: new Map(), // id -> SessionInfo (+ live fields)
+  intros: new Map(), // id -> a note for the top of its transcript (resumed, forked)
   current: null, // id of the open session
   view: null, // the open session's view state
 };
@@ -299,6 +300,8 @@ function loadSnapshot(snap) {
   v.cwd = snap.cwd || "";
   v.ended = !!snap.ended;
   v.cost = snap.cost || null;
+  const intro = app.intros.get(v.id);
+  if (intro) v.transcript.root.appendChild(el("div", "note intro", intro));
   if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
   for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
   v.transcript.flush();
@@ -684,7 +687,8 @@ $("fork-btn").onclick = async () => {
     return;
   }
   try {
-    const info = await proto.start(conn, { cwd: v.cwd || s.cwd, resume: sid, fork: true, model: v.model || undefined });
+    const info = await proto.start(conn, { cwd: v.cwd || s.cwd, resume: sid, fork: true });
+    app.intros.set(info.id, "Forked from “" + sessionTitle({ ...s, id: v.id }) + "”: Claude has the conversation so far; it is not repeated here.");
     handlers.session(info);
     openSession(info.id);
   } catch (err) {
@@ -768,6 +772,7 @@ async function listDisk() {
           b.disabled = true;
           try {
             const s = await proto.start(conn, { cwd, resume: d.session_id, fork });
+            app.intros.set(s.id, (fork ? "Forked from" : "Resumed") + " “" + (d.title || d.first_prompt || d.session_id) + "” (last active " + ago(d.modified) + "): Claude has the conversation so far; it is not repeated here.");
             localStorage.setItem("tether.cwd", cwd);
             $("resume-dlg").close();
             handlers.session(s);
