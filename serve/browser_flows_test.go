@@ -26,6 +26,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("Question", func(t *testing.T) { testQuestion(t, b) })
 	t.Run("Interrupt", func(t *testing.T) { testInterrupt(t, b) })
 	t.Run("QueuedCancelled", func(t *testing.T) { testQueuedCancelled(t, b) })
+	t.Run("QueuedMerged", func(t *testing.T) { testQueuedMerged(t, b) })
 	t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, b) })
 	t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, b) })
 	t.Run("ResumeFromDisk", func(t *testing.T) { testResumeFromDisk(t, b) })
@@ -575,4 +576,33 @@ func testPlanMode(t *testing.T, b *browser) {
 	tb.key(kb.Enter) // approve the plan
 	tb.waitText("executing the plan")
 	tb.waitTurns(1)
+}
+
+func testQueuedMerged(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("first answer, slowly, word by word")}, ChunkSize: 4, EventDelay: 80 * time.Millisecond},
+		claudetest.TextReply("merged answer"),
+	)
+	tb := b.newTab(t, e.origin, "merged")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("one")
+	tb.waitState("streaming")
+	tb.prompt("two")
+	tb.prompt("three")
+	tb.waitJS("two queued prompts", `document.querySelectorAll('#deliveries li[data-status="queued"]').length === 2`)
+	tb.shots("queued")
+	tb.waitText("merged answer")
+	tb.waitTurns(2)
+	// The queued prompts went into one turn, shown before its answer.
+	var order []string
+	tb.eval(`[...document.querySelectorAll("#transcript > .msg")].map((m) => (m.classList.contains("user") ? "u:" : "a:") + m.innerText.trim())`, &order)
+	want := []string{"u:one", "a:first answer, slowly, word by word", "u:two", "u:three", "a:merged answer"}
+	if strings.Join(order, "|") != strings.Join(want, "|") {
+		t.Errorf("transcript order:\n%q\nwant\n%q", order, want)
+	}
+	if n := len(e.api.MessagesRequests()); n != 2 {
+		t.Errorf("%d model requests; want 2 (the queued prompts merged into one turn)", n)
+	}
+	tb.shots("answered")
 }

@@ -375,6 +375,7 @@ function applyEvent(ev) {
         break;
       }
       if (v.transcript.users.has(d.uuid) && !v.deliveries.has(d.uuid)) break; // the turn's own prompt
+      if (v.deliveries.get(d.uuid)?.merged) d.merged = true;
       v.deliveries.set(d.uuid, d);
       renderDeliveries();
       break;
@@ -527,7 +528,9 @@ function renderDeliveries() {
     // accepted: the CLI took it into the running turn; with others, the
     // CLI merged them into one turn.
     let label = d.status;
-    if (d.status === "accepted") label = accepted > 1 ? "merged" : "taken";
+    if (d.status === "accepted" && accepted > 1) d.merged = true;
+    if (d.status === "accepted") label = d.merged ? "merged" : "taken";
+    if (d.status === "answered" && d.merged) label = "answered · merged";
     const st = el("span", "dstate", label);
     st.dataset.s = label === "merged" ? "merged" : d.status;
     li.appendChild(st);

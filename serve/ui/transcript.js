@@ -36,6 +36,7 @@ export class Transcript {
     this.users = new Set(); // uuids of user lines shown
     this.anchor = null; // the current turn's first element
     this.firstPrompt = "";
+    this.echoes = []; // prompt texts echoed since the last result
     this.streaming = null; // id of the main thread's streaming message
     this.dirty = new Set();
     this.timer = 0;
@@ -308,6 +309,16 @@ export class Transcript {
           this.container(parent).appendChild(n);
           continue;
         }
+        // The CLI echoes the first prompt queued during a turn alone,
+        // then all of them merged: show each once.
+        if (m.isReplay) {
+          const i = this.echoes.indexOf(t);
+          if (i >= 0) {
+            this.echoes.splice(i, 1);
+            continue;
+          }
+          this.echoes.push(t);
+        }
         bubble.appendChild(el("div", "user-text", t));
         if (!this.firstPrompt && !parent) this.firstPrompt = t;
       } else if (c.type === "image") {
@@ -381,6 +392,7 @@ export class Transcript {
     sum.textContent = parts.join(" · ");
     this.root.appendChild(sum);
     this.anchor = null;
+    this.echoes = [];
     for (const e of this.msgs.values()) for (const b of e.blocks) if (b) b.el.classList.remove("streaming");
     this.streaming = null;
     if (this.onTurn) this.onTurn({ cost: turnCost, total: m.total_cost_usd, ctx, error: m.is_error });
