@@ -113,6 +113,7 @@ type tab struct {
 
 	mu      sync.Mutex
 	foreign []string // requests to anything but the server
+	errors  []string // uncaught exceptions and console.error calls
 }
 
 // newTab opens a tab; it closes when t ends. Every request the page makes
@@ -122,6 +123,22 @@ func (b *browser) newTab(t *testing.T, origin, name string) *tab {
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	tb := &tab{t: t, b: b, ctx: ctx, origin: origin, name: name}
 	chromedp.ListenTarget(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *cdpruntime.EventExceptionThrown:
+			tb.mu.Lock()
+			tb.errors = append(tb.errors, e.ExceptionDetails.Error())
+			tb.mu.Unlock()
+		case *cdpruntime.EventConsoleAPICalled:
+			if e.Type == cdpruntime.APITypeError {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				tb.mu.Lock()
+				tb.errors = append(tb.errors, "console.error: "+strings.Join(parts, " "))
+				tb.mu.Unlock()
+			}
+		}
 		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
 			u := e.Request.URL
 			if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") || strings.HasPrefix(u, "about:") {
@@ -140,10 +157,13 @@ func (b *browser) newTab(t *testing.T, origin, name string) *tab {
 	}
 	t.Cleanup(func() {
 		tb.mu.Lock()
-		foreign := tb.foreign
+		foreign, errs := tb.foreign, tb.errors
 		tb.mu.Unlock()
 		if len(foreign) > 0 {
 			t.Errorf("%s: the page made requests off its server: %q", name, foreign)
+		}
+		if len(errs) > 0 {
+			t.Errorf("%s: errors in the page:\n%s", name, strings.Join(errs, "\n"))
 		}
 		cancel()
 	})
