@@ -19,6 +19,7 @@ import (
 // real CLI and the fake Messages API.
 
 func browserFlows(t *testing.T, b *browser) {
+	t.Run("SignedOut", func(t *testing.T) { testSignedOut(t, b) })
 	t.Run("Streams", func(t *testing.T) { testStreams(t, b) })
 	t.Run("ApprovalAllowed", func(t *testing.T) { testApprovalAllowed(t, b) })
 	t.Run("ApprovalDenied", func(t *testing.T) { testApprovalDenied(t, b) })
@@ -605,4 +606,23 @@ func testQueuedMerged(t *testing.T, b *browser) {
 		t.Errorf("%d model requests; want 2 (the queued prompts merged into one turn)", n)
 	}
 	tb.shots("answered")
+}
+
+// testSignedOut opens the page without the token: it must say it is
+// signed out (not "reconnecting" forever), and the link logs it in.
+func testSignedOut(t *testing.T, b *browser) {
+	e := newUIEnv(t, b)
+	tb := b.newTab(t, e.origin, "signed-out")
+	tb.run(chromedp.Navigate(e.origin + "/"))
+	tb.waitJS("the signed-out notice", `document.querySelector("#conn").classList.contains("down")`)
+	if s := tb.text("#conn"); !strings.Contains(s, "signed out") {
+		t.Errorf("connection status %q; want it to say signed out", s)
+	}
+	tb.shots("signed-out")
+	tb.open(e)
+	var hash string
+	tb.eval(`location.hash`, &hash)
+	if strings.Contains(hash, "token") {
+		t.Errorf("the token stayed in the address bar: %q", hash)
+	}
 }

@@ -107,18 +107,21 @@ function showConn(s, info) {
   clearInterval(connTimer);
   c.className = "conn " + s;
   c.onclick = null;
+  c.title = "";
   c.style.cursor = "";
   document.body.dataset.conn = s;
   if (s === "live") c.textContent = "live";
   else if (s === "connecting") c.textContent = "connecting…";
   else if (s === "down") {
-    c.textContent = "signed out — open the link tether serve printed (it carries the token)";
+    c.textContent = "signed out — open the link tether serve printed";
+    c.title = "The link carries the login token; the server prints it when it starts.";
     c.style.cursor = "pointer";
     c.onclick = () => conn.retryNow();
   } else if (s === "retry") {
     const tick = () => {
       const left = Math.max(0, Math.ceil((info.at - Date.now()) / 1000));
-      c.textContent = "offline — retrying in " + left + "s (click to retry now)";
+      c.textContent = "offline — retry in " + left + "s";
+      c.title = "The connection is down; it is retried by itself. Click to retry now.";
     };
     tick();
     connTimer = setInterval(tick, 1000);
@@ -867,6 +870,13 @@ document.addEventListener("keydown", (e) => {
 });
 
 window.addEventListener("online", () => conn.retryNow());
+// The login link opened in a tab already on this page changes only the
+// fragment: log in with it and connect.
+window.addEventListener("hashchange", async () => {
+  if (!/(?:^#|&)token=/.test(location.hash)) return;
+  await proto.login();
+  conn.retryNow();
+});
 document.addEventListener("visibilitychange", () => {
   if (!document.hidden) conn.retryNow();
 });
