@@ -276,6 +276,7 @@ func staticUI(t *testing.T) string {
 func TestBrowser(t *testing.T) {
 	b := newBrowser(t)
 	t.Run("Markdown", func(t *testing.T) { testMarkdown(t, b) })
+	t.Run("Helpers", func(t *testing.T) { testHelpers(t, b) })
 	t.Run("Transcript", func(t *testing.T) { testTranscript(t, b) })
 	browserFlows(t, b)
 }
@@ -422,6 +423,50 @@ func testTranscript(t *testing.T, b *browser) {
 			if streamed.Nested == 0 || !slices.Contains(streamed.Tools, "Agent:done") || !slices.Contains(streamed.Tools, "Bash:done") {
 				t.Errorf("%s: subagent work not nested under its Agent card: %v, %d nested", name, streamed.Tools, streamed.Nested)
 			}
+		}
+	}
+}
+
+// testHelpers checks the UI's small parsers: the line diff shown for
+// edits and the completion of tool input JSON still being typed.
+func testHelpers(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "helpers")
+	tb.run(chromedp.Navigate(origin + "/"))
+	var got map[string]string
+	tb.eval(`(async () => {
+		const { diffLines } = await import("./diff.js");
+		const { partialJSON } = await import("./transcript.js");
+		const d = (a, b) => diffLines(a, b).map(([op, l]) => op + l).join("|");
+		const p = (s) => JSON.stringify(partialJSON(s));
+		return {
+			edit: d("a\nb\nc\n", "a\nB\nc\n"),
+			add: d("", "x\ny"),
+			del: d("x\ny", ""),
+			same: d("k\n", "k\n"),
+			open: p('{"command":"echo hi'),
+			key: p('{"command":"ls","descr'),
+			colon: p('{"a":1,"b":'),
+			nested: p('{"edits":[{"old_string":"x","new_'),
+			escape: p('{"a":"line\\'),
+			bad: p('{]'),
+		};
+	})()`, &got)
+	want := map[string]string{
+		"edit":   " a|-b|+B| c",
+		"add":    "+x|+y",
+		"del":    "-x|-y",
+		"same":   " k",
+		"open":   `{"command":"echo hi"}`,
+		"key":    `{"command":"ls"}`,
+		"colon":  `{"a":1}`,
+		"nested": `{"edits":[{"old_string":"x"}]}`,
+		"escape": `{"a":"line"}`,
+		"bad":    "",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", k, got[k], w)
 		}
 	}
 }
