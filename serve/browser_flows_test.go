@@ -291,6 +291,9 @@ func testQuestion(t *testing.T, b *browser) {
 		claudetest.ToolUseReply("toolu_ask", "AskUserQuestion", map[string]any{"questions": []map[string]any{{
 			"question": "Which color?", "header": "Color", "multiSelect": false,
 			"options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}},
+		}, {
+			"question": "Which sizes?", "header": "Sizes", "multiSelect": true,
+			"options": []map[string]string{{"label": "S", "description": "small"}, {"label": "M", "description": "medium"}, {"label": "L", "description": "large"}},
 		}}}),
 		claudetest.TextReply("blue it is"),
 	)
@@ -301,13 +304,21 @@ func testQuestion(t *testing.T, b *browser) {
 	tb.waitJS("the question form", `document.querySelector(".approval.question:not(.answered)")`)
 	tb.waitState("awaiting_answer")
 	tb.shots("question")
-	tb.key("2") // the second option
+	tb.key("2") // the first question's second option
+	tb.run(
+		chromedp.Click(`.approval.question fieldset:nth-of-type(2) input[value="S"]`, chromedp.ByQuery),
+		chromedp.Click(`.approval.question fieldset:nth-of-type(2) input[value="L"]`, chromedp.ByQuery),
+	)
 	tb.shot("picked")
 	tb.key(kb.Enter)
 	tb.waitText("blue it is")
 	tb.waitTurns(1)
-	if !requestsContain(e.api, "Blue") {
-		t.Error("the model never got the answer Blue")
+	if !requestsContain(e.api, `Which color?\"=\"Blue`) || !requestsContain(e.api, `Which sizes?\"=\"S, L`) {
+		var last string
+		if reqs := e.api.MessagesRequests(); len(reqs) > 0 {
+			last = string(reqs[len(reqs)-1].Body)
+		}
+		t.Errorf("the model did not get the answers Blue and S, L:\n%.2000s", last)
 	}
 	tb.shots("answered")
 }

@@ -195,7 +195,7 @@ function questionCard(a, input, answer) {
     other.setAttribute("aria-label", "Your own answer");
     fs.appendChild(other);
     form.appendChild(fs);
-    fields.push({ q, name, multi, other });
+    fields.push({ q, name, multi, other, fs });
   });
   const acts = el("div", "acts");
   const submit = el("button", "primary", "Answer");
@@ -253,8 +253,9 @@ function questionCard(a, input, answer) {
       return true;
     }
     if (/^[1-9]$/.test(e.key) && fields.length) {
-      // Digits pick options of the first unanswered question.
-      const f = fields.find((f) => !form.querySelector(`input[name="${f.name}"]:checked`)) || fields[0];
+      // Digits pick options of the question in focus, else of the first
+      // unanswered one.
+      const f = fields.find((f) => f.fs.contains(document.activeElement)) || fields.find((f) => !form.querySelector(`input[name="${f.name}"]:checked`)) || fields[0];
       const inp = form.querySelectorAll(`input[name="${f.name}"]`)[Number(e.key) - 1];
       if (inp) {
         inp.checked = f.multi ? !inp.checked : true;
