@@ -206,6 +206,11 @@ func testApprovalAllowed(t *testing.T, b *browser) {
 	tb.prompt("write hi.txt")
 	tb.waitJS("the approval card", `document.querySelector(".approval:not(.answered)")`)
 	tb.waitState("awaiting_approval")
+	var title string
+	tb.eval(`document.title`, &title)
+	if !strings.HasPrefix(title, "(!)") {
+		t.Errorf("page title %q does not flag the waiting approval", title)
+	}
 	if s := tb.text(".approval"); !strings.Contains(s, "echo hi > hi.txt") || !strings.Contains(s, "Allow always") {
 		t.Errorf("the card does not show the command and the suggested rule:\n%s", s)
 	}

@@ -436,6 +436,10 @@ function renderHead() {
   sel.value = mode;
   renderSince();
   updateComposer();
+  // A tab in the background shows in its title when a person is needed.
+  const st = v.state.state || s.state;
+  const waiting = st === "awaiting_approval" || st === "awaiting_answer";
+  document.title = (waiting ? "(!) " : "") + $("s-title").textContent + " — Tether";
 }
 
 function renderSince() {
