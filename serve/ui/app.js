@@ -493,7 +493,11 @@ function addApproval(a) {
   const v = app.view;
   if (v.approvals.has(a.id)) return;
   app.asked++;
-  const c = approvals.card(a, (reply) => proto.answer(conn, v.id, a.id, reply));
+  const c = approvals.card(
+    a,
+    (reply) => proto.answer(conn, v.id, a.id, reply),
+    (toolUseID) => v.transcript.tools.get(toolUseID)?.inputValue,
+  );
   v.approvals.set(a.id, { info: a, el: c });
   if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true, a.kind === "question");
   $("approvals").appendChild(c);

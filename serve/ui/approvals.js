@@ -54,7 +54,7 @@ function destName(d) {
  * @param {any} a
  * @param {(reply:any)=>Promise<void>} answer
  */
-export function card(a, answer) {
+export function card(a, answer, toolInput_) {
   const input = parse(a.input);
   if (a.kind === "question") return questionCard(a, input, answer);
   const plan = a.tool_name === "ExitPlanMode";
@@ -69,9 +69,16 @@ export function card(a, answer) {
   if (why && !plan) c.appendChild(el("p", "why", why));
   const body = el("div", "input");
   if (plan) {
-    const p = el("div", "plan md");
-    p.appendChild(markdown(String(input?.plan ?? "")));
-    body.appendChild(p);
+    // Newer CLIs ask without the plan in the request; the model's call
+    // (in the transcript) has it.
+    const text = input?.plan ?? (toolInput_ && toolInput_(a.tool_use_id))?.plan;
+    if (text) {
+      const p = el("div", "plan md");
+      p.appendChild(markdown(String(text)));
+      body.appendChild(p);
+    } else {
+      body.appendChild(el("p", "why", "The plan is in the conversation above."));
+    }
   } else {
     body.appendChild(toolInput(a.tool_name, input, typeof a.input === "string" ? a.input : "", true));
   }

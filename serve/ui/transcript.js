@@ -311,16 +311,22 @@ export class Transcript {
         }
         // The CLI echoes the first prompt queued during a turn alone,
         // then all of them merged: show each once.
+        // (2.1.197 sends them as blocks, 2.1.330 as one text joined by
+        // blank lines.)
+        let shown = t;
         if (m.isReplay) {
-          const i = this.echoes.indexOf(t);
-          if (i >= 0) {
-            this.echoes.splice(i, 1);
-            continue;
+          for (let i = 0; i < this.echoes.length; i++) {
+            const e = this.echoes[i];
+            if (shown === e || (shown.startsWith(e) && /^\s*\n/.test(shown.slice(e.length)))) {
+              shown = shown.slice(e.length).trim();
+              this.echoes.splice(i--, 1);
+            }
           }
-          this.echoes.push(t);
+          if (!shown) continue;
+          this.echoes.push(shown);
         }
-        bubble.appendChild(el("div", "user-text", t));
-        if (!this.firstPrompt && !parent) this.firstPrompt = t;
+        bubble.appendChild(el("div", "user-text", shown));
+        if (!this.firstPrompt && !parent) this.firstPrompt = shown;
       } else if (c.type === "image") {
         const img = image(c);
         if (img) bubble.appendChild(img);
