@@ -381,7 +381,7 @@ func answer(s *host.Session, cmd *Command) error {
 			return err
 		}
 		if cmd.Always {
-			return a.AllowAlways()
+			return a.AllowAlways(alwaysUpdates(a.Request.Suggestions)...)
 		}
 		return a.Allow()
 	case cmd.Behavior == "deny":
@@ -389,6 +389,21 @@ func answer(s *host.Session, cmd *Command) error {
 	default:
 		return errorf(CodeBadRequest, `answer needs behavior "allow" or "deny", or answers`)
 	}
+}
+
+// alwaysUpdates is what "allow always" applies: the CLI's suggestions
+// as it made them (a settings file: they last), and each again for this
+// session, because the CLI ignores settings-file rules in a workspace it
+// does not trust, and a person who said "always" must not be asked again.
+func alwaysUpdates(sugg []claude.PermissionUpdate) []claude.PermissionUpdate {
+	out := slices.Clone(sugg)
+	for _, u := range sugg {
+		if u.Destination != claude.DestinationSession {
+			u.Destination = claude.DestinationSession
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // DiskSessions implements Backend.

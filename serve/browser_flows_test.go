@@ -1,0 +1,644 @@
+package serve_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// The scenarios of issue 12, each as a person would do it, against the
+// real CLI and the fake Messages API.
+
+func browserFlows(t *testing.T, b *browser) {
+	t.Run("SignedOut", func(t *testing.T) { testSignedOut(t, b) })
+	t.Run("Streams", func(t *testing.T) { testStreams(t, b) })
+	t.Run("ApprovalAllowed", func(t *testing.T) { testApprovalAllowed(t, b) })
+	t.Run("ApprovalDenied", func(t *testing.T) { testApprovalDenied(t, b) })
+	t.Run("AllowAlways", func(t *testing.T) { testAllowAlways(t, b) })
+	t.Run("Question", func(t *testing.T) { testQuestion(t, b) })
+	t.Run("Interrupt", func(t *testing.T) { testInterrupt(t, b) })
+	t.Run("QueuedCancelled", func(t *testing.T) { testQueuedCancelled(t, b) })
+	t.Run("QueuedMerged", func(t *testing.T) { testQueuedMerged(t, b) })
+	t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, b) })
+	t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, b) })
+	t.Run("ResumeFromDisk", func(t *testing.T) { testResumeFromDisk(t, b) })
+	t.Run("PasteAndSwitch", func(t *testing.T) { testPasteAndSwitch(t, b) })
+	t.Run("PlanMode", func(t *testing.T) { testPlanMode(t, b) })
+}
+
+// ---- page helpers ----
+
+// open loads the UI (logging in with the token in the URL's fragment)
+// and waits for the live connection.
+func (tb *tab) open(e *uiEnv) {
+	tb.t.Helper()
+	tb.run(chromedp.Navigate(e.url))
+	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+}
+
+// newSession starts a session in cwd from the New session dialog and
+// waits until it is ready for a prompt.
+func (tb *tab) newSession(cwd string) string {
+	tb.t.Helper()
+	tb.run(
+		chromedp.Click("#new-btn", chromedp.ByID),
+		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
+		chromedp.SetValue("#new-cwd", cwd, chromedp.ByID),
+		chromedp.Click("#new-submit", chromedp.ByID),
+	)
+	tb.waitJS("the session to open", `window.tether.view && !document.querySelector("#session").hidden`)
+	tb.waitState("ready", "idle")
+	var id string
+	tb.eval(`window.tether.current`, &id)
+	return id
+}
+
+// waitState waits for the open session's badge to show one of states.
+func (tb *tab) waitState(states ...string) {
+	tb.t.Helper()
+	js, _ := json.Marshal(states)
+	tb.waitJS("state "+strings.Join(states, " or "), fmt.Sprintf(`%s.includes(document.querySelector("#s-state").dataset.state)`, js))
+}
+
+// prompt types text into the prompt box and presses Enter.
+func (tb *tab) prompt(text string) {
+	tb.t.Helper()
+	tb.run(
+		chromedp.Click("#prompt", chromedp.ByID),
+		chromedp.SendKeys("#prompt", text, chromedp.ByID),
+		chromedp.KeyEvent(kb.Enter),
+	)
+}
+
+// key presses one key on the page.
+func (tb *tab) key(k string) {
+	tb.t.Helper()
+	tb.run(chromedp.KeyEvent(k))
+}
+
+// waitText waits for the transcript to contain s.
+func (tb *tab) waitText(s string) {
+	tb.t.Helper()
+	js, _ := json.Marshal(s)
+	tb.waitJS(fmt.Sprintf("%q in the transcript", s), fmt.Sprintf(`document.querySelector("#transcript").innerText.includes(%s)`, js))
+}
+
+// waitTurns waits until n turns have ended in the transcript.
+func (tb *tab) waitTurns(n int) {
+	tb.t.Helper()
+	tb.waitJS(fmt.Sprintf("%d ended turns", n), fmt.Sprintf(`document.querySelectorAll("#transcript > .turn-end").length >= %d`, n))
+}
+
+// count returns how many elements match a CSS selector.
+func (tb *tab) count(sel string) int {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	var n int
+	tb.eval(fmt.Sprintf(`document.querySelectorAll(%s).length`, js), &n)
+	return n
+}
+
+// text returns the innerText of the first element matching sel ("" when none).
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	var s string
+	tb.eval(fmt.Sprintf(`document.querySelector(%s)?.innerText ?? ""`, js), &s)
+	return s
+}
+
+// attr returns a data- attribute of the first element matching sel.
+func (tb *tab) attr(sel, name string) string {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	var s string
+	tb.eval(fmt.Sprintf(`document.querySelector(%s)?.dataset[%q] ?? ""`, js, name), &s)
+	return s
+}
+
+// requestsContain reports whether any Messages request the CLI made
+// contains s in its body.
+func requestsContain(api *claudetest.MessagesServer, s string) bool {
+	for _, r := range api.MessagesRequests() {
+		if strings.Contains(string(r.Body), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- scenarios ----
+
+const longText = "Streaming arrives token by token: the page must show each piece as it comes, " +
+	"render **Markdown** as it grows, and end with exactly this text, once."
+
+func testStreams(t *testing.T, b *browser) {
+	e := newUIEnv(t, b, &claudetest.Reply{
+		Content:    []claudetest.ContentBlock{claudetest.TextBlock(longText)},
+		ChunkSize:  6,
+		EventDelay: 40 * time.Millisecond,
+	})
+	tb := b.newTab(t, e.origin, "streams")
+	tb.open(e)
+	tb.shots("empty")
+	tb.key("?")
+	tb.waitJS("the shortcuts", `document.querySelector("#help-dlg").open`)
+	tb.shot("shortcuts")
+	tb.key(kb.Escape)
+	tb.key("n")
+	tb.waitJS("the new session dialog", `document.querySelector("#new-dlg").open`)
+	tb.run(chromedp.SetValue("#new-cwd", e.cwd, chromedp.ByID))
+	tb.shots("new-session")
+	tb.key(kb.Escape)
+	tb.waitJS("the dialog closed", `!document.querySelector("#new-dlg").open`)
+	tb.newSession(e.cwd)
+	// Record every length the growing text takes on screen.
+	tb.eval(`(() => {
+		window.__lengths = new Set();
+		const t = document.querySelector("#transcript");
+		new MutationObserver(() => {
+			const x = t.querySelector(".msg.assistant .text");
+			if (x) window.__lengths.add(x.innerText.length);
+		}).observe(t, { childList: true, subtree: true, characterData: true });
+		return true;
+	})()`, nil)
+	tb.prompt("Tell me about streaming")
+	tb.waitJS("the text to start streaming", `document.querySelector(".msg.assistant .text.streaming")?.innerText.length > 0`)
+	tb.shot("mid-stream")
+	tb.waitTurns(1)
+	tb.waitState("idle")
+	var lengths int
+	tb.eval(`window.__lengths.size`, &lengths)
+	if lengths < 3 {
+		t.Errorf("the text appeared in %d steps; want it to grow token by token", lengths)
+	}
+	got := tb.text(".msg.assistant .text")
+	want := strings.ReplaceAll(longText, "**", "")
+	if got != want {
+		t.Errorf("final text:\n%q\nwant\n%q", got, want)
+	}
+	if n := tb.count(".msg.assistant .text strong"); n != 1 {
+		t.Errorf("%d <strong> elements; want the Markdown rendered once", n)
+	}
+	if n := tb.count(".msg.user"); n != 1 {
+		t.Errorf("%d user bubbles; want 1", n)
+	}
+	tb.shots("done")
+}
+
+func testApprovalAllowed(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_allow", "Bash", map[string]string{"command": "echo hi > hi.txt", "description": "Write hi.txt"}),
+		claudetest.TextReply("wrote it"),
+	)
+	tb := b.newTab(t, e.origin, "allow")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("write hi.txt")
+	tb.waitJS("the approval card", `document.querySelector(".approval:not(.answered)")`)
+	tb.waitState("awaiting_approval")
+	var title string
+	tb.eval(`document.title`, &title)
+	if !strings.HasPrefix(title, "(!)") {
+		t.Errorf("page title %q does not flag the waiting approval", title)
+	}
+	if s := tb.text(".approval"); !strings.Contains(s, "echo hi > hi.txt") || !strings.Contains(s, "Allow always") {
+		t.Errorf("the card does not show the command and the suggested rule:\n%s", s)
+	}
+	tb.shots("approval")
+	tb.key(kb.Enter) // keyboard-first: Enter allows
+	tb.waitText("wrote it")
+	tb.waitTurns(1)
+	if got := tb.attr(`details.tool[data-tool="Bash"]`, "status"); got != "done" {
+		t.Errorf("Bash card status %q; want done", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.cwd, "hi.txt")); err != nil || strings.TrimSpace(string(b)) != "hi" {
+		t.Errorf("hi.txt: %q, %v", b, err)
+	}
+	tb.shots("allowed")
+}
+
+func testApprovalDenied(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_deny", "Bash", map[string]string{"command": "rm -rf build > log.txt", "description": "Clean"}),
+		claudetest.TextReply("understood, not deleting"),
+	)
+	tb := b.newTab(t, e.origin, "deny")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("clean up")
+	tb.waitJS("the approval card", `document.querySelector(".approval:not(.answered)")`)
+	const reason = "keep the build directory"
+	tb.run(
+		chromedp.Click(".approval .reason", chromedp.ByQuery),
+		chromedp.SendKeys(".approval .reason", reason, chromedp.ByQuery),
+	)
+	tb.shot("reason-typed")
+	tb.key(kb.Enter) // Enter in the reason field denies with it
+	tb.waitText("understood, not deleting")
+	tb.waitTurns(1)
+	if got := tb.attr(`details.tool[data-tool="Bash"]`, "status"); got != "denied" {
+		t.Errorf("Bash card status %q; want denied", got)
+	}
+	if !requestsContain(e.api, reason) {
+		t.Errorf("the model was not told the reason %q", reason)
+	}
+	if _, err := os.Stat(filepath.Join(e.cwd, "log.txt")); err == nil {
+		t.Error("the denied command ran")
+	}
+	tb.shots("denied")
+}
+
+func testAllowAlways(t *testing.T, b *browser) {
+	// Output redirects are path-checked on every call whatever the rules
+	// say, so the pattern is a plain command.
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_git1", "Bash", map[string]string{"command": "git init -q repo1"}),
+		claudetest.ToolUseReply("toolu_git2", "Bash", map[string]string{"command": "git init -q repo2"}),
+		claudetest.TextReply("two repos"),
+	)
+	tb := b.newTab(t, e.origin, "always")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("make two repos")
+	tb.waitJS("the approval card", `document.querySelector(".approval:not(.answered) .always")`)
+	if s := tb.text(".approval .rule"); !strings.Contains(s, "git init") {
+		t.Errorf("the suggested rule is not shown: %q", s)
+	}
+	tb.shot("allow-always")
+	tb.key("a")
+	tb.waitText("two repos")
+	tb.waitTurns(1)
+	var asked int
+	tb.eval(`window.tether.asked || 0`, &asked)
+	if asked != 1 {
+		t.Errorf("%d approvals shown; want 1 (the rule allows the second call)", asked)
+	}
+	for _, d := range []string{"repo1", "repo2"} {
+		if _, err := os.Stat(filepath.Join(e.cwd, d, ".git")); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	tb.shots("done")
+}
+
+func testQuestion(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_ask", "AskUserQuestion", map[string]any{"questions": []map[string]any{{
+			"question": "Which color?", "header": "Color", "multiSelect": false,
+			"options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}},
+		}, {
+			"question": "Which sizes?", "header": "Sizes", "multiSelect": true,
+			"options": []map[string]string{{"label": "S", "description": "small"}, {"label": "M", "description": "medium"}, {"label": "L", "description": "large"}},
+		}}}),
+		claudetest.TextReply("blue it is"),
+	)
+	tb := b.newTab(t, e.origin, "question")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("pick a color with me")
+	tb.waitJS("the question form", `document.querySelector(".approval.question:not(.answered)")`)
+	tb.waitState("awaiting_answer")
+	tb.shots("question")
+	tb.key("2") // the first question's second option
+	tb.run(
+		chromedp.Click(`.approval.question fieldset:nth-of-type(2) input[value="S"]`, chromedp.ByQuery),
+		chromedp.Click(`.approval.question fieldset:nth-of-type(2) input[value="L"]`, chromedp.ByQuery),
+	)
+	tb.shot("picked")
+	tb.key(kb.Enter)
+	tb.waitText("blue it is")
+	tb.waitTurns(1)
+	if !requestsContain(e.api, `Which color?\"=\"Blue`) || !requestsContain(e.api, `Which sizes?\"=\"S, L`) {
+		var last string
+		if reqs := e.api.MessagesRequests(); len(reqs) > 0 {
+			last = string(reqs[len(reqs)-1].Body)
+		}
+		t.Errorf("the model did not get the answers Blue and S, L:\n%.2000s", last)
+	}
+	tb.shots("answered")
+}
+
+func testInterrupt(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("I will write for a very long time, and never stop by myself")}, ChunkSize: 8, StallAfterEvents: 5},
+		claudetest.TextReply("after the stop"),
+	)
+	tb := b.newTab(t, e.origin, "interrupt")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("write forever")
+	tb.waitJS("partial text", `document.querySelector(".msg.assistant .text")?.innerText.length > 0`)
+	tb.waitState("streaming")
+	tb.shot("streaming")
+	tb.run(chromedp.Click("#stop-btn", chromedp.ByID))
+	tb.waitState("idle")
+	tb.waitTurns(1)
+	if !strings.Contains(tb.text("#transcript"), "Interrupted") {
+		t.Error("the transcript does not say the turn was interrupted")
+	}
+	tb.shots("stopped")
+	// The session takes the next prompt at once.
+	tb.prompt("go on")
+	tb.waitText("after the stop")
+	tb.waitTurns(2)
+}
+
+func testQueuedCancelled(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("a long answer that stalls")}, ChunkSize: 8, StallAfterEvents: 5},
+		claudetest.TextReply("second turn"),
+	)
+	tb := b.newTab(t, e.origin, "queue")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("first")
+	tb.waitState("streaming")
+	const queued = "never mind this one"
+	tb.prompt(queued)
+	tb.waitJS("the queued prompt", `document.querySelector('#deliveries li[data-status="queued"] button')`)
+	tb.shots("queued")
+	tb.run(chromedp.Click(`#deliveries li[data-status="queued"] button`, chromedp.ByQuery))
+	tb.waitJS("the prompt cancelled", `document.querySelector('#deliveries li[data-status="cancelled"]')`)
+	tb.shot("cancelled")
+	tb.run(chromedp.Click("#stop-btn", chromedp.ByID))
+	tb.waitState("idle")
+	tb.prompt("and now")
+	tb.waitText("second turn")
+	tb.waitTurns(2)
+	if requestsContain(e.api, queued) {
+		t.Error("the cancelled prompt reached the model")
+	}
+	if strings.Contains(tb.text("#transcript"), queued) {
+		t.Error("the cancelled prompt shows in the transcript")
+	}
+}
+
+func testReloadMidTurn(t *testing.T, b *browser) {
+	words := strings.Repeat("every word arrives once and only once; ", 12)
+	e := newUIEnv(t, b, &claudetest.Reply{
+		Content:    []claudetest.ContentBlock{claudetest.TextBlock(words)},
+		ChunkSize:  5,
+		EventDelay: 20 * time.Millisecond,
+	})
+	tb := b.newTab(t, e.origin, "reload")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("stream a while")
+	tb.waitJS("partial text", `document.querySelector(".msg.assistant .text")?.innerText.length > 20`)
+	// First the socket drops under the page: it says so, and resumes
+	// after the last event it applied.
+	tb.eval(`window.tether.conn.ws.close(), true`, nil)
+	tb.waitJS("the page to notice", `!document.querySelector("#conn").classList.contains("live")`)
+	tb.shot("reconnecting")
+	tb.waitJS("a live connection again", `document.querySelector("#conn").classList.contains("live")`)
+	// Then the whole page reloads mid-turn.
+	tb.run(chromedp.Reload())
+	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+	tb.waitJS("the session reopened", `window.tether.view && window.tether.view.lastSeq > 0`)
+	var snaps int
+	tb.eval(`window.tether.snapshots || 0`, &snaps)
+	if snaps == 0 {
+		t.Error("the reloaded page did not start from a snapshot")
+	}
+	tb.shot("reloaded")
+	if n := tb.count(`#deliveries li[data-status="queued"]`); n != 0 {
+		t.Error("after reload the running turn's prompt shows as queued")
+	}
+	if got := tb.text(".msg.user"); got != "stream a while" {
+		t.Errorf("after reload the prompt bubble says %q", got)
+	}
+	tb.waitTurns(1)
+	got := tb.text(".msg.assistant .text")
+	if got != strings.TrimSpace(words) {
+		t.Errorf("after reload the text is\n%q\nwant\n%q", got, strings.TrimSpace(words))
+	}
+	if n := tb.count(".msg.user"); n != 1 {
+		t.Errorf("%d user bubbles; want 1", n)
+	}
+	if n := tb.count("#transcript > .turn-end"); n != 1 {
+		t.Errorf("%d turn ends; want 1", n)
+	}
+	if n := tb.count(".msg.assistant"); n != 1 {
+		t.Errorf("%d assistant messages; want 1", n)
+	}
+	tb.shots("complete")
+}
+
+func testTwoTabs(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_two", "Bash", map[string]string{"command": "echo two > two.txt", "description": "Write two.txt"}),
+		claudetest.TextReply("done once"),
+	)
+	a := b.newTab(t, e.origin, "tab-a")
+	a.open(e)
+	id := a.newSession(e.cwd)
+	c := b.newTab(t, e.origin, "tab-b")
+	c.open(e)
+	c.run(chromedp.Click(fmt.Sprintf(`#sessions li[data-id=%q]`, id), chromedp.ByQuery))
+	c.waitState("ready", "idle")
+	a.prompt("write two.txt")
+	a.waitJS("the card in tab A", `document.querySelector(".approval:not(.answered)")`)
+	c.waitJS("the card in tab B", `document.querySelector(".approval:not(.answered)")`)
+	c.shot("before")
+	a.run(chromedp.Click(".approval .allow", chromedp.ByQuery))
+	c.waitJS("tab B to see it answered", `!document.querySelector(".approval:not(.answered)")`)
+	c.shot("answered-elsewhere")
+	a.waitText("done once")
+	c.waitText("done once")
+	// Answering again from tab B's console is refused.
+	var refused string
+	c.eval(fmt.Sprintf(`(async () => {
+		const proto = await import("./proto.js");
+		try { await proto.answer(window.tether.conn, %q, %q, {behavior: "deny", message: "late"}); return ""; }
+		catch (e) { return e.message || "refused"; }
+	})()`, id, "unknown-approval-id"), &refused)
+	if refused == "" {
+		t.Error("a second answer was accepted")
+	}
+	if n := a.count(`details.tool[data-tool="Bash"]`); n != 1 {
+		t.Errorf("%d Bash cards in tab A; want 1", n)
+	}
+}
+
+func testResumeFromDisk(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.TextReply("noted: the password is swordfish"),
+		claudetest.TextReply("it was swordfish"),
+		claudetest.TextReply("the fork remembers swordfish too"),
+	)
+	tb := b.newTab(t, e.origin, "resume")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("remember swordfish")
+	tb.waitTurns(1)
+	tb.eval(`window.confirm = () => true`, nil)
+	tb.run(chromedp.Click("#close-btn", chromedp.ByID))
+	tb.waitState("closed", "disconnected")
+	tb.run(chromedp.Click("#resume-btn", chromedp.ByID), chromedp.WaitVisible("#resume-dlg", chromedp.ByID))
+	tb.run(chromedp.SetValue("#resume-cwd", e.cwd, chromedp.ByID), chromedp.Click("#resume-list", chromedp.ByID))
+	tb.waitJS("the session on disk", `document.querySelector("#disk-list li[data-session-id] button")`)
+	if s := tb.text("#disk-list"); !strings.Contains(s, "remember swordfish") {
+		t.Errorf("the list does not show the last prompt:\n%s", s)
+	}
+	tb.shots("resume-list")
+	tb.run(chromedp.Click("#disk-list li[data-session-id] button.primary", chromedp.ByQuery))
+	tb.waitJS("the resumed session", `!document.querySelector("#resume-dlg").open && window.tether.view`)
+	tb.waitState("ready", "idle")
+	tb.prompt("what was it?")
+	tb.waitText("it was swordfish")
+	// The CLI sent the earlier conversation along: it was resumed.
+	reqs := e.api.MessagesRequests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "remember swordfish") {
+		t.Error("the resumed session's request does not carry the earlier conversation")
+	}
+	tb.shots("resumed")
+	// Fork it: a new session with the same history.
+	var before string
+	tb.eval(`window.tether.current`, &before)
+	tb.run(chromedp.Click("#fork-btn", chromedp.ByID))
+	tb.waitJS("the fork to open", fmt.Sprintf(`window.tether.current && window.tether.current !== %q`, before))
+	tb.waitState("ready", "idle")
+	tb.prompt("and the fork?")
+	tb.waitText("the fork remembers swordfish too")
+	reqs = e.api.MessagesRequests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "what was it?") {
+		t.Error("the fork's request does not carry the conversation it forked")
+	}
+	if n := tb.count("#sessions li"); n < 2 {
+		t.Errorf("%d sessions listed after the fork; want the original and the fork", n)
+	}
+	tb.shots("forked")
+}
+
+// onePixelPNG is a 1x1 PNG, base64.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+func testPasteAndSwitch(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.TextReply("a tiny image"),
+		claudetest.TextReply("now on sonnet"),
+	)
+	tb := b.newTab(t, e.origin, "paste")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	// Paste an image into the prompt box, as from the clipboard.
+	tb.eval(`(() => {
+		const bin = atob("`+onePixelPNG+`");
+		const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
+		document.querySelector("#prompt").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+		return true;
+	})()`, nil)
+	tb.waitJS("the pasted image's thumbnail", `document.querySelector("#attachments img")`)
+	tb.shot("pasted")
+	tb.prompt("what is this?")
+	tb.waitText("a tiny image")
+	tb.waitTurns(1)
+	if !requestsContain(e.api, `"media_type":"image/png"`) {
+		t.Error("the pasted image did not reach the model")
+	}
+	tb.waitJS("the image in the prompt's bubble", `document.querySelector(".msg.user img.image")`)
+	if n := tb.count("#attachments img"); n != 0 {
+		t.Errorf("%d attachments left after sending", n)
+	}
+	// Switch the model and the permission mode from the header.
+	tb.run(chromedp.SetValue("#s-model", "sonnet", chromedp.ByID))
+	tb.eval(`document.querySelector("#s-model").dispatchEvent(new Event("change")), true`, nil)
+	tb.run(chromedp.SetValue("#s-mode", "acceptEdits", chromedp.ByID))
+	tb.eval(`document.querySelector("#s-mode").dispatchEvent(new Event("change")), true`, nil)
+	tb.prompt("and now?")
+	tb.waitText("now on sonnet")
+	tb.waitTurns(2)
+	reqs := e.api.MessagesRequests()
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "sonnet") {
+		t.Error("the model switch did not reach the next request")
+	}
+	tb.waitJS("the mode shown as acceptEdits", `document.querySelector("#s-mode").value === "acceptEdits"`)
+	tb.shots("switched")
+}
+
+func testPlanMode(t *testing.T, b *browser) {
+	const plan = "## Plan\n\n1. Read the code\n2. Fix the bug"
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_plan", "ExitPlanMode", map[string]string{"plan": plan}),
+		claudetest.TextReply("executing the plan"),
+	)
+	tb := b.newTab(t, e.origin, "plan")
+	tb.open(e)
+	tb.run(
+		chromedp.Click("#new-btn", chromedp.ByID),
+		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
+		chromedp.SetValue("#new-cwd", e.cwd, chromedp.ByID),
+		chromedp.SetValue(`#new-form select[name="permission_mode"]`, "plan", chromedp.ByQuery),
+		chromedp.Click("#new-submit", chromedp.ByID),
+	)
+	tb.waitState("ready", "idle")
+	tb.prompt("plan the fix")
+	tb.waitJS("the plan to approve", `document.querySelector(".approval.plan-approval:not(.answered)")`)
+	if s := tb.text(".approval.plan-approval"); !strings.Contains(s, "Fix the bug") || !strings.Contains(s, "Keep planning") {
+		t.Errorf("the plan card does not show the plan and both choices:\n%s", s)
+	}
+	tb.shots("plan")
+	tb.key(kb.Enter) // approve the plan
+	tb.waitText("executing the plan")
+	tb.waitTurns(1)
+}
+
+func testQueuedMerged(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("first answer, slowly, word by word")}, ChunkSize: 4, EventDelay: 80 * time.Millisecond},
+		claudetest.TextReply("merged answer"),
+	)
+	tb := b.newTab(t, e.origin, "merged")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("one")
+	tb.waitState("streaming")
+	tb.prompt("two")
+	tb.prompt("three")
+	tb.waitJS("two queued prompts", `document.querySelectorAll('#deliveries li[data-status="queued"]').length === 2`)
+	tb.shots("queued")
+	tb.waitText("merged answer")
+	tb.waitTurns(2)
+	// The queued prompts went into one turn, shown before its answer.
+	var order []string
+	tb.eval(`[...document.querySelectorAll("#transcript > .msg")].map((m) => (m.classList.contains("user") ? "u:" : "a:") + m.innerText.trim())`, &order)
+	want := []string{"u:one", "a:first answer, slowly, word by word", "u:two", "u:three", "a:merged answer"}
+	if strings.Join(order, "|") != strings.Join(want, "|") {
+		t.Errorf("transcript order:\n%q\nwant\n%q", order, want)
+	}
+	if n := len(e.api.MessagesRequests()); n != 2 {
+		t.Errorf("%d model requests; want 2 (the queued prompts merged into one turn)", n)
+	}
+	tb.shots("answered")
+}
+
+// testSignedOut opens the page without the token: it must say it is
+// signed out (not "reconnecting" forever), and the link logs it in.
+func testSignedOut(t *testing.T, b *browser) {
+	e := newUIEnv(t, b)
+	tb := b.newTab(t, e.origin, "signed-out")
+	tb.run(chromedp.Navigate(e.origin + "/"))
+	tb.waitJS("the signed-out notice", `document.querySelector("#conn").classList.contains("down")`)
+	if s := tb.text("#conn"); !strings.Contains(s, "signed out") {
+		t.Errorf("connection status %q; want it to say signed out", s)
+	}
+	tb.shots("signed-out")
+	tb.open(e)
+	var hash string
+	tb.eval(`location.hash`, &hash)
+	if strings.Contains(hash, "token") {
+		t.Errorf("the token stayed in the address bar: %q", hash)
+	}
+}

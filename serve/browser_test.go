@@ -1,0 +1,533 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
+	"golang.org/x/tools/txtar"
+)
+
+// The browser suite: the UI as a person uses it, in headless Chromium
+// (the Debian package chromium; scripts/test.sh installs it), driven by
+// chromedp. One browser serves the whole suite; each scenario opens its
+// own tabs. Screenshots of each step go to $TETHER_SCREENSHOTS (default
+// $TMPDIR/tether-screenshots), at desktop and phone width, light and
+// dark, for a person to look at.
+
+// browser is the suite's one Chromium.
+type browser struct {
+	ctx   context.Context // the browser's context; tabs derive from it
+	shots string
+
+	mu   sync.Mutex
+	seen map[string]bool // screenshot names taken, to keep them unique
+}
+
+// chromiumPath finds Chromium, or returns "".
+func chromiumPath() string {
+	if p := os.Getenv("TETHER_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return ""
+}
+
+// newBrowser starts Chromium for the suite, or skips (fails under
+// CI=true) when it is not installed. It is closed when t ends.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium required under CI=true: install the Debian package chromium (scripts/test.sh does)")
+		}
+		t.Skip("chromium not found: install the Debian package chromium to run the browser tests")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	// chromedp logs CDP events it does not know (a newer Chromium has
+	// more); they are not the test's business.
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {}))
+	if err := chromedp.Run(bctx); err != nil {
+		bcancel()
+		acancel()
+		t.Fatalf("start chromium %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+	})
+	dir := os.Getenv("TETHER_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "tether-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+	return &browser{ctx: bctx, shots: dir, seen: map[string]bool{}}
+}
+
+// tab is one browser tab on the server under test.
+type tab struct {
+	t      *testing.T
+	b      *browser
+	ctx    context.Context
+	origin string
+	name   string
+
+	mu      sync.Mutex
+	foreign []string // requests to anything but the server
+	errors  []string // uncaught exceptions and console.error calls
+}
+
+// newTab opens a tab; it closes when t ends. Every request the page makes
+// is checked: the UI must reach nothing but its own server.
+func (b *browser) newTab(t *testing.T, origin, name string) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	tb := &tab{t: t, b: b, ctx: ctx, origin: origin, name: name}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *cdpruntime.EventExceptionThrown:
+			tb.mu.Lock()
+			tb.errors = append(tb.errors, e.ExceptionDetails.Error())
+			tb.mu.Unlock()
+		case *cdpruntime.EventConsoleAPICalled:
+			if e.Type == cdpruntime.APITypeError {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				tb.mu.Lock()
+				tb.errors = append(tb.errors, "console.error: "+strings.Join(parts, " "))
+				tb.mu.Unlock()
+			}
+		}
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			u := e.Request.URL
+			if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") || strings.HasPrefix(u, "about:") {
+				return
+			}
+			if pu, err := url.Parse(u); err != nil || (pu.Scheme+"://"+pu.Host != origin && "http://"+pu.Host != origin) {
+				tb.mu.Lock()
+				tb.foreign = append(tb.foreign, u)
+				tb.mu.Unlock()
+			}
+		}
+	})
+	if err := chromedp.Run(ctx, network.Enable()); err != nil {
+		cancel()
+		t.Fatalf("open tab: %v", err)
+	}
+	t.Cleanup(func() {
+		tb.mu.Lock()
+		foreign, errs := tb.foreign, tb.errors
+		tb.mu.Unlock()
+		if len(foreign) > 0 {
+			t.Errorf("%s: the page made requests off its server: %q", name, foreign)
+		}
+		if len(errs) > 0 {
+			t.Errorf("%s: errors in the page:\n%s", name, strings.Join(errs, "\n"))
+		}
+		cancel()
+	})
+	return tb
+}
+
+// run runs chromedp actions with a deadline.
+func (tb *tab) run(actions ...chromedp.Action) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		tb.shot("failure")
+		tb.t.Fatalf("%s: %v", tb.name, err)
+	}
+}
+
+// eval evaluates a JS expression (awaiting a promise) into out.
+func (tb *tab) eval(js string, out any) {
+	tb.t.Helper()
+	tb.run(chromedp.Evaluate(js, out, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) }))
+}
+
+// waitJS waits until the JS expression is truthy, polling in the page
+// (requestAnimationFrame-free, so background tabs poll too).
+func (tb *tab) waitJS(what, js string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 60*time.Second)
+	defer cancel()
+	err := chromedp.Run(ctx, chromedp.Poll(js, nil, chromedp.WithPollingInterval(25*time.Millisecond)))
+	if err != nil {
+		tb.shot("failure-" + slug(what))
+		var body string
+		_ = chromedp.Run(tb.ctx, chromedp.Evaluate(`document.querySelector("#transcript")?.innerText ?? ""`, &body))
+		tb.t.Fatalf("%s: waiting for %s: %v\ntranscript:\n%s", tb.name, what, err, body)
+	}
+}
+
+// view sets the viewport: desktop or phone width, light or dark.
+func (tb *tab) view(phone, dark bool) {
+	tb.t.Helper()
+	w, h, mobile := int64(1280), int64(900), false
+	if phone {
+		w, h, mobile = 390, 844, true
+	}
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	tb.run(
+		emulation.SetDeviceMetricsOverride(w, h, 1, mobile),
+		// Reduced motion: screenshots show the page at rest, not mid-transition.
+		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}}),
+	)
+}
+
+// shot saves a screenshot of the viewport as <test>-<name>.png.
+func (tb *tab) shot(name string) {
+	tb.t.Helper()
+	var png []byte
+	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, chromedp.CaptureScreenshot(&png)); err != nil {
+		tb.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	base := slug(tb.t.Name()) + "-" + slug(name)
+	tb.b.mu.Lock()
+	for i := 2; tb.b.seen[base]; i++ {
+		base = fmt.Sprintf("%s-%s-%d", slug(tb.t.Name()), slug(name), i)
+	}
+	tb.b.seen[base] = true
+	tb.b.mu.Unlock()
+	if err := os.WriteFile(filepath.Join(tb.b.shots, base+".png"), png, 0o644); err != nil {
+		tb.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+// shots saves the four looks of the page: desktop and phone, light and
+// dark, ending at desktop light.
+func (tb *tab) shots(name string) {
+	tb.t.Helper()
+	for _, v := range []struct {
+		phone, dark bool
+		suffix      string
+	}{{false, true, "desktop-dark"}, {true, false, "phone-light"}, {true, true, "phone-dark"}, {false, false, "desktop-light"}} {
+		tb.view(v.phone, v.dark)
+		tb.shot(name + "-" + v.suffix)
+	}
+}
+
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// staticUI serves the UI's files alone (no server behind them), for the
+// renderer's own tests.
+func staticUI(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir("ui")))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestBrowser(t *testing.T) {
+	b := newBrowser(t)
+	t.Run("Markdown", func(t *testing.T) { testMarkdown(t, b) })
+	t.Run("Helpers", func(t *testing.T) { testHelpers(t, b) })
+	t.Run("Transcript", func(t *testing.T) { testTranscript(t, b) })
+	browserFlows(t, b)
+}
+
+// uiEnv is one scenario's world: a tether server, the fake Messages API
+// its CLIs talk to, and a working directory.
+type uiEnv struct {
+	url    string // the login URL, token in the fragment
+	origin string
+	cwd    string
+	api    *claudetest.MessagesServer
+}
+
+// newUIEnv starts the fake API with replies, and a tether server whose
+// sessions run the real CLI against it, serving the embedded UI.
+func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
+	t.Helper()
+	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: replies})
+	t.Cleanup(api.Close) // first, so it closes after the CLIs
+	cli := claudetest.NewRealCLI(t, api)
+	m := host.NewManager(nil)
+	lb := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}})
+	srv := serve.NewServer(lb, nil)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+		m.Close()
+	})
+	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api}
+}
+
+// recorded returns the CLI's stdout lines of a recorded transcript.
+func recorded(t *testing.T, name string) []json.RawMessage {
+	t.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("..", "claude", "testdata", "transcripts", name+".txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []json.RawMessage
+	for _, f := range ar.Files {
+		if f.Name != "stdio" {
+			continue
+		}
+		for l := range strings.Lines(string(f.Data)) {
+			if rest, ok := strings.CutPrefix(l, "< "); ok && !strings.HasPrefix(rest, `{"type":"control_`) {
+				out = append(out, json.RawMessage(strings.TrimSpace(rest)))
+			}
+		}
+	}
+	return out
+}
+
+// testTranscript renders recorded CLI sessions: text grown from deltas
+// must end exactly as the complete lines alone render it, tool calls are
+// cards with their results, subagents nest under their call, thinking
+// stays collapsed.
+func testTranscript(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "transcript")
+	tb.run(chromedp.Navigate(origin + "/"))
+	type view struct {
+		Text      string   `json:"text"`
+		Tools     []string `json:"tools"`
+		Nested    int      `json:"nested"`
+		Thinking  int      `json:"thinking"`
+		Open      int      `json:"open"`
+		Streaming int      `json:"streaming"`
+		Diff      int      `json:"diff"`
+	}
+	render := func(name string, lines []json.RawMessage, streamed bool) view {
+		t.Helper()
+		if !streamed {
+			lines = slices.DeleteFunc(slices.Clone(lines), func(l json.RawMessage) bool {
+				return strings.HasPrefix(string(l), `{"type":"stream_event"`)
+			})
+		}
+		js, _ := json.Marshal(lines)
+		var v view
+		tb.eval(`(async () => {
+			const { Transcript } = await import("./transcript.js");
+			document.querySelector("#welcome").hidden = true;
+			document.querySelector("#session").hidden = false;
+			const root = document.querySelector("#transcript");
+			const tr = new Transcript(root);
+			for (const l of `+string(js)+`) tr.apply(l);
+			tr.flush();
+			const collapsed = root.querySelectorAll("details.thinking[open]").length;
+			for (const d of root.querySelectorAll("details")) d.open = true; // for the screenshot
+			return {
+				text: root.innerText,
+				tools: [...root.querySelectorAll("details.tool")].map((d) => d.dataset.tool + ":" + d.dataset.status),
+				nested: root.querySelectorAll("details.tool .tool-children > *").length,
+				thinking: root.querySelectorAll("details.thinking").length,
+				open: collapsed,
+				streaming: root.querySelectorAll(".streaming").length,
+				diff: root.querySelectorAll("pre.diff .add, pre.diff .del").length,
+			};
+		})()`, &v)
+		tb.shot(name)
+		return v
+	}
+	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask"} {
+		lines := recorded(t, name)
+		if name == "subagent" {
+			// The recorded subagent answered at once; give it a step of
+			// its own, as the CLI writes one (parent_tool_use_id set).
+			i := slices.IndexFunc(lines, func(l json.RawMessage) bool {
+				return strings.Contains(string(l), `"parent_tool_use_id":"toolu_agent_0001"`)
+			})
+			if i < 0 {
+				t.Fatal("subagent: no subagent line in the recording")
+			}
+			lines = slices.Insert(lines, i+1,
+				json.RawMessage(`{"type":"assistant","message":{"id":"msg_sub_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"tool_use","id":"toolu_sub_ls","name":"Bash","input":{"command":"ls | wc -l","description":"Count files"}}]},"parent_tool_use_id":"toolu_agent_0001","uuid":"sub-a1"}`),
+				json.RawMessage(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_sub_ls","type":"tool_result","content":"0","is_error":false}]},"parent_tool_use_id":"toolu_agent_0001","uuid":"sub-u1","tool_use_result":{"stdout":"0","stderr":"","interrupted":false}}`),
+			)
+		}
+		streamed := render(name, lines, true)
+		plain := render(name+"-complete-lines", lines, false)
+		if streamed.Text != plain.Text {
+			t.Errorf("%s: built from deltas:\n%s\nbuilt from complete lines:\n%s", name, streamed.Text, plain.Text)
+		}
+		if streamed.Streaming != 0 {
+			t.Errorf("%s: %d blocks still marked streaming after the result", name, streamed.Streaming)
+		}
+		if streamed.Open != 0 {
+			t.Errorf("%s: thinking shown open", name)
+		}
+		switch name {
+		case "basic_turn_partial":
+			if !strings.Contains(streamed.Text, "Hello, streaming world") {
+				t.Errorf("%s: text missing:\n%s", name, streamed.Text)
+			}
+		case "thinking":
+			if streamed.Thinking == 0 {
+				t.Errorf("%s: no thinking block", name)
+			}
+		case "bash_allowed":
+			if !slices.Contains(streamed.Tools, "Bash:done") || !strings.Contains(streamed.Text, "$ echo hi > hi.txt") {
+				t.Errorf("%s: no finished Bash card with its command: %v\n%s", name, streamed.Tools, streamed.Text)
+			}
+		case "subagent":
+			if streamed.Nested == 0 || !slices.Contains(streamed.Tools, "Agent:done") || !slices.Contains(streamed.Tools, "Bash:done") {
+				t.Errorf("%s: subagent work not nested under its Agent card: %v, %d nested", name, streamed.Tools, streamed.Nested)
+			}
+		}
+	}
+}
+
+// testHelpers checks the UI's small parsers: the line diff shown for
+// edits and the completion of tool input JSON still being typed.
+func testHelpers(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "helpers")
+	tb.run(chromedp.Navigate(origin + "/"))
+	var got map[string]string
+	tb.eval(`(async () => {
+		const { diffLines } = await import("./diff.js");
+		const { partialJSON } = await import("./transcript.js");
+		const d = (a, b) => diffLines(a, b).map(([op, l]) => op + l).join("|");
+		const p = (s) => JSON.stringify(partialJSON(s));
+		return {
+			edit: d("a\nb\nc\n", "a\nB\nc\n"),
+			add: d("", "x\ny"),
+			del: d("x\ny", ""),
+			same: d("k\n", "k\n"),
+			open: p('{"command":"echo hi'),
+			key: p('{"command":"ls","descr'),
+			colon: p('{"a":1,"b":'),
+			nested: p('{"edits":[{"old_string":"x","new_'),
+			escape: p('{"a":"line\\'),
+			bad: p('{]'),
+		};
+	})()`, &got)
+	want := map[string]string{
+		"edit":   " a|-b|+B| c",
+		"add":    "+x|+y",
+		"del":    "-x|-y",
+		"same":   " k",
+		"open":   `{"command":"echo hi"}`,
+		"key":    `{"command":"ls"}`,
+		"colon":  `{"a":1}`,
+		"nested": `{"edits":[{"old_string":"x"}]}`,
+		"escape": `{"a":"line"}`,
+		"bad":    "",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", k, got[k], w)
+		}
+	}
+}
+
+// testMarkdown feeds the renderer hostile and ordinary Markdown: no
+// markup in a reply may become live HTML, and the text must survive.
+func testMarkdown(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "md")
+	tb.run(chromedp.Navigate(origin + "/"))
+	var got struct {
+		Live  int      `json:"live"`
+		Hrefs []string `json:"hrefs"`
+		Text  string   `json:"text"`
+		XSS   bool     `json:"xss"`
+		Tags  []string `json:"tags"`
+	}
+	tb.eval(`(async () => {
+		const md = await import("./md.js");
+		const box = document.createElement("div");
+		box.id = "md-test";
+		const src = [
+			"<script>window.__xss = true</script>",
+			"<img src=x onerror=\"window.__xss = true\">",
+			"[click](javascript:window.__xss=true) [ok](https://example.com/a?b=1)",
+			"![pic](https://example.com/p.png) [rel](/ws)",
+			"**bold <b>not bold</b>** and `+"`"+`<i>code</i>`+"`"+`",
+			"`+"```"+`html\n<iframe src=x></iframe>\n`+"```"+`",
+			"| a | <u>b</u> |\n|---|---|\n| 1 | 2 |",
+			"- item <svg onload=alert(1)>\n- two",
+			"> quote <style>body{display:none}</style>",
+		].join("\n\n");
+		box.appendChild(md.render(src));
+		document.body.appendChild(box);
+		await new Promise((r) => setTimeout(r, 50));
+		return {
+			live: box.querySelectorAll("script, img, iframe, style, svg, u, i, b:not(strong b), [onerror], [onload], [onclick]").length,
+			hrefs: [...box.querySelectorAll("a")].map((a) => a.href),
+			text: box.innerText,
+			xss: !!window.__xss,
+			tags: [...new Set([...box.querySelectorAll("*")].map((e) => e.tagName.toLowerCase()))].sort(),
+		};
+	})()`, &got)
+	if got.Live != 0 || got.XSS {
+		t.Errorf("markup became live: %d elements, xss=%v; tags %v", got.Live, got.XSS, got.Tags)
+	}
+	for _, h := range got.Hrefs {
+		if !strings.HasPrefix(h, "https://") {
+			t.Errorf("unsafe link kept: %q", h)
+		}
+	}
+	for _, want := range []string{"<script>window.__xss = true</script>", "<i>code</i>", "<iframe src=x></iframe>", "click", "<svg onload=alert(1)>", "[image: pic]"} {
+		if !strings.Contains(got.Text, want) {
+			t.Errorf("text lost: %q not in\n%s", want, got.Text)
+		}
+	}
+	for _, want := range []string{"strong", "code", "pre", "table", "ul", "blockquote", "a"} {
+		if !slices.Contains(got.Tags, want) {
+			t.Errorf("no <%s> rendered; tags %v", want, got.Tags)
+		}
+	}
+	tb.run(chromedp.ScrollIntoView("#md-test"))
+	tb.shot("rendered")
+}

@@ -1,0 +1,903 @@
+// app.js: the Tether serve UI.
+//
+// One WebSocket (conn.js) carries everything. The page subscribes to the
+// open session's journal with the last sequence number it applied, so a
+// reconnect resumes exactly after it: no event lost, none applied twice
+// (an event at or below lastSeq is ignored). When the server answers
+// with a snapshot instead (we were too far behind, or the page is new),
+// the view is rebuilt from it and continues from its seq.
+
+import { Conn } from "./conn.js";
+import { Transcript, fmtTokens } from "./transcript.js";
+import * as approvals from "./approvals.js";
+import * as proto from "./proto.js";
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+// ---- theme ----------------------------------------------------------------
+
+function applyTheme(t) {
+  if (t === "light" || t === "dark") document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+}
+applyTheme(localStorage.getItem("tether.theme"));
+$("theme").onclick = () => {
+  const dark = document.documentElement.dataset.theme ? document.documentElement.dataset.theme === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
+  const t = dark ? "light" : "dark";
+  localStorage.setItem("tether.theme", t);
+  applyTheme(t);
+};
+
+// ---- state -----------------------------------------------------------------
+
+const stateWords = {
+  starting: "starting",
+  ready: "ready",
+  requesting: "requesting",
+  thinking: "thinking",
+  streaming: "writing",
+  running_tool: "running",
+  awaiting_approval: "needs approval",
+  awaiting_answer: "question for you",
+  interrupting: "stopping",
+  idle: "idle",
+  error: "error",
+  disconnected: "disconnected",
+  closed: "closed",
+};
+const busyStates = new Set(["requesting", "thinking", "streaming", "running_tool", "awaiting_approval", "awaiting_answer", "interrupting"]);
+
+const app = {
+  sessions: new Map(), // id -> SessionInfo (+ live fields)
+  intros: new Map(), // id -> a note for the top of its transcript (resumed, forked)
+  current: null, // id of the open session
+  view: null, // the open session's view state
+};
+
+function badge(state, tool) {
+  const b = el("span", "badge");
+  setBadge(b, state, tool);
+  return b;
+}
+
+function setBadge(b, state, tool) {
+  b.dataset.state = state || "";
+  let w = stateWords[state] || state || "";
+  if ((state === "running_tool" || state === "streaming" || state === "awaiting_approval") && tool) w += " · " + tool;
+  b.textContent = w;
+  b.title = state || "";
+}
+
+function ago(t) {
+  if (!t) return "";
+  const ms = Date.now() - new Date(t).getTime();
+  if (!(ms >= 0)) return "just now";
+  const s = Math.floor(ms / 1000);
+  if (s < 5) return "just now";
+  if (s < 60) return s + "s ago";
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + "m ago";
+  const h = Math.floor(m / 60);
+  if (h < 48) return h + "h ago";
+  return Math.floor(h / 24) + "d ago";
+}
+
+// ---- connection ----------------------------------------------------------------
+
+const conn = new Conn(proto.socketURL(), {
+  onStatus: showConn,
+  onOpen: () => {
+    refreshList();
+    if (app.current) subscribe(app.current);
+  },
+  onMessage: (m) => proto.dispatch(m, handlers),
+  onRefused: async () => (await proto.signedIn()) === false,
+});
+
+let connTimer = 0;
+function showConn(s, info) {
+  const c = $("conn");
+  clearInterval(connTimer);
+  c.className = "conn " + s;
+  c.onclick = null;
+  c.title = "";
+  c.style.cursor = "";
+  document.body.dataset.conn = s;
+  if (s === "live") c.textContent = "live";
+  else if (s === "connecting") c.textContent = "connecting…";
+  else if (s === "down") {
+    c.textContent = "signed out — open the link tether serve printed";
+    c.title = "The link carries the login token; the server prints it when it starts.";
+    c.style.cursor = "pointer";
+    c.onclick = () => conn.retryNow();
+  } else if (s === "retry") {
+    const tick = () => {
+      const left = Math.max(0, Math.ceil((info.at - Date.now()) / 1000));
+      c.textContent = "offline — retry in " + left + "s";
+      c.title = "The connection is down; it is retried by itself. Click to retry now.";
+    };
+    tick();
+    connTimer = setInterval(tick, 1000);
+    c.style.cursor = "pointer";
+    c.onclick = () => conn.retryNow();
+  }
+  updateComposer();
+}
+
+const handlers = {
+  sessions(list) {
+    app.sessions.clear();
+    for (const s of list || []) app.sessions.set(s.id, s);
+    renderList();
+    if (app.current && !app.sessions.has(app.current) && app.view && !app.view.ended) {
+      // Gone from the server (closed elsewhere).
+      app.view.ended = true;
+      renderHead();
+    }
+  },
+  session(info) {
+    if (!info || !info.id) return;
+    const old = app.sessions.get(info.id) || {};
+    app.sessions.set(info.id, { ...old, ...info });
+    renderList();
+    if (info.id === app.current) renderHead();
+  },
+  removed(id) {
+    app.sessions.delete(id);
+    renderList();
+  },
+  snapshot(id, snap) {
+    if (id !== app.current || !app.view) return;
+    loadSnapshot(snap);
+  },
+  event(id, ev) {
+    const s = app.sessions.get(id);
+    if (s && ev.kind === "state") {
+      const st = proto.json(ev.data);
+      s.state = st.state;
+      s.tool = st.tool;
+      s.last_event = ev.time;
+      renderList();
+    } else if (s) {
+      s.last_event = ev.time;
+    }
+    if (id !== app.current || !app.view) return;
+    applyEvent(ev);
+  },
+  resync(id) {
+    // The server could not resume us; ask for a snapshot.
+    if (id === app.current) subscribe(id, true);
+  },
+};
+
+async function refreshList() {
+  try {
+    handlers.sessions(await proto.list(conn));
+  } catch (e) {
+    console.warn("tether: list:", e.message);
+  }
+}
+
+// ---- sessions list -------------------------------------------------------------------
+
+function sessionTitle(s) {
+  const first = app.view && app.view.id === s.id ? app.view.transcript.firstPrompt : "";
+  return s.title || s.first_prompt || first || s.last_prompt || s.cwd?.split("/").filter(Boolean).pop() || s.id.slice(0, 8);
+}
+
+function renderList() {
+  const ul = $("sessions");
+  const list = [...app.sessions.values()].sort((a, b) => (b.created || b.started || "").localeCompare(a.created || a.started || "") || a.id.localeCompare(b.id));
+  ul.replaceChildren();
+  for (const s of list) {
+    const li = el("li");
+    li.dataset.id = s.id;
+    li.tabIndex = 0;
+    if (s.id === app.current) li.className = "current";
+    const r1 = el("div", "row1");
+    r1.appendChild(el("span", "name", sessionTitle(s)));
+    li.title = (s.title || "") + (s.last_prompt ? "\nlast prompt: " + s.last_prompt : "");
+    li.appendChild(r1);
+    const r2 = el("div", "row2");
+    r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
+    r2.appendChild(el("span", "spacer"));
+    const t = el("span", "ago", ago(s.last_event));
+    t.dataset.t = s.last_event || "";
+    r2.appendChild(t);
+    const usd = s.cost?.usd ?? s.cost_usd;
+    if (usd) r1.appendChild(el("span", "usd", "$" + usd.toFixed(2)));
+    li.appendChild(r2);
+    if (s.cwd) {
+      // Long paths keep their end in view: the ellipsis eats the start.
+      const w = el("div", "where");
+      w.appendChild(el("bdi", null, s.cwd));
+      li.appendChild(w);
+    }
+    li.onclick = () => openSession(s.id);
+    li.onkeydown = (e) => {
+      if (e.key === "Enter") openSession(s.id);
+    };
+    ul.appendChild(li);
+  }
+  $("no-sessions").hidden = list.length > 0;
+}
+
+// Times since the last event tick every second.
+setInterval(() => {
+  for (const t of document.querySelectorAll(".sessions .ago")) t.textContent = ago(t.dataset.t);
+  if (app.view) renderSince();
+}, 1000);
+
+// ---- one session ----------------------------------------------------------------
+
+function newView(id) {
+  const v = {
+    id,
+    lastSeq: 0,
+    state: { state: "" },
+    lastEvent: null,
+    approvals: new Map(), // id -> {info, el}
+    deliveries: new Map(), // uuid -> DeliveryInfo
+    cost: null,
+    turn: null,
+    ended: false,
+    model: "",
+    mode: "",
+    cwd: "",
+    stopClicks: 0,
+    transcript: new Transcript($("transcript")),
+  };
+  v.transcript.onTurn = (t) => {
+    v.turn = t;
+    renderCost();
+  };
+  return v;
+}
+
+function openSession(id, push = true) {
+  if (app.current === id && app.view) return;
+  if (app.current && conn.live) proto.unsubscribe(conn, app.current);
+  app.current = id;
+  app.view = newView(id);
+  $("welcome").hidden = true;
+  $("session").hidden = false;
+  $("approvals").replaceChildren();
+  $("deliveries").replaceChildren();
+  document.body.classList.remove("nav-open");
+  if (push && location.hash !== "#s=" + id) history.replaceState(null, "", "#s=" + id);
+  renderList();
+  renderHead();
+  if (conn.live) subscribe(id);
+  $("prompt").focus();
+}
+
+function subscribe(id, fresh = false) {
+  const v = app.view;
+  if (!v || v.id !== id) return;
+  // A page with nothing yet asks for a snapshot: cheaper than replaying
+  // the whole journal, and the same view.
+  proto.subscribe(conn, id, fresh ? 0 : v.lastSeq, fresh || v.lastSeq === 0).catch((e) => {
+    v.transcript.root.appendChild(el("div", "note warn", "Could not follow this session: " + e.message));
+  });
+}
+
+function loadSnapshot(snap) {
+  const v = app.view;
+  app.snapshots = (app.snapshots || 0) + 1;
+  v.transcript.reset();
+  v.transcript.onTurn = (t) => {
+    v.turn = t;
+    renderCost();
+  };
+  v.lastSeq = snap.seq || 0;
+  v.state = snap.state || { state: "" };
+  v.model = snap.model || "";
+  v.mode = snap.permission_mode || "";
+  v.cwd = snap.cwd || "";
+  v.ended = !!snap.ended;
+  v.cost = snap.cost || null;
+  const intro = app.intros.get(v.id);
+  if (intro) v.transcript.root.appendChild(el("div", "note intro", intro));
+  if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
+  for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
+  v.transcript.flush();
+  v.approvals.clear();
+  $("approvals").replaceChildren();
+  for (const a of snap.approvals || []) addApproval(a);
+  v.deliveries.clear();
+  // A running turn whose prompt the CLI has not echoed yet (it does so
+  // only before the turn's first assistant line) was started by the
+  // oldest queued prompt: show it as the turn's, not as waiting.
+  const open = (snap.deliveries || []).filter((d) => !v.transcript.users.has(d.uuid));
+  if (busyStates.has(v.state.state) && !open.some((d) => d.status === "accepted")) {
+    const first = open.find((d) => d.status === "queued");
+    if (first) v.transcript.prompt(first.uuid, first.text || "", true);
+  }
+  for (const d of open) if (!v.transcript.users.has(d.uuid)) v.deliveries.set(d.uuid, d);
+  if (snap.ended) v.transcript.root.appendChild(el("div", "note", "Session closed" + (snap.error ? ": " + snap.error : "")));
+  renderDeliveries();
+  renderHead();
+  renderCost();
+  scrollDown(true);
+}
+
+function applyEvent(ev) {
+  const v = app.view;
+  if (ev.seq <= v.lastSeq) return; // already applied
+  if (v.lastSeq && ev.seq !== v.lastSeq + 1) {
+    // A gap: never render past it; start over from a snapshot.
+    console.warn("tether: gap", v.lastSeq, ev.seq);
+    subscribe(v.id, true);
+    return;
+  }
+  v.lastSeq = ev.seq;
+  v.lastEvent = ev.time;
+  const d = proto.json(ev.data);
+  const stick = nearBottom();
+  switch (ev.kind) {
+    case "state":
+      v.state = d;
+      if (busyStates.has(d.state)) v.turnPending = false;
+      if (!busyStates.has(d.state)) v.stopClicks = 0;
+      renderHead();
+      break;
+    case "message":
+      if (d && d.type === "system" && d.subtype === "init") {
+        v.model = d.model || v.model;
+        v.mode = d.permissionMode || v.mode;
+        v.cwd = d.cwd || v.cwd;
+        renderHead();
+      } else if (d && d.type === "system" && d.subtype === "status" && d.permissionMode) {
+        v.mode = d.permissionMode;
+        renderHead();
+      }
+      v.transcript.apply(d);
+      break;
+    case "approval":
+      addApproval(d);
+      break;
+    case "approval_resolved":
+      resolveApproval(d);
+      break;
+    case "delivery":
+      // A prompt sent while the session waits starts the next turn: it
+      // belongs in the transcript at once. One sent during a turn waits
+      // in the queue below until the CLI takes it.
+      if (d.status === "queued" && !v.deliveries.has(d.uuid) && !busyStates.has(v.state.state) && !v.turnPending) {
+        v.transcript.prompt(d.uuid, d.text || "");
+        v.turnPending = true;
+        renderHead();
+        renderList();
+        break;
+      }
+      if (v.transcript.users.has(d.uuid) && !v.deliveries.has(d.uuid)) break; // the turn's own prompt
+      if (v.deliveries.get(d.uuid)?.merged) d.merged = true;
+      v.deliveries.set(d.uuid, d);
+      renderDeliveries();
+      break;
+    case "cost":
+      v.cost = d;
+      renderCost();
+      break;
+    case "error":
+      v.transcript.root.appendChild(el("div", "note warn", d.error || "error"));
+      break;
+    case "closed":
+      v.ended = true;
+      v.state = { state: "closed", since: ev.time };
+      v.transcript.root.appendChild(el("div", "note", "Session closed" + (d && d.error ? ": " + d.error : "")));
+      renderHead();
+      break;
+  }
+  if (stick) scrollDown();
+}
+
+function nearBottom() {
+  const t = $("transcript");
+  return t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+}
+let scrollPending = false;
+function scrollDown(now) {
+  const t = $("transcript");
+  if (now) {
+    t.scrollTop = t.scrollHeight;
+    return;
+  }
+  if (scrollPending) return;
+  scrollPending = true;
+  setTimeout(() => {
+    scrollPending = false;
+    t.scrollTop = t.scrollHeight;
+  }, 40);
+}
+
+function renderHead() {
+  const v = app.view;
+  if (!v) return;
+  const s = app.sessions.get(v.id) || {};
+  $("s-title").textContent = sessionTitle({ ...s, id: v.id });
+  setBadge($("s-state"), v.state.state || s.state, v.state.tool);
+  $("s-cwd").textContent = v.cwd || s.cwd || "";
+  $("s-cwd").title = v.cwd || s.cwd || "";
+  const model = v.model || s.model || "";
+  const ms = $("s-model");
+  if (model && ![...ms.options].some((o) => o.value === model)) ms.appendChild(el("option", null, model)).value = model;
+  ms.value = model;
+  const mode = v.mode || s.permission_mode || "default";
+  const sel = $("s-mode");
+  if (![...sel.options].some((o) => o.value === mode)) sel.appendChild(el("option", null, mode)).value = mode;
+  sel.value = mode;
+  renderSince();
+  updateComposer();
+  // A tab in the background shows in its title when a person is needed.
+  const st = v.state.state || s.state;
+  const waiting = st === "awaiting_approval" || st === "awaiting_answer";
+  document.title = (waiting ? "(!) " : "") + $("s-title").textContent + " — Tether";
+}
+
+function renderSince() {
+  const v = app.view;
+  const t = v.lastEvent || v.state.since;
+  $("s-since").textContent = t ? ago(t) : "";
+}
+
+function renderCost() {
+  const v = app.view;
+  if (!v) return;
+  const parts = [];
+  const c = v.cost;
+  if (c) {
+    const tk = c.tokens || {};
+    const total = (tk.input || 0) + (tk.cache_read || 0) + (tk.cache_creation || 0);
+    parts.push("session $" + (c.usd || 0).toFixed(4) + " · " + fmtTokens(total) + " in · " + fmtTokens(tk.output || 0) + " out");
+    const run = c.turn;
+    if (run && run.messages && busyStates.has(v.state.state)) {
+      const t = run.tokens || {};
+      parts.push("this turn " + fmtTokens((t.input || 0) + (t.cache_read || 0) + (t.cache_creation || 0)) + " in · " + fmtTokens(t.output || 0) + " out");
+    } else if (c.last_turn && c.turns) {
+      parts.push("last turn $" + (c.last_turn.usd || 0).toFixed(4));
+    }
+  }
+  if (v.turn && v.turn.ctx) parts.push("context " + Math.round((100 * v.turn.ctx.used) / v.turn.ctx.window) + "% of " + fmtTokens(v.turn.ctx.window));
+  $("s-cost").textContent = parts.join(" · ");
+}
+
+function updateComposer() {
+  const v = app.view;
+  const busy = v && busyStates.has(v.state.state);
+  const stop = $("stop-btn");
+  stop.disabled = !v || !busy || v.ended || !conn.live;
+  if (v && v.stopClicks > 0 && busy) {
+    stop.textContent = "Force stop";
+    stop.classList.add("strong");
+  } else {
+    stop.textContent = "Stop";
+    stop.classList.remove("strong");
+  }
+  $("send-btn").disabled = !v || v.ended || !conn.live;
+  $("send-btn").textContent = busy ? "Queue" : "Send";
+  $("fork-btn").disabled = $("close-btn").disabled = !v || v.ended || !conn.live;
+  $("s-model").disabled = $("s-mode").disabled = !v || v.ended || !conn.live;
+}
+
+// ---- approvals ---------------------------------------------------------------------
+
+function addApproval(a) {
+  const v = app.view;
+  if (v.approvals.has(a.id)) return;
+  app.asked++;
+  const c = approvals.card(
+    a,
+    (reply) => proto.answer(conn, v.id, a.id, reply),
+    (toolUseID) => v.transcript.tools.get(toolUseID)?.inputValue,
+  );
+  v.approvals.set(a.id, { info: a, el: c });
+  if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true, a.kind === "question");
+  $("approvals").appendChild(c);
+  scrollDown();
+  // Keyboard-first: the new card takes the keys unless the user is typing.
+  const ta = $("prompt");
+  if (v.approvals.size === 1 && (!isTyping() || (document.activeElement === ta && !ta.value.trim()))) c.focus({ preventScroll: true });
+}
+
+function resolveApproval(r) {
+  const v = app.view;
+  const a = v.approvals.get(r.id);
+  if (!a) return;
+  v.approvals.delete(r.id);
+  if (a.info.tool_use_id) {
+    v.transcript.awaiting(a.info.tool_use_id, false);
+    if (r.outcome === "denied") v.transcript.denied(a.info.tool_use_id);
+  }
+  approvals.resolved(a.el, r);
+  // Keep the outcome in view a moment, then let the transcript tell it.
+  setTimeout(() => a.el.remove(), 1500);
+  const next = [...v.approvals.values()][0];
+  if (next && (a.el.contains(document.activeElement) || !isTyping())) next.el.focus({ preventScroll: true });
+  else if (!next && a.el.contains(document.activeElement)) $("prompt").focus({ preventScroll: true });
+}
+
+// ---- deliveries (queued prompts) ---------------------------------------------------
+
+function renderDeliveries() {
+  const v = app.view;
+  const ul = $("deliveries");
+  ul.replaceChildren();
+  const all = [...v.deliveries.values()];
+  const accepted = all.filter((d) => d.status === "accepted").length;
+  for (const d of all) {
+    const li = el("li");
+    li.dataset.uuid = d.uuid;
+    li.dataset.status = d.status;
+    // accepted: the CLI took it into the running turn; with others, the
+    // CLI merged them into one turn.
+    let label = d.status;
+    if (d.status === "accepted" && accepted > 1) d.merged = true;
+    if (d.status === "accepted") label = d.merged ? "merged" : "taken";
+    if (d.status === "answered" && d.merged) label = "answered · merged";
+    const st = el("span", "dstate", label);
+    st.dataset.s = label === "merged" ? "merged" : d.status;
+    li.appendChild(st);
+    li.appendChild(el("span", "dtext", d.text || "(image)"));
+    if (d.error) li.appendChild(el("span", "err", d.error));
+    if (d.status === "queued") {
+      const b = el("button", "danger", "Cancel");
+      b.type = "button";
+      b.title = "Take this prompt back before Claude reads it";
+      b.onclick = async () => {
+        b.disabled = true;
+        try {
+          await proto.cancel(conn, v.id, d.uuid);
+        } catch (e) {
+          li.appendChild(el("span", "err", e.message));
+        }
+      };
+      li.appendChild(b);
+    } else if (d.status !== "accepted" && !d.fading) {
+      // Answered, cancelled or lost: shown a moment, then gone (the
+      // transcript has the answer).
+      d.fading = true;
+      setTimeout(() => {
+        const cur = v.deliveries.get(d.uuid);
+        if (cur && cur.status === d.status && app.view === v) {
+          v.deliveries.delete(d.uuid);
+          renderDeliveries();
+        }
+      }, d.status === "answered" ? 2500 : 5000);
+    }
+    ul.appendChild(li);
+  }
+}
+
+// ---- prompt box ---------------------------------------------------------------------
+
+const attachments = [];
+
+function renderAttachments() {
+  const box = $("attachments");
+  box.replaceChildren();
+  attachments.forEach((a, i) => {
+    const d = el("div", "att");
+    const img = el("img");
+    img.src = "data:" + a.media_type + ";base64," + a.data;
+    img.alt = "pasted image";
+    d.appendChild(img);
+    const x = el("button", null, "×");
+    x.type = "button";
+    x.title = "Remove";
+    x.onclick = () => {
+      attachments.splice(i, 1);
+      renderAttachments();
+    };
+    d.appendChild(x);
+    box.appendChild(d);
+  });
+}
+
+$("prompt").addEventListener("paste", (e) => {
+  for (const item of e.clipboardData?.items || []) {
+    if (item.kind === "file" && /^image\/(png|jpeg|gif|webp)$/.test(item.type)) {
+      e.preventDefault();
+      const f = item.getAsFile();
+      if (f.size > 5 * 1024 * 1024) {
+        alert("Images up to 5 MB, please.");
+        continue;
+      }
+      const r = new FileReader();
+      r.onload = () => {
+        const data = String(r.result).split(",")[1];
+        attachments.push({ media_type: f.type, data });
+        renderAttachments();
+      };
+      r.readAsDataURL(f);
+    }
+  }
+});
+
+$("prompt").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $("prompt-form").requestSubmit();
+  }
+});
+
+$("prompt-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const v = app.view;
+  const ta = $("prompt");
+  const text = ta.value.trim();
+  if (!v || (!text && !attachments.length)) return;
+  const imgs = attachments.splice(0);
+  ta.value = "";
+  renderAttachments();
+  try {
+    await proto.send(conn, v.id, text, imgs);
+  } catch (err) {
+    // Give the text back: nothing typed is lost.
+    if (!ta.value) ta.value = text;
+    attachments.push(...imgs);
+    renderAttachments();
+    v.transcript.root.appendChild(el("div", "note warn", "Not sent: " + err.message));
+  }
+});
+
+async function stop() {
+  const v = app.view;
+  if (!v || !busyStates.has(v.state.state)) return;
+  const force = v.stopClicks > 0;
+  v.stopClicks++;
+  updateComposer();
+  try {
+    const r = await proto.interrupt(conn, v.id, force);
+    if (force && r && r.step && r.step !== "none") v.transcript.root.appendChild(el("div", "note warn", r.step === "kill" ? "The CLI did not stop; it was killed." : r.step === "sigint" ? "Stopped with SIGINT." : "Stop requested."));
+  } catch (e) {
+    v.transcript.root.appendChild(el("div", "note warn", "Stop: " + e.message));
+  }
+}
+$("stop-btn").onclick = stop;
+
+$("s-model").onchange = async (e) => {
+  const v = app.view;
+  try {
+    await proto.setModel(conn, v.id, e.target.value);
+    v.model = e.target.value;
+  } catch (err) {
+    alert("Could not switch the model: " + err.message);
+    renderHead();
+  }
+};
+$("s-mode").onchange = async (e) => {
+  const v = app.view;
+  try {
+    await proto.setMode(conn, v.id, e.target.value);
+    v.mode = e.target.value;
+  } catch (err) {
+    alert("Could not switch the mode: " + err.message);
+    renderHead();
+  }
+};
+$("close-btn").onclick = async () => {
+  const v = app.view;
+  if (!v || !confirm("Close this session? Its CLI stops; you can resume it from disk later.")) return;
+  try {
+    await proto.close(conn, v.id);
+  } catch (err) {
+    alert("Close: " + err.message);
+  }
+};
+$("fork-btn").onclick = async () => {
+  const v = app.view;
+  const s = app.sessions.get(v.id) || {};
+  const sid = s.session_id;
+  if (!sid) {
+    alert("This session has no conversation to fork yet.");
+    return;
+  }
+  try {
+    const info = await proto.start(conn, { cwd: v.cwd || s.cwd, resume: sid, fork: true });
+    app.intros.set(info.id, "Forked from “" + sessionTitle({ ...s, id: v.id }) + "”: Claude has the conversation so far; it is not repeated here.");
+    handlers.session(info);
+    openSession(info.id);
+  } catch (err) {
+    alert("Fork: " + err.message);
+  }
+};
+
+// ---- dialogs ---------------------------------------------------------------------------
+
+for (const b of document.querySelectorAll("[data-close]")) b.onclick = () => b.closest("dialog").close();
+
+function lastCwd() {
+  const v = app.view;
+  if (v && v.cwd) return v.cwd;
+  return localStorage.getItem("tether.cwd") || "";
+}
+
+function openNew() {
+  const d = $("new-dlg");
+  $("new-err").textContent = "";
+  if (!$("new-cwd").value) $("new-cwd").value = lastCwd();
+  d.showModal();
+  $("new-cwd").focus();
+}
+$("new-btn").onclick = openNew;
+$("welcome-new").onclick = openNew;
+$("new-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const f = new FormData(e.target);
+  const req = { cwd: f.get("cwd").trim() || undefined, model: f.get("model").trim() || undefined, permission_mode: f.get("permission_mode") || undefined, append_system_prompt: f.get("append_system_prompt").trim() || undefined };
+  $("new-submit").disabled = true;
+  $("new-err").textContent = "";
+  try {
+    const info = await proto.start(conn, req);
+    if (req.cwd) localStorage.setItem("tether.cwd", req.cwd);
+    $("new-dlg").close();
+    handlers.session(info);
+    openSession(info.id);
+  } catch (err) {
+    $("new-err").textContent = err.message;
+  } finally {
+    $("new-submit").disabled = false;
+  }
+});
+
+function openResume() {
+  $("resume-err").textContent = "";
+  if (!$("resume-cwd").value) $("resume-cwd").value = lastCwd();
+  $("resume-dlg").showModal();
+  $("resume-cwd").focus();
+  if ($("resume-cwd").value) listDisk();
+}
+$("resume-btn").onclick = openResume;
+$("welcome-resume").onclick = openResume;
+$("resume-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  listDisk();
+});
+
+async function listDisk() {
+  const cwd = $("resume-cwd").value.trim();
+  const ul = $("disk-list");
+  $("resume-err").textContent = "";
+  ul.replaceChildren(el("li", "muted", "Loading…"));
+  try {
+    const list = await proto.disk(conn, cwd);
+    ul.replaceChildren();
+    if (!list.length) ul.appendChild(el("li", "muted", "No sessions on disk for this directory."));
+    for (const d of list) {
+      const li = el("li");
+      li.dataset.sessionId = d.session_id;
+      const info = el("div", "dinfo");
+      info.appendChild(el("div", "dtitle", d.title || d.summary || d.first_prompt || d.session_id));
+      const last = el("div", "dlast", (d.last_prompt ? "“" + d.last_prompt + "” · " : "") + ago(d.modified || d.time));
+      info.appendChild(last);
+      li.appendChild(info);
+      for (const [label, fork] of [["Resume", false], ["Fork", true]]) {
+        const b = el("button", fork ? "" : "primary", label);
+        b.type = "button";
+        b.onclick = async () => {
+          b.disabled = true;
+          try {
+            const s = await proto.start(conn, { cwd, resume: d.session_id, fork });
+            app.intros.set(s.id, (fork ? "Forked from" : "Resumed") + " “" + (d.title || d.first_prompt || d.session_id) + "” (last active " + ago(d.modified) + "): Claude has the conversation so far; it is not repeated here.");
+            localStorage.setItem("tether.cwd", cwd);
+            $("resume-dlg").close();
+            handlers.session(s);
+            openSession(s.id);
+          } catch (err) {
+            $("resume-err").textContent = err.message;
+            b.disabled = false;
+          }
+        };
+        li.appendChild(b);
+      }
+      ul.appendChild(li);
+    }
+  } catch (err) {
+    ul.replaceChildren();
+    $("resume-err").textContent = err.message;
+  }
+}
+
+$("help-btn").onclick = () => $("help-dlg").showModal();
+$("nav-toggle").onclick = () => document.body.classList.toggle("nav-open");
+
+// ---- keyboard ---------------------------------------------------------------------------
+
+function isTyping() {
+  const a = document.activeElement;
+  return a && (a.tagName === "TEXTAREA" || (a.tagName === "INPUT" && a.type !== "checkbox" && a.type !== "radio") || a.tagName === "SELECT" || a.isContentEditable);
+}
+
+document.addEventListener("keydown", (e) => {
+  if (document.querySelector("dialog[open]")) return;
+  const v = app.view;
+  // A pending approval takes Enter / Escape / a (and digits for
+  // questions) unless the user is typing somewhere else.
+  const first = v && [...v.approvals.values()][0];
+  if (first && !e.ctrlKey && !e.metaKey && !e.altKey && !e.shiftKey) {
+    const inCard = first.el.contains(document.activeElement);
+    const typing = isTyping();
+    const edge = e.key === "Enter" || e.key === "Escape";
+    // Inside the card, text fields keep their letters and buttons their
+    // Enter; from an empty prompt box only Enter and Escape reach the
+    // card, so typing a new prompt is never eaten.
+    const emptyPrompt = document.activeElement === $("prompt") && !$("prompt").value.trim() && !attachments.length;
+    let route = inCard ? (!typing || edge) && e.key !== " " && !(e.key === "Enter" && document.activeElement.tagName === "BUTTON") : !typing || (emptyPrompt && edge);
+    if (route && first.el.keys && first.el.keys(e)) {
+      e.preventDefault();
+      return;
+    }
+  }
+  const ae = document.activeElement;
+  const selected = !!window.getSelection()?.toString() || (ae && "selectionStart" in ae && ae.selectionStart !== ae.selectionEnd);
+  if (e.ctrlKey && e.key === "c" && v && busyStates.has(v.state.state) && !selected) {
+    e.preventDefault();
+    stop();
+    return;
+  }
+  if (e.key === "Escape" && v && busyStates.has(v.state.state) && !first) {
+    e.preventDefault();
+    stop();
+    return;
+  }
+  if (isTyping() || e.ctrlKey || e.metaKey || e.altKey) return;
+  switch (e.key) {
+    case "/":
+      e.preventDefault();
+      $("prompt").focus();
+      break;
+    case "n":
+      e.preventDefault();
+      openNew();
+      break;
+    case "r":
+      e.preventDefault();
+      openResume();
+      break;
+    case "?":
+      $("help-dlg").showModal();
+      break;
+    case "j":
+    case "k": {
+      const ids = [...document.querySelectorAll("#sessions li")].map((li) => li.dataset.id);
+      if (!ids.length) break;
+      let i = ids.indexOf(app.current);
+      i = e.key === "j" ? Math.min(ids.length - 1, i + 1) : Math.max(0, i - 1);
+      openSession(ids[i]);
+      break;
+    }
+  }
+});
+
+window.addEventListener("online", () => conn.retryNow());
+// The login link opened in a tab already on this page changes only the
+// fragment: log in with it and connect.
+window.addEventListener("hashchange", async () => {
+  if (!/(?:^#|&)token=/.test(location.hash)) return;
+  await proto.login();
+  conn.retryNow();
+});
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) conn.retryNow();
+});
+
+// ---- start ---------------------------------------------------------------------------------
+
+async function main() {
+  await proto.login(); // trade a token in the URL fragment for a cookie
+  const m = /^#s=([\w.-]+)/.exec(location.hash);
+  if (m) openSession(m[1], false);
+  conn.open();
+}
+app.conn = conn;
+app.asked = 0; // approvals shown since the page loaded
+window.tether = app; // for tests and curious people
+main();

@@ -1,0 +1,301 @@
+// approvals.js: approval cards and question forms.
+//
+// A card calls answer(reply) with one of
+//   {behavior:"allow"} | {behavior:"allow", always:true} |
+//   {behavior:"deny", message} | {answers:{question: label}}
+// and shows the outcome when the server says the approval was resolved
+// (here or in another tab), so an approval is never answered twice.
+
+import { toolInput } from "./transcript.js";
+import { render as markdown } from "./md.js";
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+/** ruleText describes a permission suggestion as a person reads it. */
+export function ruleText(s) {
+  // The server applies a rule for a settings file to this session too
+  // (the CLI ignores settings files in workspaces it does not trust).
+  const where = !s.destination ? "" : s.destination === "session" ? " (this session)" : " (this session; saved to " + destName(s.destination) + ")";
+  switch (s.type) {
+    case "addRules":
+    case "replaceRules":
+      return (s.behavior || "allow") + " " + (s.rules || []).map((r) => r.toolName + (r.ruleContent ? "(" + r.ruleContent + ")" : "")).join(", ") + where;
+    case "removeRules":
+      return "remove " + (s.rules || []).map((r) => r.toolName + (r.ruleContent ? "(" + r.ruleContent + ")" : "")).join(", ") + where;
+    case "addDirectories":
+      return "allow access to " + (s.directories || []).join(", ") + where;
+    case "removeDirectories":
+      return "remove access to " + (s.directories || []).join(", ") + where;
+    case "setMode":
+      return "switch to " + s.mode + " mode" + where;
+  }
+  return JSON.stringify(s);
+}
+
+function destName(d) {
+  return (
+    {
+      session: "this session",
+      localSettings: "this project's local settings",
+      projectSettings: "this project's settings",
+      userSettings: "your settings, all projects",
+      cliArg: "command line",
+    }[d] || d
+  );
+}
+
+/**
+ * card builds the card for an approval (ApprovalInfo).
+ * @param {any} a
+ * @param {(reply:any)=>Promise<void>} answer
+ */
+export function card(a, answer, toolInput_) {
+  const input = parse(a.input);
+  if (a.kind === "question") return questionCard(a, input, answer);
+  const plan = a.tool_name === "ExitPlanMode";
+  const c = el("section", "approval" + (plan ? " plan-approval" : ""));
+  c.dataset.id = a.id;
+  c.tabIndex = -1;
+  c.setAttribute("role", "alertdialog");
+  const name = a.display_name || a.tool_name;
+  c.appendChild(el("h3", null, plan ? "Claude has a plan. Start working on it?" : a.title || "Allow " + name + "?"));
+  c.setAttribute("aria-label", plan ? "Plan approval" : "Allow " + name);
+  const why = [a.description, a.decision_reason, a.blocked_path ? "path: " + a.blocked_path : ""].filter(Boolean).join(" · ");
+  if (why && !plan) c.appendChild(el("p", "why", why));
+  const body = el("div", "input");
+  if (plan) {
+    // Newer CLIs ask without the plan in the request; the model's call
+    // (in the transcript) has it.
+    const text = input?.plan ?? (toolInput_ && toolInput_(a.tool_use_id))?.plan;
+    if (text) {
+      const p = el("div", "plan md");
+      p.appendChild(markdown(String(text)));
+      body.appendChild(p);
+    } else {
+      body.appendChild(el("p", "why", "The plan is in the conversation above."));
+    }
+  } else {
+    body.appendChild(toolInput(a.tool_name, input, typeof a.input === "string" ? a.input : "", true));
+  }
+  c.appendChild(body);
+  const sugg = a.suggestions || [];
+  if (sugg.length && !plan) {
+    const r = el("div", "rule");
+    r.appendChild(document.createTextNode("Allow always: "));
+    sugg.forEach((s, i) => {
+      if (i) r.appendChild(document.createTextNode("; "));
+      r.appendChild(el("code", null, ruleText(s)));
+    });
+    c.appendChild(r);
+  }
+  const acts = el("div", "acts");
+  const allow = el("button", "primary allow", plan ? "Approve plan" : "Allow");
+  allow.type = "button";
+  allow.title = "Enter";
+  acts.appendChild(allow);
+  let always = null;
+  if (sugg.length && !plan) {
+    always = el("button", "always", "Allow always");
+    always.type = "button";
+    always.title = "a";
+    acts.appendChild(always);
+  }
+  const reason = el("input", "reason");
+  reason.placeholder = plan ? "What to change (optional)" : "Reason to deny (optional)";
+  reason.setAttribute("aria-label", "Reason");
+  acts.appendChild(reason);
+  const deny = el("button", "danger deny", plan ? "Keep planning" : "Deny");
+  deny.type = "button";
+  deny.title = "Esc";
+  acts.appendChild(deny);
+  c.appendChild(acts);
+  const err = el("p", "err");
+  c.appendChild(err);
+
+  const buttons = [allow, always, deny].filter(Boolean);
+  const go = async (reply) => {
+    if (c.classList.contains("answered")) return;
+    buttons.forEach((b) => (b.disabled = true));
+    err.textContent = "";
+    try {
+      await answer(reply);
+      c.answeredHere = true;
+    } catch (e) {
+      err.textContent = e.message;
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  };
+  const denyReply = () => ({ behavior: "deny", message: reason.value.trim() || (plan ? "Keep planning: the user did not approve the plan yet." : "") });
+  allow.onclick = () => go({ behavior: "allow" });
+  if (always) always.onclick = () => go({ behavior: "allow", always: true });
+  deny.onclick = () => go(denyReply());
+  reason.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === "Escape") {
+      e.preventDefault();
+      e.stopPropagation();
+      go(denyReply());
+    }
+  });
+  // Keys for the card as a whole (the app routes them to the first card).
+  c.keys = (e) => {
+    if (e.key === "Enter") {
+      go({ behavior: "allow" });
+      return true;
+    }
+    if (e.key === "Escape") {
+      go(denyReply());
+      return true;
+    }
+    if (e.key === "a" && always) {
+      go({ behavior: "allow", always: true });
+      return true;
+    }
+    return false;
+  };
+  return c;
+}
+
+function questionCard(a, input, answer) {
+  const c = el("section", "approval question");
+  c.dataset.id = a.id;
+  c.tabIndex = -1;
+  c.setAttribute("role", "alertdialog");
+  c.setAttribute("aria-label", "Question");
+  c.appendChild(el("h3", null, "Claude asks"));
+  const form = el("form");
+  const qs = a.questions && a.questions.length ? a.questions : input?.questions || [];
+  const fields = [];
+  qs.forEach((q, qi) => {
+    const fs = el("fieldset", "q");
+    const lg = el("legend");
+    if (q.header) lg.appendChild(el("div", "hdr", q.header));
+    lg.appendChild(document.createTextNode(q.question));
+    fs.appendChild(lg);
+    const name = "q" + qi;
+    const multi = !!(q.multiSelect ?? q.multi_select);
+    (q.options || []).forEach((o, oi) => {
+      const lab = el("label");
+      const inp = el("input");
+      inp.type = multi ? "checkbox" : "radio";
+      inp.name = name;
+      inp.value = o.label;
+      if (!multi && oi === 0) inp.required = false;
+      lab.appendChild(inp);
+      const t = el("span");
+      t.appendChild(el("span", "olabel", o.label));
+      if (o.description) {
+        t.appendChild(document.createTextNode(" "));
+        t.appendChild(el("span", "desc", o.description));
+      }
+      lab.appendChild(t);
+      fs.appendChild(lab);
+    });
+    const other = el("input");
+    other.type = "text";
+    other.name = name + "-other";
+    other.placeholder = "Or answer in your own words";
+    other.setAttribute("aria-label", "Your own answer");
+    fs.appendChild(other);
+    form.appendChild(fs);
+    fields.push({ q, name, multi, other, fs });
+  });
+  const acts = el("div", "acts");
+  const submit = el("button", "primary", "Answer");
+  submit.type = "submit";
+  submit.title = "Enter";
+  acts.appendChild(submit);
+  const skip = el("button", "danger deny", "Decline");
+  skip.type = "button";
+  skip.title = "Esc";
+  acts.appendChild(skip);
+  form.appendChild(acts);
+  const err = el("p", "err");
+  form.appendChild(err);
+  c.appendChild(form);
+
+  const go = async (reply) => {
+    if (c.classList.contains("answered")) return;
+    submit.disabled = skip.disabled = true;
+    err.textContent = "";
+    try {
+      await answer(reply);
+      c.answeredHere = true;
+    } catch (e) {
+      err.textContent = e.message;
+      submit.disabled = skip.disabled = false;
+    }
+  };
+  const collect = () => {
+    const answers = {};
+    for (const f of fields) {
+      const own = f.other.value.trim();
+      const picked = [...form.querySelectorAll(`input[name="${f.name}"]:checked`)].map((i) => i.value);
+      if (own) picked.push(own);
+      if (!picked.length) {
+        err.textContent = "Answer every question (or decline).";
+        return null;
+      }
+      answers[f.q.question] = picked.join(", ");
+    }
+    return answers;
+  };
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const answers = collect();
+    if (answers) go({ answers });
+  });
+  skip.onclick = () => go({ behavior: "deny", message: "The user declined to answer." });
+  c.keys = (e) => {
+    if (e.key === "Escape") {
+      go({ behavior: "deny", message: "The user declined to answer." });
+      return true;
+    }
+    if (e.key === "Enter") {
+      form.requestSubmit();
+      return true;
+    }
+    if (/^[1-9]$/.test(e.key) && fields.length) {
+      // Digits pick options of the question in focus, else of the first
+      // unanswered one.
+      const f = fields.find((f) => f.fs.contains(document.activeElement)) || fields.find((f) => !form.querySelector(`input[name="${f.name}"]:checked`)) || fields[0];
+      const inp = form.querySelectorAll(`input[name="${f.name}"]`)[Number(e.key) - 1];
+      if (inp) {
+        inp.checked = f.multi ? !inp.checked : true;
+        return true;
+      }
+    }
+    return false;
+  };
+  return c;
+}
+
+/** resolved marks a card answered (here or elsewhere) with its outcome. */
+export function resolved(c, r) {
+  c.classList.add("answered");
+  c.querySelectorAll("button, input").forEach((b) => (b.disabled = true));
+  let text = r.outcome;
+  if (r.outcome === "allowed") text = r.always ? "Allowed always" : "Allowed";
+  else if (r.outcome === "answered") text = "Answered";
+  else if (r.outcome === "denied") text = "Denied" + (r.message ? ": " + r.message : "");
+  else if (r.outcome === "withdrawn") text = "Withdrawn by Claude";
+  if (r.outcome !== "withdrawn" && !c.answeredHere) text += " (answered elsewhere)";
+  const o = el("p", "outcome", text);
+  c.appendChild(o);
+}
+
+function parse(v) {
+  if (v == null) return undefined;
+  if (typeof v === "string") {
+    try {
+      return JSON.parse(v);
+    } catch {
+      return undefined;
+    }
+  }
+  return v;
+}

@@ -1,0 +1,101 @@
+// proto.js: the serve wire protocol (docs/serve-protocol.md), in one
+// place, so the rest of the UI speaks in its own terms.
+
+/** socketURL is the WebSocket endpoint on this page's origin. */
+export function socketURL() {
+  const u = new URL("ws", location.href);
+  u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  u.hash = "";
+  u.search = "";
+  return u.href;
+}
+
+/** json decodes a payload that may arrive as text or already parsed. */
+export function json(v) {
+  if (typeof v === "string") {
+    try {
+      return JSON.parse(v);
+    } catch {
+      return {};
+    }
+  }
+  return v || {};
+}
+
+/**
+ * login trades a token in the URL fragment (#token=…) for the session
+ * cookie, then removes it from the address bar and history.
+ */
+export async function login() {
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (!m) return null;
+  const rest = location.hash.replace(/(^#|&)token=[^&]+/, "$1").replace(/^#&/, "#");
+  history.replaceState(null, "", location.pathname + (rest === "#" ? "" : rest));
+  try {
+    const r = await fetch("auth", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token: decodeURIComponent(m[1]) }), credentials: "same-origin" });
+    return r.ok;
+  } catch (e) {
+    console.warn("tether: login:", e.message);
+    return false;
+  }
+}
+
+/**
+ * signedIn asks the server whether our cookie is good: true, false (it
+ * says 401), or null (it cannot be reached). A WebSocket upgrade refused
+ * for want of credentials looks to a page like any failed connection;
+ * this tells the two apart.
+ */
+export async function signedIn() {
+  try {
+    const r = await fetch("api/sessions", { credentials: "same-origin" });
+    if (r.status === 401) return false;
+    return r.ok ? true : null;
+  } catch {
+    return null;
+  }
+}
+
+/** dispatch routes one server frame to the handlers. */
+export function dispatch(m, h) {
+  switch (m.type) {
+    case "event":
+      h.event(m.session, m.event);
+      break;
+    case "snapshot":
+      h.snapshot(m.session, m.snapshot);
+      break;
+    case "resync":
+      h.resync(m.session);
+      break;
+    case "sessions":
+      h.sessions(m.sessions);
+      break;
+    case "session":
+      h.session(m.session);
+      break;
+    case "removed":
+      h.removed(m.session);
+      break;
+    case "error":
+      console.warn("tether: server:", m.error?.code, m.error?.message);
+      break;
+    case "hello":
+      if (m.protocol !== 1) console.warn("tether: server speaks protocol", m.protocol);
+      break;
+  }
+}
+
+export const list = (c) => c.request({ type: "list" }).then((r) => r.sessions || r);
+export const subscribe = (c, id, after, snapshot) => c.request({ type: "subscribe", v: 1, session: id, after, snapshot: !!snapshot });
+export const unsubscribe = (c, id) => c.send({ type: "unsubscribe", session: id });
+export const start = (c, req) => c.request({ type: "start", ...req }).then((r) => r.session || r);
+export const disk = (c, cwd) => c.request({ type: "disk_sessions", cwd }).then((r) => r.sessions || r || []);
+const cmd = (c, id, command) => c.request({ type: "do", session: id, command });
+export const send = (c, id, text, images) => cmd(c, id, { type: "send", text, images });
+export const interrupt = (c, id, force) => cmd(c, id, { type: force ? "force_interrupt" : "interrupt" });
+export const cancel = (c, id, uuid) => cmd(c, id, { type: "cancel", uuid });
+export const setModel = (c, id, model) => cmd(c, id, { type: "set_model", model });
+export const setMode = (c, id, mode) => cmd(c, id, { type: "set_mode", mode });
+export const close = (c, id) => cmd(c, id, { type: "close" });
+export const answer = (c, id, approval, reply) => cmd(c, id, { type: "answer", approval, ...reply });
