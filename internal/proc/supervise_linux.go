@@ -84,6 +84,7 @@ type superviseReply struct {
 }
 
 const (
+	prSetName           = 15
 	prSetChildSubreaper = 36
 	sysPidfdOpen        = 434 // the same number on every Linux architecture
 	pPIDFD              = 3   // P_PIDFD for waitid
@@ -114,6 +115,8 @@ func superviseMain() {
 		fmt.Fprintf(os.Stderr, "tether supervisor: reading the spec: %v\n", err)
 		syscall.Exit(125)
 	}
+	name := []byte("tether-sup\x00") // ps and top show this, not "exe"
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetName, uintptr(unsafe.Pointer(&name[0])), 0)
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
 		reply(status, superviseReply{Err: "PR_SET_CHILD_SUBREAPER: " + e.Error(), Errno: int(e)})
 		syscall.Exit(125)
