@@ -118,12 +118,12 @@ func superviseMain() {
 	name := []byte("tether-sup\x00") // ps and top show this, not "exe"
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetName, uintptr(unsafe.Pointer(&name[0])), 0)
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		reply(status, superviseReply{Err: "PR_SET_CHILD_SUBREAPER: " + e.Error(), Errno: int(e)})
+		// No answer: the host starts the CLI directly instead.
+		fmt.Fprintf(os.Stderr, "tether supervisor: PR_SET_CHILD_SUBREAPER: %v\n", e)
 		syscall.Exit(125)
 	}
 
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Args[0] = spec.Path
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
