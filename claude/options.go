@@ -100,7 +100,11 @@ type Options struct {
 	CanUseTool CanUseToolFunc
 
 	// Stderr receives the CLI's stderr, a line at a time. The last lines
-	// are kept for *ProcessError either way.
+	// are kept for *ProcessError either way. With the default transport it
+	// runs on a goroutine of its own behind a bounded queue (1024 lines,
+	// 4 MiB): lines arriving while the queue is full are dropped for it,
+	// a panic is recovered, and a slow or blocked callback delays neither
+	// the session nor Close.
 	Stderr func(line string)
 	// Logger receives Tether's own diagnostics (malformed lines, slow
 	// callbacks, shutdown steps). nil discards them.

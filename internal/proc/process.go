@@ -170,6 +170,7 @@ type Process struct {
 	supervised bool
 	ctl        *os.File
 	ctlOnce    sync.Once
+	cliGone    chan struct{} // closed once the supervisor says the CLI exited
 
 	// The Stderr callback's queue.
 	qmu     sync.Mutex
@@ -605,6 +606,11 @@ func (p *Process) signal(sig sigKind) {
 		return
 	}
 	if p.supervised {
+		select {
+		case <-p.cliGone:
+			return // the supervisor is only cleaning up after it
+		default:
+		}
 		p.sent = signalSupervised(p.pgid, sig, p.closeCtl)
 		return
 	}

@@ -81,9 +81,12 @@ type superviseReply struct {
 	PID   int    `json:"pid,omitempty"`
 	Errno int    `json:"errno,omitempty"`
 	Err   string `json:"err,omitempty"`
+	// Exited, on a line of its own, says the CLI has exited.
+	Exited bool `json:"exited,omitempty"`
 }
 
 const (
+	prSetName           = 15
 	prSetChildSubreaper = 36
 	sysPidfdOpen        = 434 // the same number on every Linux architecture
 	pPIDFD              = 3   // P_PIDFD for waitid
@@ -114,13 +117,15 @@ func superviseMain() {
 		fmt.Fprintf(os.Stderr, "tether supervisor: reading the spec: %v\n", err)
 		syscall.Exit(125)
 	}
+	name := []byte("tether-sup\x00") // ps and top show this, not "exe"
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetName, uintptr(unsafe.Pointer(&name[0])), 0)
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		reply(status, superviseReply{Err: "PR_SET_CHILD_SUBREAPER: " + e.Error(), Errno: int(e)})
+		// No answer: the host starts the CLI directly instead.
+		fmt.Fprintf(os.Stderr, "tether supervisor: PR_SET_CHILD_SUBREAPER: %v\n", e)
 		syscall.Exit(125)
 	}
 
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Args[0] = spec.Path
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -134,7 +139,6 @@ func superviseMain() {
 	}
 	cli := cmd.Process.Pid
 	reply(status, superviseReply{PID: cli})
-	status.Close()
 	// The CLI has its stdin and stdout; ours would keep the host from
 	// seeing EOF until we exit. Stderr stays, for our own last words.
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
@@ -180,6 +184,10 @@ func superviseMain() {
 		syscall.Kill(cli, syscall.SIGKILL)
 		ws = <-cliDone
 	}
+	// The CLI is gone: the host must not count the signals it sends while
+	// we clean up as ending it.
+	reply(status, superviseReply{Exited: true})
+	status.Close()
 	self := os.Getpid()
 	tick := time.NewTicker(20 * time.Millisecond)
 	for {
@@ -345,13 +353,14 @@ func (p *Process) startSupervised(c Config, exe string, child [3]*os.File) error
 	if _, err := ctlW.Write(spec); err != nil {
 		return fail(fmt.Errorf("%w: sending the spec: %v", errNoSupervisor, err))
 	}
-	line, err := bufio.NewReader(stR).ReadBytes('\n')
+	br := bufio.NewReader(stR)
+	line, err := br.ReadBytes('\n')
 	var r superviseReply
 	if err != nil || json.Unmarshal(line, &r) != nil || (r.PID <= 0 && r.Err == "") {
 		return fail(fmt.Errorf("%w: no answer (%v)", errNoSupervisor, err))
 	}
-	stR.Close()
 	if r.PID <= 0 {
+		stR.Close()
 		ctlW.Close()
 		cmd.Wait() // it exits at once after reporting
 		if r.Errno != 0 {
@@ -364,6 +373,14 @@ func (p *Process) startSupervised(c Config, exe string, child [3]*os.File) error
 	p.pgid = cmd.Process.Pid
 	p.ctl = ctlW
 	p.supervised = true
+	p.cliGone = make(chan struct{})
+	stR.SetReadDeadline(time.Time{})
+	go func() {
+		// The next line says the CLI exited; EOF, that the supervisor did.
+		br.ReadBytes('\n')
+		stR.Close()
+		close(p.cliGone)
+	}()
 	go p.reap(waitExitedPolled, func() {})
 	return nil
 }
