@@ -1,0 +1,538 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+)
+
+// agentSession is a host session attached to the bus: its events go to
+// the events stream (numbered base+seq, so that a session taken over by
+// another agent carries on where it was), its commands come in on its
+// subject, its registry entry and transcript mirror are kept current.
+type agentSession struct {
+	a    *Agent
+	id   string
+	hs   *host.Session
+	base uint64
+	log  *slog.Logger
+	sub  *nats.Subscription
+
+	ctx    context.Context // ends when the session ends or the agent closes
+	cancel context.CancelFunc
+	wake   chan struct{} // the record keeper: something changed
+	wakeTx chan struct{} // the mirror: a turn ended
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	rec      SessionInfo
+	rev      uint64
+	ended    bool // closed by a command: not resumable
+	mirror   mirrorState
+	restored int64 // bytes of the CLI session's file restored by a failover
+	// fence: the next event must follow the stream's last one of the
+	// session as read now (a taken-over session's first event: a client
+	// may have appended "disconnected" since base was read).
+	fence   bool
+	lastPut []byte // the record last written, Updated zeroed
+}
+
+func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool) *agentSession {
+	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored, fence: fence,
+		log: a.log.With("session", id)}
+	s.ctx, s.cancel = context.WithCancel(a.ctx)
+	s.rec.Agent = a.id
+	s.rec.CLISession = hs.SessionID()
+	a.mu.Lock()
+	a.sessions[id] = s
+	a.mu.Unlock()
+	sub, err := a.b.nc.Subscribe(subjectCommand+id, s.command)
+	if err != nil {
+		s.log.Error("subscribing to commands", "err", err)
+	} else {
+		sub.SetPendingLimits(1024, 64<<20)
+	}
+	s.sub = sub
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	s.putRecord(ctx)
+	cancel()
+	s.wg.Add(3)
+	go s.publishEvents()
+	go s.keepRecord()
+	go s.keepMirror()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		select {
+		case <-hs.Done():
+		case <-a.ctx.Done():
+		}
+		s.finish()
+	}()
+	return s
+}
+
+// finish runs once the session ended (or the agent closes): it stops
+// serving commands, lets the pumps write their last word and gives the
+// slot back.
+func (s *agentSession) finish() {
+	if s.sub != nil {
+		s.sub.Unsubscribe()
+	}
+	<-s.hs.Done() // the agent closes its manager, which ends the session
+	s.cancel()
+	s.wg.Wait()
+	a := s.a
+	a.mu.Lock()
+	delete(a.sessions, s.id)
+	a.mu.Unlock()
+	<-a.slots
+	s.log.Info("session detached")
+}
+
+// poke tells the record keeper to look again.
+func (s *agentSession) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pokeMirror tells the mirror to look again.
+func (s *agentSession) pokeMirror() {
+	select {
+	case s.wakeTx <- struct{}{}:
+	default:
+	}
+}
+
+// record returns the session's registry entry as of now.
+func (s *agentSession) record() SessionInfo {
+	st := s.hs.State()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rec
+	r.State = st.State.String()
+	r.CostUSD = s.hs.Cost().USD
+	r.LastEvent = s.hs.LastEvent()
+	if id := s.hs.SessionID(); id != "" {
+		r.CLISession = id
+	}
+	r.Ended = s.ended
+	return r
+}
+
+// publishEvents copies the host journal to the events stream.
+func (s *agentSession) publishEvents() {
+	defer s.wg.Done()
+	var after uint64
+	for {
+		resync := false
+		for ev, err := range s.hs.Events(s.ctx, after) {
+			if err != nil {
+				var re *host.ResyncError
+				if errors.As(err, &re) {
+					// The bus fell behind the journal: subscribers will
+					// see a gap and resync from a snapshot.
+					s.log.Warn("event publisher fell behind; subscribers resync", "after", re.After, "oldest", re.Oldest)
+					after = re.Latest
+					if re.Oldest > 0 {
+						after = re.Oldest - 1
+					}
+					resync = true
+					break
+				}
+				if s.ctx.Err() == nil {
+					s.log.Debug("events ended", "err", err)
+				}
+				return
+			}
+			after = ev.Seq
+			if s.a.gone() {
+				return
+			}
+			if err := s.publish(ev); err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.rec.Seq = s.base + ev.Seq
+			s.mu.Unlock()
+			switch ev.Kind {
+			case host.EventState, host.EventCost, host.EventClosed:
+				s.poke()
+			case host.EventMessage:
+				if isResult(ev.Data) {
+					s.pokeMirror() // mirror the transcript at the turn's end
+				}
+			}
+		}
+		if !resync {
+			return
+		}
+	}
+}
+
+func isResult(line json.RawMessage) bool {
+	var t struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(line, &t) == nil && t.Type == "result"
+}
+
+// publish writes one event, split into parts when it is bigger than a
+// NATS message may be, retrying until it is stored (a NATS restart or a
+// cluster election in between): the message ids make a retry that was
+// stored before its ack got lost a no-op.
+func (s *agentSession) publish(ev host.Event) error {
+	if s.fence {
+		if err := s.publishFenced(ev); err != nil {
+			return err
+		}
+		s.fence = false
+		return nil
+	}
+	ev.Seq += s.base
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return s.publishParts(ev, data)
+}
+
+func (s *agentSession) publishParts(ev host.Event, data []byte) error {
+	seq := strconv.FormatUint(ev.Seq, 10)
+	parts := splitParts(data, s.a.b.maxPart())
+	for i, p := range parts {
+		m := nats.NewMsg(subjectEvents + s.id)
+		m.Data = p
+		m.Header.Set(hdrSeq, seq)
+		if len(parts) > 1 {
+			m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
+		}
+		m.Header.Set(hdrMsgID, s.id+"."+seq+"."+strconv.Itoa(i))
+		if err := s.a.b.publishRetry(s.ctx, m); err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Error("publishing an event", "seq", ev.Seq, "err", err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// publishFenced publishes the first event of a taken-over session right
+// after the stream's last event of the session, renumbering from there
+// when someone appended in between.
+func (s *agentSession) publishFenced(ev host.Event) error {
+	var sent string // the id of a try whose ack was lost
+	for {
+		last, err := s.a.b.events.GetLastMsgForSubject(s.ctx, subjectEvents+s.id)
+		var base, stream uint64
+		switch {
+		case err == nil:
+			if sent != "" && last.Header.Get(hdrMsgID) == sent {
+				return nil // it was stored after all
+			}
+			stream = last.Sequence
+			base, err = strconv.ParseUint(last.Header.Get(hdrSeq), 10, 64)
+			if err != nil {
+				return err
+			}
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		default:
+			return err
+		}
+		s.base = base
+		e := ev
+		e.Seq += base
+		data, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		m := nats.NewMsg(subjectEvents + s.id)
+		m.Data = data
+		seq := strconv.FormatUint(e.Seq, 10)
+		m.Header.Set(hdrSeq, seq)
+		m.Header.Set(hdrMsgID, s.id+"."+seq+".0")
+		if len(data) > s.a.b.maxPart() {
+			// Too big to fence in one message (never the first event in
+			// practice): publish it unfenced.
+			return s.publishParts(e, data)
+		}
+		sent = s.id + "." + seq + ".0"
+		_, err = s.a.b.js.PublishMsg(s.ctx, m, jetstream.WithExpectLastSequencePerSubject(stream))
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			continue
+		}
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return err
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+				continue
+			case <-s.ctx.Done():
+				return s.ctx.Err()
+			}
+		}
+		return nil
+	}
+}
+
+// publishRetry publishes to JetStream until the message is acknowledged
+// or ctx ends.
+func (b *bus) publishRetry(ctx context.Context, m *nats.Msg) error {
+	wait := 50 * time.Millisecond
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := b.js.PublishMsg(pctx, m)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.Code == 400 {
+			return err // refused (too big, wrong subject…): retrying will not help
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// maxPart is the largest payload of one event part: the server's limit
+// less room for the headers.
+func (b *bus) maxPart() int {
+	n := int(b.nc.MaxPayload()) - 1024
+	if n < 1024 {
+		n = 1024
+	}
+	return n
+}
+
+func splitParts(data []byte, max int) [][]byte {
+	if len(data) <= max {
+		return [][]byte{data}
+	}
+	var parts [][]byte
+	for len(data) > 0 {
+		n := min(max, len(data))
+		parts = append(parts, data[:n])
+		data = data[n:]
+	}
+	return parts
+}
+
+// keepRecord writes the session's registry entry when it changes (at most
+// every 50 ms) and on heartbeats, and a last time when the session ends.
+func (s *agentSession) keepRecord() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.wake:
+		case <-s.ctx.Done():
+			if s.a.gone() {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.putRecord(ctx)
+			cancel()
+			return
+		}
+		s.putRecord(s.ctx)
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-s.ctx.Done():
+		}
+	}
+}
+
+// putRecord writes the registry entry if it changed, at the revision the
+// agent last wrote: a failed update means another agent took over.
+func (s *agentSession) putRecord(ctx context.Context) {
+	r := s.record()
+	r.Updated = time.Time{}
+	data, _ := json.Marshal(r)
+	s.mu.Lock()
+	same := string(data) == string(s.lastPut)
+	rev := s.rev
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	r.Updated = time.Now()
+	full, _ := json.Marshal(r)
+	nrev, err := s.a.b.sessions.Update(ctx, s.id, full, rev)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			s.lost()
+			return
+		}
+		if ctx.Err() == nil {
+			s.log.Debug("registry update", "err", err)
+		}
+		return
+	}
+	s.mu.Lock()
+	s.rev, s.lastPut = nrev, data
+	s.mu.Unlock()
+}
+
+// lost handles a registry entry changed behind the agent's back: another
+// agent took the session over (this one was thought dead). The session is
+// closed here so that two CLIs never run one conversation.
+func (s *agentSession) lost() {
+	s.log.Warn("session taken over by another agent; closing it here")
+	go s.hs.Close()
+}
+
+// command serves one command. Commands of a session run one at a time,
+// in arrival order; each is bounded by 30 s.
+func (s *agentSession) command(msg *nats.Msg) {
+	reply := func(r *commandReply) {
+		if msg.Reply == "" {
+			return
+		}
+		data, _ := json.Marshal(r)
+		msg.Respond(data)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("command panicked", "panic", p)
+			reply(&commandReply{Error: &wireError{Code: codeFailed, Message: "internal error"}})
+		}
+	}()
+	var c Command
+	if err := decode(msg.Subject, msg.Data, MaxCommandSize, &c); err != nil {
+		s.log.Warn("refused a command", "err", err)
+		reply(&commandReply{Error: wireErr(err)})
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	if c.Op == opSnapshot {
+		s.snapshot(msg)
+		return
+	}
+	s.log.Debug("command", "op", c.Op)
+	uuid, err := s.do(ctx, &c)
+	if err != nil {
+		s.log.Info("command refused", "op", c.Op, "err", err)
+	}
+	reply(&commandReply{UUID: uuid, Error: wireErr(err)})
+}
+
+func (s *agentSession) do(ctx context.Context, c *Command) (string, error) {
+	hs := s.hs
+	select {
+	case <-hs.Done():
+		return "", &CommandError{Code: codeNoSession, Message: "the session has ended"}
+	default:
+	}
+	switch c.Op {
+	case OpSend:
+		m := claude.NewUserMessage(c.Prompt)
+		m.UUID = c.UUID
+		d, err := hs.SendMessage(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		return d.UUID, nil
+	case OpInterrupt:
+		if c.Interrupt {
+			_, err := hs.ForceInterrupt(ctx)
+			return "", err
+		}
+		return "", hs.Interrupt(ctx)
+	case OpRespond:
+		if c.Behavior == "" || c.Answers != nil {
+			ap, err := hs.Approval(c.Approval)
+			if err != nil {
+				return "", err
+			}
+			return "", ap.Answer(c.Answers)
+		}
+		var r claude.PermissionResult
+		switch c.Behavior {
+		case "allow":
+			r = &claude.PermissionAllow{}
+		case "allow_always":
+			ap, err := hs.Approval(c.Approval)
+			if err != nil {
+				return "", err
+			}
+			return "", ap.AllowAlways()
+		default:
+			r = &claude.PermissionDeny{Message: c.Message, Interrupt: c.Interrupt}
+		}
+		return "", hs.Respond(c.Approval, r)
+	case OpCancel:
+		return "", hs.CancelMessage(ctx, c.UUID)
+	case OpSetModel, OpSetMode:
+		cs := hs.Claude()
+		if cs == nil {
+			return "", &CommandError{Code: codeDisconnected, Message: "no CLI running"}
+		}
+		if c.Op == OpSetModel {
+			if err := cs.SetModel(ctx, c.Model); err != nil {
+				return "", err
+			}
+			s.mu.Lock()
+			s.rec.Model = c.Model
+			s.mu.Unlock()
+			s.poke()
+			return "", nil
+		}
+		return "", cs.SetPermissionMode(ctx, claude.PermissionMode(c.Mode))
+	case OpClose:
+		s.mu.Lock()
+		s.ended = true
+		s.mu.Unlock()
+		return "", hs.Close()
+	}
+	return "", &CommandError{Code: codeMalformed, Message: "unknown op"}
+}
+
+// snapshot answers with the session's snapshot, its sequence numbers
+// shifted like the events', in as many parts as it takes.
+func (s *agentSession) snapshot(msg *nats.Msg) {
+	snap := s.hs.Snapshot()
+	snap.Seq += s.base
+	data, err := json.Marshal(snap)
+	if err != nil {
+		data, _ = json.Marshal(&commandReply{Error: wireErr(err)})
+	}
+	replyParts(s.a.b, msg.Reply, data)
+}
+
+// replyParts answers a request with data split into parts (header
+// Tether-Part "i/n"); one message when it fits.
+func replyParts(b *bus, reply string, data []byte) {
+	if reply == "" {
+		return
+	}
+	parts := splitParts(data, b.maxPart())
+	for i, p := range parts {
+		m := nats.NewMsg(reply)
+		m.Data = p
+		m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
+		if err := b.nc.PublishMsg(m); err != nil {
+			return
+		}
+	}
+}
