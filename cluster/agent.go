@@ -394,12 +394,19 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 	msg.InProgress()
 	hopts, useTemplate := a.sessionOptions(req, &rec)
 	var restored int64
-	if req.Failover {
+	switch {
+	case req.Failover:
 		if restored, err = a.restoreTranscript(ctx, &rec); err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
 		useTemplate = false
+	case req.Restore != "":
+		if err := a.restoreFrom(ctx, req, &rec); err != nil {
+			a.failRecord(req.ID, rev, &rec, err)
+			return nil, err
+		}
+		hopts.CLI.Cwd = rec.Cwd
 	}
 	var hs *host.Session
 	if useTemplate {
@@ -516,6 +523,28 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 		return rec, 0, 0, err
 	}
 	return rec, rev, base, nil
+}
+
+// restoreFrom restores the mirrored transcript of the session named by
+// req.Restore, so that the CLI can resume it here.
+func (a *Agent) restoreFrom(ctx context.Context, req *startRequest, rec *SessionInfo) error {
+	e, err := a.b.sessions.Get(ctx, req.Restore)
+	if err != nil {
+		return &CommandError{Code: codeNoTranscript, Message: "session " + req.Restore + " not in the registry"}
+	}
+	var src SessionInfo
+	if err := decode(BucketSessions+"."+req.Restore, e.Value(), MaxRecordSize, &src); err != nil {
+		return err
+	}
+	if src.CLISession != req.Resume {
+		return &CommandError{Code: codeNoTranscript, Message: "session " + req.Restore + " is not CLI session " + req.Resume}
+	}
+	if req.Cwd == "" {
+		rec.Cwd = src.Cwd
+	}
+	src.Cwd = rec.Cwd
+	_, err = a.restoreTranscript(ctx, &src)
+	return err
 }
 
 // failRecord marks a session that could not start.

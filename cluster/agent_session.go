@@ -2,13 +2,16 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,14 +41,15 @@ type agentSession struct {
 	mu       sync.Mutex
 	rec      SessionInfo
 	rev      uint64
-	ended    bool // closed by a command: not resumable
+	closed   bool // closed by a command: its registry entry goes
 	mirror   mirrorState
 	restored int64 // bytes of the CLI session's file restored by a failover
 	// fence: the next event must follow the stream's last one of the
 	// session as read now (a taken-over session's first event: a client
 	// may have appended "disconnected" since base was read).
-	fence   bool
-	lastPut []byte // the record last written, Updated zeroed
+	fence      bool
+	lastPut    []byte // the record last written, Updated zeroed
+	lastPrompt string
 }
 
 func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool) *agentSession {
@@ -129,7 +133,9 @@ func (s *agentSession) record() SessionInfo {
 	if id := s.hs.SessionID(); id != "" {
 		r.CLISession = id
 	}
-	r.Ended = s.ended
+	if s.lastPrompt != "" {
+		r.LastPrompt = s.lastPrompt
+	}
 	return r
 }
 
@@ -346,13 +352,11 @@ func (s *agentSession) keepRecord() {
 		select {
 		case <-s.wake:
 		case <-s.ctx.Done():
-			if s.a.gone() {
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			s.putRecord(ctx)
-			cancel()
+			s.lastRecord()
 			return
+		}
+		if s.ctx.Err() != nil {
+			continue
 		}
 		s.putRecord(s.ctx)
 		select {
@@ -360,6 +364,33 @@ func (s *agentSession) keepRecord() {
 		case <-s.ctx.Done():
 		}
 	}
+}
+
+// lastRecord writes the registry entry a last time as the session goes:
+// a closed session's entry is deleted; one that ended on its own is
+// marked Ended; one whose agent shuts down stays as it is (it shows
+// disconnected once the agent has left, and can fail over).
+func (s *agentSession) lastRecord() {
+	if s.a.gone() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		if err := s.a.b.sessions.Delete(ctx, s.id); err != nil {
+			s.log.Debug("removing a closed session", "err", err)
+		}
+		return
+	}
+	if s.a.ctx.Err() == nil {
+		s.mu.Lock()
+		s.rec.Ended = true
+		s.mu.Unlock()
+	}
+	s.putRecord(ctx)
 }
 
 // putRecord writes the registry entry if it changed, at the revision the
@@ -430,11 +461,17 @@ func (s *agentSession) command(msg *nats.Msg) {
 		return
 	}
 	s.log.Debug("command", "op", c.Op)
-	uuid, err := s.do(ctx, &c)
+	out, err := s.do(ctx, &c)
 	if err != nil {
 		s.log.Info("command refused", "op", c.Op, "err", err)
 	}
-	reply(&commandReply{UUID: uuid, Error: wireErr(err)})
+	r := &commandReply{Error: wireErr(err)}
+	if c.Op == OpInterrupt {
+		r.Step = out
+	} else {
+		r.UUID = out
+	}
+	reply(r)
 }
 
 func (s *agentSession) do(ctx context.Context, c *Command) (string, error) {
@@ -446,17 +483,40 @@ func (s *agentSession) do(ctx context.Context, c *Command) (string, error) {
 	}
 	switch c.Op {
 	case OpSend:
-		m := claude.NewUserMessage(c.Prompt)
+		var blocks []claude.ContentBlock
+		for _, im := range c.Images {
+			data, err := base64.StdEncoding.DecodeString(im.Data)
+			if err != nil {
+				return "", &CommandError{Code: codeMalformed, Message: "image data is not base64"}
+			}
+			blocks = append(blocks, claude.NewImageBlock(im.MediaType, data))
+		}
+		m := claude.NewUserMessage(c.Prompt, blocks...)
 		m.UUID = c.UUID
 		d, err := hs.SendMessage(ctx, m)
 		if err != nil {
 			return "", err
 		}
+		if p := clip(c.Prompt, 200); p != "" {
+			s.mu.Lock()
+			s.lastPrompt = p
+			if s.rec.Title == "" {
+				s.rec.Title = clip(c.Prompt, 80)
+			}
+			s.mu.Unlock()
+			s.poke()
+		}
 		return d.UUID, nil
 	case OpInterrupt:
 		if c.Interrupt {
-			_, err := hs.ForceInterrupt(ctx)
-			return "", err
+			step, err := hs.ForceInterrupt(ctx)
+			if err != nil {
+				return "", err
+			}
+			if step == host.InterruptNotNeeded {
+				return "none", nil
+			}
+			return strings.ToLower(step.String()), nil
 		}
 		return "", hs.Interrupt(ctx)
 	case OpRespond:
@@ -501,11 +561,24 @@ func (s *agentSession) do(ctx context.Context, c *Command) (string, error) {
 		return "", cs.SetPermissionMode(ctx, claude.PermissionMode(c.Mode))
 	case OpClose:
 		s.mu.Lock()
-		s.ended = true
+		s.closed = true
 		s.mu.Unlock()
 		return "", hs.Close()
 	}
 	return "", &CommandError{Code: codeMalformed, Message: "unknown op"}
+}
+
+// clip shortens s to n bytes on one line (for titles and last prompts in
+// the registry).
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // snapshot answers with the session's snapshot, its sequence numbers

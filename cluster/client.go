@@ -130,32 +130,21 @@ func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 }
 
 func (c *Client) liveAgents(ctx context.Context) (map[string]agentRecord, error) {
-	w, err := c.b.agents.WatchAll(ctx, jetstream.IgnoreDeletes())
+	es, err := c.b.entries(ctx, c.b.agents)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Stop()
 	out := map[string]agentRecord{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, ErrClosed
-			}
-			if e == nil {
-				return out, nil
-			}
-			var r agentRecord
-			if decode(BucketAgents+"."+e.Key(), e.Value(), MaxRecordSize, &r) != nil {
-				continue
-			}
-			if time.Since(e.Created()) < c.b.ttl {
-				out[r.ID] = r
-			}
+	for key, e := range es {
+		var r agentRecord
+		if decode(BucketAgents+"."+key, e.Value(), MaxRecordSize, &r) != nil {
+			continue
+		}
+		if time.Since(e.Created()) < c.b.ttl {
+			out[r.ID] = r
 		}
 	}
+	return out, nil
 }
 
 // Sessions returns every session of the registry, oldest first: those of
@@ -167,34 +156,21 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.b.sessions.WatchAll(ctx, jetstream.IgnoreDeletes())
+	es, err := c.b.entries(ctx, c.b.sessions)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Stop()
-	var out []SessionInfo
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, ErrClosed
-			}
-			if e == nil {
-				done = true
-				break
-			}
-			var r SessionInfo
-			if err := decode(BucketSessions+"."+e.Key(), e.Value(), MaxRecordSize, &r); err != nil {
-				c.log.Warn("skipping a registry entry", "err", err)
-				continue
-			}
-			if _, alive := agents[r.Agent]; !alive {
-				r.State = host.StateDisconnected.String()
-			}
-			out = append(out, r)
+	out := make([]SessionInfo, 0, len(es))
+	for key, e := range es {
+		var r SessionInfo
+		if err := decode(BucketSessions+"."+key, e.Value(), MaxRecordSize, &r); err != nil {
+			c.log.Warn("skipping a registry entry", "err", err)
+			continue
 		}
+		if _, alive := agents[r.Agent]; !alive {
+			r.State = host.StateDisconnected.String()
+		}
+		out = append(out, r)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
@@ -246,8 +222,10 @@ type StartOptions struct {
 	Model              string
 	PermissionMode     string
 	AppendSystemPrompt string
-	// Resume continues the CLI session with this id (it must be on the
-	// disk of the agent that takes the request); Fork gives it a new id.
+	// Resume continues the CLI session with this id: one of a cluster
+	// session that ended or whose agent is gone (its mirrored transcript
+	// is restored on the agent that takes the request), or one on the
+	// disk of every agent. Fork gives it a new id.
 	Resume string
 	Fork   bool
 	Title  string
@@ -267,6 +245,22 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 	}
 	req := startRequest{ID: o.ID, Cwd: o.Cwd, Model: o.Model, PermissionMode: o.PermissionMode,
 		AppendSystemPrompt: o.AppendSystemPrompt, Resume: o.Resume, Fork: o.Fork, Title: o.Title}
+	if o.Resume != "" {
+		// A conversation of a cluster session: the agent restores its
+		// mirrored transcript first, wherever it ran.
+		list, err := c.Sessions(ctx)
+		if err != nil {
+			return SessionInfo{}, err
+		}
+		for _, s := range list {
+			if s.CLISession == o.Resume && (s.Ended || s.State == host.StateDisconnected.String()) {
+				req.Restore = s.ID
+				if req.Title == "" {
+					req.Title = s.Title
+				}
+			}
+		}
+	}
 	return c.start(ctx, &req)
 }
 
@@ -330,7 +324,8 @@ func (c *Client) start(ctx context.Context, req *startRequest) (SessionInfo, err
 }
 
 // Command sends a command to the session's agent and returns its answer:
-// for OpSend the message's uuid. A refusal is a *CommandError matching
+// for OpSend the message's uuid, for a forced OpInterrupt the step that
+// worked ("request", "sigint", "kill" or "none"). A refusal is a *CommandError matching
 // its sentinel (host.ErrAlreadyAnswered for an approval answered before,
 // from wherever); a session whose agent is gone fails with
 // ErrDisconnected.
@@ -342,8 +337,8 @@ func (c *Client) Command(ctx context.Context, id string, cmd *Command) (string, 
 		return "", &MessageError{Subject: subjectCommand + id, Reason: err.Error(), Err: ErrMalformed}
 	}
 	data, _ := json.Marshal(cmd)
-	if len(data) > MaxCommandSize {
-		return "", &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d", len(data), MaxCommandSize), Err: ErrTooLarge}
+	if max := min(MaxCommandSize, int(c.b.nc.MaxPayload())); len(data) > max {
+		return "", &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), max), Err: ErrTooLarge}
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -360,6 +355,9 @@ func (c *Client) Command(ctx context.Context, id string, cmd *Command) (string, 
 	var rep commandReply
 	if err := json.Unmarshal(r.Data, &rep); err != nil {
 		return "", &MessageError{Subject: subjectCommand + id, Reason: "bad reply", Err: ErrMalformed}
+	}
+	if rep.Step != "" {
+		return rep.Step, rep.Error.err()
 	}
 	return rep.UUID, rep.Error.err()
 }

@@ -270,9 +270,8 @@ func TestPlacementRespectsCapacity(t *testing.T) {
 			t.Errorf("agent %s runs %d sessions, capacity %d", a.ID(), got, want[a.ID()])
 		}
 	}
-	closed, err := c.Session(ctx, list[0].ID)
-	if err != nil || !closed.Ended {
-		t.Errorf("closed session: %+v, %v", closed, err)
+	if closed, err := c.Session(ctx, list[0].ID); !errors.Is(err, cluster.ErrNoSession) {
+		t.Errorf("a closed session is still listed: %+v, %v", closed, err)
 	}
 }
 
@@ -431,7 +430,8 @@ func TestInterruptThroughTheBus(t *testing.T) {
 // nothing.
 func TestMalformedMessagesHaveNoEffect(t *testing.T) {
 	ctx := testCtx(t)
-	ns := newNATS(t, nil)
+	// A server that takes messages bigger than the agent's limit.
+	ns := newNATS(t, func(o *server.Options) { o.MaxPayload = 2 * cluster.MaxCommandSize })
 	a := newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	info, err := c.Start(ctx, nil)
@@ -476,6 +476,9 @@ func TestMalformedMessagesHaveNoEffect(t *testing.T) {
 		}
 	}
 	// Client-side validation catches the same before sending.
+	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: string(big)}); !errors.Is(err, cluster.ErrTooLarge) {
+		t.Errorf("client sent an oversized command: %v", err)
+	}
 	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: "format_disk"}); !errors.Is(err, cluster.ErrMalformed) {
 		t.Errorf("client sent an unknown op: %v", err)
 	}

@@ -36,6 +36,10 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 			yield(host.Event{}, &CommandError{Code: codeNoSession, Message: "bad session id"})
 			return
 		}
+		if _, _, err := c.record(ctx, id); err != nil {
+			yield(host.Event{}, err)
+			return
+		}
 		subj := subjectEvents + id
 		start, err := c.b.seek(ctx, subj, after)
 		if err != nil {

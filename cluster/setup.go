@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -203,4 +204,33 @@ func hostname() string {
 		return "agent"
 	}
 	return h
+}
+
+// entries returns the latest value of every key of a bucket. It reads the
+// bucket's stream directly (its subjects, then the last message of each)
+// rather than with a KV watcher, whose "initial values done" marker can
+// come early while keys are being written.
+func (b *bus) entries(ctx context.Context, kv jetstream.KeyValue) (map[string]jetstream.KeyValueEntry, error) {
+	st, err := b.js.Stream(ctx, "KV_"+kv.Bucket())
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + kv.Bucket() + "."
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]jetstream.KeyValueEntry, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		key := strings.TrimPrefix(subj, prefix)
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[key] = e
+	}
+	return out, nil
 }

@@ -109,6 +109,7 @@ func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo) (int64,
 	if a.configDir == "" {
 		return 0, &CommandError{Code: codeNoTranscript, Message: "no CLI config folder to restore into"}
 	}
+	path := claude.SessionFilePath(a.configDir, rec.Cwd, rec.CLISession)
 	subj := subjectTranscript + rec.ID
 	var data []byte
 	seq := uint64(1)
@@ -140,7 +141,6 @@ func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo) (int64,
 	if len(data) == 0 {
 		return 0, &CommandError{Code: codeNoTranscript, Message: "nothing mirrored for CLI session " + rec.CLISession}
 	}
-	path := claude.SessionFilePath(a.configDir, rec.Cwd, rec.CLISession)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return 0, err
 	}

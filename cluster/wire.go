@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -48,8 +51,9 @@ const (
 // Size limits of the messages this package reads. A bigger message is
 // refused with ErrTooLarge and has no effect.
 const (
-	// MaxCommandSize bounds a command (a prompt included).
-	MaxCommandSize = 256 << 10
+	// MaxCommandSize bounds a command (a prompt and its images included);
+	// the NATS server's max_payload (1 MiB by default) may be lower.
+	MaxCommandSize = 16 << 20
 	// MaxStartSize bounds a start request.
 	MaxStartSize = 64 << 10
 	// MaxRecordSize bounds a registry record.
@@ -67,16 +71,19 @@ func validID(id string) bool { return idPattern.MatchString(id) }
 // startRequest asks an agent with room to start a session (or to take over
 // one whose agent died: Failover).
 type startRequest struct {
-	ID                 string    `json:"id"`
-	Cwd                string    `json:"cwd,omitempty"`
-	Model              string    `json:"model,omitempty"`
-	PermissionMode     string    `json:"permission_mode,omitempty"`
-	AppendSystemPrompt string    `json:"append_system_prompt,omitempty"`
-	Resume             string    `json:"resume,omitempty"`
-	Fork               bool      `json:"fork,omitempty"`
-	Title              string    `json:"title,omitempty"`
-	Failover           bool      `json:"failover,omitempty"`
-	Expires            time.Time `json:"expires"`
+	ID                 string `json:"id"`
+	Cwd                string `json:"cwd,omitempty"`
+	Model              string `json:"model,omitempty"`
+	PermissionMode     string `json:"permission_mode,omitempty"`
+	AppendSystemPrompt string `json:"append_system_prompt,omitempty"`
+	Resume             string `json:"resume,omitempty"`
+	Fork               bool   `json:"fork,omitempty"`
+	Title              string `json:"title,omitempty"`
+	Failover           bool   `json:"failover,omitempty"`
+	// Restore names the session whose mirrored transcript is restored
+	// before resuming Resume (a session of another agent, ended or gone).
+	Restore string    `json:"restore,omitempty"`
+	Expires time.Time `json:"expires"`
 }
 
 func (r *startRequest) validate() error {
@@ -87,6 +94,8 @@ func (r *startRequest) validate() error {
 		return fmt.Errorf("no expiry")
 	case r.Failover && (r.Resume != "" || r.Fork):
 		return fmt.Errorf("failover with resume or fork")
+	case r.Restore != "" && (r.Resume == "" || !validID(r.Restore)):
+		return fmt.Errorf("bad restore")
 	}
 	return nil
 }
@@ -118,8 +127,9 @@ const (
 type Command struct {
 	// Op is one of the Op constants.
 	Op string `json:"op"`
-	// Prompt is the text of OpSend.
-	Prompt string `json:"prompt,omitempty"`
+	// Prompt is the text of OpSend, Images its pasted images.
+	Prompt string  `json:"prompt,omitempty"`
+	Images []Image `json:"images,omitempty"`
 	// UUID is the message to withdraw (OpCancel); for OpSend an optional
 	// uuid of the message (one is made up when empty).
 	UUID string `json:"uuid,omitempty"`
@@ -143,8 +153,16 @@ type Command struct {
 func (c *Command) validate() error {
 	switch c.Op {
 	case OpSend:
-		if c.Prompt == "" {
+		if strings.TrimSpace(c.Prompt) == "" && len(c.Images) == 0 {
 			return fmt.Errorf("send without a prompt")
+		}
+		for i, im := range c.Images {
+			if !slices.Contains(imageTypes, im.MediaType) {
+				return fmt.Errorf("image %d: media type not one of %s", i, strings.Join(imageTypes, ", "))
+			}
+			if _, err := base64.StdEncoding.DecodeString(im.Data); err != nil {
+				return fmt.Errorf("image %d: data is not base64", i)
+			}
 		}
 	case OpInterrupt, OpClose, opSnapshot:
 	case OpRespond:
@@ -178,9 +196,18 @@ func (c *Command) validate() error {
 	return nil
 }
 
+// Image is an image of a prompt.
+type Image struct {
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"` // base64
+}
+
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
 // commandReply answers a command.
 type commandReply struct {
 	UUID     string          `json:"uuid,omitempty"`
+	Step     string          `json:"step,omitempty"` // how far a forced interrupt went
 	Snapshot json.RawMessage `json:"snapshot,omitempty"`
 	Error    *wireError      `json:"error,omitempty"`
 }
@@ -210,8 +237,9 @@ type SessionInfo struct {
 	// State is the session's liveness state ("idle", "thinking", …), or
 	// "disconnected" when its agent is gone.
 	State string `json:"state"`
-	// Ended: the session was closed (or its CLI ended for good) on a live
-	// agent; it will not come back.
+	// Ended: the session's CLI ended for good on a live agent (a closed
+	// session leaves the registry); it can still be resumed from its
+	// mirrored transcript with a new session (StartOptions.Resume).
 	Ended bool `json:"ended,omitempty"`
 	// Seq is the sequence number of the last event the agent published.
 	Seq        uint64    `json:"seq"`
@@ -220,6 +248,7 @@ type SessionInfo struct {
 	Cwd        string    `json:"cwd,omitempty"`
 	Model      string    `json:"model,omitempty"`
 	Title      string    `json:"title,omitempty"`
+	LastPrompt string    `json:"last_prompt,omitempty"`
 	CLISession string    `json:"cli_session,omitempty"`
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
