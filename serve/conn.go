@@ -1,0 +1,510 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/host"
+)
+
+// ProtocolVersion is the version of docs/serve-protocol.md the server
+// speaks.
+const ProtocolVersion = 1
+
+// client is one WebSocket. Frames to it go through out, a bounded queue
+// drained by one writer goroutine; senders wait for room (a subscription
+// waiting holds nothing: the journal moves on and it resyncs). Session
+// list updates are coalesced per session in infos, so they never wait.
+type client struct {
+	s      *Server
+	ws     *websocket.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan []byte
+	ip     string
+
+	mu     sync.Mutex
+	subs   map[string]*subscription
+	infos  map[string]*SessionInfo // pending list updates; nil: removed
+	signal chan struct{}           // 1-buffered: infos changed
+
+	ordered chan func()   // start, send, cancel, set_*, close, disk_sessions: in order
+	quick   chan struct{} // semaphore for interrupt and answer
+	wg      sync.WaitGroup
+}
+
+type subscription struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// serveWS upgrades and runs the connection until it ends.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	// Host and Origin were checked by ServeHTTP against our own lists;
+	// the library's same-origin check would repeat the Origin one.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"tether.v1"}, InsecureSkipVerify: true})
+	if err != nil {
+		s.log.Info("serve: upgrade failed", "err", err, "remote", remoteIP(r))
+		return
+	}
+	ws.SetReadLimit(s.opts.MaxFrameBytes)
+	c := &client{
+		s: s, ws: ws, out: make(chan []byte, s.opts.ClientQueue), ip: remoteIP(r),
+		subs: map[string]*subscription{}, infos: map[string]*SessionInfo{}, signal: make(chan struct{}, 1),
+		ordered: make(chan func(), 16), quick: make(chan struct{}, 16),
+	}
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	s.mu.Lock()
+	s.clients[c] = struct{}{}
+	s.startHub()
+	s.mu.Unlock()
+	s.wg.Add(1)
+	defer s.wg.Done()
+	s.log.Info("serve: client connected", "remote", c.ip)
+	c.run()
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+	s.log.Info("serve: client disconnected", "remote", c.ip)
+}
+
+func (c *client) run() {
+	defer c.ws.CloseNow()
+	c.wg.Add(3)
+	go c.writer()
+	go c.heartbeat()
+	go c.worker()
+	c.push(c.ctx, rawJSON(map[string]any{"type": "hello", "protocol": ProtocolVersion, "server": c.s.opts.Version, "heartbeat_ms": c.s.opts.Heartbeat.Milliseconds()}))
+	if list, err := c.s.b.List(c.ctx); err == nil {
+		c.push(c.ctx, rawJSON(map[string]any{"type": "sessions", "sessions": list}))
+	} else {
+		c.push(c.ctx, errorFrame(nil, protoError(err)))
+	}
+	c.reader()
+	c.cancel()
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = map[string]*subscription{}
+	c.mu.Unlock()
+	for _, sub := range subs {
+		sub.cancel()
+		<-sub.done
+	}
+	c.wg.Wait()
+}
+
+// reader reads frames until the socket ends.
+func (c *client) reader() {
+	for {
+		typ, data, err := c.ws.Read(c.ctx)
+		if err != nil {
+			return // closed, too big (1009, sent by the library), or cancelled
+		}
+		if typ != websocket.MessageText {
+			c.ws.Close(websocket.StatusUnsupportedData, "text frames only")
+			return
+		}
+		c.handle(data)
+	}
+}
+
+// writer drains the queue and the list updates into the socket; a write
+// that does not finish within WriteTimeout ends the connection.
+func (c *client) writer() {
+	defer c.wg.Done()
+	defer c.cancel()
+	for {
+		select {
+		case b := <-c.out:
+			if !c.write(b) {
+				return
+			}
+		case <-c.signal:
+			c.mu.Lock()
+			infos := c.infos
+			c.infos = map[string]*SessionInfo{}
+			c.mu.Unlock()
+			for id, info := range infos {
+				var b []byte
+				if info == nil {
+					b = rawJSON(map[string]any{"type": "removed", "session": id})
+				} else {
+					b = rawJSON(map[string]any{"type": "session", "session": info})
+				}
+				if !c.write(b) {
+					return
+				}
+			}
+		case <-c.ctx.Done():
+			c.ws.Close(websocket.StatusGoingAway, "server closing")
+			return
+		}
+	}
+}
+
+func (c *client) write(b []byte) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.s.opts.WriteTimeout)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		c.s.log.Info("serve: client write failed; disconnecting", "remote", c.ip, "err", err)
+		return false
+	}
+	return true
+}
+
+func (c *client) heartbeat() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.s.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(c.ctx, c.s.opts.WriteTimeout)
+			err := c.ws.Ping(ctx)
+			cancel()
+			if err != nil {
+				c.cancel()
+				return
+			}
+		}
+	}
+}
+
+// worker runs the ordered requests one by one.
+func (c *client) worker() {
+	defer c.wg.Done()
+	for {
+		select {
+		case f := <-c.ordered:
+			f()
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// push queues a frame, waiting for room; false when ctx ended first.
+func (c *client) push(ctx context.Context, b []byte) bool {
+	select {
+	case c.out <- b:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// setInfo queues a list update (nil: removed), replacing an older one.
+func (c *client) setInfo(id string, info *SessionInfo) {
+	c.mu.Lock()
+	c.infos[id] = info
+	c.mu.Unlock()
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+}
+
+// request is a client frame: the envelope and every request's fields.
+type request struct {
+	Type     string          `json:"type"`
+	ID       json.RawMessage `json:"id,omitempty"`
+	V        *int            `json:"v,omitempty"`
+	Session  string          `json:"session,omitempty"`
+	After    uint64          `json:"after,omitempty"`
+	Snapshot bool            `json:"snapshot,omitempty"`
+	Command  *Command        `json:"command,omitempty"`
+	StartRequest
+}
+
+func (c *client) reply(id json.RawMessage, result any, err error) {
+	if id == nil && err == nil {
+		return
+	}
+	var b []byte
+	switch {
+	case err != nil && id == nil:
+		b = errorFrame(nil, protoError(err))
+	case err != nil:
+		b = rawJSON(map[string]any{"type": "reply", "id": id, "error": protoError(err)})
+	default:
+		if result == nil {
+			result = struct{}{}
+		}
+		b = rawJSON(map[string]any{"type": "reply", "id": id, "result": result})
+	}
+	c.push(c.ctx, b)
+}
+
+func errorFrame(id json.RawMessage, e *Error) []byte {
+	m := map[string]any{"type": "error", "error": e}
+	if id != nil {
+		m["id"] = id
+	}
+	return rawJSON(m)
+}
+
+// handle decodes and runs one frame.
+func (c *client) handle(data []byte) {
+	var req request
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&req); err != nil {
+		// Find the id if the frame has one, to answer it.
+		var env struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(data, &env)
+		c.push(c.ctx, errorFrame(validID(env.ID), errorf(CodeBadRequest, "unreadable frame: %v", err)))
+		return
+	}
+	if req.ID = validID(req.ID); req.ID == nil && len(bytes.TrimSpace(data)) > 0 && hasBadID(data) {
+		c.push(c.ctx, errorFrame(nil, errorf(CodeBadRequest, "id must be a number or a string")))
+		return
+	}
+	if req.V != nil && *req.V != ProtocolVersion {
+		c.reply(req.ID, nil, errorf(CodeUnsupportedVersion, "protocol version %d is not supported; this server speaks %d", *req.V, ProtocolVersion))
+		return
+	}
+	switch req.Type {
+	case "list":
+		list, err := c.s.b.List(c.ctx)
+		if err != nil {
+			c.reply(req.ID, nil, err)
+			return
+		}
+		c.reply(req.ID, map[string]any{"sessions": list}, nil)
+	case "subscribe":
+		c.subscribe(&req)
+	case "unsubscribe":
+		if req.Session == "" {
+			c.reply(req.ID, nil, errorf(CodeBadRequest, "unsubscribe needs session"))
+			return
+		}
+		c.unsubscribe(req.Session)
+		c.reply(req.ID, nil, nil)
+	case "start":
+		sr := req.StartRequest
+		c.enqueue(req.ID, func() {
+			info, err := c.s.b.Start(c.ctx, &sr)
+			if err == nil {
+				c.s.broadcast(info)
+				c.reply(req.ID, map[string]any{"session": info}, nil)
+				return
+			}
+			c.reply(req.ID, nil, err)
+		})
+	case "disk_sessions":
+		cwd := req.StartRequest.Cwd
+		c.enqueue(req.ID, func() {
+			list, err := c.s.b.DiskSessions(c.ctx, cwd)
+			if err != nil {
+				c.reply(req.ID, nil, err)
+				return
+			}
+			c.reply(req.ID, map[string]any{"sessions": list}, nil)
+		})
+	case "do":
+		c.do(&req)
+	case "":
+		c.reply(req.ID, nil, errorf(CodeBadRequest, "type is required"))
+	default:
+		c.reply(req.ID, nil, errorf(CodeUnknownType, "unknown request type %q", req.Type))
+	}
+}
+
+// validID returns id when it is a JSON number or string, else nil.
+func validID(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return nil
+	}
+	switch id[0] {
+	case '"':
+		return id
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if _, err := strconv.ParseFloat(string(id), 64); err == nil {
+			return id
+		}
+	}
+	return nil
+}
+
+// hasBadID reports whether the frame has an id that is not a number or
+// a string (null counts as absent).
+func hasBadID(data []byte) bool {
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &env) != nil || len(env.ID) == 0 || string(env.ID) == "null" {
+		return false
+	}
+	return validID(env.ID) == nil
+}
+
+// enqueue runs f on the ordered worker, or refuses when it is full.
+func (c *client) enqueue(id json.RawMessage, f func()) {
+	select {
+	case c.ordered <- f:
+	default:
+		c.reply(id, nil, errorf(CodeBusy, "too many requests in flight on this connection"))
+	}
+}
+
+func (c *client) do(req *request) {
+	if req.Session == "" || req.Command == nil {
+		c.reply(req.ID, nil, errorf(CodeBadRequest, "do needs session and command"))
+		return
+	}
+	id, cmd := req.Session, req.Command
+	run := func() {
+		res, err := c.s.b.Do(c.ctx, id, cmd)
+		c.reply(req.ID, res, err)
+		if err == nil && cmd.Type == "close" {
+			c.s.kickList()
+		}
+	}
+	switch cmd.Type {
+	case "interrupt", "force_interrupt", "answer":
+		// Never behind a slow start or send: a person pressed Stop.
+		select {
+		case c.quick <- struct{}{}:
+		default:
+			c.reply(req.ID, nil, errorf(CodeBusy, "too many requests in flight on this connection"))
+			return
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer func() { <-c.quick }()
+			run()
+		}()
+	default:
+		c.enqueue(req.ID, run)
+	}
+}
+
+// subscribe replaces any subscription to the session with a new one.
+func (c *client) subscribe(req *request) {
+	if req.Session == "" {
+		c.reply(req.ID, nil, errorf(CodeBadRequest, "subscribe needs session"))
+		return
+	}
+	c.unsubscribe(req.Session)
+	list, err := c.s.b.List(c.ctx)
+	if err != nil {
+		c.reply(req.ID, nil, err)
+		return
+	}
+	found := false
+	for _, si := range list {
+		found = found || si.ID == req.Session
+	}
+	if !found {
+		c.reply(req.ID, nil, errorf(CodeNoSession, "no session %q", req.Session))
+		return
+	}
+	c.mu.Lock()
+	if len(c.subs) >= c.s.opts.MaxSubscriptions {
+		c.mu.Unlock()
+		c.reply(req.ID, nil, errorf(CodeBusy, "at most %d subscriptions per connection", c.s.opts.MaxSubscriptions))
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	sub := &subscription{cancel: cancel, done: make(chan struct{})}
+	c.subs[req.Session] = sub
+	c.mu.Unlock()
+	c.reply(req.ID, map[string]any{"session": req.Session}, nil)
+	go c.follow(ctx, sub, req.Session, req.After, req.Snapshot)
+}
+
+func (c *client) unsubscribe(id string) {
+	c.mu.Lock()
+	sub := c.subs[id]
+	delete(c.subs, id)
+	c.mu.Unlock()
+	if sub != nil {
+		sub.cancel()
+		<-sub.done
+	}
+}
+
+// follow sends a session's events to the client, with a snapshot first
+// when asked or when the events it needs are gone.
+func (c *client) follow(ctx context.Context, sub *subscription, id string, after uint64, snap bool) {
+	defer close(sub.done)
+	defer func() {
+		c.mu.Lock()
+		if c.subs[id] == sub {
+			delete(c.subs, id)
+		}
+		c.mu.Unlock()
+	}()
+	quoted := rawJSON(id)
+	for {
+		if snap {
+			sn, err := c.s.b.Snapshot(ctx, id)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.push(ctx, rawJSON(map[string]any{"type": "error", "session": id, "error": protoError(err)}))
+				}
+				return
+			}
+			if !c.push(ctx, rawJSON(map[string]any{"type": "snapshot", "session": id, "snapshot": sn})) {
+				return
+			}
+			after = sn.Seq
+			if sn.Ended {
+				return
+			}
+		}
+		snap = false
+		for e, err := range c.s.b.Events(ctx, id, after) {
+			if err != nil {
+				if errors.Is(err, host.ErrResync) {
+					snap = true
+					break
+				}
+				if ctx.Err() == nil {
+					c.push(ctx, rawJSON(map[string]any{"type": "error", "session": id, "error": protoError(err)}))
+				}
+				return
+			}
+			if !c.push(ctx, eventFrame(quoted, &e)) {
+				return
+			}
+			after = e.Seq
+		}
+		if !snap {
+			return // the session ended
+		}
+	}
+}
+
+// eventFrame encodes an event frame without re-encoding its payload,
+// which is JSON already.
+func eventFrame(quotedID []byte, e *host.Event) []byte {
+	b := make([]byte, 0, len(e.Data)+len(quotedID)+120)
+	b = append(b, `{"type":"event","session":`...)
+	b = append(b, quotedID...)
+	b = append(b, `,"event":{"seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"time":"`...)
+	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","kind":`...)
+	b = strconv.AppendQuote(b, string(e.Kind))
+	b = append(b, `,"data":`...)
+	if len(e.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Data...)
+	}
+	return append(b, "}}"...)
+}

@@ -1,0 +1,429 @@
+package serve
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"iter"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+)
+
+// LocalOptions configures NewLocalBackend. A nil *LocalOptions means
+// defaults.
+type LocalOptions struct {
+	// Session is the template of every session started (the CLI's path,
+	// environment, limits…); nil means defaults. Start sets the working
+	// directory, model, permission mode, system prompt append and resume
+	// from the request, and turns partial messages on (the UI streams
+	// text token by token). It never adds a skip-permissions flag.
+	Session *host.Options
+	// DefaultCwd is the working directory of a start request without
+	// one ("" = such requests are refused).
+	DefaultCwd string
+	// AllowBypassPermissions lets clients choose the bypassPermissions
+	// mode. Off by default: a browser cannot turn approvals off.
+	AllowBypassPermissions bool
+	// MaxEnded is how many ended sessions stay listed (0 = 50), so that
+	// a client sees how they ended; the oldest go first.
+	MaxEnded int
+	// MaxImageBytes bounds one pasted image, decoded (0 = 5 MiB).
+	MaxImageBytes int
+}
+
+// LocalBackend runs sessions in this process on a host.Manager.
+type LocalBackend struct {
+	m    *host.Manager
+	opts LocalOptions
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	order   []string
+}
+
+type entry struct {
+	s          *host.Session
+	created    time.Time
+	title      string
+	lastPrompt string
+}
+
+// NewLocalBackend returns a backend that starts sessions on m. The
+// caller closes m (which closes the sessions).
+func NewLocalBackend(m *host.Manager, opts *LocalOptions) *LocalBackend {
+	b := &LocalBackend{m: m, entries: map[string]*entry{}}
+	if opts != nil {
+		b.opts = *opts
+	}
+	b.opts.MaxEnded = cmpOr(b.opts.MaxEnded, 50)
+	b.opts.MaxImageBytes = cmpOr(b.opts.MaxImageBytes, 5<<20)
+	return b
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "auto", "bypassPermissions"}
+
+func (b *LocalBackend) checkMode(mode string) error {
+	if mode == "" {
+		return nil
+	}
+	if !slices.Contains(permissionModes, mode) {
+		return errorf(CodeBadRequest, "unknown permission mode %q", mode)
+	}
+	if mode == string(claude.PermissionModeBypassPermissions) && !b.opts.AllowBypassPermissions {
+		return errorf(CodeForbidden, "bypassPermissions is not allowed by this server (start it with --allow-bypass-permissions)")
+	}
+	return nil
+}
+
+// Start implements Backend.
+func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInfo, error) {
+	if req == nil {
+		req = &StartRequest{}
+	}
+	cwd := cmpOr(req.Cwd, b.opts.DefaultCwd)
+	if cwd == "" {
+		return SessionInfo{}, errorf(CodeBadRequest, "cwd is required")
+	}
+	if !filepath.IsAbs(cwd) {
+		return SessionInfo{}, errorf(CodeBadRequest, "cwd must be an absolute path")
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return SessionInfo{}, errorf(CodeBadRequest, "cwd is not a directory")
+	}
+	if err := b.checkMode(req.PermissionMode); err != nil {
+		return SessionInfo{}, err
+	}
+	if req.Fork && req.Resume == "" {
+		return SessionInfo{}, errorf(CodeBadRequest, "fork needs resume")
+	}
+	var o host.Options
+	if b.opts.Session != nil {
+		o = *b.opts.Session
+	}
+	var co claude.Options
+	if o.CLI != nil {
+		co = *o.CLI
+	}
+	co.Env = maps.Clone(co.Env)
+	co.Cwd = cwd
+	co.Model = cmpOr(req.Model, co.Model)
+	if req.PermissionMode != "" {
+		co.PermissionMode = claude.PermissionMode(req.PermissionMode)
+	}
+	if req.AppendSystemPrompt != "" {
+		co.AppendSystemPrompt = req.AppendSystemPrompt
+	}
+	co.Resume, co.ForkSession, co.Continue = req.Resume, req.Fork, false
+	if req.Resume != "" {
+		co.SessionID = ""
+	}
+	co.IncludePartialMessages = true
+	o.CLI = &co
+	var title string
+	if req.Resume != "" {
+		if ds, err := b.DiskSessions(ctx, cwd); err == nil {
+			for _, d := range ds {
+				if d.SessionID == req.Resume {
+					title = cmpOr(d.Title, cmpOr(d.Summary, d.FirstPrompt))
+				}
+			}
+		}
+	}
+	s, err := b.m.Start(ctx, &o)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	e := &entry{s: s, created: time.Now(), title: title}
+	b.mu.Lock()
+	b.entries[s.ID()] = e
+	b.order = append(b.order, s.ID())
+	b.trimLocked()
+	b.mu.Unlock()
+	return b.info(e), nil
+}
+
+// trimLocked forgets the oldest ended sessions beyond MaxEnded.
+func (b *LocalBackend) trimLocked() {
+	ended := 0
+	for _, id := range b.order {
+		if isDone(b.entries[id].s) {
+			ended++
+		}
+	}
+	for i := 0; ended > b.opts.MaxEnded && i < len(b.order); {
+		id := b.order[i]
+		if isDone(b.entries[id].s) {
+			delete(b.entries, id)
+			b.order = slices.Delete(b.order, i, i+1)
+			ended--
+			continue
+		}
+		i++
+	}
+}
+
+func isDone(s *host.Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *LocalBackend) info(e *entry) SessionInfo {
+	snap := e.s.Snapshot()
+	si := SessionInfo{
+		ID: snap.ID, SessionID: snap.SessionID, Cwd: snap.Cwd, Model: snap.Model, PermissionMode: snap.PermissionMode,
+		State: snap.State.State, Tool: snap.State.Tool, LastEvent: e.s.LastEvent(), Created: e.created,
+		Seq: snap.Seq, CostUSD: snap.Cost.USD, Ended: snap.Ended,
+	}
+	b.mu.Lock()
+	si.Title, si.LastPrompt = e.title, e.lastPrompt
+	b.mu.Unlock()
+	return si
+}
+
+// List implements Backend.
+func (b *LocalBackend) List(ctx context.Context) ([]SessionInfo, error) {
+	b.mu.Lock()
+	es := make([]*entry, 0, len(b.order))
+	for _, id := range b.order {
+		es = append(es, b.entries[id])
+	}
+	b.mu.Unlock()
+	out := make([]SessionInfo, 0, len(es))
+	for _, e := range es {
+		out = append(out, b.info(e))
+	}
+	return out, nil
+}
+
+// session returns the session with the given id.
+func (b *LocalBackend) session(id string) (*entry, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoSession, id)
+	}
+	return e, nil
+}
+
+// Events implements Backend.
+func (b *LocalBackend) Events(ctx context.Context, id string, after uint64) iter.Seq2[host.Event, error] {
+	e, err := b.session(id)
+	if err != nil {
+		return func(yield func(host.Event, error) bool) { yield(host.Event{}, err) }
+	}
+	return e.s.Events(ctx, after)
+}
+
+// Snapshot implements Backend.
+func (b *LocalBackend) Snapshot(ctx context.Context, id string) (*host.Snapshot, error) {
+	e, err := b.session(id)
+	if err != nil {
+		return nil, err
+	}
+	return e.s.Snapshot(), nil
+}
+
+// Do implements Backend.
+func (b *LocalBackend) Do(ctx context.Context, id string, cmd *Command) (any, error) {
+	e, err := b.session(id)
+	if err != nil {
+		return nil, err
+	}
+	s := e.s
+	switch cmd.Type {
+	case "send":
+		m, err := b.message(cmd)
+		if err != nil {
+			return nil, err
+		}
+		d, err := s.SendMessage(ctx, m)
+		if err != nil {
+			return nil, closedOr(s, err)
+		}
+		b.mu.Lock()
+		if t := strings.TrimSpace(cmd.Text); t != "" {
+			e.lastPrompt = clip(t, 200)
+			if e.title == "" {
+				e.title = clip(t, 80)
+			}
+		}
+		b.mu.Unlock()
+		return map[string]string{"uuid": d.UUID}, nil
+	case "interrupt":
+		return nil, closedOr(s, s.Interrupt(ctx))
+	case "force_interrupt":
+		step, err := s.ForceInterrupt(ctx)
+		if err != nil {
+			return nil, closedOr(s, err)
+		}
+		name := strings.ToLower(step.String())
+		if step == host.InterruptNotNeeded {
+			name = "none"
+		}
+		return map[string]string{"step": name}, nil
+	case "answer":
+		return nil, answer(s, cmd)
+	case "cancel":
+		if cmd.UUID == "" {
+			return nil, errorf(CodeBadRequest, "cancel needs uuid")
+		}
+		return nil, s.CancelMessage(ctx, cmd.UUID)
+	case "set_model", "set_mode":
+		cs := s.Claude()
+		if cs == nil {
+			return nil, fmt.Errorf("%w: no CLI running", ErrSessionClosed)
+		}
+		if cmd.Type == "set_model" {
+			return nil, closedOr(s, cs.SetModel(ctx, cmd.Model))
+		}
+		if cmd.Mode == "" {
+			return nil, errorf(CodeBadRequest, "set_mode needs mode")
+		}
+		if err := b.checkMode(cmd.Mode); err != nil {
+			return nil, err
+		}
+		return nil, closedOr(s, cs.SetPermissionMode(ctx, claude.PermissionMode(cmd.Mode)))
+	case "close":
+		s.Close()
+		b.mu.Lock()
+		delete(b.entries, id)
+		b.order = slices.DeleteFunc(b.order, func(x string) bool { return x == id })
+		b.mu.Unlock()
+		return nil, nil
+	case "":
+		return nil, errorf(CodeBadRequest, "command.type is required")
+	default:
+		return nil, errorf(CodeUnknownType, "unknown command %q", cmd.Type)
+	}
+}
+
+// closedOr maps errors of an ended session to ErrSessionClosed.
+func closedOr(s *host.Session, err error) error {
+	if err != nil && isDone(s) {
+		return fmt.Errorf("%w: %w", ErrSessionClosed, err)
+	}
+	return err
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8Start(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// message builds a prompt from a send command.
+func (b *LocalBackend) message(cmd *Command) (*claude.UserMessage, error) {
+	if strings.TrimSpace(cmd.Text) == "" && len(cmd.Images) == 0 {
+		return nil, errorf(CodeBadRequest, "send needs text or images")
+	}
+	var blocks []claude.ContentBlock
+	for i, im := range cmd.Images {
+		if !slices.Contains(imageTypes, im.MediaType) {
+			return nil, errorf(CodeBadRequest, "image %d: media_type must be one of %s", i, strings.Join(imageTypes, ", "))
+		}
+		if base64.StdEncoding.DecodedLen(len(im.Data)) > b.opts.MaxImageBytes+3 {
+			return nil, errorf(CodeBadRequest, "image %d: larger than %d bytes", i, b.opts.MaxImageBytes)
+		}
+		data, err := base64.StdEncoding.DecodeString(im.Data)
+		if err != nil {
+			return nil, errorf(CodeBadRequest, "image %d: data is not base64", i)
+		}
+		blocks = append(blocks, claude.NewImageBlock(im.MediaType, data))
+	}
+	return claude.NewUserMessage(cmd.Text, blocks...), nil
+}
+
+// answer answers an approval.
+func answer(s *host.Session, cmd *Command) error {
+	if cmd.Approval == "" {
+		return errorf(CodeBadRequest, "answer needs approval")
+	}
+	switch {
+	case cmd.Answers != nil:
+		a, err := s.Approval(cmd.Approval)
+		if err != nil {
+			return err
+		}
+		return a.Answer(cmd.Answers)
+	case cmd.Behavior == "allow":
+		a, err := s.Approval(cmd.Approval)
+		if err != nil {
+			return err
+		}
+		if cmd.Always {
+			return a.AllowAlways()
+		}
+		return a.Allow()
+	case cmd.Behavior == "deny":
+		return s.Respond(cmd.Approval, &claude.PermissionDeny{Message: cmd.Message, Interrupt: cmd.Interrupt})
+	default:
+		return errorf(CodeBadRequest, `answer needs behavior "allow" or "deny", or answers`)
+	}
+}
+
+// DiskSessions implements Backend.
+func (b *LocalBackend) DiskSessions(ctx context.Context, cwd string) ([]DiskSession, error) {
+	cwd = cmpOr(cwd, b.opts.DefaultCwd)
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return nil, errorf(CodeBadRequest, "cwd must be an absolute path")
+	}
+	list, err := claude.ListSessions(cwd, &claude.ListSessionsOptions{ConfigDir: b.configDir(), Limit: 200})
+	if err != nil && len(list) == 0 {
+		return nil, err
+	}
+	out := make([]DiskSession, 0, len(list))
+	for _, si := range list {
+		out = append(out, DiskSession{
+			SessionID: si.ID, Title: si.Title, Summary: si.Summary, FirstPrompt: si.FirstPrompt,
+			LastPrompt: si.LastPrompt, Modified: si.ModTime, Created: si.CreatedAt, Cwd: si.Cwd,
+			GitBranch: si.GitBranch, Size: si.Size,
+		})
+	}
+	return out, nil
+}
+
+// configDir is the CLI's config directory as the sessions' environment
+// sets it ("" = the default).
+func (b *LocalBackend) configDir() string {
+	if b.opts.Session == nil || b.opts.Session.CLI == nil {
+		return ""
+	}
+	env := b.opts.Session.CLI.Env
+	if d := env[claude.EnvConfigDir]; d != "" {
+		return d
+	}
+	if h := env["HOME"]; h != "" {
+		return filepath.Join(h, ".claude")
+	}
+	return ""
+}

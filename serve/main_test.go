@@ -1,0 +1,368 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/goleak"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
+)
+
+var update = flag.Bool("update", false, "rewrite serve/testdata golden files")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	goleak.VerifyTestMain(m)
+	os.Exit(0)
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fakeCLI plays the CLI for every session. Each prompt's text picks the
+// turn: "tool <cmd>" asks to run Bash <cmd> and reports the answer;
+// "burst <n> <size>" streams n text deltas of size bytes; "hold" streams
+// one delta and waits for the next prompt's arrival before ending;
+// anything else is echoed.
+func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
+	if _, err := c.HandleInitialize(ctx); err != nil {
+		return err
+	}
+	for {
+		u, err := c.ReadUser(ctx)
+		if err != nil {
+			return err
+		}
+		text := claudetest.UserText(u.Raw)
+		f := strings.Fields(text)
+		c.Write(c.SystemInit(), replayOf(c, u))
+		switch {
+		case len(f) >= 2 && f[0] == "tool":
+			input := map[string]string{"command": strings.Join(f[1:], " ")}
+			c.Write(c.AssistantToolUse("toolu_1", "Bash", input))
+			resp, err := c.CanUseTool(ctx, "toolu_1", "Bash", input)
+			if err != nil {
+				return err
+			}
+			var r struct {
+				Behavior string `json:"behavior"`
+			}
+			_ = json.Unmarshal(resp, &r)
+			c.Write(c.ToolResult("toolu_1", r.Behavior, r.Behavior != "allow"), c.AssistantText("tool "+r.Behavior), c.ResultSuccess("tool "+r.Behavior))
+		case len(f) == 3 && f[0] == "burst":
+			n, _ := strconv.Atoi(f[1])
+			size, _ := strconv.Atoi(f[2])
+			chunk := strings.Repeat("x", size)
+			for i := range n {
+				c.Write(c.TextDelta(0, fmt.Sprintf("%d:%s", i, chunk)))
+			}
+			c.Write(c.AssistantText("burst done"), c.ResultSuccess("burst done"))
+		default:
+			c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
+		}
+	}
+}
+
+// replayOf is the CLI's echo of a prompt (it acknowledges it).
+func replayOf(c *claudetest.CLI, l *claudetest.Line) claudetest.Msg {
+	var u struct {
+		UUID    string `json:"uuid"`
+		Message any    `json:"message"`
+	}
+	_ = json.Unmarshal(l.Raw, &u)
+	return claudetest.Msg{"type": "user", "message": u.Message, "session_id": c.SessionID(), "parent_tool_use_id": nil, "uuid": u.UUID, "isReplay": true}
+}
+
+// env is a server on the fake CLI.
+type env struct {
+	t      testing.TB
+	srv    *serve.Server
+	http   *httptest.Server
+	m      *host.Manager
+	fake   *claudetest.FakeCLI
+	origin string
+	cookie *http.Cookie
+	cwd    string
+}
+
+type envOptions struct {
+	serve   *serve.Options
+	journal *host.JournalOptions
+	local   *serve.LocalOptions
+}
+
+func newEnv(t testing.TB, eo *envOptions) *env {
+	t.Helper()
+	if eo == nil {
+		eo = &envOptions{}
+	}
+	fake := &claudetest.FakeCLI{Script: fakeCLI}
+	m := host.NewManager(nil)
+	lo := serve.LocalOptions{}
+	if eo.local != nil {
+		lo = *eo.local
+	}
+	lo.Session = &host.Options{CLI: &claude.Options{Transport: fake}, Journal: eo.journal}
+	b := serve.NewLocalBackend(m, &lo)
+	srv := serve.NewServer(b, eo.serve)
+	hs := httptest.NewServer(srv)
+	e := &env{t: t, srv: srv, http: hs, m: m, fake: fake, origin: hs.URL, cwd: t.TempDir()}
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+		m.Close()
+	})
+	e.cookie = e.login()
+	return e
+}
+
+// login posts the token and returns the cookie.
+func (e *env) login() *http.Cookie {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.http.URL+"/auth", strings.NewReader(`{"token":"`+e.srv.Token()+`"}`))
+	req.Header.Set("Origin", e.origin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		e.t.Fatalf("login: %s", resp.Status)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == "tether_auth" {
+			return c
+		}
+	}
+	e.t.Fatal("login set no cookie")
+	return nil
+}
+
+func (e *env) wsURL() string { return "ws" + strings.TrimPrefix(e.http.URL, "http") + "/ws" }
+
+// dialRaw opens a WebSocket with the cookie and the right Origin.
+func (e *env) dialRaw(ctx context.Context) *websocket.Conn {
+	e.t.Helper()
+	h := http.Header{"Origin": {e.origin}}
+	h.Set("Cookie", e.cookie.String())
+	c, resp, err := websocket.Dial(ctx, e.wsURL(), &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		e.t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	c.SetReadLimit(64 << 20)
+	return c
+}
+
+// frame is any server frame.
+type frame struct {
+	Type     string          `json:"type"`
+	ID       json.RawMessage `json:"id"`
+	Result   json.RawMessage `json:"result"`
+	Error    *serve.Error    `json:"error"`
+	Session  json.RawMessage `json:"session"`
+	Sessions json.RawMessage `json:"sessions"`
+	Event    *host.Event     `json:"event"`
+	Snapshot *host.Snapshot  `json:"snapshot"`
+	Protocol int             `json:"protocol"`
+	raw      []byte
+	at       time.Time
+}
+
+func (f *frame) sessionID() string {
+	var s string
+	if json.Unmarshal(f.Session, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// wsClient is a test client: a reader goroutine routes replies to their
+// waiters and keeps every other frame in order.
+type wsClient struct {
+	t    testing.TB
+	c    *websocket.Conn
+	next int
+
+	mu      sync.Mutex
+	waiting map[string]chan *frame
+	frames  []*frame
+	changed chan struct{} // closed and replaced on each frame
+	err     error
+	done    chan struct{}
+}
+
+func (e *env) dial(ctx context.Context) *wsClient {
+	e.t.Helper()
+	cl := &wsClient{t: e.t, c: e.dialRaw(ctx), waiting: map[string]chan *frame{}, changed: make(chan struct{}), done: make(chan struct{})}
+	go cl.read(ctx)
+	e.t.Cleanup(cl.close)
+	return cl
+}
+
+func (cl *wsClient) close() {
+	cl.c.Close(websocket.StatusNormalClosure, "")
+	<-cl.done
+}
+
+func (cl *wsClient) read(ctx context.Context) {
+	defer close(cl.done)
+	for {
+		_, b, err := cl.c.Read(ctx)
+		cl.mu.Lock()
+		if err != nil {
+			cl.err = err
+			close(cl.changed)
+			cl.changed = make(chan struct{})
+			cl.mu.Unlock()
+			return
+		}
+		f := &frame{raw: b, at: time.Now()}
+		if err := json.Unmarshal(b, f); err != nil {
+			cl.t.Errorf("undecodable frame %s: %v", b, err)
+		}
+		if ch, ok := cl.waiting[string(f.ID)]; ok && f.ID != nil && (f.Type == "reply" || f.Type == "error") {
+			delete(cl.waiting, string(f.ID))
+			ch <- f
+		} else {
+			cl.frames = append(cl.frames, f)
+		}
+		close(cl.changed)
+		cl.changed = make(chan struct{})
+		cl.mu.Unlock()
+	}
+}
+
+// send writes a frame as is.
+func (cl *wsClient) send(ctx context.Context, v any) {
+	cl.t.Helper()
+	b, _ := json.Marshal(v)
+	if err := cl.c.Write(ctx, websocket.MessageText, b); err != nil {
+		cl.t.Fatalf("write: %v", err)
+	}
+}
+
+// call sends a request with a fresh id and returns its reply.
+func (cl *wsClient) call(ctx context.Context, req map[string]any) *frame {
+	cl.t.Helper()
+	cl.mu.Lock()
+	cl.next++
+	id := cl.next
+	ch := make(chan *frame, 1)
+	cl.waiting[strconv.Itoa(id)] = ch
+	cl.mu.Unlock()
+	req["id"] = id
+	cl.send(ctx, req)
+	select {
+	case f := <-ch:
+		return f
+	case <-cl.done:
+		cl.t.Fatalf("connection ended waiting for the reply to %v: %v", req, cl.err)
+	case <-ctx.Done():
+		cl.t.Fatalf("no reply to %v", req)
+	}
+	return nil
+}
+
+// ok calls and fails the test on an error reply; it returns the result.
+func (cl *wsClient) ok(ctx context.Context, req map[string]any) json.RawMessage {
+	cl.t.Helper()
+	f := cl.call(ctx, req)
+	if f.Error != nil {
+		cl.t.Fatalf("%v: %v", req, f.Error)
+	}
+	return f.Result
+}
+
+// start starts a session and returns its id.
+func (cl *wsClient) start(ctx context.Context, cwd string) string {
+	cl.t.Helper()
+	var r struct {
+		Session serve.SessionInfo `json:"session"`
+	}
+	if err := json.Unmarshal(cl.ok(ctx, map[string]any{"type": "start", "cwd": cwd}), &r); err != nil || r.Session.ID == "" {
+		cl.t.Fatalf("start result: %v %+v", err, r)
+	}
+	return r.Session.ID
+}
+
+// do runs a command and returns the reply frame.
+func (cl *wsClient) do(ctx context.Context, id string, cmd map[string]any) *frame {
+	cl.t.Helper()
+	return cl.call(ctx, map[string]any{"type": "do", "session": id, "command": cmd})
+}
+
+// waitFrame waits for a frame (from the first one not yet taken)
+// satisfying ok and returns it; from counts frames taken.
+func (cl *wsClient) waitFrame(ctx context.Context, from *int, what string, ok func(*frame) bool) *frame {
+	cl.t.Helper()
+	for {
+		cl.mu.Lock()
+		for ; *from < len(cl.frames); *from++ {
+			if f := cl.frames[*from]; ok(f) {
+				*from++
+				cl.mu.Unlock()
+				return f
+			}
+		}
+		ch, err := cl.changed, cl.err
+		cl.mu.Unlock()
+		if err != nil {
+			cl.t.Fatalf("connection ended waiting for %s: %v", what, err)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			cl.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// eventsOf returns the session's event (and snapshot) frames so far.
+func (cl *wsClient) eventsOf(id string) []*frame {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	var out []*frame
+	for _, f := range cl.frames {
+		if (f.Type == "event" || f.Type == "snapshot") && f.sessionID() == id {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// isState matches an event frame of the session in the given state.
+func isState(id, state string) func(*frame) bool {
+	return func(f *frame) bool {
+		if f.Type != "event" || f.sessionID() != id || f.Event.Kind != host.EventState {
+			return false
+		}
+		var si host.StateInfo
+		_ = json.Unmarshal(f.Event.Data, &si)
+		return si.State == state
+	}
+}
+
+func isKind(id string, kind host.EventKind) func(*frame) bool {
+	return func(f *frame) bool {
+		return f.Type == "event" && f.sessionID() == id && f.Event.Kind == kind
+	}
+}

@@ -1,0 +1,428 @@
+package serve
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configures a Server. A nil *Options means defaults.
+type Options struct {
+	// Token is the secret a client logs in with; "" makes a random one
+	// (32 bytes from crypto/rand). Read it with Server.Token.
+	Token string
+	// AllowedHosts are the names (a "host" matches any port, a
+	// "host:port" that port only) the server answers to in the Host
+	// header; anything else is refused (DNS rebinding). Empty means
+	// localhost, 127.0.0.1 and [::1].
+	AllowedHosts []string
+	// TLS says the server is reached over HTTPS (directly or behind a
+	// proxy): the cookie is Secure and origins must be https.
+	TLS bool
+	// UI serves the web UI's files; nil means the embedded UI.
+	UI fs.FS
+	// Logger receives the server's log: requests refused and why,
+	// connections opened and closed. Never a token, cookie or prompt.
+	// nil means silent.
+	Logger *slog.Logger
+	// Version is reported in the hello frame ("" = "tether").
+	Version string
+
+	// MaxFrameBytes bounds one client frame (0 = 8 MiB).
+	MaxFrameBytes int64
+	// ClientQueue is how many frames may wait for one client's socket
+	// (0 = 256); see the protocol's bounds.
+	ClientQueue int
+	// WriteTimeout bounds one write to a client (0 = 30 s); a client
+	// that does not take a frame in time is disconnected.
+	WriteTimeout time.Duration
+	// Heartbeat is the ping interval (0 = 20 s).
+	Heartbeat time.Duration
+	// ListInterval is how often the sessions list is checked for
+	// changes to push to clients (0 = 500 ms).
+	ListInterval time.Duration
+	// MaxSubscriptions bounds the subscriptions of one socket (0 = 64).
+	MaxSubscriptions int
+}
+
+// Server is the tether serve HTTP handler: the UI, the login, the
+// WebSocket and the JSON endpoints of docs/serve-protocol.md, over a
+// Backend. It is safe for concurrent use; Close ends its connections.
+type Server struct {
+	b      Backend
+	opts   Options
+	token  string
+	cookie string // the cookie's value: HMAC(token, …)
+	log    *slog.Logger
+	ui     http.Handler
+
+	limiter limiter
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	clients map[*client]struct{}
+	hubOn   bool
+	kick    chan struct{} // 1-buffered: refresh the list now
+	last    map[string]SessionInfo
+}
+
+// cookieName is the login cookie.
+const cookieName = "tether_auth"
+
+// NewServer returns a server over b.
+func NewServer(b Backend, opts *Options) *Server {
+	s := &Server{b: b, clients: map[*client]struct{}{}, kick: make(chan struct{}, 1)}
+	if opts != nil {
+		s.opts = *opts
+	}
+	o := &s.opts
+	o.MaxFrameBytes = cmpOr(o.MaxFrameBytes, 8<<20)
+	o.ClientQueue = cmpOr(o.ClientQueue, 256)
+	o.WriteTimeout = cmpOr(o.WriteTimeout, 30*time.Second)
+	o.Heartbeat = cmpOr(o.Heartbeat, 20*time.Second)
+	o.ListInterval = cmpOr(o.ListInterval, 500*time.Millisecond)
+	o.MaxSubscriptions = cmpOr(o.MaxSubscriptions, 64)
+	o.Version = cmpOr(o.Version, "tether")
+	if len(o.AllowedHosts) == 0 {
+		o.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	s.token = o.Token
+	if s.token == "" {
+		s.token = NewToken()
+	}
+	mac := hmac.New(sha256.New, []byte(s.token))
+	mac.Write([]byte("tether serve cookie v1"))
+	s.cookie = hex.EncodeToString(mac.Sum(nil))
+	s.log = o.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	ui := o.UI
+	if ui == nil {
+		ui = embeddedUI()
+	}
+	s.ui = http.FileServerFS(ui)
+	s.limiter.init()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// NewToken returns a random login token: 32 bytes from crypto/rand,
+// base64url.
+func NewToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Token returns the login token.
+func (s *Server) Token() string { return s.token }
+
+// LoginURL returns the URL to open: base (e.g. "http://127.0.0.1:7878")
+// with the token in the fragment, which browsers never send to a server.
+func (s *Server) LoginURL(base string) string {
+	return strings.TrimSuffix(base, "/") + "/#token=" + s.token
+}
+
+// Close disconnects every client and stops the server's goroutines. The
+// sessions keep running (they belong to the Backend).
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	if !s.hostAllowed(r.Host) {
+		s.refuse(w, r, http.StatusForbidden, CodeForbiddenHost, "Host "+r.Host+" is not allowed")
+		return
+	}
+	origin := r.Header.Get("Origin")
+	if origin != "" && !s.originAllowed(origin, r.Host) {
+		s.refuse(w, r, http.StatusForbidden, CodeForbiddenOrigin, "Origin "+origin+" is not allowed")
+		return
+	}
+	switch p := r.URL.Path; {
+	case p == "/auth":
+		s.serveAuth(w, r)
+	case p == "/logout":
+		if !s.needMethod(w, r, http.MethodPost) || !s.authorized(w, r, true) {
+			return
+		}
+		http.SetCookie(w, s.newCookie("", -1))
+		w.WriteHeader(http.StatusNoContent)
+	case p == "/ws":
+		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, true) {
+			return
+		}
+		s.serveWS(w, r)
+	case p == "/healthz":
+		io.WriteString(w, "ok\n")
+	case p == "/api/sessions":
+		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
+			return
+		}
+		list, err := s.b.List(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
+	case strings.HasPrefix(p, "/api/sessions/") && strings.HasSuffix(p, "/snapshot"):
+		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
+			return
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(p, "/api/sessions/"), "/snapshot")
+		snap, err := s.b.Snapshot(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, snap)
+	case strings.HasPrefix(p, "/api/"):
+		s.refuse(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint")
+	default:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.refuse(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here")
+			return
+		}
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		h.Set("Cache-Control", "no-cache")
+		s.ui.ServeHTTP(w, r)
+	}
+}
+
+func (s *Server) needMethod(w http.ResponseWriter, r *http.Request, m string) bool {
+	if r.Method == m {
+		return true
+	}
+	w.Header().Set("Allow", m)
+	s.refuse(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here; use "+m)
+	return false
+}
+
+// serveAuth exchanges the token for the cookie.
+func (s *Server) serveAuth(w http.ResponseWriter, r *http.Request) {
+	if !s.needMethod(w, r, http.MethodPost) {
+		return
+	}
+	ip := remoteIP(r)
+	if wait := s.limiter.blocked(ip); wait > 0 {
+		w.Header().Set("Retry-After", itoa(int(wait/time.Second)+1))
+		s.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, "too many failed logins; try again later")
+		return
+	}
+	var body struct {
+		Token string `json:"token"`
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.refuse(w, r, http.StatusRequestEntityTooLarge, CodeTooLarge, "body too large")
+			return
+		}
+		s.refuse(w, r, http.StatusBadRequest, CodeBadRequest, `body must be JSON: {"token":"…"}`)
+		return
+	}
+	if !s.tokenOK(body.Token) {
+		s.limiter.fail(ip)
+		s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, "wrong token")
+		return
+	}
+	http.SetCookie(w, s.newCookie(s.cookie, 0))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) tokenOK(t string) bool {
+	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) == 1
+}
+
+func (s *Server) newCookie(v string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: cookieName, Value: v, Path: "/", HttpOnly: true, Secure: s.opts.TLS, SameSite: http.SameSiteStrictMode, MaxAge: maxAge}
+}
+
+// authorized checks the cookie or the bearer token. A cookie is only
+// taken with an Origin header (checked already) on state-changing
+// requests and upgrades: browsers always send one there.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request, changes bool) bool {
+	ip := remoteIP(r)
+	if wait := s.limiter.blocked(ip); wait > 0 {
+		w.Header().Set("Retry-After", itoa(int(wait/time.Second)+1))
+		s.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, "too many failed logins; try again later")
+		return false
+	}
+	if a := r.Header.Get("Authorization"); a != "" {
+		t, ok := strings.CutPrefix(a, "Bearer ")
+		if ok && s.tokenOK(t) {
+			return true
+		}
+		s.limiter.fail(ip)
+		s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, "wrong bearer token")
+		return false
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" {
+		s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, "log in first: open the URL the server printed")
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) != 1 {
+		s.limiter.fail(ip)
+		s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, "the login cookie is no longer valid: open the URL the server printed")
+		return false
+	}
+	if changes && r.Header.Get("Origin") == "" {
+		s.refuse(w, r, http.StatusForbidden, CodeForbiddenOrigin, "a cookie-authenticated request must carry Origin")
+		return false
+	}
+	return true
+}
+
+// hostAllowed checks a Host header against the allowlist.
+func (s *Server) hostAllowed(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host == "" {
+		return false
+	}
+	for _, a := range s.opts.AllowedHosts {
+		ah, ap, err := net.SplitHostPort(a)
+		if err != nil {
+			ah, ap = a, ""
+		}
+		ah = strings.ToLower(strings.Trim(ah, "[]"))
+		if ah == host && (ap == "" || ap == port) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed checks an Origin header: the server's own origin only.
+func (s *Server) originAllowed(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || u.Path != "" && u.Path != "/" {
+		return false
+	}
+	want := "http"
+	if s.opts.TLS {
+		want = "https"
+	}
+	return u.Scheme == want && strings.EqualFold(u.Host, host) && s.hostAllowed(u.Host)
+}
+
+// refuse answers an HTTP error with the protocol's JSON body and logs
+// it (path only: never a query, a token or a cookie).
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	s.log.Info("serve: refused", "method", r.Method, "path", r.URL.Path, "status", status, "code", code, "remote", remoteIP(r))
+	writeJSON(w, status, map[string]any{"error": &Error{Code: code, Message: msg}})
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	pe := protoError(err)
+	status := http.StatusInternalServerError
+	switch pe.Code {
+	case CodeNoSession:
+		status = http.StatusNotFound
+	case CodeBadRequest:
+		status = http.StatusBadRequest
+	}
+	s.refuse(w, r, status, pe.Code, pe.Message)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func remoteIP(r *http.Request) string {
+	h, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return h
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// limiter counts failed logins per address and in all, per minute.
+type limiter struct {
+	mu     sync.Mutex
+	window time.Time
+	all    int
+	per    map[string]int
+	now    func() time.Time
+}
+
+const (
+	maxFailsPerIP = 10
+	maxFailsAll   = 100
+)
+
+func (l *limiter) init() {
+	l.per = map[string]int{}
+	l.now = time.Now
+}
+
+// roll starts a new window when a minute has passed (l.mu held).
+func (l *limiter) roll() time.Time {
+	now := l.now()
+	if now.Sub(l.window) >= time.Minute {
+		l.window, l.all = now, 0
+		clear(l.per)
+	}
+	return now
+}
+
+// blocked returns how long ip must wait, 0 when it may try.
+func (l *limiter) blocked(ip string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.roll()
+	if l.per[ip] >= maxFailsPerIP || l.all >= maxFailsAll {
+		return l.window.Add(time.Minute).Sub(now)
+	}
+	return 0
+}
+
+func (l *limiter) fail(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.roll()
+	if len(l.per) >= 10000 {
+		clear(l.per) // bounded; the global count still holds
+	}
+	l.per[ip]++
+	l.all++
+}
