@@ -30,6 +30,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return demo(ctx, args[1:], stdin, stdout, stderr)
 	case "agent":
 		return agentCmd(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return serveCmd(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 		defer stop()
@@ -53,6 +55,7 @@ func usage(w io.Writer) {
 Commands:
   run       run Claude Code on a prompt in the terminal: streaming, approvals, Ctrl-C
   demo      the whole flow offline, against a fake Messages API: no account needed
+  serve     Claude Code in the browser: sessions, approvals, streaming, from this machine
   agent     run sessions for a cluster of machines over NATS (see docs/cluster.md)
   doctor    check the Claude Code CLI, its version, authentication, and an offline run
   version   print Tether's version

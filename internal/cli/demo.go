@@ -50,6 +50,8 @@ Flags:
 	yes := fs.Bool("yes", false, "unattended: approve everything and pick the first option")
 	thinking := fs.String("thinking", "full", "how to show thinking: full, collapsed or hidden")
 	jsonOut := fs.Bool("json", false, "write Tether's events as newline-delimited JSON")
+	inBrowser := fs.Bool("serve", false, "open the demo in the browser UI (tether serve) instead of the terminal")
+	sf := addServeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -107,6 +109,9 @@ Flags:
 		Hooks: map[claude.HookEvent][]claude.HookMatcher{
 			claude.HookEventPreToolUse: {{Matcher: demoMCPTool, Hooks: []claude.HookFunc{hook}}},
 		},
+	}
+	if *inBrowser {
+		return serveDemo(ctx, sf, o, notes, api.URL, stdout, stderr)
 	}
 	if !*jsonOut {
 		fmt.Fprintf(stdout, "tether demo: the real CLI (%s)\n  against a fake Messages API at %s — offline, no account.\n\n", path, api.URL)

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proc"
+	"github.com/tetherhq/tether/serve"
+)
+
+// serveCmd is `tether serve`: Claude Code sessions in the browser.
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tether serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: tether serve [flags]
+
+Runs Claude Code sessions on this machine and serves a web UI for them.
+It prints a URL to open once; the token in it (after #) logs the browser
+in. Sessions keep running when every browser is gone.
+
+Secure by default: it listens on loopback only; another address needs
+TLS (--tls-cert and --tls-key) or --allow-plain-http behind a TLS proxy.
+Every request's Host and Origin are checked. Approvals stay on: the
+server never skips permissions.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	sf := addServeFlags(fs)
+	cwd := fs.String("cwd", "", "the working directory of new sessions by default (default: the current directory)")
+	model := fs.String("model", "", "the model of new sessions by default")
+	mode := fs.String("permission-mode", "", "the permission mode of new sessions by default (default, acceptEdits, plan)")
+	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tether serve: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions && !sf.allowBypass {
+		fmt.Fprintln(stderr, "tether serve: --permission-mode bypassPermissions needs --allow-bypass-permissions")
+		return 2
+	}
+	path, _, err := proc.Find(*cliPath, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 1
+	}
+	dir := *cwd
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	o := &claude.Options{CLIPath: path, Model: *model, PermissionMode: claude.PermissionMode(*mode)}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runServe(ctx, sf, &serve.LocalOptions{
+		Session:    &host.Options{CLI: o, Restart: &host.RestartPolicy{}},
+		DefaultCwd: dir,
+	}, nil, stdout, stderr)
+}
+
+// serveFlags are the flags tether serve and tether demo --serve share.
+type serveFlags struct {
+	addr, cert, key string
+	hosts           stringList
+	plainHTTP       bool
+	allowBypass     bool
+	verbose         bool
+}
+
+func addServeFlags(fs *flag.FlagSet) *serveFlags {
+	sf := &serveFlags{}
+	fs.StringVar(&sf.addr, "addr", "127.0.0.1:7878", "the address to listen on, HOST:PORT (port 0: any free port)")
+	fs.StringVar(&sf.cert, "tls-cert", "", "serve HTTPS with this certificate (PEM); needs --tls-key")
+	fs.StringVar(&sf.key, "tls-key", "", "the certificate's private key (PEM)")
+	fs.Var(&sf.hosts, "allow-host", "a host name (or name:port) browsers may reach the server by, besides the listen address (repeatable)")
+	fs.BoolVar(&sf.plainHTTP, "allow-plain-http", false, "allow a non-loopback address without TLS (only behind a TLS-terminating proxy)")
+	fs.BoolVar(&sf.allowBypass, "allow-bypass-permissions", false, "let clients choose the bypassPermissions mode (approvals off)")
+	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
+	return sf
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// ready, when not nil, receives the login URL once the server listens
+// (for tests).
+type serveReady func(loginURL string)
+
+// runServe listens, prints the login URL once and serves until ctx is
+// done; then it closes the clients and the sessions.
+func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready serveReady, stdout, stderr io.Writer) int {
+	if (sf.cert == "") != (sf.key == "") {
+		fmt.Fprintln(stderr, "tether serve: --tls-cert and --tls-key go together")
+		return 2
+	}
+	tls := sf.cert != ""
+	host_, _, err := net.SplitHostPort(sf.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether serve: --addr %q: %v\n", sf.addr, err)
+		return 2
+	}
+	loopback := isLoopback(host_)
+	if !loopback && !tls && !sf.plainHTTP {
+		fmt.Fprintf(stderr, "tether serve: refusing to serve %s without TLS: anyone on the network could watch the token and the sessions.\n"+
+			"  Give --tls-cert and --tls-key, or --allow-plain-http if a TLS proxy is in front, or listen on 127.0.0.1.\n", sf.addr)
+		return 2
+	}
+	ln, err := net.Listen("tcp", sf.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 1
+	}
+	lo.AllowBypassPermissions = sf.allowBypass
+	m := host.NewManager(nil)
+	defer m.Close()
+	var logger *slog.Logger
+	if sf.verbose {
+		logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	srv := serve.NewServer(serve.NewLocalBackend(m, lo), &serve.Options{
+		AllowedHosts: allowedHosts(host_, ln.Addr().(*net.TCPAddr), sf.hosts),
+		TLS:          tls,
+		Logger:       logger,
+		Version:      "tether " + claude.Version,
+	})
+	defer srv.Close()
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
+	errc := make(chan error, 1)
+	go func() {
+		if tls {
+			errc <- hs.ServeTLS(ln, sf.cert, sf.key)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	shown := ln.Addr().(*net.TCPAddr)
+	name := shown.IP.String()
+	if shown.IP.IsUnspecified() {
+		name = "127.0.0.1"
+	}
+	url := srv.LoginURL(scheme + "://" + net.JoinHostPort(name, fmt.Sprint(shown.Port)))
+	fmt.Fprintf(stdout, "tether serve: listening on %s\n  open %s\n  (the link logs you in; keep it private. Ctrl-C stops the server and its sessions.)\n", ln.Addr(), url)
+	if ready != nil {
+		ready(url)
+	}
+	code := 0
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "tether serve: %v\n", err)
+			code = 1
+		}
+	}
+	srv.Close() // the WebSockets first: Shutdown does not wait for hijacked connections
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return code
+}
+
+func isLoopback(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// allowedHosts is the Host allowlist: loopback names, the listen
+// address, and for a wildcard address this machine's name and
+// addresses, plus --allow-host.
+func allowedHosts(h string, addr *net.TCPAddr, extra []string) []string {
+	out := []string{"localhost", "127.0.0.1", "::1"}
+	if h != "" && !addr.IP.IsUnspecified() {
+		out = append(out, h)
+	}
+	if addr.IP.IsUnspecified() {
+		if name, err := os.Hostname(); err == nil {
+			out = append(out, name)
+		}
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok {
+					out = append(out, n.IP.String())
+				}
+			}
+		}
+	}
+	return append(out, extra...)
+}

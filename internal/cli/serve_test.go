@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+func TestServeRefusesNonLoopbackWithoutTLS(t *testing.T) {
+	requireCLI(t)
+	path, _ := claudetest.FindCLI("")
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"serve", "--addr", "0.0.0.0:0", "--cli", path}, strings.NewReader(""), &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "refusing to serve 0.0.0.0:0 without TLS") || strings.Contains(out.String(), "token") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	code = Main(context.Background(), []string{"serve", "--tls-cert", "x.pem", "--cli", path}, strings.NewReader(""), &out, &errb)
+	if code != 2 {
+		t.Errorf("--tls-cert alone: exit %d", code)
+	}
+}
+
+// TestRealCLIDemoServe runs `tether demo --serve` and plays the demo
+// through the protocol as the browser UI would: log in with the printed
+// link, start a session, allow the shell command, answer the question.
+func TestRealCLIDemoServe(t *testing.T) {
+	t.Parallel()
+	requireCLI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srvCtx, stop := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Main(srvCtx, []string{"demo", "--serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), pw, &errb)
+		pw.Close()
+	}()
+	defer func() {
+		stop()
+		if code := <-exit; code != 0 {
+			t.Errorf("exit code %d; stderr %s", code, errb.String())
+		}
+	}()
+	login := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		re := regexp.MustCompile(`open (http://\S+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				login <- m[1]
+			}
+		}
+	}()
+	var link string
+	select {
+	case link = <-login:
+	case <-ctx.Done():
+		t.Fatalf("no login URL; stderr %s", errb.String())
+	}
+	u, _ := url.Parse(link)
+	token := strings.TrimPrefix(u.Fragment, "token=")
+	origin := u.Scheme + "://" + u.Host
+	req, _ := http.NewRequest("POST", origin+"/auth", strings.NewReader(`{"token":"`+token+`"}`))
+	req.Header.Set("Origin", origin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("login: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	h := http.Header{"Origin": {origin}}
+	h.Set("Cookie", resp.Cookies()[0].String())
+	c, _, err := websocket.Dial(ctx, "ws://"+u.Host+"/ws", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type frame struct {
+		Type, Session string
+		ID            int
+		Result        json.RawMessage
+		Error         json.RawMessage
+		Event         struct {
+			Kind string
+			Data json.RawMessage
+		}
+	}
+	// next reads frames until one satisfies ok.
+	next := func(what string, ok func(*frame) bool) *frame {
+		t.Helper()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", what, err)
+			}
+			var f frame
+			json.Unmarshal(b, &f)
+			if f.Type == "reply" && f.Error != nil {
+				t.Fatalf("error reply %s", b)
+			}
+			if ok(&f) {
+				return &f
+			}
+		}
+	}
+	send(map[string]any{"type": "start", "id": 1})
+	r := next("the start reply", func(f *frame) bool { return f.Type == "reply" && f.ID == 1 })
+	var started struct{ Session struct{ ID string } }
+	json.Unmarshal(r.Result, &started)
+	id := started.Session.ID
+	send(map[string]any{"type": "subscribe", "id": 2, "session": id})
+	send(map[string]any{"type": "do", "id": 3, "session": id, "command": map[string]any{"type": "send", "text": demoPrompt}})
+	approval := func(tool string) string {
+		f := next(tool+"'s approval", func(f *frame) bool {
+			return f.Type == "event" && f.Event.Kind == "approval" && strings.Contains(string(f.Event.Data), `"tool_name":"`+tool+`"`)
+		})
+		var a struct{ ID string }
+		json.Unmarshal(f.Event.Data, &a)
+		return a.ID
+	}
+	send(map[string]any{"type": "do", "id": 4, "session": id, "command": map[string]any{"type": "answer", "approval": approval("Bash"), "behavior": "allow"}})
+	q := approval("AskUserQuestion")
+	send(map[string]any{"type": "do", "id": 5, "session": id, "command": map[string]any{"type": "answer", "approval": q, "answers": map[string]string{demoQuestion: "host"}}})
+	next("the goodbye", func(f *frame) bool {
+		return f.Type == "event" && f.Event.Kind == "message" && strings.Contains(string(f.Event.Data), `"type":"result"`) && strings.Contains(string(f.Event.Data), "Goodbye!")
+	})
+	c.Close(websocket.StatusNormalClosure, "")
+}
