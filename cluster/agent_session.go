@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -139,9 +140,76 @@ func (s *agentSession) record() SessionInfo {
 	return r
 }
 
-// publishEvents copies the host journal to the events stream.
+// publishEvents copies the host journal to the events stream. A reader
+// takes the journal's events into a bounded queue; the publisher sends
+// what the queue holds as one pipelined batch (asynchronous publishes,
+// then their acks), so a busy session costs one round trip per batch,
+// not per event, and a quiet one one round trip per event. A batch with
+// a failed publish is sent again in order, one at a time, until stored;
+// the message ids make the copies already stored no-ops.
 func (s *agentSession) publishEvents() {
 	defer s.wg.Done()
+	evc := make(chan host.Event, 1024)
+	s.wg.Add(1)
+	go s.readJournal(evc)
+	batch := make([]host.Event, 0, maxBatch)
+	for {
+		var first host.Event
+		var ok bool
+		select {
+		case first, ok = <-evc:
+		case <-s.ctx.Done():
+			return
+		}
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case ev, ok := <-evc:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, ev)
+			default:
+				break fill
+			}
+		}
+		if s.a.gone() {
+			return
+		}
+		if err := s.publishBatch(batch); err != nil {
+			return
+		}
+		last := batch[len(batch)-1]
+		s.mu.Lock()
+		s.rec.Seq = s.base + last.Seq
+		s.mu.Unlock()
+		for _, ev := range batch {
+			switch ev.Kind {
+			case host.EventState, host.EventCost, host.EventClosed:
+				s.poke()
+			case host.EventMessage:
+				if isResult(ev.Data) {
+					s.pokeMirror() // mirror the transcript at the turn's end
+				}
+			}
+		}
+	}
+}
+
+// maxBatch bounds the events published before waiting for their acks.
+const maxBatch = 256
+
+// readJournal feeds the host journal's events to the publisher. When the
+// publisher falls behind the journal's bound, the events it missed are
+// skipped: the stream has a gap there, and subscribers resync from a
+// snapshot.
+func (s *agentSession) readJournal(evc chan<- host.Event) {
+	defer s.wg.Done()
+	defer close(evc)
 	var after uint64
 	for {
 		resync := false
@@ -149,8 +217,6 @@ func (s *agentSession) publishEvents() {
 			if err != nil {
 				var re *host.ResyncError
 				if errors.As(err, &re) {
-					// The bus fell behind the journal: subscribers will
-					// see a gap and resync from a snapshot.
 					s.log.Warn("event publisher fell behind; subscribers resync", "after", re.After, "oldest", re.Oldest)
 					after = re.Latest
 					if re.Oldest > 0 {
@@ -165,22 +231,10 @@ func (s *agentSession) publishEvents() {
 				return
 			}
 			after = ev.Seq
-			if s.a.gone() {
+			select {
+			case evc <- ev:
+			case <-s.ctx.Done():
 				return
-			}
-			if err := s.publish(ev); err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.rec.Seq = s.base + ev.Seq
-			s.mu.Unlock()
-			switch ev.Kind {
-			case host.EventState, host.EventCost, host.EventClosed:
-				s.poke()
-			case host.EventMessage:
-				if isResult(ev.Data) {
-					s.pokeMirror() // mirror the transcript at the turn's end
-				}
 			}
 		}
 		if !resync {
@@ -189,52 +243,85 @@ func (s *agentSession) publishEvents() {
 	}
 }
 
-func isResult(line json.RawMessage) bool {
-	var t struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(line, &t) == nil && t.Type == "result"
-}
-
-// publish writes one event, split into parts when it is bigger than a
-// NATS message may be, retrying until it is stored (a NATS restart or a
-// cluster election in between): the message ids make a retry that was
-// stored before its ack got lost a no-op.
-func (s *agentSession) publish(ev host.Event) error {
-	if s.fence {
-		if err := s.publishFenced(ev); err != nil {
+// publishBatch stores a batch of events: pipelined, then in order one by
+// one if any publish failed.
+func (s *agentSession) publishBatch(batch []host.Event) error {
+	var msgs []*nats.Msg
+	for _, ev := range batch {
+		if s.fence {
+			if err := s.publishFenced(ev); err != nil {
+				return err
+			}
+			s.fence = false
+			continue
+		}
+		ev.Seq += s.base
+		data, err := json.Marshal(ev)
+		if err != nil {
 			return err
 		}
-		s.fence = false
+		msgs = append(msgs, s.eventMsgs(ev.Seq, data)...)
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	failed := false
+	for _, m := range msgs {
+		f, err := s.a.b.js.PublishMsgAsync(m)
+		if err != nil {
+			failed = true
+			break
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case <-f.Err():
+			failed = true
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+	}
+	if !failed {
 		return nil
 	}
-	ev.Seq += s.base
-	data, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	return s.publishParts(ev, data)
-}
-
-func (s *agentSession) publishParts(ev host.Event, data []byte) error {
-	seq := strconv.FormatUint(ev.Seq, 10)
-	parts := splitParts(data, s.a.b.maxPart())
-	for i, p := range parts {
-		m := nats.NewMsg(subjectEvents + s.id)
-		m.Data = p
-		m.Header.Set(hdrSeq, seq)
-		if len(parts) > 1 {
-			m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
-		}
-		m.Header.Set(hdrMsgID, s.id+"."+seq+"."+strconv.Itoa(i))
+	for _, m := range msgs {
 		if err := s.a.b.publishRetry(s.ctx, m); err != nil {
 			if s.ctx.Err() == nil {
-				s.log.Error("publishing an event", "seq", ev.Seq, "err", err)
+				s.log.Error("publishing an event", "err", err)
 			}
 			return err
 		}
 	}
 	return nil
+}
+
+// eventMsgs are the messages of one event: one, or its parts when it is
+// bigger than a NATS message may be.
+func (s *agentSession) eventMsgs(seq uint64, data []byte) []*nats.Msg {
+	seqs := strconv.FormatUint(seq, 10)
+	parts := splitParts(data, s.a.b.maxPart())
+	msgs := make([]*nats.Msg, len(parts))
+	for i, p := range parts {
+		m := nats.NewMsg(subjectEvents + s.id)
+		m.Data = p
+		m.Header.Set(hdrSeq, seqs)
+		if len(parts) > 1 {
+			m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
+		}
+		m.Header.Set(hdrMsgID, s.id+"."+seqs+"."+strconv.Itoa(i))
+		msgs[i] = m
+	}
+	return msgs
+}
+
+func isResult(line json.RawMessage) bool {
+	if !bytes.Contains(line, []byte(`"result"`)) {
+		return false
+	}
+	var t struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(line, &t) == nil && t.Type == "result"
 }
 
 // publishFenced publishes the first event of a taken-over session right
@@ -274,7 +361,12 @@ func (s *agentSession) publishFenced(ev host.Event) error {
 		if len(data) > s.a.b.maxPart() {
 			// Too big to fence in one message (never the first event in
 			// practice): publish it unfenced.
-			return s.publishParts(e, data)
+			for _, m := range s.eventMsgs(e.Seq, data) {
+				if err := s.a.b.publishRetry(s.ctx, m); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		sent = s.id + "." + seq + ".0"
 		_, err = s.a.b.js.PublishMsg(s.ctx, m, jetstream.WithExpectLastSequencePerSubject(stream))
