@@ -103,11 +103,16 @@ func rssMB() float64 {
 	return 0
 }
 
-func benchSize() (sessions, agents, subs int) {
+// loads are the benchmarks' sizes: one session and one subscriber (the
+// latency of a quiet bus), and the issue's load, 200 sessions on 4 agents
+// with 3 subscribers each, all turns at once (the latency then is mostly
+// queueing behind the burst). -short shrinks the second.
+func loads() []struct{ sessions, agents, subs int } {
+	big := struct{ sessions, agents, subs int }{200, 4, 3}
 	if testing.Short() {
-		return 20, 2, 3
+		big = struct{ sessions, agents, subs int }{20, 2, 3}
 	}
-	return 200, 4, 3
+	return []struct{ sessions, agents, subs int }{{1, 1, 1}, big}
 }
 
 // BenchmarkCluster runs 200 sessions on the fake CLI across 4 agents, each
@@ -119,7 +124,14 @@ func benchSize() (sessions, agents, subs int) {
 //
 //	go test -run '^$' -bench Cluster -benchtime 5x ./cluster
 func BenchmarkCluster(b *testing.B) {
-	nSessions, nAgents, nSubs := benchSize()
+	for _, l := range loads() {
+		b.Run(fmt.Sprintf("sessions=%d/agents=%d/subs=%d", l.sessions, l.agents, l.subs), func(b *testing.B) {
+			benchCluster(b, l.sessions, l.agents, l.subs)
+		})
+	}
+}
+
+func benchCluster(b *testing.B, nSessions, nAgents, nSubs int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := newNATS(b, nil)
@@ -211,7 +223,14 @@ func BenchmarkCluster(b *testing.B) {
 // one host.Manager, the subscribers reading the journal directly (what
 // `tether serve` does before its WebSocket).
 func BenchmarkLocal(b *testing.B) {
-	nSessions, _, nSubs := benchSize()
+	for _, l := range loads() {
+		b.Run(fmt.Sprintf("sessions=%d/subs=%d", l.sessions, l.subs), func(b *testing.B) {
+			benchLocal(b, l.sessions, l.subs)
+		})
+	}
+}
+
+func benchLocal(b *testing.B, nSessions, nSubs int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := host.NewManager(&host.ManagerOptions{Session: &host.Options{CLI: &claude.Options{
