@@ -511,6 +511,7 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 	}
 	rec.Agent = a.id
 	rec.State = host.StateStarting.String()
+	rec.Orphaned = false
 	rec.Takeovers++
 	rec.Updated = time.Now()
 	rec.Seq = base

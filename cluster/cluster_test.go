@@ -719,3 +719,30 @@ func TestAuthPassedThrough(t *testing.T) {
 		t.Errorf("the error shows the password: %v", err)
 	}
 }
+
+// TestAgentShutdownThenResume: an agent that stops (a rolling deploy)
+// leaves its sessions disconnected, not ended: they resume elsewhere.
+func TestAgentShutdownThenResume(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "pears")
+	f.wait(t, "a turn", result("echo: pears"))
+	if err := a1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "disconnected", state("disconnected"))
+	newAgent(t, ns.URL(), "a2", 1)
+	if _, err := c.Resume(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	send(t, c, info.ID, "recall")
+	f.wait(t, "the recall", result("remember: pears"))
+	checkSeqs(t, f.list(), 1)
+}

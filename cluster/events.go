@@ -219,7 +219,7 @@ func (c *Client) monitor() {
 					continue
 				}
 				owner[id] = r.Agent
-				if _, alive := agents[r.Agent]; alive || r.Ended || r.State == host.StateDisconnected.String() {
+				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned {
 					continue
 				}
 				c.reap(ctx, id, r, rev)
@@ -237,6 +237,7 @@ func (c *Client) monitor() {
 func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64) {
 	now := time.Now()
 	r.State = host.StateDisconnected.String()
+	r.Orphaned = true
 	r.Updated = now
 	data, _ := json.Marshal(r)
 	if _, err := c.b.sessions.Update(ctx, id, data, rev); err != nil {

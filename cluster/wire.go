@@ -252,6 +252,9 @@ type SessionInfo struct {
 	CLISession string    `json:"cli_session,omitempty"`
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
+	// Orphaned: its agent is gone and a client has marked it so (with a
+	// "disconnected" event); a takeover clears it.
+	Orphaned bool `json:"orphaned,omitempty"`
 	// Takeovers counts failovers of the session.
 	Takeovers int `json:"takeovers,omitempty"`
 }
