@@ -746,3 +746,67 @@ func TestAgentShutdownThenResume(t *testing.T) {
 	f.wait(t, "the recall", result("remember: pears"))
 	checkSeqs(t, f.list(), 1)
 }
+
+// TestLogsCarryNoPrompts runs a session with debug logs on and checks that
+// neither its prompts nor its replies, nor a refused command's payload,
+// reach the logs.
+func TestLogsCarryNoPrompts(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: ns.URL(), ID: "a1", Limits: limits, Logger: logger,
+		Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL(), Limits: limits, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "secret-prompt-7f3a")
+	f.wait(t, "the reply", result("echo: secret-prompt-7f3a"))
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.RequestWithContext(ctx, "tether.v1.cmd."+info.ID, []byte(`{"op":"send","prompt":"secret-payload-9c1e","x":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	logs := buf.String()
+	if !strings.Contains(logs, info.ID) {
+		t.Fatalf("the logs do not even name the session:\n%s", logs)
+	}
+	for _, secret := range []string{"secret-prompt-7f3a", "secret-payload-9c1e"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs carry %q:\n%s", secret, logs)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
