@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -46,17 +47,23 @@ type agentSession struct {
 	mirror   mirrorState
 	restored int64 // bytes of the CLI session's file restored by a failover
 	// fence: the next event must follow the stream's last one of the
-	// session as read now (a taken-over session's first event: a client
-	// may have appended "disconnected" since base was read).
-	fence      bool
+	// session as read then (a taken-over session's first event: a client
+	// may have appended "disconnected" since base was read; or the first
+	// after this agent took its own session back from a client that had
+	// given it up during a NATS outage).
+	fence atomic.Bool
+	// deposed: another agent took the session over; publish nothing more.
+	deposed    atomic.Bool
 	lastPut    []byte // the record last written, Updated zeroed
+	lastPutAt  time.Time
 	lastPrompt string
 }
 
 func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool) *agentSession {
-	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored, fence: fence,
+	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored,
 		log: a.log.With("session", id)}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
+	s.fence.Store(fence)
 	s.rec.Agent = a.id
 	s.rec.CLISession = hs.SessionID()
 	a.mu.Lock()
@@ -177,7 +184,7 @@ func (s *agentSession) publishEvents() {
 				break fill
 			}
 		}
-		if s.a.gone() {
+		if s.a.gone() || s.deposed.Load() {
 			return
 		}
 		if err := s.publishBatch(batch); err != nil {
@@ -248,14 +255,16 @@ func (s *agentSession) readJournal(evc chan<- host.Event) {
 func (s *agentSession) publishBatch(batch []host.Event) error {
 	var msgs []*nats.Msg
 	for _, ev := range batch {
-		if s.fence {
+		if s.fence.Load() {
 			if err := s.publishFenced(ev); err != nil {
 				return err
 			}
-			s.fence = false
+			s.fence.Store(false)
 			continue
 		}
+		s.mu.Lock()
 		ev.Seq += s.base
+		s.mu.Unlock()
 		data, err := json.Marshal(ev)
 		if err != nil {
 			return err
@@ -324,21 +333,21 @@ func isResult(line json.RawMessage) bool {
 	return json.Unmarshal(line, &t) == nil && t.Type == "result"
 }
 
-// publishFenced publishes the first event of a taken-over session right
-// after the stream's last event of the session, renumbering from there
-// when someone appended in between.
+// publishFenced publishes an event right after the stream's last event of
+// the session, renumbering from there (base) when someone appended in
+// between.
 func (s *agentSession) publishFenced(ev host.Event) error {
 	var sent string // the id of a try whose ack was lost
 	for {
 		last, err := s.a.b.events.GetLastMsgForSubject(s.ctx, subjectEvents+s.id)
-		var base, stream uint64
+		var lastSeq, stream uint64
 		switch {
 		case err == nil:
 			if sent != "" && last.Header.Get(hdrMsgID) == sent {
 				return nil // it was stored after all
 			}
 			stream = last.Sequence
-			base, err = strconv.ParseUint(last.Header.Get(hdrSeq), 10, 64)
+			lastSeq, err = strconv.ParseUint(last.Header.Get(hdrSeq), 10, 64)
 			if err != nil {
 				return err
 			}
@@ -346,7 +355,11 @@ func (s *agentSession) publishFenced(ev host.Event) error {
 		default:
 			return err
 		}
+		// ev is the journal's event ev.Seq: it becomes lastSeq+1.
+		base := lastSeq + 1 - min(ev.Seq, lastSeq+1)
+		s.mu.Lock()
 		s.base = base
+		s.mu.Unlock()
 		e := ev
 		e.Seq += base
 		data, err := json.Marshal(e)
@@ -492,7 +505,9 @@ func (s *agentSession) putRecord(ctx context.Context) {
 	r.Updated = time.Time{}
 	data, _ := json.Marshal(r)
 	s.mu.Lock()
-	same := string(data) == string(s.lastPut)
+	// Unchanged entries are written again every TTL, so that one a client
+	// marked orphaned during a NATS outage is taken back.
+	same := string(data) == string(s.lastPut) && time.Since(s.lastPutAt) < s.a.b.ttl
 	rev := s.rev
 	s.mu.Unlock()
 	if same {
@@ -501,27 +516,44 @@ func (s *agentSession) putRecord(ctx context.Context) {
 	r.Updated = time.Now()
 	full, _ := json.Marshal(r)
 	nrev, err := s.a.b.sessions.Update(ctx, s.id, full, rev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		nrev, err = s.readopt(ctx, full)
+	}
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			s.lost()
-			return
-		}
 		if ctx.Err() == nil {
 			s.log.Debug("registry update", "err", err)
 		}
 		return
 	}
 	s.mu.Lock()
-	s.rev, s.lastPut = nrev, data
+	s.rev, s.lastPut, s.lastPutAt = nrev, data, time.Now()
 	s.mu.Unlock()
 }
 
-// lost handles a registry entry changed behind the agent's back: another
-// agent took the session over (this one was thought dead). The session is
-// closed here so that two CLIs never run one conversation.
-func (s *agentSession) lost() {
-	s.log.Warn("session taken over by another agent; closing it here")
-	go s.hs.Close()
+// readopt handles a registry entry changed behind the agent's back. When a
+// client only marked the session orphaned (this agent's heartbeats did not
+// reach NATS for 3 beats: an outage), the agent takes it back, its next
+// event fenced after the "disconnected" one the client appended. When
+// another agent took it over, this one stops publishing and closes its
+// CLI, so that two CLIs never run one conversation.
+func (s *agentSession) readopt(ctx context.Context, full []byte) (uint64, error) {
+	e, err := s.a.b.sessions.Get(ctx, s.id)
+	if err != nil {
+		return 0, err
+	}
+	var cur SessionInfo
+	if err := decode(BucketSessions+"."+s.id, e.Value(), MaxRecordSize, &cur); err != nil {
+		return 0, err
+	}
+	if cur.Agent != s.a.id {
+		s.deposed.Store(true)
+		s.log.Warn("session taken over by another agent; closing it here", "by", cur.Agent)
+		go s.hs.Close()
+		return 0, &CommandError{Code: codeOwned, Message: "taken over by " + cur.Agent}
+	}
+	s.log.Info("session taken back after the agent's registry entry lapsed")
+	s.fence.Store(true)
+	return s.a.b.sessions.Update(ctx, s.id, full, e.Revision())
 }
 
 // command serves one command. Commands of a session run one at a time,
@@ -677,7 +709,9 @@ func clip(s string, n int) string {
 // shifted like the events', in as many parts as it takes.
 func (s *agentSession) snapshot(msg *nats.Msg) {
 	snap := s.hs.Snapshot()
+	s.mu.Lock()
 	snap.Seq += s.base
+	s.mu.Unlock()
 	data, err := json.Marshal(snap)
 	if err != nil {
 		data, _ = json.Marshal(&commandReply{Error: wireErr(err)})

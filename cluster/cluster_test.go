@@ -664,6 +664,53 @@ func TestNATSRestart(t *testing.T) {
 	if want := f.list(); len(want) < int(last.Seq) {
 		t.Fatalf("live subscriber has %d events, the new one %d", len(want), last.Seq)
 	}
+	// Placement works again too.
+	if _, err := c.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNATSOutageLongerThanHeartbeats: NATS is gone for longer than the
+// heartbeat bound, so the agent's entry lapses and a client may mark its
+// session disconnected (if it reconnects before the agent); when NATS is
+// back the agent has its session, and the events go on with no gap. Then
+// the marking is forced: the agent takes the session back, its events
+// numbered after the "disconnected" one.
+func TestNATSOutageLongerThanHeartbeats(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	f.wait(t, "a turn", result("echo: one"))
+	ns.stop()
+	time.Sleep(4 * heartbeat) // the outage: the agent's entry's TTL passes
+	ns.start()
+	waitFor(t, "the agent back", func() bool {
+		_, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "two"})
+		return err == nil
+	})
+	f.wait(t, "the turn after", result("echo: two"))
+	checkSeqs(t, f.list(), 1)
+	takenBack := func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.Agent == "a1" && !s.Orphaned && s.State == "idle"
+	}
+	waitFor(t, "the session taken back", takenBack)
+
+	if err := cluster.Reap(ctx, c, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "the session marked disconnected", state("disconnected"))
+	waitFor(t, "the session taken back again", takenBack)
+	send(t, c, info.ID, "three")
+	f.wait(t, "the turn after the marking", result("echo: three"))
+	checkSeqs(t, f.list(), 1)
 }
 
 // TestThreeNodeCluster runs agent and client on different nodes of a
