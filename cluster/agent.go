@@ -554,8 +554,10 @@ func (a *Agent) failRecord(id string, rev uint64, rec *SessionInfo, cause error)
 	defer cancel()
 	rec.State = host.StateDisconnected.String()
 	rec.Updated = time.Now()
-	if !rec.Ended && rec.Takeovers == 0 {
-		rec.Ended = true
+	if rec.Takeovers == 0 {
+		rec.Ended = true // a new session that never ran
+	} else {
+		rec.Agent = "" // a failed takeover: free for another try
 	}
 	data, _ := json.Marshal(rec)
 	if _, err := a.b.sessions.Update(ctx, id, data, rev); err != nil {

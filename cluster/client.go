@@ -462,6 +462,9 @@ func (c *Client) offlineSnapshot(ctx context.Context, id string) (*host.Snapshot
 		snap.Error = "agent " + r.Agent + " is gone"
 		snap.State.Error = snap.Error
 	}
+	if last == 0 {
+		return snap, nil
+	}
 	// The transcript: every message event still kept, up to last.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -857,3 +857,33 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestFailoverWithoutTranscript: a session whose agent died before the CLI
+// wrote anything cannot resume; the refusal is typed and leaves the
+// session free for a later try.
+func TestFailoverWithoutTranscript(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster.Crash(a1)
+	newAgent(t, ns.URL(), "a2", 1)
+	waitFor(t, "a1 gone", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.State == "disconnected"
+	})
+	if _, err := c.Resume(ctx, info.ID); !errors.Is(err, cluster.ErrNoTranscript) {
+		t.Fatalf("resume without a transcript: %v", err)
+	}
+	s, err := c.Session(ctx, info.ID)
+	if err != nil || s.Agent != "" || s.State != "disconnected" || s.Ended {
+		t.Errorf("after the failed takeover: %+v, %v", s, err)
+	}
+	if _, err := c.Resume(ctx, info.ID); !errors.Is(err, cluster.ErrNoTranscript) {
+		t.Fatalf("second try: %v", err)
+	}
+}
