@@ -515,8 +515,15 @@ func (s *Session) repeated(m claude.Message) bool {
 
 // recordCost journals the cost when m changed it (s.mu held).
 func (s *Session) recordCost(m claude.Message) {
-	switch m.(type) {
-	case *claude.ResultMessage, *claude.AssistantMessage, *claude.StreamEvent:
+	switch m := m.(type) {
+	case *claude.ResultMessage, *claude.AssistantMessage:
+	case *claude.StreamEvent:
+		// Only these carry usage; a text delta changes nothing.
+		switch m.Event.(type) {
+		case *claude.MessageStartEvent, *claude.MessageDeltaEvent:
+		default:
+			return
+		}
 	default:
 		return
 	}

@@ -67,6 +67,13 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 			}
 			_ = json.Unmarshal(resp, &r)
 			c.Write(c.ToolResult("toolu_1", r.Behavior, r.Behavior != "allow"), c.AssistantText("tool "+r.Behavior), c.ResultSuccess("tool "+r.Behavior))
+		case len(f) == 2 && f[0] == "stamp":
+			// n deltas, each carrying the time it was written, for latency.
+			n, _ := strconv.Atoi(f[1])
+			for range n {
+				c.Write(c.TextDelta(0, fmt.Sprintf("ts:%d;", time.Now().UnixNano())))
+			}
+			c.Write(c.AssistantText("stamped"), c.ResultSuccess("stamped"))
 		case len(f) == 3 && f[0] == "burst":
 			n, _ := strconv.Atoi(f[1])
 			size, _ := strconv.Atoi(f[2])
