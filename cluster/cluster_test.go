@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -764,6 +766,34 @@ func TestAuthPassedThrough(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "guess") {
 		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+// TestNkeyAuth: an nkey seed file authenticates agent and client.
+func TestNkeyAuth(t *testing.T) {
+	ctx := testCtx(t)
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := newNATS(t, func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} })
+	opt, err := nats.NkeyOptionFromSeed(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAgent(t, ns.URL(), "a1", 1, opt)
+	c := newClient(t, ns.URL(), opt)
+	if _, err := c.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL()}); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("no credentials: %v", err)
 	}
 }
 
