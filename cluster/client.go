@@ -313,7 +313,11 @@ func (c *Client) start(ctx context.Context, req *startRequest) (SessionInfo, err
 			return SessionInfo{}, fmt.Errorf("cluster: waiting for an agent to start session %s: %w", req.ID, err)
 		}
 		var rep startReply
-		if json.Unmarshal(r.Data, &rep) != nil || (rep.Session == nil && rep.Error == nil) {
+		if err := decode(r.Subject, r.Data, MaxRecordSize, &rep); err != nil {
+			c.log.Warn("ignoring a start reply", "err", err)
+			continue
+		}
+		if rep.Session == nil && rep.Error == nil {
 			continue
 		}
 		if rep.Error != nil {
@@ -353,8 +357,8 @@ func (c *Client) Command(ctx context.Context, id string, cmd *Command) (string, 
 		return "", err
 	}
 	var rep commandReply
-	if err := json.Unmarshal(r.Data, &rep); err != nil {
-		return "", &MessageError{Subject: subjectCommand + id, Reason: "bad reply", Err: ErrMalformed}
+	if err := decode(subjectCommand+id, r.Data, MaxRecordSize, &rep); err != nil {
+		return "", err
 	}
 	if rep.Step != "" {
 		return rep.Step, rep.Error.err()

@@ -204,6 +204,15 @@ type Image struct {
 
 var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
+func (r *startReply) validate() error {
+	if r.Session != nil {
+		return r.Session.validate()
+	}
+	return nil
+}
+
+func (r *commandReply) validate() error { return nil }
+
 // commandReply answers a command.
 type commandReply struct {
 	UUID     string          `json:"uuid,omitempty"`
