@@ -472,9 +472,10 @@ func (s *agentSession) keepRecord() {
 }
 
 // lastRecord writes the registry entry a last time as the session goes:
-// a closed session's entry is deleted; one that ended on its own is
-// marked Ended; one whose agent shuts down stays as it is (it shows
-// disconnected once the agent has left, and can fail over).
+// a closed session's entry is marked Closed and Ended, one that ended on
+// its own Ended (both stay resumable from the mirror as new sessions);
+// one whose agent shuts down stays as it is (it shows disconnected once
+// the agent has left, and can fail over).
 func (s *agentSession) lastRecord() {
 	if s.a.gone() {
 		return
@@ -484,15 +485,9 @@ func (s *agentSession) lastRecord() {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
-	if closed {
-		if err := s.a.b.sessions.Delete(ctx, s.id); err != nil {
-			s.log.Debug("removing a closed session", "err", err)
-		}
-		return
-	}
-	if s.a.ctx.Err() == nil {
+	if closed || s.a.ctx.Err() == nil {
 		s.mu.Lock()
-		s.rec.Ended = true
+		s.rec.Ended, s.rec.Closed = true, closed
 		s.mu.Unlock()
 	}
 	s.putRecord(ctx)

@@ -51,7 +51,9 @@ func (b *Backend) List(ctx context.Context) ([]serve.SessionInfo, error) {
 	}
 	out := make([]serve.SessionInfo, 0, len(list))
 	for _, s := range list {
-		out = append(out, serveInfo(s))
+		if !s.Closed { // as in tether serve: a closed session leaves the list
+			out = append(out, serveInfo(s))
+		}
 	}
 	return out, nil
 }
@@ -179,9 +181,9 @@ func (b *Backend) Do(ctx context.Context, id string, cmd *serve.Command) (any, e
 }
 
 // DiskSessions implements serve.Backend: the conversations the cluster
-// can resume in cwd are those of its sessions that ended or whose agent
-// is gone, from their mirrored transcripts (the agents' own disks are not
-// listed).
+// can resume in cwd are those of its sessions that were closed, ended or
+// whose agent is gone, from their mirrored transcripts (the agents' own
+// disks are not listed).
 func (b *Backend) DiskSessions(ctx context.Context, cwd string) ([]serve.DiskSession, error) {
 	if cwd == "" {
 		cwd = b.opts.DefaultCwd

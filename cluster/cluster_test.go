@@ -272,8 +272,8 @@ func TestPlacementRespectsCapacity(t *testing.T) {
 			t.Errorf("agent %s runs %d sessions, capacity %d", a.ID(), got, want[a.ID()])
 		}
 	}
-	if closed, err := c.Session(ctx, list[0].ID); !errors.Is(err, cluster.ErrNoSession) {
-		t.Errorf("a closed session is still listed: %+v, %v", closed, err)
+	if closed, err := c.Session(ctx, list[0].ID); err != nil || !closed.Closed || !closed.Ended {
+		t.Errorf("closed session: %+v, %v", closed, err)
 	}
 }
 

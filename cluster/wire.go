@@ -246,10 +246,11 @@ type SessionInfo struct {
 	// State is the session's liveness state ("idle", "thinking", …), or
 	// "disconnected" when its agent is gone.
 	State string `json:"state"`
-	// Ended: the session's CLI ended for good on a live agent (a closed
-	// session leaves the registry); it can still be resumed from its
-	// mirrored transcript with a new session (StartOptions.Resume).
-	Ended bool `json:"ended,omitempty"`
+	// Ended: the session's CLI ended for good on a live agent (Closed: by
+	// a close command); it can still be resumed from its mirrored
+	// transcript as a new session (StartOptions.Resume).
+	Ended  bool `json:"ended,omitempty"`
+	Closed bool `json:"closed,omitempty"`
 	// Seq is the sequence number of the last event the agent published.
 	Seq        uint64    `json:"seq"`
 	LastEvent  time.Time `json:"last_event"`
