@@ -252,12 +252,18 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 		if err != nil {
 			return SessionInfo{}, err
 		}
-		for _, s := range list {
-			if s.CLISession == o.Resume && (s.Ended || s.State == host.StateDisconnected.String()) {
-				req.Restore = s.ID
-				if req.Title == "" {
-					req.Title = s.Title
-				}
+		// The latest session of that conversation has the longest mirror
+		// (a running one's too: it mirrors every turn).
+		var latest *SessionInfo
+		for i, s := range list {
+			if s.CLISession == o.Resume && (latest == nil || s.Updated.After(latest.Updated)) {
+				latest = &list[i]
+			}
+		}
+		if latest != nil {
+			req.Restore = latest.ID
+			if req.Title == "" {
+				req.Title = latest.Title
 			}
 		}
 	}

@@ -141,6 +141,11 @@ func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo) (int64,
 	if len(data) == 0 {
 		return 0, &CommandError{Code: codeNoTranscript, Message: "nothing mirrored for CLI session " + rec.CLISession}
 	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() >= int64(len(data)) {
+		// The file is here already, as long as the mirror or longer (the
+		// mirror is a prefix of it: the CLI only appends). Keep it.
+		return int64(len(data)), nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return 0, err
 	}
