@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -655,7 +656,7 @@ func (s *agentSession) do(ctx context.Context, c *Command) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			return "", ap.AllowAlways()
+			return "", ap.AllowAlways(alwaysUpdates(ap.Request.Suggestions)...)
 		default:
 			r = &claude.PermissionDeny{Message: c.Message, Interrupt: c.Interrupt}
 		}
@@ -685,6 +686,22 @@ func (s *agentSession) do(ctx context.Context, c *Command) (string, error) {
 		return "", hs.Close()
 	}
 	return "", &CommandError{Code: codeMalformed, Message: "unknown op"}
+}
+
+// alwaysUpdates is what "allow always" applies: the CLI's suggestions as
+// it made them (a settings file: they last), and each again for this
+// session, because the CLI ignores settings-file rules in a workspace it
+// does not trust, and a person who said "always" must not be asked again
+// (as tether serve's local backend does).
+func alwaysUpdates(sugg []claude.PermissionUpdate) []claude.PermissionUpdate {
+	out := slices.Clone(sugg)
+	for _, u := range sugg {
+		if u.Destination != claude.DestinationSession {
+			u.Destination = claude.DestinationSession
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // clip shortens s to n bytes on one line (for titles and last prompts in
