@@ -164,8 +164,9 @@ type Snapshot struct {
 	// lines (EventMessage payloads), oldest first. Stream events are kept
 	// for the running turn only (they rebuild the message being written);
 	// those of ended turns are dropped, their assistant messages kept.
-	// Bounded (JournalOptions.MaxTranscript, MaxTranscriptBytes): the
-	// oldest lines go first, counted in Dropped.
+	// Bounded (JournalOptions.MaxTranscript, MaxTranscriptBytes): past
+	// the bound the running turn's stream events go first (for the rest
+	// of the turn), then the oldest lines, counted in Dropped.
 	Transcript []json.RawMessage `json:"transcript"`
 	Dropped    int               `json:"dropped,omitempty"`
 	// Approvals pending, oldest first; Deliveries not yet resolved, in
@@ -245,12 +246,32 @@ type journal struct {
 	lines     []line
 	lineBytes int
 	dropped   int
+	streams   int  // stream events in lines
+	streamOff bool // this turn's stream events are no longer kept
 	cost      Cost // as last published
 }
 
 type line struct {
 	raw    json.RawMessage
 	stream bool
+}
+
+// dropStream removes the stream events from the transcript (s.mu held).
+func (j *journal) dropStream() {
+	if j.streams == 0 {
+		return
+	}
+	kept := j.lines[:0]
+	for _, l := range j.lines {
+		if l.stream {
+			j.lineBytes -= len(l.raw)
+		} else {
+			kept = append(kept, l)
+		}
+	}
+	clear(j.lines[len(kept):])
+	j.lines = kept
+	j.streams = 0
 }
 
 func (j *journal) init(o *JournalOptions) {
@@ -466,22 +487,28 @@ func (s *Session) recordMessage(m claude.Message) {
 	if _, ok := m.(*claude.ResultMessage); ok {
 		// The turn ended: its stream events are superseded by its
 		// assistant messages.
-		kept := j.lines[:0]
-		for _, l := range j.lines {
-			if l.stream {
-				j.lineBytes -= len(l.raw)
-			} else {
-				kept = append(kept, l)
-			}
-		}
-		clear(j.lines[len(kept):])
-		j.lines = kept
+		j.dropStream()
+		j.streamOff = false
 	}
-	j.lines = append(j.lines, line{raw: raw, stream: stream})
-	j.lineBytes += len(raw)
+	if !stream || !j.streamOff {
+		j.lines = append(j.lines, line{raw: raw, stream: stream})
+		j.lineBytes += len(raw)
+		if stream {
+			j.streams++
+		}
+	}
+	over := func() bool {
+		return len(j.lines) > j.opts.MaxTranscript || j.lineBytes > j.opts.MaxTranscriptBytes
+	}
+	if over() && j.streams > 0 {
+		// A long turn: give up its stream events (a snapshot then shows
+		// the turn's messages as they complete) before any history.
+		j.dropStream()
+		j.streamOff = true
+	}
 	drop := 0
-	for over := j.lineBytes; drop < len(j.lines)-1 && (len(j.lines)-drop > j.opts.MaxTranscript || over > j.opts.MaxTranscriptBytes); drop++ {
-		over -= len(j.lines[drop].raw)
+	for bytes := j.lineBytes; drop < len(j.lines)-1 && (len(j.lines)-drop > j.opts.MaxTranscript || bytes > j.opts.MaxTranscriptBytes); drop++ {
+		bytes -= len(j.lines[drop].raw)
 	}
 	if drop > 0 {
 		for _, l := range j.lines[:drop] {
@@ -491,9 +518,9 @@ func (s *Session) recordMessage(m claude.Message) {
 		n := copy(j.lines, j.lines[drop:])
 		clear(j.lines[n:])
 		j.lines = j.lines[:n]
-		if cap(j.lines) > 4*j.opts.MaxTranscript {
-			j.lines = append([]line(nil), j.lines...)
-		}
+	}
+	if cap(j.lines) > 2*j.opts.MaxTranscript && len(j.lines) < j.opts.MaxTranscript/2 {
+		j.lines = append([]line(nil), j.lines...) // give the memory back
 	}
 	if init, ok := m.(*claude.InitMessage); ok {
 		s.info.cwd = cmpOr(init.Cwd, s.info.cwd)

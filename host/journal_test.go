@@ -517,3 +517,32 @@ func init() {
 		},
 	})
 }
+
+// TestTranscriptLongTurnKeepsHistory: a turn with more stream events
+// than the transcript holds gives up its stream events, not the history.
+func TestTranscriptLongTurnKeepsHistory(t *testing.T) {
+	ctx := testCtx(t)
+	s, _ := start(t, &host.Options{Journal: &host.JournalOptions{MaxTranscript: 50}}, burst(200, 10))
+	for _, p := range []string{"one", "two"} {
+		d, err := s.Send(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := s.Snapshot()
+	results := 0
+	for _, raw := range snap.Transcript {
+		if strings.Contains(string(raw), `"stream_event"`) {
+			t.Errorf("stream event kept after the turn: %.100s", raw)
+		}
+		if strings.Contains(string(raw), `"type":"result"`) {
+			results++
+		}
+	}
+	if results != 2 || snap.Dropped != 0 {
+		t.Errorf("transcript has %d results, dropped %d; want both turns, nothing dropped", results, snap.Dropped)
+	}
+}

@@ -48,6 +48,15 @@ type subscription struct {
 
 // serveWS upgrades and runs the connection until it ends.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": &Error{Code: CodeSessionClosed, Message: "the server is closing"}})
+		return
+	}
+	s.wg.Add(1) // under s.mu, so never after Close's Wait began
+	s.mu.Unlock()
+	defer s.wg.Done()
 	// Host and Origin were checked by ServeHTTP against our own lists;
 	// the library's same-origin check would repeat the Origin one.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"tether.v1"}, InsecureSkipVerify: true})
@@ -66,8 +75,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.clients[c] = struct{}{}
 	s.startHub()
 	s.mu.Unlock()
-	s.wg.Add(1)
-	defer s.wg.Done()
 	s.log.Info("serve: client connected", "remote", c.ip)
 	c.run()
 	s.mu.Lock()

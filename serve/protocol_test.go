@@ -378,3 +378,42 @@ func TestCommands(t *testing.T) {
 }
 
 var _ = errors.Is
+
+// TestSessionOutlivesClients: a session waiting for approval keeps
+// waiting when its only client goes; a new client finds it in the list,
+// gets the pending approval in a snapshot and answers it.
+func TestSessionOutlivesClients(t *testing.T) {
+	ctx := testCtx(t)
+	e := newEnv(t, nil)
+	a := e.dial(ctx)
+	id := a.start(ctx, e.cwd)
+	an := 0
+	a.ok(ctx, map[string]any{"type": "subscribe", "session": id})
+	if f := a.do(ctx, id, map[string]any{"type": "send", "text": "tool make deploy"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	a.waitFrame(ctx, &an, "awaiting_approval", isState(id, "awaiting_approval"))
+	a.close()
+
+	b := e.dial(ctx)
+	bn := 0
+	f := b.waitFrame(ctx, &bn, "the sessions list", func(f *frame) bool { return f.Type == "sessions" })
+	var list []serve.SessionInfo
+	json.Unmarshal(f.Sessions, &list)
+	if len(list) != 1 || list[0].ID != id || list[0].State != "awaiting_approval" {
+		t.Fatalf("list on reconnect: %+v", list)
+	}
+	b.ok(ctx, map[string]any{"type": "subscribe", "session": id, "snapshot": true})
+	snap := b.waitFrame(ctx, &bn, "the snapshot", func(f *frame) bool { return f.Type == "snapshot" })
+	if len(snap.Snapshot.Approvals) != 1 || snap.Snapshot.Approvals[0].ToolName != "Bash" || len(snap.Snapshot.Deliveries) != 1 {
+		t.Fatalf("snapshot approvals %+v deliveries %+v", snap.Snapshot.Approvals, snap.Snapshot.Deliveries)
+	}
+	if r := b.do(ctx, id, map[string]any{"type": "answer", "approval": snap.Snapshot.Approvals[0].ID, "behavior": "deny", "message": "not today"}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	b.waitFrame(ctx, &bn, "the denial", func(f *frame) bool {
+		return isKind(id, host.EventApprovalResolved)(f) && strings.Contains(string(f.Event.Data), `"not today"`)
+	})
+	b.waitFrame(ctx, &bn, "idle", isState(id, "idle"))
+	seqs(t, b.eventsOf(id)[1:], snap.Snapshot.Seq+1)
+}

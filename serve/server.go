@@ -78,6 +78,7 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
+	closed  bool
 	clients map[*client]struct{}
 	hubOn   bool
 	kick    chan struct{} // 1-buffered: refresh the list now
@@ -145,6 +146,9 @@ func (s *Server) LoginURL(base string) string {
 // Close disconnects every client and stops the server's goroutines. The
 // sessions keep running (they belong to the Backend).
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
 	return nil
