@@ -28,6 +28,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return run(ctx, args[1:], stdin, stdout, stderr)
 	case "demo":
 		return demo(ctx, args[1:], stdin, stdout, stderr)
+	case "agent":
+		return agentCmd(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(ctx, args[1:], stdout, stderr)
 	case "doctor":
@@ -54,6 +56,7 @@ Commands:
   run       run Claude Code on a prompt in the terminal: streaming, approvals, Ctrl-C
   demo      the whole flow offline, against a fake Messages API: no account needed
   serve     Claude Code in the browser: sessions, approvals, streaming, from this machine
+  agent     run sessions for a cluster of machines over NATS (see docs/cluster.md)
   doctor    check the Claude Code CLI, its version, authentication, and an offline run
   version   print Tether's version
   help      show this help

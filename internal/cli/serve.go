@@ -42,6 +42,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	sf := addServeFlags(fs)
+	nsf := addServeNATSFlags(fs)
 	cwd := fs.String("cwd", "", "the working directory of new sessions by default (default: the current directory)")
 	model := fs.String("model", "", "the model of new sessions by default")
 	mode := fs.String("permission-mode", "", "the permission mode of new sessions by default (default, acceptEdits, plan)")
@@ -59,6 +60,9 @@ Flags:
 	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions && !sf.allowBypass {
 		fmt.Fprintln(stderr, "tether serve: --permission-mode bypassPermissions needs --allow-bypass-permissions")
 		return 2
+	}
+	if nsf.enabled() {
+		return serveNATS(ctx, sf, nsf, *cliPath, *cwd, *model, *mode, stdout, stderr)
 	}
 	path, _, err := proc.Find(*cliPath, os.Getenv)
 	if err != nil {
@@ -80,6 +84,7 @@ Flags:
 
 // serveFlags are the flags tether serve and tether demo --serve share.
 type serveFlags struct {
+	backend         serve.Backend // serve --nats: the cluster instead of a local manager
 	addr, cert, key string
 	hosts           stringList
 	plainHTTP       bool
@@ -139,7 +144,11 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	if sf.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	srv := serve.NewServer(serve.NewLocalBackend(m, lo), &serve.Options{
+	var backend serve.Backend = serve.NewLocalBackend(m, lo)
+	if sf.backend != nil {
+		backend = sf.backend
+	}
+	srv := serve.NewServer(backend, &serve.Options{
 		AllowedHosts: allowedHosts(host_, ln.Addr().(*net.TCPAddr), sf.hosts),
 		TLS:          tls,
 		Logger:       logger,

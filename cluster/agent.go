@@ -1,0 +1,612 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+)
+
+// AgentOptions configures an Agent. A nil *AgentOptions means defaults.
+type AgentOptions struct {
+	// Conn is an open NATS connection to use (the Agent does not close
+	// it). When nil the Agent dials URL with the NATS options.
+	Conn *nats.Conn
+	// URL is the NATS server (or a comma-separated list of a cluster's
+	// servers); "" means nats.DefaultURL.
+	URL string
+	// NATS are passed to nats.Connect: auth (nats.UserInfo, nats.Nkey,
+	// nats.UserCredentials), TLS (nats.Secure, nats.RootCAs,
+	// nats.ClientCert), and anything else.
+	NATS []nats.Option
+
+	// ID names the agent in the registry ("" = host name and a random
+	// suffix). Letters, digits, '-' and '_' only.
+	ID string
+	// Session is the template of the sessions started (nil = defaults);
+	// requests may set the working directory, model, permission mode and
+	// an appended system prompt.
+	Session *host.Options
+	// Spares, IdleTimeout: see host.ManagerOptions.
+	Spares      int
+	IdleTimeout time.Duration
+	// Capacity is the most sessions the agent runs at once (0 = 8): it
+	// takes start requests from the queue only while it has room.
+	Capacity int
+	// Limits of the streams and buckets, when this agent creates them.
+	Limits *Limits
+	// ConfigDir is the CLI's configuration folder, where it keeps session
+	// files (mirrored for failover, restored before a resume). "" means
+	// CLAUDE_CONFIG_DIR or HOME/.claude of the Session template's CLI
+	// environment, else claude.ConfigDir.
+	ConfigDir string
+	// MirrorInterval is how often a session's transcript file is checked
+	// for new lines to mirror (0 = the heartbeat). A turn's end is always
+	// mirrored at once.
+	MirrorInterval time.Duration
+	// Logger gets what the agent does (ids, states, sizes: never prompts
+	// or payloads); nil logs nothing.
+	Logger *slog.Logger
+}
+
+// An Agent runs sessions for the cluster on one machine: it wraps a
+// host.Manager, takes start requests from the work queue only while it
+// has room, publishes every session's events to the events stream, serves
+// commands on each session's subject, mirrors transcripts, and keeps its
+// entries in the registry alive with heartbeats. It only dials out.
+type Agent struct {
+	opts      AgentOptions
+	id        string
+	capacity  int
+	log       *slog.Logger
+	b         *bus
+	m         *host.Manager
+	cons      jetstream.Consumer
+	configDir string
+	started   time.Time
+
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	slots  chan struct{} // a token per session running or starting
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*agentSession
+	closed   bool
+	crashed  bool // test hook: the agent vanished without a word
+}
+
+// NewAgent connects, sets up the streams and buckets if needed, registers
+// the agent and starts taking start requests. ctx bounds the setup only.
+func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
+	var o AgentOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.ID == "" {
+		o.ID = sanitizeID(hostname()) + "-" + randomID(4)
+	}
+	if !validID(o.ID) {
+		return nil, fmt.Errorf("cluster: agent id %q: letters, digits, '-' and '_' only, at most 64", o.ID)
+	}
+	if o.Capacity <= 0 {
+		o.Capacity = 8
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("agent", o.ID)
+	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.NATS)
+	if err != nil {
+		return nil, err
+	}
+	b, err := open(ctx, nc, own, o.Limits)
+	if err != nil {
+		if own {
+			nc.Close()
+		}
+		return nil, err
+	}
+	cons, err := b.start.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: consumerAgents, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: b.limits.StartAckWait, MaxAckPending: -1,
+		Description: "tether agents taking start requests",
+	})
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("cluster: start consumer: %w", err)
+	}
+	a := &Agent{
+		opts: o, id: o.ID, capacity: o.Capacity, log: log, b: b, cons: cons,
+		slots: make(chan struct{}, o.Capacity), sessions: map[string]*agentSession{},
+		started: time.Now(),
+	}
+	a.configDir = a.cliConfigDir()
+	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout})
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	if err := a.heartbeat(ctx); err != nil {
+		a.cancel()
+		a.m.Close()
+		b.close()
+		return nil, fmt.Errorf("cluster: registering agent: %w", err)
+	}
+	a.wg.Add(2)
+	go a.heartbeats()
+	go a.take()
+	log.Info("agent started", "capacity", o.Capacity, "heartbeat", b.ttl/3)
+	return a, nil
+}
+
+// ID returns the agent's id.
+func (a *Agent) ID() string { return a.id }
+
+// Manager returns the agent's host manager (its sessions are the
+// cluster's; do not close them behind the agent's back).
+func (a *Agent) Manager() *host.Manager { return a.m }
+
+// Sessions returns how many sessions the agent runs.
+func (a *Agent) Sessions() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.sessions)
+}
+
+// Close stops taking start requests, closes the agent's sessions (they
+// show "disconnected" and can be resumed on another agent: they are not
+// ended), leaves the registry and closes the connection it dialled.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.mu.Unlock()
+	a.cancel()
+	err := a.m.Close()
+	a.wg.Wait()
+	a.mu.Lock()
+	crashed := a.crashed
+	a.mu.Unlock()
+	if !crashed {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.b.agents.Delete(ctx, a.id); err != nil {
+			a.log.Warn("leaving the registry", "err", err)
+		}
+		cancel()
+	}
+	a.b.close()
+	a.log.Info("agent closed")
+	return err
+}
+
+// crash makes the agent vanish as a killed process would: its connection
+// drops at once, nothing more is written to the bus, its CLIs die.
+func (a *Agent) crash() {
+	a.mu.Lock()
+	a.crashed = true
+	a.mu.Unlock()
+	a.b.nc.Close()
+	a.Close()
+}
+
+func (a *Agent) gone() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.crashed
+}
+
+// heartbeats refreshes the agent's registry entry every third of the
+// bucket's TTL, so that two missed beats still leave it listed.
+func (a *Agent) heartbeats() {
+	defer a.wg.Done()
+	t := time.NewTicker(a.b.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, a.b.ttl/3)
+		if err := a.heartbeat(ctx); err != nil && a.ctx.Err() == nil {
+			a.log.Warn("heartbeat", "err", err)
+		}
+		cancel()
+		a.mu.Lock()
+		ss := make([]*agentSession, 0, len(a.sessions))
+		for _, s := range a.sessions {
+			ss = append(ss, s)
+		}
+		a.mu.Unlock()
+		for _, s := range ss {
+			s.poke()
+		}
+	}
+}
+
+func (a *Agent) heartbeat(ctx context.Context) error {
+	rec := agentRecord{ID: a.id, Capacity: a.capacity, Sessions: a.Sessions(), Heartbeat: time.Now(), Started: a.started}
+	data, _ := json.Marshal(rec)
+	_, err := a.b.agents.Put(ctx, a.id, data)
+	return err
+}
+
+// take pulls start requests, one at a time and only while the agent has
+// room: a token in slots is taken before asking for a request and given
+// back when the session it became ends (or when it did not become one).
+func (a *Agent) take() {
+	defer a.wg.Done()
+	for {
+		select {
+		case a.slots <- struct{}{}:
+		case <-a.ctx.Done():
+			return
+		}
+		msg, ok := a.next()
+		if !ok {
+			return
+		}
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			if !a.handleStart(msg) {
+				<-a.slots
+			}
+		}()
+	}
+}
+
+// next waits for a start request until the agent closes.
+func (a *Agent) next() (jetstream.Msg, bool) {
+	for {
+		ctx, cancel := context.WithTimeout(a.ctx, 5*time.Second)
+		msg, err := a.cons.Next(jetstream.FetchContext(ctx))
+		cancel()
+		if a.ctx.Err() != nil {
+			if msg != nil {
+				msg.Nak()
+			}
+			<-a.slots
+			return nil, false
+		}
+		if err == nil {
+			return msg, true
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) {
+			a.log.Debug("waiting for start requests", "err", err)
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-a.ctx.Done():
+			}
+		}
+	}
+}
+
+// handleStart starts the session a request asks for; it reports whether a
+// session now holds the slot.
+func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
+	reply := msg.Headers().Get(hdrReply)
+	if reply != "" && !validInbox(reply) {
+		reply = ""
+	}
+	answer := func(r *startReply) {
+		if reply == "" {
+			return
+		}
+		data, _ := json.Marshal(r)
+		if err := a.b.nc.Publish(reply, data); err != nil {
+			a.log.Debug("answering a start request", "err", err)
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("start request panicked", "panic", p)
+			msg.Term()
+			answer(&startReply{Error: &wireError{Code: codeFailed, Message: "internal error"}})
+			running = false
+		}
+	}()
+	var req startRequest
+	if err := decode(msg.Subject(), msg.Data(), MaxStartSize, &req); err != nil {
+		a.log.Warn("refused a start request", "err", err)
+		msg.Term()
+		answer(&startReply{Error: wireErr(err)})
+		return false
+	}
+	log := a.log.With("session", req.ID)
+	if time.Now().After(req.Expires) {
+		log.Info("start request expired")
+		msg.Term()
+		return false
+	}
+	ctx, cancel := context.WithDeadline(a.ctx, req.Expires)
+	defer cancel()
+	info, err := a.startSession(ctx, &req, msg)
+	if err != nil {
+		log.Warn("start failed", "err", err)
+		msg.Term()
+		answer(&startReply{Error: wireErr(err)})
+		return false
+	}
+	msg.Ack()
+	answer(&startReply{Session: info})
+	log.Info("session started", "failover", req.Failover)
+	return true
+}
+
+func validInbox(s string) bool {
+	return len(s) < 256 && len(s) > 0 && !containsAny(s, " \t\r\n*>")
+}
+
+func containsAny(s, chars string) bool {
+	for _, c := range s {
+		for _, d := range chars {
+			if c == d {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startSession claims the session in the registry, starts (or resumes)
+// the CLI and attaches the session to the bus.
+func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstream.Msg) (*SessionInfo, error) {
+	now := time.Now()
+	var (
+		rec  SessionInfo
+		rev  uint64
+		base uint64
+		err  error
+	)
+	if req.Failover {
+		rec, rev, base, err = a.claim(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		rec = SessionInfo{ID: req.ID, Agent: a.id, State: host.StateStarting.String(), Cwd: req.Cwd, Model: req.Model,
+			Title: req.Title, Created: now, Updated: now}
+		data, _ := json.Marshal(rec)
+		rev, err = a.b.sessions.Create(ctx, req.ID, data)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, &CommandError{Code: codeOwned, Message: "session id " + req.ID + " already exists"}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	msg.InProgress()
+	hopts, useTemplate := a.sessionOptions(req, &rec)
+	var restored int64
+	switch {
+	case req.Failover:
+		if restored, err = a.restoreTranscript(ctx, &rec); err != nil {
+			a.failRecord(req.ID, rev, &rec, err)
+			return nil, err
+		}
+		useTemplate = false
+	case req.Restore != "":
+		if err := a.restoreFrom(ctx, req, &rec); err != nil {
+			a.failRecord(req.ID, rev, &rec, err)
+			return nil, err
+		}
+		hopts.CLI.Cwd = rec.Cwd
+	}
+	var hs *host.Session
+	if useTemplate {
+		hs, err = a.m.Start(ctx, nil)
+	} else {
+		hs, err = a.m.Start(ctx, hopts)
+	}
+	if err != nil {
+		a.failRecord(req.ID, rev, &rec, err)
+		return nil, &CommandError{Code: codeStartFailed, Message: err.Error()}
+	}
+	if rec.Cwd == "" {
+		rec.Cwd = hs.Snapshot().Cwd
+	}
+	s := a.attach(req.ID, hs, base, rec, rev, restored, req.Failover)
+	info := s.record()
+	return &info, nil
+}
+
+// sessionOptions builds a session's options from the template and the
+// request; useTemplate says the request asks for nothing special (a spare
+// may serve it).
+func (a *Agent) sessionOptions(req *startRequest, rec *SessionInfo) (*host.Options, bool) {
+	var o host.Options
+	if a.opts.Session != nil {
+		o = *a.opts.Session
+	}
+	var cli claude.Options
+	if o.CLI != nil {
+		cli = *o.CLI
+	}
+	useTemplate := true
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+			useTemplate = false
+		}
+	}
+	set(&cli.Cwd, req.Cwd)
+	set(&cli.Model, req.Model)
+	set(&cli.AppendSystemPrompt, req.AppendSystemPrompt)
+	if req.PermissionMode != "" {
+		cli.PermissionMode = claude.PermissionMode(req.PermissionMode)
+		useTemplate = false
+	}
+	if req.Resume != "" {
+		cli.Resume = req.Resume
+		cli.ForkSession = req.Fork
+		useTemplate = false
+	}
+	if req.Failover {
+		cli.Cwd = rec.Cwd
+		cli.Resume = rec.CLISession
+		cli.ForkSession = false
+		cli.SessionID = ""
+		if rec.Model != "" {
+			cli.Model = rec.Model
+		}
+	}
+	if rec.Cwd == "" {
+		rec.Cwd = cli.Cwd
+	}
+	if rec.Cwd == "" {
+		rec.Cwd, _ = os.Getwd()
+	}
+	o.CLI = &cli
+	return &o, useTemplate
+}
+
+// claim takes over a session whose agent is gone: the registry entry is
+// updated at its revision, so of two agents racing only one wins.
+func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint64, error) {
+	var rec SessionInfo
+	e, err := a.b.sessions.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return rec, 0, 0, &CommandError{Code: codeNoSession, Message: id}
+	}
+	if err != nil {
+		return rec, 0, 0, err
+	}
+	if err := decode(BucketSessions+"."+id, e.Value(), MaxRecordSize, &rec); err != nil {
+		return rec, 0, 0, err
+	}
+	if rec.Ended {
+		return rec, 0, 0, &CommandError{Code: codeNoSession, Message: id + " has ended"}
+	}
+	if rec.Agent != "" {
+		alive, err := a.b.agentAlive(ctx, rec.Agent)
+		if err != nil {
+			return rec, 0, 0, err
+		}
+		if alive {
+			return rec, 0, 0, &CommandError{Code: codeOwned, Message: id + " runs on " + rec.Agent}
+		}
+	}
+	if rec.CLISession == "" {
+		return rec, 0, 0, &CommandError{Code: codeNoTranscript, Message: id + " has no CLI session id"}
+	}
+	base, _, err := a.b.lastSeq(ctx, id)
+	if err != nil {
+		return rec, 0, 0, err
+	}
+	rec.Agent = a.id
+	rec.State = host.StateStarting.String()
+	rec.Orphaned = false
+	rec.Takeovers++
+	rec.Updated = time.Now()
+	rec.Seq = base
+	data, _ := json.Marshal(rec)
+	rev, err := a.b.sessions.Update(ctx, id, data, e.Revision())
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		return rec, 0, 0, &CommandError{Code: codeOwned, Message: id + " was taken over by another agent"}
+	}
+	if err != nil {
+		return rec, 0, 0, err
+	}
+	return rec, rev, base, nil
+}
+
+// restoreFrom restores the mirrored transcript of the session named by
+// req.Restore, so that the CLI can resume it here.
+func (a *Agent) restoreFrom(ctx context.Context, req *startRequest, rec *SessionInfo) error {
+	e, err := a.b.sessions.Get(ctx, req.Restore)
+	if err != nil {
+		return &CommandError{Code: codeNoTranscript, Message: "session " + req.Restore + " not in the registry"}
+	}
+	var src SessionInfo
+	if err := decode(BucketSessions+"."+req.Restore, e.Value(), MaxRecordSize, &src); err != nil {
+		return err
+	}
+	if src.CLISession != req.Resume {
+		return &CommandError{Code: codeNoTranscript, Message: "session " + req.Restore + " is not CLI session " + req.Resume}
+	}
+	if req.Cwd == "" {
+		rec.Cwd = src.Cwd
+	}
+	src.Cwd = rec.Cwd
+	_, err = a.restoreTranscript(ctx, &src)
+	return err
+}
+
+// failRecord marks a session that could not start.
+func (a *Agent) failRecord(id string, rev uint64, rec *SessionInfo, cause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec.State = host.StateDisconnected.String()
+	rec.Updated = time.Now()
+	if rec.Takeovers == 0 {
+		rec.Ended = true // a new session that never ran
+	} else {
+		rec.Agent = "" // a failed takeover: free for another try
+	}
+	data, _ := json.Marshal(rec)
+	if _, err := a.b.sessions.Update(ctx, id, data, rev); err != nil {
+		a.log.Debug("marking a failed start", "session", id, "err", err)
+	}
+}
+
+// cliConfigDir finds where the CLI keeps its session files.
+func (a *Agent) cliConfigDir() string {
+	if a.opts.ConfigDir != "" {
+		return a.opts.ConfigDir
+	}
+	if s := a.opts.Session; s != nil && s.CLI != nil {
+		if d := s.CLI.Env[claude.EnvConfigDir]; d != "" {
+			return d
+		}
+		if h := s.CLI.Env["HOME"]; h != "" {
+			return filepath.Join(h, ".claude")
+		}
+	}
+	d, err := claude.ConfigDir()
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewSessionID returns a fresh session id.
+func NewSessionID() string { return randomID(12) }
+
+func sanitizeID(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s) && len(out) < 40; i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			out = append(out, c)
+		default:
+			out = append(out, '-')
+		}
+	}
+	if len(out) == 0 {
+		return "agent"
+	}
+	return string(out)
+}

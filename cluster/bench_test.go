@@ -1,0 +1,302 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+)
+
+// burstCLI answers each prompt with a turn of burstDeltas text deltas, each
+// carrying the time it was written (ns), so subscribers can measure the
+// latency from the CLI's line to them.
+const burstDeltas = 20
+
+func burstCLI(ctx context.Context, c *claudetest.CLI) error {
+	bg := context.Background()
+	if _, err := c.HandleInitialize(bg); err != nil {
+		return err
+	}
+	for {
+		if _, err := c.ReadUser(bg); err != nil {
+			return nil
+		}
+		c.Write(c.SystemInit(), textStart(c))
+		for range burstDeltas {
+			c.Write(c.TextDelta(0, strconv.FormatInt(time.Now().UnixNano(), 10)))
+		}
+		c.Write(c.AssistantText("done"), c.ResultSuccess("done"))
+	}
+}
+
+// latencies collects the delta latencies of every subscriber.
+type latencies struct {
+	mu   sync.Mutex
+	ns   []int64
+	evs  atomic.Int64
+	lost atomic.Int64
+}
+
+func (l *latencies) observe(ev host.Event) {
+	l.evs.Add(1)
+	if ev.Kind != host.EventMessage {
+		return
+	}
+	var m struct {
+		Type  string `json:"type"`
+		Event struct {
+			Delta struct {
+				Text string `json:"text"`
+			} `json:"delta"`
+		} `json:"event"`
+	}
+	if json.Unmarshal(ev.Data, &m) != nil || m.Type != "stream_event" || m.Event.Delta.Text == "" {
+		return
+	}
+	sent, err := strconv.ParseInt(m.Event.Delta.Text, 10, 64)
+	if err != nil {
+		return
+	}
+	d := time.Now().UnixNano() - sent
+	l.mu.Lock()
+	l.ns = append(l.ns, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) report(b *testing.B, elapsed time.Duration) {
+	slices.Sort(l.ns)
+	if len(l.ns) > 0 {
+		b.ReportMetric(float64(l.ns[len(l.ns)/2])/1e3, "p50-µs")
+		b.ReportMetric(float64(l.ns[len(l.ns)*99/100])/1e3, "p99-µs")
+	}
+	b.ReportMetric(float64(l.evs.Load())/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(l.lost.Load()), "lost")
+	if rss := rssMB(); rss > 0 {
+		b.ReportMetric(rss, "rss-MB")
+	}
+}
+
+// rssMB is this process's resident memory.
+func rssMB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// loads are the benchmarks' sizes: one session and one subscriber (the
+// latency of a quiet bus), and the issue's load, 200 sessions on 4 agents
+// with 3 subscribers each, all turns at once (the latency then is mostly
+// queueing behind the burst). -short shrinks the second.
+func loads() []struct{ sessions, agents, subs int } {
+	big := struct{ sessions, agents, subs int }{200, 4, 3}
+	if testing.Short() {
+		big = struct{ sessions, agents, subs int }{20, 2, 3}
+	}
+	return []struct{ sessions, agents, subs int }{{1, 1, 1}, big}
+}
+
+// BenchmarkCluster runs 200 sessions on the fake CLI across 4 agents, each
+// session followed by 3 subscribers through the bus; each iteration is one
+// turn of every session. It reports events delivered per second, the
+// latency from the CLI's line to a subscriber (p50, p99), events lost
+// (gaps or duplicates: must be 0) and the process's RSS (all agents,
+// the NATS server and the subscribers share this process).
+//
+//	go test -run '^$' -bench Cluster -benchtime 5x ./cluster
+func BenchmarkCluster(b *testing.B) {
+	for _, l := range loads() {
+		b.Run(fmt.Sprintf("sessions=%d/agents=%d/subs=%d", l.sessions, l.agents, l.subs), func(b *testing.B) {
+			benchCluster(b, l.sessions, l.agents, l.subs)
+		})
+	}
+}
+
+func benchCluster(b *testing.B, nSessions, nAgents, nSubs int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newNATS(b, nil)
+	l := &cluster.Limits{Heartbeat: time.Second}
+	for i := range nAgents {
+		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: ns.URL(), ID: fmt.Sprint("a", i), Capacity: nSessions,
+			Limits: l, Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: burstCLI},
+				IncludePartialMessages: true}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Close()
+	}
+	clients := make([]*cluster.Client, nSubs)
+	for i := range clients {
+		c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL(), Limits: l})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	ids := make([]string, nSessions)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			info, err := clients[0].Start(ctx, nil)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			ids[i] = info.ID
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	var lat latencies
+	results := make(chan struct{}, nSessions*nSubs*2)
+	var subs sync.WaitGroup
+	sctx, stop := context.WithCancel(ctx)
+	for _, id := range ids {
+		for _, c := range clients {
+			subs.Go(func() {
+				var last uint64
+				for ev, err := range c.Events(sctx, id, 0) {
+					if err != nil {
+						if sctx.Err() == nil {
+							lat.lost.Add(1)
+						}
+						return
+					}
+					if ev.Seq != last+1 {
+						lat.lost.Add(int64(ev.Seq) - int64(last) - 1)
+					}
+					last = ev.Seq
+					lat.observe(ev)
+					if result("done")(ev) {
+						results <- struct{}{}
+					}
+				}
+			})
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		for _, id := range ids {
+			wg.Go(func() {
+				if _, err := clients[0].Command(ctx, id, &cluster.Command{Op: cluster.OpSend, Prompt: "go"}); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for range nSessions * nSubs {
+			<-results
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	stop()
+	subs.Wait()
+	lat.report(b, elapsed)
+}
+
+// BenchmarkLocal is BenchmarkCluster's load without NATS: the sessions on
+// one host.Manager, the subscribers reading the journal directly (what
+// `tether serve` does before its WebSocket).
+func BenchmarkLocal(b *testing.B) {
+	for _, l := range loads() {
+		b.Run(fmt.Sprintf("sessions=%d/subs=%d", l.sessions, l.subs), func(b *testing.B) {
+			benchLocal(b, l.sessions, l.subs)
+		})
+	}
+}
+
+func benchLocal(b *testing.B, nSessions, nSubs int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := host.NewManager(&host.ManagerOptions{Session: &host.Options{CLI: &claude.Options{
+		Transport: &claudetest.FakeCLI{Script: burstCLI}, IncludePartialMessages: true}}})
+	defer m.Close()
+	ss := make([]*host.Session, nSessions)
+	var wg sync.WaitGroup
+	for i := range ss {
+		wg.Go(func() {
+			s, err := m.Start(ctx, nil)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			ss[i] = s
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	var lat latencies
+	results := make(chan struct{}, nSessions*nSubs*2)
+	var subs sync.WaitGroup
+	sctx, stop := context.WithCancel(ctx)
+	for _, s := range ss {
+		for range nSubs {
+			subs.Go(func() {
+				var last uint64
+				for ev, err := range s.Events(sctx, 0) {
+					if err != nil {
+						if sctx.Err() == nil {
+							lat.lost.Add(1)
+						}
+						return
+					}
+					if ev.Seq != last+1 {
+						lat.lost.Add(int64(ev.Seq) - int64(last) - 1)
+					}
+					last = ev.Seq
+					lat.observe(ev)
+					if result("done")(ev) {
+						results <- struct{}{}
+					}
+				}
+			})
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		for _, s := range ss {
+			wg.Go(func() {
+				if _, err := s.Send(ctx, "go"); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for range nSessions * nSubs {
+			<-results
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	stop()
+	subs.Wait()
+	lat.report(b, elapsed)
+}

@@ -1,0 +1,919 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+)
+
+// heartbeat is short so that a dead agent shows within the tests' patience.
+const heartbeat = 250 * time.Millisecond
+
+var limits = &cluster.Limits{Heartbeat: heartbeat, StartAckWait: 5 * time.Second}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newAgent starts an agent on the fake CLI, with a CLI config folder of
+// its own (so that a failover must carry the transcript over).
+func newAgent(t *testing.T, url, id string, capacity int, nopts ...nats.Option) *cluster.Agent {
+	t.Helper()
+	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
+		URL: url, NATS: nopts, ID: id, Capacity: capacity, Limits: limits, MirrorInterval: 20 * time.Millisecond,
+		Logger: testLogger(),
+		Session: &host.Options{CLI: &claude.Options{
+			Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env:       map[string]string{claude.EnvConfigDir: t.TempDir()},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// testLogger logs to stderr with TETHER_TEST_LOG=1.
+func testLogger() *slog.Logger {
+	if os.Getenv("TETHER_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func newClient(t *testing.T, url string, nopts ...nats.Option) *cluster.Client {
+	t.Helper()
+	c, err := cluster.NewClient(testCtx(t), &cluster.ClientOptions{URL: url, NATS: nopts, Limits: limits, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// follower reads a session's events into a list, from a given seq.
+type follower struct {
+	mu     sync.Mutex
+	events []host.Event
+	err    error
+	change chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func follow(t *testing.T, c *cluster.Client, id string, after uint64) *follower {
+	ctx, cancel := context.WithCancel(testCtx(t))
+	f := &follower{change: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for ev, err := range c.Events(ctx, id, after) {
+			f.mu.Lock()
+			if err != nil {
+				f.err = err
+			} else {
+				f.events = append(f.events, ev)
+			}
+			f.mu.Unlock()
+			select {
+			case f.change <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(f.stop)
+	return f
+}
+
+func (f *follower) stop() {
+	f.cancel()
+	<-f.done
+}
+
+// wait waits until an event satisfies ok, and returns it.
+func (f *follower) wait(t *testing.T, what string, ok func(host.Event) bool) host.Event {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	seen := 0
+	for {
+		f.mu.Lock()
+		evs, err := f.events[seen:], f.err
+		seen = len(f.events)
+		f.mu.Unlock()
+		for _, ev := range evs {
+			if ok(ev) {
+				return ev
+			}
+		}
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		select {
+		case <-f.change:
+		case <-timeout:
+			t.Fatalf("no %s among %d events", what, seen)
+		}
+	}
+}
+
+func (f *follower) list() []host.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]host.Event(nil), f.events...)
+}
+
+// result matches the result message of a turn, with its text.
+func result(text string) func(host.Event) bool {
+	return func(ev host.Event) bool {
+		if ev.Kind != host.EventMessage {
+			return false
+		}
+		var m struct {
+			Type   string `json:"type"`
+			Result string `json:"result"`
+		}
+		return json.Unmarshal(ev.Data, &m) == nil && m.Type == "result" && (text == "" || m.Result == text)
+	}
+}
+
+func state(name string) func(host.Event) bool {
+	return func(ev host.Event) bool {
+		if ev.Kind != host.EventState {
+			return false
+		}
+		var s host.StateInfo
+		return json.Unmarshal(ev.Data, &s) == nil && s.State == name
+	}
+}
+
+func send(t *testing.T, c *cluster.Client, id, prompt string) {
+	t.Helper()
+	if _, err := c.Command(testCtx(t), id, &cluster.Command{Op: cluster.OpSend, Prompt: prompt}); err != nil {
+		t.Fatalf("send %q: %v", prompt, err)
+	}
+}
+
+// checkSeqs fails unless the events are numbered from..from+len-1.
+func checkSeqs(t *testing.T, evs []host.Event, from uint64) {
+	t.Helper()
+	for i, ev := range evs {
+		if ev.Seq != from+uint64(i) {
+			t.Fatalf("event %d has seq %d, want %d (a gap or a duplicate)", i, ev.Seq, from+uint64(i))
+		}
+	}
+}
+
+// TestPlacementRespectsCapacity: start requests land on agents with room,
+// never more than an agent's capacity; a request waits in the queue while
+// every agent is full and lands when a slot frees; one whose caller gave
+// up is never started.
+func TestPlacementRespectsCapacity(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	agents := []*cluster.Agent{newAgent(t, ns.URL(), "a1", 2), newAgent(t, ns.URL(), "a2", 1), newAgent(t, ns.URL(), "a3", 2)}
+	c := newClient(t, ns.URL())
+	var wg sync.WaitGroup
+	ids := make([]string, 5)
+	errs := make([]error, 5)
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			info, err := c.Start(ctx, &cluster.StartOptions{Title: fmt.Sprint("s", i)})
+			ids[i], errs[i] = info.ID, err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+	}
+	want := map[string]int{"a1": 2, "a2": 1, "a3": 2}
+	for _, a := range agents {
+		if got := a.Sessions(); got != want[a.ID()] {
+			t.Errorf("agent %s runs %d sessions, capacity %d", a.ID(), got, want[a.ID()])
+		}
+	}
+	list, err := c.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 5 {
+		t.Fatalf("%d sessions listed", len(list))
+	}
+	perAgent := map[string]int{}
+	for _, s := range list {
+		perAgent[s.Agent]++
+		if s.State != "ready" {
+			t.Errorf("session %s is %s", s.ID, s.State)
+		}
+	}
+	for id, n := range perAgent {
+		if n > want[id] {
+			t.Errorf("agent %s got %d sessions, capacity %d", id, n, want[id])
+		}
+	}
+
+	// Full: a request whose caller gives up is never started.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	expired, err := c.Start(short, &cluster.StartOptions{ID: "expired"})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("start on a full cluster: %v, %v", expired, err)
+	}
+	// A waiting request lands once a session closes.
+	started := make(chan error, 1)
+	go func() {
+		_, err := c.Start(ctx, &cluster.StartOptions{ID: "late"})
+		started <- err
+	}()
+	if _, err := c.Command(ctx, list[0].ID, &cluster.Command{Op: cluster.OpClose}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	late, err := c.Session(ctx, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late.Agent != list[0].Agent {
+		t.Errorf("late session on %s, the free slot was on %s", late.Agent, list[0].Agent)
+	}
+	if _, err := c.Session(ctx, "expired"); !errors.Is(err, cluster.ErrNoSession) {
+		t.Errorf("the expired request was started: %v", err)
+	}
+	for _, a := range agents {
+		if got := a.Sessions(); got > want[a.ID()] {
+			t.Errorf("agent %s runs %d sessions, capacity %d", a.ID(), got, want[a.ID()])
+		}
+	}
+	if closed, err := c.Session(ctx, list[0].ID); err != nil || !closed.Closed || !closed.Ended {
+		t.Errorf("closed session: %+v, %v", closed, err)
+	}
+}
+
+// TestEventsResumeWithoutGap: a subscriber that stops at event N and
+// subscribes again after N, also through another client (another `serve`),
+// gets exactly the rest: no gap, no duplicate; and the bus carries the
+// host journal's events unchanged.
+func TestEventsResumeWithoutGap(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a := newAgent(t, ns.URL(), "a1", 4)
+	c1 := newClient(t, ns.URL())
+	c2 := newClient(t, ns.URL())
+	info, err := c1.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := follow(t, c1, info.ID, 0)
+	send(t, c1, info.ID, "one")
+	all.wait(t, "first result", result("echo: one"))
+	first := all.list()
+	n := len(first) / 2
+	part := follow(t, c1, info.ID, 0)
+	part.wait(t, "event N", func(ev host.Event) bool { return ev.Seq == uint64(n) })
+	part.stop() // disconnects at N (or a little after: keep only up to N)
+	got := part.list()[:n]
+	send(t, c1, info.ID, "two")
+	send(t, c1, info.ID, "three")
+	last := all.wait(t, "last result", result("echo: three"))
+	rest := follow(t, c2, info.ID, uint64(n))
+	rest.wait(t, "last result again", result("echo: three"))
+	got = append(got, rest.list()...)
+	want := all.list()
+	// Both have the last result; events after it may still be on their way.
+	got, want = got[:last.Seq], want[:last.Seq]
+	checkSeqs(t, got, 1)
+	checkSeqs(t, want, 1)
+	if len(got) != len(want) {
+		t.Fatalf("resumed subscriber got %d events, the full one %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Kind != want[i].Kind || string(got[i].Data) != string(want[i].Data) {
+			t.Fatalf("event %d differs: %s %s vs %s %s", i+1, got[i].Kind, got[i].Data, want[i].Kind, want[i].Data)
+		}
+	}
+	// The host's own journal holds the same events with the same numbers.
+	hs := a.Manager().Sessions()[0]
+	var local []host.Event
+	lctx, cancel := context.WithCancel(ctx)
+	for ev, err := range hs.Events(lctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		local = append(local, ev)
+		if ev.Seq == want[len(want)-1].Seq {
+			break
+		}
+	}
+	cancel()
+	for i := range local {
+		if local[i].Seq != want[i].Seq || local[i].Kind != want[i].Kind || string(local[i].Data) != string(want[i].Data) {
+			t.Fatalf("bus event %d differs from the journal's", i+1)
+		}
+	}
+	// A snapshot is consistent with the events: Seq is the last one.
+	snap, err := c2.Snapshot(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Seq < want[len(want)-1].Seq || snap.State.State != "idle" {
+		t.Errorf("snapshot seq %d state %s; last event %d", snap.Seq, snap.State.State, want[len(want)-1].Seq)
+	}
+}
+
+// TestApprovalAnsweredOnce: two clients answer one approval at the same
+// moment; one answer is applied, the other is refused with a typed error.
+func TestApprovalAnsweredOnce(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c1, c2 := newClient(t, ns.URL()), newClient(t, ns.URL())
+	info, err := c1.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c1, info.ID, 0)
+	send(t, c1, info.ID, "approve")
+	ev := f.wait(t, "approval", func(ev host.Event) bool { return ev.Kind == host.EventApproval })
+	var ap host.ApprovalInfo
+	if err := json.Unmarshal(ev.Data, &ap); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, c := range []*cluster.Client{c1, c2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			behavior := []string{"allow", "deny"}[i]
+			_, errs[i] = c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpRespond, Approval: ap.ID, Behavior: behavior, Message: "no"})
+		}()
+	}
+	wg.Wait()
+	ok, refused := 0, 0
+	var outcome string
+	for i, err := range errs {
+		var ce *cluster.CommandError
+		switch {
+		case err == nil:
+			ok++
+			outcome = []string{"tool allow", "tool deny"}[i]
+		case errors.As(err, &ce) && (errors.Is(err, host.ErrAlreadyAnswered) || errors.Is(err, host.ErrNoApproval)):
+			refused++
+		default:
+			t.Errorf("answer %d: %v", i, err)
+		}
+	}
+	if ok != 1 || refused != 1 {
+		t.Fatalf("%d answers applied, %d refused: %v", ok, refused, errs)
+	}
+	f.wait(t, "the turn's end", result(outcome))
+	resolved := 0
+	for _, ev := range f.list() {
+		if ev.Kind == host.EventApprovalResolved {
+			resolved++
+		}
+	}
+	if resolved != 1 {
+		t.Errorf("%d approval_resolved events", resolved)
+	}
+}
+
+// TestInterruptThroughTheBus stops a running turn from a client.
+func TestInterruptThroughTheBus(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "hold")
+	f.wait(t, "streaming", state("streaming"))
+	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpInterrupt}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "idle after the interrupt", state("idle"))
+	send(t, c, info.ID, "after")
+	f.wait(t, "the next turn", result("echo: after"))
+}
+
+// TestMalformedMessagesHaveNoEffect sends broken and oversized messages
+// straight to the bus: each is refused with a typed error and changes
+// nothing.
+func TestMalformedMessagesHaveNoEffect(t *testing.T) {
+	ctx := testCtx(t)
+	// A server that takes messages bigger than the agent's limit.
+	ns := newNATS(t, func(o *server.Options) { o.MaxPayload = 2 * cluster.MaxCommandSize })
+	a := newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	big := make([]byte, cluster.MaxCommandSize+1)
+	for i := range big {
+		big[i] = 'x'
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"not JSON", []byte("{nope"), cluster.ErrMalformed},
+		{"unknown op", []byte(`{"op":"format_disk"}`), cluster.ErrMalformed},
+		{"unknown field", []byte(`{"op":"send","prompt":"x","sudo":true}`), cluster.ErrMalformed},
+		{"send without prompt", []byte(`{"op":"send"}`), cluster.ErrMalformed},
+		{"two values", []byte(`{"op":"interrupt"}{"op":"close"}`), cluster.ErrMalformed},
+		{"oversized", big, cluster.ErrTooLarge},
+	} {
+		r, err := nc.RequestWithContext(ctx, "tether.v1.cmd."+info.ID, tc.data)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var rep struct {
+			Error *struct{ Code string } `json:"error"`
+		}
+		json.Unmarshal(r.Data, &rep)
+		if rep.Error == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		if err := (&cluster.CommandError{Code: rep.Error.Code}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: refused with %q, want %v", tc.name, rep.Error.Code, tc.want)
+		}
+	}
+	// Client-side validation catches the same before sending.
+	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: string(big)}); !errors.Is(err, cluster.ErrTooLarge) {
+		t.Errorf("client sent an oversized command: %v", err)
+	}
+	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: "format_disk"}); !errors.Is(err, cluster.ErrMalformed) {
+		t.Errorf("client sent an unknown op: %v", err)
+	}
+	if _, err := c.Command(ctx, "../etc", &cluster.Command{Op: cluster.OpInterrupt}); !errors.Is(err, cluster.ErrNoSession) {
+		t.Errorf("bad session id: %v", err)
+	}
+	// A broken start request is dropped from the queue, starting nothing.
+	js, _ := nc.JetStream()
+	if _, err := js.Publish("tether.v1.start", []byte(`{"id":"x y"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// The queue is FIFO: once a later start is served the broken one was
+	// taken and refused.
+	if _, err := c.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if a.Sessions() != 2 {
+		t.Errorf("agent runs %d sessions, want 2", a.Sessions())
+	}
+	s, err := c.Session(ctx, info.ID)
+	if err != nil || s.State != "ready" || s.Ended {
+		t.Errorf("session after the bad commands: %+v %v", s, err)
+	}
+}
+
+func resultContaining(sub string) func(host.Event) bool {
+	return func(ev host.Event) bool {
+		var m struct {
+			Type   string `json:"type"`
+			Result string `json:"result"`
+		}
+		return ev.Kind == host.EventMessage && json.Unmarshal(ev.Data, &m) == nil && m.Type == "result" && strings.Contains(m.Result, sub)
+	}
+}
+
+// waitFor polls cond (a state of another process: the bus) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// mirrored reports whether the session's transcript mirror holds text.
+func mirrored(t *testing.T, url, id, text string) func() bool {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() bool {
+		st, err := js.Stream(context.Background(), cluster.StreamTranscripts)
+		if err != nil {
+			return false
+		}
+		var all []byte
+		for seq := uint64(1); ; {
+			m, err := st.GetMsg(context.Background(), seq, jetstream.WithGetMsgSubject("tether.v1.tx."+id))
+			if err != nil {
+				break
+			}
+			all = append(all, m.Data...)
+			seq = m.Sequence + 1
+		}
+		return strings.Contains(string(all), text)
+	}
+}
+
+// TestAgentCrashFailover kills an agent in the middle of a turn: its
+// session shows disconnected within three heartbeats (in the registry and
+// as an event to its subscribers), and resumes on another agent with its
+// conversation, its events carrying on with no gap.
+func TestAgentCrashFailover(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil) // a1 is the only agent
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAgent(t, ns.URL(), "a2", 2)
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "apples")
+	f.wait(t, "first turn", result("echo: apples"))
+	if _, err := c.Resume(ctx, info.ID); !errors.Is(err, cluster.ErrOwned) {
+		t.Fatalf("failover of a live agent's session: %v", err)
+	}
+	send(t, c, info.ID, "hold")
+	f.wait(t, "the second turn running", state("streaming"))
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "apples"))
+
+	crashed := time.Now()
+	cluster.Crash(a1)
+	waitFor(t, "the session disconnected", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.State == "disconnected"
+	})
+	elapsed := time.Since(crashed)
+	t.Logf("disconnected %v after the crash (heartbeat %v)", elapsed, heartbeat)
+	// The bound is 3 heartbeats from the last beat; the slack is for the
+	// polling and a loaded machine.
+	if elapsed > 3*heartbeat+2*time.Second {
+		t.Errorf("disconnected after %v, bound %v", elapsed, 3*heartbeat)
+	}
+	f.wait(t, "a disconnected event", state("disconnected"))
+	list, err := c.Sessions(ctx)
+	if err != nil || len(list) != 1 || list[0].State != "disconnected" {
+		t.Fatalf("sessions: %+v, %v", list, err)
+	}
+	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "x"}); !errors.Is(err, cluster.ErrDisconnected) {
+		t.Errorf("command to a dead agent's session: %v", err)
+	}
+	snap, err := c.Snapshot(ctx, info.ID)
+	if err != nil || snap.State.State != "disconnected" || len(snap.Transcript) == 0 {
+		t.Errorf("offline snapshot: %+v, %v", snap, err)
+	}
+
+	resumed, err := c.Resume(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Agent != "a2" {
+		t.Errorf("resumed on %s", resumed.Agent)
+	}
+	send(t, c, info.ID, "recall")
+	r := f.wait(t, "the recall", resultContaining("remember: apples"))
+	t.Logf("after failover: %s", r.Data)
+	checkSeqs(t, f.list(), 1)
+	// A second subscriber from scratch reads the same history.
+	g := follow(t, c, info.ID, 0)
+	g.wait(t, "the recall again", resultContaining("remember: apples"))
+	checkSeqs(t, g.list(), 1)
+	s, err := c.Session(ctx, info.ID)
+	if err != nil || s.Agent != "a2" || s.Takeovers != 1 {
+		t.Errorf("after failover: %+v, %v", s, err)
+	}
+}
+
+// TestNATSRestart restarts the NATS server under a running session:
+// agent and client reconnect, the subscriber carries on with no gap or
+// duplicate, and everything acknowledged before is still there.
+func TestNATSRestart(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "before")
+	f.wait(t, "the turn before", result("echo: before"))
+	before := f.list()
+
+	ns.restart()
+	// Commands fail while the agent has not resubscribed; none is
+	// delivered then (no responders), so retrying is safe.
+	waitFor(t, "the agent back", func() bool {
+		_, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "after"})
+		return err == nil
+	})
+	f.wait(t, "the turn after", result("echo: after"))
+	checkSeqs(t, f.list(), 1)
+	g := follow(t, c, info.ID, 0)
+	last := g.wait(t, "the turn after, from scratch", result("echo: after"))
+	got := g.list()
+	checkSeqs(t, got, 1)
+	for i, ev := range before {
+		if got[i].Kind != ev.Kind || string(got[i].Data) != string(ev.Data) {
+			t.Fatalf("event %d changed across the restart", ev.Seq)
+		}
+	}
+	if want := f.list(); len(want) < int(last.Seq) {
+		t.Fatalf("live subscriber has %d events, the new one %d", len(want), last.Seq)
+	}
+	// Placement works again too.
+	if _, err := c.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNATSOutageLongerThanHeartbeats: NATS is gone for longer than the
+// heartbeat bound, so the agent's entry lapses and a client may mark its
+// session disconnected (if it reconnects before the agent); when NATS is
+// back the agent has its session, and the events go on with no gap. Then
+// the marking is forced: the agent takes the session back, its events
+// numbered after the "disconnected" one.
+func TestNATSOutageLongerThanHeartbeats(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	f.wait(t, "a turn", result("echo: one"))
+	ns.stop()
+	time.Sleep(4 * heartbeat) // the outage: the agent's entry's TTL passes
+	ns.start()
+	waitFor(t, "the agent back", func() bool {
+		_, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "two"})
+		return err == nil
+	})
+	f.wait(t, "the turn after", result("echo: two"))
+	checkSeqs(t, f.list(), 1)
+	takenBack := func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.Agent == "a1" && !s.Orphaned && s.State == "idle"
+	}
+	waitFor(t, "the session taken back", takenBack)
+
+	if err := cluster.Reap(ctx, c, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "the session marked disconnected", state("disconnected"))
+	waitFor(t, "the session taken back again", takenBack)
+	send(t, c, info.ID, "three")
+	f.wait(t, "the turn after the marking", result("echo: three"))
+	checkSeqs(t, f.list(), 1)
+}
+
+// TestThreeNodeCluster runs agent and client on different nodes of a
+// 3-node NATS cluster with replicated streams, and keeps going when a
+// node goes away.
+func TestThreeNodeCluster(t *testing.T) {
+	ctx := testCtx(t)
+	nodes, _ := newNATSCluster(t)
+	l := &cluster.Limits{Replicas: 3, Heartbeat: time.Second}
+	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: nodes[1].URL(), ID: "a1", Limits: l,
+		Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: nodes[2].URL(), Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	f.wait(t, "a turn", result("echo: one"))
+	nodes[0].stop()
+	waitFor(t, "a command through the smaller cluster", func() bool {
+		_, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "two"})
+		return err == nil
+	})
+	f.wait(t, "a turn with a node down", result("echo: two"))
+	checkSeqs(t, f.list(), 1)
+}
+
+// TestAuthPassedThrough: NATS user/password reach the server; a wrong one
+// fails with NATS's authorization error.
+func TestAuthPassedThrough(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, func(o *server.Options) { o.Username, o.Password = "tether", "s3cret" })
+	newAgent(t, ns.URL(), "a1", 1, nats.UserInfo("tether", "s3cret"))
+	c := newClient(t, ns.URL(), nats.UserInfo("tether", "s3cret"))
+	if _, err := c.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL(), NATS: []nats.Option{nats.UserInfo("tether", "guess")}})
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	if strings.Contains(err.Error(), "guess") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+// TestNkeyAuth: an nkey seed file authenticates agent and client.
+func TestNkeyAuth(t *testing.T) {
+	ctx := testCtx(t)
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	seed, _ := kp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "user.nk")
+	if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns := newNATS(t, func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} })
+	opt, err := nats.NkeyOptionFromSeed(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAgent(t, ns.URL(), "a1", 1, opt)
+	c := newClient(t, ns.URL(), opt)
+	if _, err := c.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL()}); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("no credentials: %v", err)
+	}
+}
+
+// TestAgentShutdownThenResume: an agent that stops (a rolling deploy)
+// leaves its sessions disconnected, not ended: they resume elsewhere.
+func TestAgentShutdownThenResume(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "pears")
+	f.wait(t, "a turn", result("echo: pears"))
+	if err := a1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "disconnected", state("disconnected"))
+	newAgent(t, ns.URL(), "a2", 1)
+	if _, err := c.Resume(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	send(t, c, info.ID, "recall")
+	f.wait(t, "the recall", result("remember: pears"))
+	checkSeqs(t, f.list(), 1)
+}
+
+// TestLogsCarryNoPrompts runs a session with debug logs on and checks that
+// neither its prompts nor its replies, nor a refused command's payload,
+// reach the logs.
+func TestLogsCarryNoPrompts(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: ns.URL(), ID: "a1", Limits: limits, Logger: logger,
+		Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL(), Limits: limits, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "secret-prompt-7f3a")
+	f.wait(t, "the reply", result("echo: secret-prompt-7f3a"))
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.RequestWithContext(ctx, "tether.v1.cmd."+info.ID, []byte(`{"op":"send","prompt":"secret-payload-9c1e","x":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	logs := buf.String()
+	if !strings.Contains(logs, info.ID) {
+		t.Fatalf("the logs do not even name the session:\n%s", logs)
+	}
+	for _, secret := range []string{"secret-prompt-7f3a", "secret-payload-9c1e"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs carry %q:\n%s", secret, logs)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestFailoverWithoutTranscript: a session whose agent died before the CLI
+// wrote anything cannot resume; the refusal is typed and leaves the
+// session free for a later try.
+func TestFailoverWithoutTranscript(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster.Crash(a1)
+	newAgent(t, ns.URL(), "a2", 1)
+	waitFor(t, "a1 gone", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.State == "disconnected"
+	})
+	if _, err := c.Resume(ctx, info.ID); !errors.Is(err, cluster.ErrNoTranscript) {
+		t.Fatalf("resume without a transcript: %v", err)
+	}
+	s, err := c.Session(ctx, info.ID)
+	if err != nil || s.Agent != "" || s.State != "disconnected" || s.Ended {
+		t.Errorf("after the failed takeover: %+v, %v", s, err)
+	}
+	if _, err := c.Resume(ctx, info.ID); !errors.Is(err, cluster.ErrNoTranscript) {
+		t.Fatalf("second try: %v", err)
+	}
+}

@@ -1,0 +1,17 @@
+package cluster
+
+import "context"
+
+// Crash makes a vanish as a killed process would (for tests).
+func Crash(a *Agent) { a.crash() }
+
+// Reap marks a session disconnected as a client does when its agent's
+// entry lapsed (for tests: whether the agent is alive or not).
+func Reap(ctx context.Context, c *Client, id string) error {
+	r, rev, err := c.record(ctx, id)
+	if err != nil {
+		return err
+	}
+	c.reap(ctx, id, r, rev)
+	return nil
+}

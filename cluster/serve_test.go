@@ -1,0 +1,226 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
+)
+
+// wsClient speaks the serve protocol over a WebSocket, as a browser does.
+type wsClient struct {
+	t      *testing.T
+	c      *websocket.Conn
+	frames chan map[string]json.RawMessage
+	nextID int
+	mu     sync.Mutex
+
+	// The events the socket received, as a browser applies them.
+	evMu    sync.Mutex
+	lastSeq uint64
+	gaps    int
+}
+
+func (w *wsClient) seen() (last uint64, gaps int) {
+	w.evMu.Lock()
+	defer w.evMu.Unlock()
+	return w.lastSeq, w.gaps
+}
+
+func dialServe(t *testing.T, url, token string) *wsClient {
+	t.Helper()
+	ctx := testCtx(t)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/ws", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadLimit(64 << 20)
+	w := &wsClient{t: t, c: c, frames: make(chan map[string]json.RawMessage, 4096)}
+	go func() {
+		defer close(w.frames)
+		for {
+			_, data, err := c.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var f map[string]json.RawMessage
+			if json.Unmarshal(data, &f) == nil {
+				if ev, ok := eventOf(f); ok {
+					w.evMu.Lock()
+					if w.lastSeq != 0 && ev.Seq != w.lastSeq+1 {
+						w.gaps++
+					}
+					w.lastSeq = ev.Seq
+					w.evMu.Unlock()
+				}
+				w.frames <- f
+			}
+		}
+	}()
+	t.Cleanup(w.close)
+	return w
+}
+
+func (w *wsClient) close() { w.c.Close(websocket.StatusNormalClosure, "") }
+
+func (w *wsClient) send(req map[string]any) int {
+	w.mu.Lock()
+	w.nextID++
+	id := w.nextID
+	w.mu.Unlock()
+	req["id"] = id
+	req["v"] = 1
+	data, _ := json.Marshal(req)
+	if err := w.c.Write(testCtx(w.t), websocket.MessageText, data); err != nil {
+		w.t.Fatal(err)
+	}
+	return id
+}
+
+// next returns the next frame that satisfies ok, dropping the others.
+func (w *wsClient) next(what string, ok func(map[string]json.RawMessage) bool) map[string]json.RawMessage {
+	w.t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case f, open := <-w.frames:
+			if !open {
+				w.t.Fatalf("socket closed waiting for %s", what)
+			}
+			if ok(f) {
+				return f
+			}
+		case <-timeout:
+			w.t.Fatalf("no %s", what)
+		}
+	}
+}
+
+func isType(typ string) func(map[string]json.RawMessage) bool {
+	return func(f map[string]json.RawMessage) bool { return string(f["type"]) == `"`+typ+`"` }
+}
+
+func replyTo(id int) func(map[string]json.RawMessage) bool {
+	return func(f map[string]json.RawMessage) bool {
+		return string(f["type"]) == `"reply"` && string(f["id"]) == json.Number(itoa(id)).String()
+	}
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+func eventOf(f map[string]json.RawMessage) (host.Event, bool) {
+	var ev host.Event
+	if string(f["type"]) != `"event"` || json.Unmarshal(f["event"], &ev) != nil {
+		return ev, false
+	}
+	return ev, true
+}
+
+// TestServeOverTheCluster runs two `tether serve` servers over the
+// cluster (two clients of the bus): a session started through one is
+// followed from both, an approval answered on both at once is applied
+// once and refused on the other with already_answered, and a browser that
+// drops off one server at event N picks up on the other after N.
+func TestServeOverTheCluster(t *testing.T) {
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	var urls []string
+	const token = "test-token-0123456789abcdef"
+	for range 2 {
+		c := newClient(t, ns.URL())
+		srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}), &serve.Options{Token: token})
+		hs := httptest.NewServer(srv)
+		t.Cleanup(func() {
+			srv.Close()
+			hs.Close()
+		})
+		urls = append(urls, hs.URL)
+	}
+	b1, b2 := dialServe(t, urls[0], token), dialServe(t, urls[1], token)
+	id := b1.send(map[string]any{"type": "start"})
+	var started struct {
+		Session serve.SessionInfo `json:"session"`
+	}
+	rep := b1.next("the start reply", replyTo(id))
+	if err := json.Unmarshal(rep["result"], &started); err != nil || started.Session.ID == "" {
+		t.Fatalf("start: %s %s", rep["result"], rep["error"])
+	}
+	sid := started.Session.ID
+	if started.Session.Owner != "a1" {
+		t.Errorf("owner %q", started.Session.Owner)
+	}
+	for _, b := range []*wsClient{b1, b2} {
+		b.next("the subscribe reply", replyTo(b.send(map[string]any{"type": "subscribe", "session": sid, "after": 0})))
+	}
+	b1.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "send", "text": "approve"}})
+	var approval string
+	for _, b := range []*wsClient{b1, b2} {
+		f := b.next("the approval", func(f map[string]json.RawMessage) bool {
+			ev, ok := eventOf(f)
+			return ok && ev.Kind == host.EventApproval
+		})
+		ev, _ := eventOf(f)
+		var ap host.ApprovalInfo
+		json.Unmarshal(ev.Data, &ap)
+		approval = ap.ID
+	}
+	ids := []int{
+		b1.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "answer", "approval": approval, "behavior": "allow"}}),
+		b2.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "answer", "approval": approval, "behavior": "deny", "message": "no"}}),
+	}
+	codes := map[string]int{}
+	for i, b := range []*wsClient{b1, b2} {
+		r := b.next("the answer's reply", replyTo(ids[i]))
+		var e struct{ Code string }
+		if json.Unmarshal(r["error"], &e) == nil && e.Code != "" {
+			codes[e.Code]++
+		} else {
+			codes["ok"]++
+		}
+	}
+	if codes["ok"] != 1 || codes[serve.CodeAlreadyAnswered]+codes[serve.CodeNoApproval] != 1 {
+		t.Fatalf("answers: %v", codes)
+	}
+	// b1 drops off after the turn's result; its browser reconnects to the
+	// other server with the last seq it applied.
+	b1.next("the turn's end", func(f map[string]json.RawMessage) bool {
+		ev, ok := eventOf(f)
+		return ok && result("")(ev)
+	})
+	b1.close()
+	last, gaps := b1.seen()
+	if gaps != 0 {
+		t.Fatalf("%d gaps before the reconnect", gaps)
+	}
+	b2.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "send", "text": "after"}})
+	b3 := dialServe(t, urls[1], token)
+	b3.next("the subscribe reply", replyTo(b3.send(map[string]any{"type": "subscribe", "session": sid, "after": last})))
+	first := true
+	b3.next("the next turn", func(f map[string]json.RawMessage) bool {
+		ev, ok := eventOf(f)
+		if ok && first {
+			first = false
+			if ev.Seq != last+1 {
+				t.Fatalf("after reconnecting at %d the first event is %d", last, ev.Seq)
+			}
+		}
+		return ok && result("echo: after")(ev)
+	})
+	if _, gaps := b3.seen(); gaps != 0 {
+		t.Fatalf("%d gaps after the reconnect", gaps)
+	}
+}

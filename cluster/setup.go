@@ -1,0 +1,236 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Limits are the cluster's retention limits, applied when an Agent or a
+// Client creates the streams and buckets (the first one to start does;
+// later ones use what exists). A nil *Limits means defaults.
+type Limits struct {
+	// Replicas of each stream and bucket: 3 on a 3-node NATS cluster
+	// (0 = 1).
+	Replicas int
+	// Memory keeps the streams in memory instead of on disk: faster, lost
+	// when the NATS server restarts. For tests and benchmarks.
+	Memory bool
+	// EventsPerSession is how many events a session's subject keeps; a
+	// subscriber that reconnects after older ones were dropped resyncs
+	// from a snapshot (0 = 10000).
+	EventsPerSession int64
+	// EventsMaxAge drops events older than this (0 = 24 h).
+	EventsMaxAge time.Duration
+	// TranscriptMaxAge drops transcript chunks older than this: a session
+	// idle for longer cannot fail over (0 = 7 days).
+	TranscriptMaxAge time.Duration
+	// Heartbeat is the agents' heartbeat; an agent's registry entry
+	// expires 3 heartbeats after its last one (0 = 1 s).
+	Heartbeat time.Duration
+	// StartAckWait is how long a start request taken by an agent that
+	// then dies waits before another agent gets it (0 = 30 s).
+	StartAckWait time.Duration
+}
+
+func (l *Limits) withDefaults() Limits {
+	var c Limits
+	if l != nil {
+		c = *l
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.EventsPerSession <= 0 {
+		c.EventsPerSession = 10000
+	}
+	if c.EventsMaxAge <= 0 {
+		c.EventsMaxAge = 24 * time.Hour
+	}
+	if c.TranscriptMaxAge <= 0 {
+		c.TranscriptMaxAge = 7 * 24 * time.Hour
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = time.Second
+	}
+	if c.StartAckWait <= 0 {
+		c.StartAckWait = 30 * time.Second
+	}
+	return c
+}
+
+// bus is what Agent and Client share: the connection and the JetStream
+// handles.
+type bus struct {
+	nc       *nats.Conn
+	ownConn  bool
+	js       jetstream.JetStream
+	start    jetstream.Stream
+	events   jetstream.Stream
+	tx       jetstream.Stream
+	sessions jetstream.KeyValue
+	agents   jetstream.KeyValue
+	ttl      time.Duration // the agents bucket's TTL: 3 heartbeats
+	limits   Limits
+}
+
+// dial connects to NATS unless a connection is given. The options pass
+// auth (nats.UserInfo, nats.Nkey, nats.UserCredentials, nats.Token) and TLS
+// (nats.Secure, nats.RootCAs, nats.ClientCert) through; reconnection is
+// unlimited by default so that a restarted NATS server is found again.
+func dial(nc *nats.Conn, url, name string, opts []nats.Option) (*nats.Conn, bool, error) {
+	if nc != nil {
+		return nc, false, nil
+	}
+	if url == "" {
+		url = nats.DefaultURL
+	}
+	all := append([]nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+	}, opts...)
+	c, err := nats.Connect(url, all...)
+	if err != nil {
+		return nil, false, fmt.Errorf("cluster: connecting to NATS: %w", err)
+	}
+	return c, true, nil
+}
+
+// open sets up the streams and buckets (creating the missing ones) on nc.
+func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, error) {
+	l := limits.withDefaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	b := &bus{nc: nc, ownConn: own, js: js, limits: l}
+	storage := jetstream.FileStorage
+	if l.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	maxMsg := int32(nc.MaxPayload())
+	streams := []struct {
+		dst *jetstream.Stream
+		cfg jetstream.StreamConfig
+	}{
+		{&b.start, jetstream.StreamConfig{
+			Name: StreamStart, Subjects: []string{subjectStart}, Retention: jetstream.WorkQueuePolicy,
+			Storage: storage, Replicas: l.Replicas, MaxAge: time.Hour, MaxMsgSize: MaxStartSize,
+			Description: "tether: start requests, taken by agents with room",
+		}},
+		{&b.events, jetstream.StreamConfig{
+			Name: StreamEvents, Subjects: []string{subjectEvents + ">"}, Storage: storage, Replicas: l.Replicas,
+			MaxMsgsPerSubject: l.EventsPerSession, MaxAge: l.EventsMaxAge, MaxMsgSize: maxMsg,
+			Duplicates:  2 * time.Minute,
+			Description: "tether: session events, one subject per session",
+		}},
+		{&b.tx, jetstream.StreamConfig{
+			Name: StreamTranscripts, Subjects: []string{subjectTranscript + ">"}, Storage: storage, Replicas: l.Replicas,
+			MaxAge: l.TranscriptMaxAge, MaxMsgSize: maxMsg, Duplicates: 2 * time.Minute,
+			Description: "tether: CLI transcripts mirrored for failover",
+		}},
+	}
+	for _, s := range streams {
+		st, err := js.CreateStream(ctx, s.cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			st, err = js.Stream(ctx, s.cfg.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster: stream %s: %w", s.cfg.Name, err)
+		}
+		*s.dst = st
+	}
+	kvs := []struct {
+		dst *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&b.sessions, jetstream.KeyValueConfig{Bucket: BucketSessions, Storage: storage, Replicas: l.Replicas,
+			MaxValueSize: MaxRecordSize, TTL: l.TranscriptMaxAge, Description: "tether: sessions"}},
+		{&b.agents, jetstream.KeyValueConfig{Bucket: BucketAgents, Storage: storage, Replicas: l.Replicas,
+			MaxValueSize: MaxRecordSize, TTL: 3 * l.Heartbeat, Description: "tether: live agents"}},
+	}
+	for _, k := range kvs {
+		kv, err := js.CreateKeyValue(ctx, k.cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, k.cfg.Bucket)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster: bucket %s: %w", k.cfg.Bucket, err)
+		}
+		*k.dst = kv
+	}
+	st, err := b.agents.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", BucketAgents, err)
+	}
+	b.ttl = st.TTL()
+	if b.ttl <= 0 {
+		b.ttl = 3 * l.Heartbeat
+	}
+	return b, nil
+}
+
+func (b *bus) close() {
+	if b.ownConn {
+		b.nc.Close()
+	}
+}
+
+// agentAlive reports whether the agent's registry entry is there and
+// younger than the bucket's TTL (the server drops it then; the age check
+// makes the bound exact whatever the server's expiry timer granularity).
+func (b *bus) agentAlive(ctx context.Context, id string) (bool, error) {
+	e, err := b.agents.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return time.Since(e.Created()) < b.ttl, nil
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "agent"
+	}
+	return h
+}
+
+// entries returns the latest value of every key of a bucket. It reads the
+// bucket's stream directly (its subjects, then the last message of each)
+// rather than with a KV watcher, whose "initial values done" marker can
+// come early while keys are being written.
+func (b *bus) entries(ctx context.Context, kv jetstream.KeyValue) (map[string]jetstream.KeyValueEntry, error) {
+	st, err := b.js.Stream(ctx, "KV_"+kv.Bucket())
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + kv.Bucket() + "."
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]jetstream.KeyValueEntry, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		key := strings.TrimPrefix(subj, prefix)
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[key] = e
+	}
+	return out, nil
+}

@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// The transcript mirror: the CLI's session file (the conversation it
+// resumes from) is copied into StreamTranscripts as it grows, in chunks
+// numbered by their byte offset in the file, so that another agent can
+// rebuild the file and resume the conversation when this one dies.
+
+// mirrorState is how far a session's file has been mirrored.
+type mirrorState struct {
+	cli    string // the CLI session id the offset belongs to
+	offset int64
+}
+
+// keepMirror mirrors the transcript every MirrorInterval, when poked (a
+// turn ended) and a last time when the session ends.
+func (s *agentSession) keepMirror() {
+	defer s.wg.Done()
+	every := s.a.opts.MirrorInterval
+	if every <= 0 {
+		every = s.a.b.ttl / 3
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.wakeTx:
+		case <-s.ctx.Done():
+			if !s.a.gone() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				s.mirrorOnce(ctx)
+				cancel()
+			}
+			return
+		}
+		s.mirrorOnce(s.ctx)
+	}
+}
+
+// mirrorOnce publishes what the session file gained since last time.
+func (s *agentSession) mirrorOnce(ctx context.Context) {
+	cli := s.hs.SessionID()
+	if cli == "" || s.a.configDir == "" {
+		return
+	}
+	s.mu.Lock()
+	cwd := s.rec.Cwd
+	st := s.mirror
+	s.mu.Unlock()
+	if st.cli != cli {
+		st = mirrorState{cli: cli}
+		if s.rec.CLISession == cli && s.restored > 0 {
+			st.offset = s.restored
+		}
+	}
+	path := claude.SessionFilePath(s.a.configDir, cwd, cli)
+	f, err := os.Open(path)
+	if err != nil {
+		return // not written yet
+	}
+	defer f.Close()
+	if _, err := f.Seek(st.offset, io.SeekStart); err != nil {
+		return
+	}
+	buf := make([]byte, transcriptChunk)
+	for {
+		n, err := io.ReadFull(f, buf)
+		if n > 0 {
+			m := nats.NewMsg(subjectTranscript + s.id)
+			m.Data = buf[:n]
+			off := strconv.FormatInt(st.offset, 10)
+			m.Header.Set(hdrCLISess, cli)
+			m.Header.Set(hdrOffset, off)
+			m.Header.Set(hdrMsgID, s.id+"."+cli+"."+off)
+			if perr := s.a.b.publishRetry(ctx, m); perr != nil {
+				break
+			}
+			st.offset += int64(n)
+		}
+		if err != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.mirror = st
+	s.mu.Unlock()
+}
+
+// restoreTranscript rebuilds a session's file from the mirror before the
+// CLI resumes it; it records how much was restored, so that the mirror
+// carries on from there.
+func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo) (int64, error) {
+	if a.configDir == "" {
+		return 0, &CommandError{Code: codeNoTranscript, Message: "no CLI config folder to restore into"}
+	}
+	path := claude.SessionFilePath(a.configDir, rec.Cwd, rec.CLISession)
+	subj := subjectTranscript + rec.ID
+	var data []byte
+	seq := uint64(1)
+	for {
+		m, err := a.b.tx.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("cluster: reading the transcript mirror: %w", err)
+		}
+		seq = m.Sequence + 1
+		if m.Header.Get(hdrCLISess) != rec.CLISession {
+			continue
+		}
+		off, err := strconv.ParseInt(m.Header.Get(hdrOffset), 10, 64)
+		if err != nil || off < 0 {
+			return 0, &MessageError{Subject: subj, Reason: "bad offset", Err: ErrMalformed}
+		}
+		switch {
+		case off == int64(len(data)):
+			data = append(data, m.Data...)
+		case off+int64(len(m.Data)) <= int64(len(data)):
+			// a chunk mirrored twice
+		default:
+			return 0, &CommandError{Code: codeNoTranscript, Message: fmt.Sprintf("mirror has a gap at byte %d (retention?)", len(data))}
+		}
+	}
+	if len(data) == 0 {
+		return 0, &CommandError{Code: codeNoTranscript, Message: "nothing mirrored for CLI session " + rec.CLISession}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() >= int64(len(data)) {
+		// The file is here already, as long as the mirror or longer (the
+		// mirror is a prefix of it: the CLI only appends). Keep it.
+		return int64(len(data)), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return 0, err
+	}
+	tmp := path + ".tether-restore"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return 0, err
+	}
+	a.log.Info("transcript restored", "session", rec.ID, "bytes", len(data))
+	return int64(len(data)), nil
+}
+
+// lastSeq returns the seq of the last event of a session in the stream
+// and its stream sequence (0, 0 when none).
+func (b *bus) lastSeq(ctx context.Context, id string) (seq, stream uint64, err error) {
+	m, err := b.events.GetLastMsgForSubject(ctx, subjectEvents+id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	seq, err = strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
+	return seq, m.Sequence, err
+}

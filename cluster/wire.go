@@ -1,0 +1,314 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Subjects, streams and buckets. Everything is versioned (v1): a later,
+// incompatible wire format gets new names and can run beside this one.
+const (
+	subjectPrefix = "tether.v1."
+	// subjectStart is the work queue of start requests (stream StreamStart).
+	subjectStart = subjectPrefix + "start"
+	// subjectEvents + id: a session's events (stream StreamEvents).
+	subjectEvents = subjectPrefix + "ev."
+	// subjectTranscript + id: a session's transcript chunks (stream
+	// StreamTranscripts).
+	subjectTranscript = subjectPrefix + "tx."
+	// subjectCommand + id: request/reply commands, served by the owner.
+	subjectCommand = subjectPrefix + "cmd."
+
+	// StreamStart is the work-queue stream of start requests.
+	StreamStart = "TETHER_V1_START"
+	// StreamEvents keeps every session's events, one subject per session.
+	StreamEvents = "TETHER_V1_EVENTS"
+	// StreamTranscripts mirrors every session's CLI transcript.
+	StreamTranscripts = "TETHER_V1_TRANSCRIPTS"
+	// BucketSessions is the registry of sessions (no TTL).
+	BucketSessions = "tether_v1_sessions"
+	// BucketAgents is the registry of live agents: each key expires unless
+	// its agent refreshes it (the bucket's TTL is 3 heartbeats).
+	BucketAgents = "tether_v1_agents"
+
+	consumerAgents = "tether-v1-agents"
+
+	// Headers.
+	hdrMsgID   = "Nats-Msg-Id"
+	hdrSeq     = "Tether-Seq"
+	hdrReply   = "Tether-Reply"
+	hdrOffset  = "Tether-Offset"
+	hdrCLISess = "Tether-CLI-Session"
+	hdrPart    = "Tether-Part"
+)
+
+// Size limits of the messages this package reads. A bigger message is
+// refused with ErrTooLarge and has no effect.
+const (
+	// MaxCommandSize bounds a command (a prompt and its images included);
+	// the NATS server's max_payload (1 MiB by default) may be lower.
+	MaxCommandSize = 16 << 20
+	// MaxStartSize bounds a start request.
+	MaxStartSize = 64 << 10
+	// MaxRecordSize bounds a registry record.
+	MaxRecordSize = 16 << 10
+	// transcriptChunk is the size of the transcript chunks published.
+	transcriptChunk = 256 << 10
+)
+
+// idPattern is what session and agent ids look like: they are subject
+// tokens and KV keys, so no dots, wildcards or spaces.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func validID(id string) bool { return idPattern.MatchString(id) }
+
+// startRequest asks an agent with room to start a session (or to take over
+// one whose agent died: Failover).
+type startRequest struct {
+	ID                 string `json:"id"`
+	Cwd                string `json:"cwd,omitempty"`
+	Model              string `json:"model,omitempty"`
+	PermissionMode     string `json:"permission_mode,omitempty"`
+	AppendSystemPrompt string `json:"append_system_prompt,omitempty"`
+	Resume             string `json:"resume,omitempty"`
+	Fork               bool   `json:"fork,omitempty"`
+	Title              string `json:"title,omitempty"`
+	Failover           bool   `json:"failover,omitempty"`
+	// Restore names the session whose mirrored transcript is restored
+	// before resuming Resume (a session of another agent, ended or gone).
+	Restore string    `json:"restore,omitempty"`
+	Expires time.Time `json:"expires"`
+}
+
+func (r *startRequest) validate() error {
+	switch {
+	case !validID(r.ID):
+		return fmt.Errorf("bad session id")
+	case r.Expires.IsZero():
+		return fmt.Errorf("no expiry")
+	case r.Failover && (r.Resume != "" || r.Fork):
+		return fmt.Errorf("failover with resume or fork")
+	case r.Restore != "" && (r.Resume == "" || !validID(r.Restore)):
+		return fmt.Errorf("bad restore")
+	}
+	return nil
+}
+
+// startReply answers a start request on its reply subject.
+type startReply struct {
+	Session *SessionInfo `json:"session,omitempty"`
+	Error   *wireError   `json:"error,omitempty"`
+}
+
+type wireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+// Command operations.
+const (
+	OpSend      = "send"
+	OpInterrupt = "interrupt"
+	OpRespond   = "respond"
+	OpCancel    = "cancel"
+	OpSetModel  = "set_model"
+	OpSetMode   = "set_mode"
+	OpClose     = "close"
+	opSnapshot  = "snapshot"
+)
+
+// Command is one command to a session, sent to its agent by request/reply.
+type Command struct {
+	// Op is one of the Op constants.
+	Op string `json:"op"`
+	// Prompt is the text of OpSend, Images its pasted images.
+	Prompt string  `json:"prompt,omitempty"`
+	Images []Image `json:"images,omitempty"`
+	// UUID is the message to withdraw (OpCancel); for OpSend an optional
+	// uuid of the message (one is made up when empty).
+	UUID string `json:"uuid,omitempty"`
+	// Approval is the approval's id (OpRespond).
+	Approval string `json:"approval,omitempty"`
+	// Behavior answers an approval: "allow", "allow_always" or "deny".
+	// With Answers set it may be empty (a question's answer).
+	Behavior string `json:"behavior,omitempty"`
+	// Message is the reason of a deny.
+	Message string `json:"message,omitempty"`
+	// Interrupt, with a deny, ends the turn too; with OpInterrupt, forces
+	// it (SIGINT, then a kill, when the CLI does not listen).
+	Interrupt bool `json:"interrupt,omitempty"`
+	// Answers answer a question: question text to label(s).
+	Answers map[string]string `json:"answers,omitempty"`
+	// Model is OpSetModel's model, Mode OpSetMode's permission mode.
+	Model string `json:"model,omitempty"`
+	Mode  string `json:"mode,omitempty"`
+}
+
+func (c *Command) validate() error {
+	switch c.Op {
+	case OpSend:
+		if strings.TrimSpace(c.Prompt) == "" && len(c.Images) == 0 {
+			return fmt.Errorf("send without a prompt")
+		}
+		for i, im := range c.Images {
+			if !slices.Contains(imageTypes, im.MediaType) {
+				return fmt.Errorf("image %d: media type not one of %s", i, strings.Join(imageTypes, ", "))
+			}
+			if _, err := base64.StdEncoding.DecodeString(im.Data); err != nil {
+				return fmt.Errorf("image %d: data is not base64", i)
+			}
+		}
+	case OpInterrupt, OpClose, opSnapshot:
+	case OpRespond:
+		if c.Approval == "" {
+			return fmt.Errorf("respond without an approval id")
+		}
+		switch c.Behavior {
+		case "allow", "allow_always", "deny":
+		case "":
+			if c.Answers == nil {
+				return fmt.Errorf("respond without a behavior or answers")
+			}
+		default:
+			return fmt.Errorf("unknown behavior %q", c.Behavior)
+		}
+	case OpCancel:
+		if c.UUID == "" {
+			return fmt.Errorf("cancel without a uuid")
+		}
+	case OpSetModel:
+		if c.Model == "" {
+			return fmt.Errorf("set_model without a model")
+		}
+	case OpSetMode:
+		if c.Mode == "" {
+			return fmt.Errorf("set_mode without a mode")
+		}
+	default:
+		return fmt.Errorf("unknown op %q", c.Op)
+	}
+	return nil
+}
+
+// Image is an image of a prompt.
+type Image struct {
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"` // base64
+}
+
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+func (r *startReply) validate() error {
+	if r.Session != nil {
+		return r.Session.validate()
+	}
+	return nil
+}
+
+func (r *commandReply) validate() error { return nil }
+
+// commandReply answers a command.
+type commandReply struct {
+	UUID     string          `json:"uuid,omitempty"`
+	Step     string          `json:"step,omitempty"` // how far a forced interrupt went
+	Snapshot json.RawMessage `json:"snapshot,omitempty"`
+	Error    *wireError      `json:"error,omitempty"`
+}
+
+// agentRecord is an agent's entry in BucketAgents, refreshed every
+// heartbeat.
+type agentRecord struct {
+	ID        string    `json:"id"`
+	Capacity  int       `json:"capacity"`
+	Sessions  int       `json:"sessions"`
+	Heartbeat time.Time `json:"heartbeat"`
+	Started   time.Time `json:"started"`
+}
+
+func (r *agentRecord) validate() error {
+	if !validID(r.ID) {
+		return fmt.Errorf("bad agent id")
+	}
+	return nil
+}
+
+// SessionInfo is a session as the registry knows it.
+type SessionInfo struct {
+	ID string `json:"id"`
+	// Agent is the agent that runs (or last ran) the session.
+	Agent string `json:"agent"`
+	// State is the session's liveness state ("idle", "thinking", …), or
+	// "disconnected" when its agent is gone.
+	State string `json:"state"`
+	// Ended: the session's CLI ended for good on a live agent (Closed: by
+	// a close command); it can still be resumed from its mirrored
+	// transcript as a new session (StartOptions.Resume).
+	Ended  bool `json:"ended,omitempty"`
+	Closed bool `json:"closed,omitempty"`
+	// Seq is the sequence number of the last event the agent published.
+	Seq        uint64    `json:"seq"`
+	LastEvent  time.Time `json:"last_event"`
+	CostUSD    float64   `json:"cost_usd"`
+	Cwd        string    `json:"cwd,omitempty"`
+	Model      string    `json:"model,omitempty"`
+	Title      string    `json:"title,omitempty"`
+	LastPrompt string    `json:"last_prompt,omitempty"`
+	CLISession string    `json:"cli_session,omitempty"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+	// Orphaned: its agent is gone and a client has marked it so (with a
+	// "disconnected" event); a takeover clears it.
+	Orphaned bool `json:"orphaned,omitempty"`
+	// Takeovers counts failovers of the session.
+	Takeovers int `json:"takeovers,omitempty"`
+}
+
+func (r *SessionInfo) validate() error {
+	if !validID(r.ID) || (r.Agent != "" && !validID(r.Agent)) {
+		return fmt.Errorf("bad id")
+	}
+	return nil
+}
+
+type validator interface{ validate() error }
+
+// decode reads one message of the bus strictly: within max bytes, one JSON
+// value of the right shape (unknown fields are refused), valid by v's rules.
+// The error is a *MessageError and never quotes the payload.
+func decode(subject string, data []byte, max int, v validator) error {
+	if len(data) > max {
+		return &MessageError{Subject: subject, Reason: fmt.Sprintf("%d bytes, limit %d", len(data), max), Err: ErrTooLarge}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &MessageError{Subject: subject, Reason: jsonReason(err), Err: ErrMalformed}
+	}
+	if dec.More() {
+		return &MessageError{Subject: subject, Reason: "trailing data", Err: ErrMalformed}
+	}
+	if err := v.validate(); err != nil {
+		return &MessageError{Subject: subject, Reason: err.Error(), Err: ErrMalformed}
+	}
+	return nil
+}
+
+// jsonReason describes a decoding error without quoting the input.
+func jsonReason(err error) string {
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		return fmt.Sprintf("invalid JSON at offset %d", e.Offset)
+	case *json.UnmarshalTypeError:
+		return fmt.Sprintf("field %q: want %s", e.Field, e.Type)
+	}
+	if s := err.Error(); len(s) < 120 {
+		return s // "json: unknown field \"x\"", "unexpected EOF"
+	}
+	return "invalid JSON"
+}

@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzDecodeCommand: whatever arrives on a command subject, decode either
+// refuses it with a *MessageError that never quotes it, or returns a
+// command that validates and survives a round trip.
+func FuzzDecodeCommand(f *testing.F) {
+	for _, s := range []string{
+		`{"op":"send","prompt":"hi"}`, `{"op":"respond","approval":"r1","behavior":"allow"}`,
+		`{"op":"respond","approval":"r1","answers":{"q":"a"}}`, `{"op":"interrupt","interrupt":true}`,
+		`{"op":"send","images":[{"media_type":"image/png","data":"aGk="}]}`, `{"op":"cancel","uuid":"u"}`,
+		`{"op":"set_model","model":"m"}`, `{"op":"close"}`, `{nope`, `{"op":"send"}{"op":"close"}`, `null`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Command
+		err := decode("tether.v1.cmd.x", data, MaxCommandSize, &c)
+		if err != nil {
+			var me *MessageError
+			if !errors.As(err, &me) || !(errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge)) {
+				t.Fatalf("untyped error %v", err)
+			}
+			if len(data) > 8 && strings.Contains(err.Error(), string(data)) {
+				t.Fatalf("the error quotes the message: %v", err)
+			}
+			return
+		}
+		if err := c.validate(); err != nil {
+			t.Fatalf("decoded an invalid command: %v", err)
+		}
+		again, _ := json.Marshal(&c)
+		var c2 Command
+		if err := decode("x", again, MaxCommandSize, &c2); err != nil {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeStart does the same for start requests and registry entries.
+func FuzzDecodeStart(f *testing.F) {
+	f.Add([]byte(`{"id":"abc","expires":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"id":"a.b","expires":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"id":"abc","failover":true,"resume":"x","expires":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"id":"abc","agent":"a1","state":"idle","seq":3,"created":"2030-01-01T00:00:00Z"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r startRequest
+		if err := decode("s", data, MaxStartSize, &r); err == nil {
+			if !validID(r.ID) || r.Expires.IsZero() {
+				t.Fatalf("accepted %+v", r)
+			}
+		}
+		var si SessionInfo
+		if err := decode("k", data, MaxRecordSize, &si); err == nil && !validID(si.ID) {
+			t.Fatalf("accepted a record with id %q", si.ID)
+		}
+	})
+}
+
+func TestCommandErrorMatchesSentinels(t *testing.T) {
+	for code, want := range codeErrors {
+		err := (&wireError{Code: code, Message: "m"}).err()
+		if !errors.Is(err, want) {
+			t.Errorf("%s does not match %v", code, want)
+		}
+		if w := wireErr(err); w.Code != code {
+			t.Errorf("%s round-trips as %s", code, w.Code)
+		}
+	}
+}

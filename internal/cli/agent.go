@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proc"
+)
+
+// natsFlags are the NATS connection flags `tether agent` and
+// `tether serve --nats` share. Secrets come from the environment or files,
+// never from the command line (which other users can read in ps).
+type natsFlags struct {
+	url, creds, nkey, user, ca, cert, key string
+	replicas                              int
+	heartbeat                             time.Duration
+}
+
+// envNATSPassword and envNATSToken hold the secrets of --nats-user and
+// token auth.
+const (
+	envNATSPassword = "TETHER_NATS_PASSWORD"
+	envNATSToken    = "TETHER_NATS_TOKEN"
+)
+
+func addNATSFlags(fs *flag.FlagSet, nf *natsFlags) {
+	fs.StringVar(&nf.creds, "nats-creds", "", "a NATS credentials file (JWT and nkey seed)")
+	fs.StringVar(&nf.nkey, "nats-nkey", "", "a file with the NATS nkey seed to authenticate with")
+	fs.StringVar(&nf.user, "nats-user", "", "the NATS user (its password in $"+envNATSPassword+"); token auth: $"+envNATSToken)
+	fs.StringVar(&nf.ca, "nats-ca", "", "the CA certificate (PEM) to verify the NATS server with (turns TLS on)")
+	fs.StringVar(&nf.cert, "nats-cert", "", "a client certificate (PEM) for NATS TLS; needs --nats-key")
+	fs.StringVar(&nf.key, "nats-key", "", "the client certificate's private key (PEM)")
+	fs.IntVar(&nf.replicas, "replicas", 1, "replicas of the streams and buckets when this process creates them (3 on a 3-node NATS cluster)")
+	fs.DurationVar(&nf.heartbeat, "heartbeat", time.Second, "agents' heartbeat when this process creates the registry: a dead agent's sessions show disconnected within 3 of them")
+}
+
+// options turns the flags into nats.Connect options.
+func (nf *natsFlags) options() ([]nats.Option, error) {
+	var o []nats.Option
+	if nf.creds != "" {
+		o = append(o, nats.UserCredentials(nf.creds))
+	}
+	if nf.nkey != "" {
+		opt, err := nats.NkeyOptionFromSeed(nf.nkey)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-nkey: %w", err)
+		}
+		o = append(o, opt)
+	}
+	if nf.user != "" {
+		o = append(o, nats.UserInfo(nf.user, os.Getenv(envNATSPassword)))
+	}
+	if t := os.Getenv(envNATSToken); t != "" {
+		o = append(o, nats.Token(t))
+	}
+	if nf.ca != "" {
+		o = append(o, nats.RootCAs(nf.ca))
+	}
+	if (nf.cert == "") != (nf.key == "") {
+		return nil, fmt.Errorf("--nats-cert and --nats-key go together")
+	}
+	if nf.cert != "" {
+		o = append(o, nats.ClientCert(nf.cert, nf.key))
+	}
+	return o, nil
+}
+
+func (nf *natsFlags) limits() *cluster.Limits {
+	return &cluster.Limits{Replicas: nf.replicas, Heartbeat: nf.heartbeat}
+}
+
+// agentCmd is `tether agent`: this machine runs sessions for the cluster.
+func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tether agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: tether agent --nats URL [flags]
+
+Runs Claude Code sessions on this machine for a cluster: it takes "start
+session" requests from NATS JetStream while it has room, publishes every
+session's events, serves their commands and mirrors their transcripts so
+that another agent can resume them if this one dies. It only dials out:
+no port is opened on this machine. Browsers reach the sessions through
+"tether serve --nats URL" anywhere. See docs/cluster.md.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	var nf natsFlags
+	fs.StringVar(&nf.url, "nats", nats.DefaultURL, "the NATS server(s), comma-separated")
+	addNATSFlags(fs, &nf)
+	id := fs.String("id", "", "the agent's name in the registry (default: the host name and a random suffix)")
+	capacity := fs.Int("capacity", 8, "the most sessions this agent runs at once")
+	spares := fs.Int("spares", 0, "CLIs to keep started and waiting (sessions start without the CLI's start-up second)")
+	idle := fs.Duration("idle-timeout", 0, "close a session idle for this long (0: never)")
+	cwd := fs.String("cwd", "", "the working directory of sessions that do not ask for one (default: the current directory)")
+	model := fs.String("model", "", "the model of sessions that do not ask for one")
+	mode := fs.String("permission-mode", "", "the permission mode of sessions that do not ask for one")
+	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
+	verbose := fs.Bool("v", false, "log what the agent does to stderr (ids and states, never prompts or secrets)")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tether agent: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions {
+		fmt.Fprintln(stderr, "tether agent: the bypassPermissions default is refused: approvals stay on")
+		return 2
+	}
+	nopts, err := nf.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 2
+	}
+	path, _, err := proc.Find(*cliPath, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 1
+	}
+	dir := *cwd
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	var logger *slog.Logger
+	if *verbose {
+		logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
+		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
+		Limits: nf.limits(), Logger: logger,
+		Session: agentTemplate(path, dir, *model, *mode),
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "tether agent %s: taking up to %d sessions from %s (Ctrl-C stops it and its sessions)\n", a.ID(), *capacity, redactURL(nf.url))
+	<-ctx.Done()
+	if err := a.Close(); err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// agentTemplate is the session template of an agent: the local CLI, the
+// UI's partial messages (text streams token by token) and restarts of a
+// CLI that died.
+func agentTemplate(cliPath, cwd, model, mode string) *host.Options {
+	return &host.Options{
+		CLI: &claude.Options{CLIPath: cliPath, Cwd: cwd, Model: model, PermissionMode: claude.PermissionMode(mode),
+			IncludePartialMessages: true},
+		Restart: &host.RestartPolicy{},
+	}
+}
+
+// redactURL drops credentials from a NATS URL before it is printed.
+func redactURL(u string) string {
+	parts := strings.Split(u, ",")
+	for i, p := range parts {
+		if scheme, rest, ok := strings.Cut(p, "://"); ok {
+			if at := strings.LastIndex(rest, "@"); at >= 0 {
+				parts[i] = scheme + "://***@" + rest[at+1:]
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}

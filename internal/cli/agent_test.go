@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+)
+
+func TestAgentUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"agent", "extra"},
+		{"agent", "--permission-mode", "bypassPermissions"},
+		{"agent", "--nats-cert", "c.pem"},
+		{"serve", "--nats", "nats://x", "--nats-embedded"},
+	} {
+		if code, _, stderr := tether(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, %s", args, code, stderr)
+		}
+	}
+	if code, _, stderr := tether(t, "agent", "-h"); code != 0 || !strings.Contains(stderr, "tether agent --nats URL") {
+		t.Errorf("agent -h: %d %s", code, stderr)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	got := redactURL("nats://u:pw@n1:4222,nats://n2:4222,tls://tok@n3")
+	if want := "nats://***@n1:4222,nats://n2:4222,tls://***@n3"; got != want {
+		t.Errorf("redactURL = %q, want %q", got, want)
+	}
+}
+
+// TestRealCLIAgentAndServeNATS runs `tether agent` and `tether serve
+// --nats` against an embedded NATS server (with token auth from the
+// environment): a session started on the cluster runs a real CLI turn on
+// the agent, and the server lists it.
+func TestRealCLIAgentAndServeNATS(t *testing.T) {
+	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{claudetest.TextReply("hi from the agent")}})
+	t.Cleanup(api.Close)
+	cli := claudetest.NewRealCLI(t, api)
+	for k, v := range cli.Env {
+		t.Setenv(k, v)
+	}
+	const natsToken = "nats-test-token"
+	t.Setenv(envNATSToken, natsToken)
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
+		Authorization: natsToken, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS not ready")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	actx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan int, 1)
+	aout, aoutW := io.Pipe()
+	go func() {
+		defer aoutW.Close()
+		agentDone <- Main(actx, []string{"agent", "--nats", ns.ClientURL(), "--id", "cli-agent", "--cli", cli.Path,
+			"--cwd", cli.Dir, "--capacity", "1", "--heartbeat", "300ms"}, strings.NewReader(""), aoutW, io.Discard)
+	}()
+	line, err := bufio.NewReader(aout).ReadString('\n')
+	if err != nil || !strings.Contains(line, "tether agent cli-agent") {
+		t.Fatalf("agent said %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, aout)
+
+	sctx, stopServe := context.WithCancel(ctx)
+	serveDone := make(chan int, 1)
+	sout, soutW := io.Pipe()
+	go func() {
+		defer soutW.Close()
+		serveDone <- Main(sctx, []string{"serve", "--nats", ns.ClientURL(), "--addr", "127.0.0.1:0"}, strings.NewReader(""), soutW, io.Discard)
+	}()
+	var loginURL string
+	sc := bufio.NewScanner(sout)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "open "); ok {
+			loginURL = u
+			break
+		}
+	}
+	go io.Copy(io.Discard, sout)
+	base, token, ok := strings.Cut(loginURL, "/#token=")
+	if !ok {
+		t.Fatalf("no login URL: %q", loginURL)
+	}
+
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.ClientURL(), NATS: mustNATSOptions(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range c.Events(ctx, info.ID, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct{ Type, Result string }
+		if ev.Kind == host.EventMessage && json.Unmarshal(ev.Data, &m) == nil && m.Type == "result" {
+			if m.Result != "hi from the agent" {
+				t.Fatalf("result %q", m.Result)
+			}
+			break
+		}
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Sessions []struct{ ID, Owner string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].ID != info.ID || list.Sessions[0].Owner != "cli-agent" {
+		t.Errorf("serve lists %+v", list.Sessions)
+	}
+	stopServe()
+	stopAgent()
+	if code := <-serveDone; code != 0 {
+		t.Errorf("serve exited %d", code)
+	}
+	if code := <-agentDone; code != 0 {
+		t.Errorf("agent exited %d", code)
+	}
+	c.Close()
+}
+
+func mustNATSOptions(t *testing.T) []nats.Option {
+	var nf natsFlags
+	o, err := nf.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
