@@ -4,7 +4,9 @@
 # real-CLI integration tests again against 2.1.330.
 #
 # It installs both pinned CLI versions into the cache first
-# (scripts/install-cli.sh), so it works on a fresh machine with Go and npm.
+# (scripts/install-cli.sh), and the pinned TypeScript SDK whose declarations
+# the parity test reads (scripts/install-sdk.sh), so it works on a fresh
+# machine with Go and npm.
 # With CI=true a missing CLI fails the real-CLI tests instead of skipping them.
 # -count=1: the real-CLI tests depend on a binary Go's test cache does not
 # track, so a cached pass would prove nothing.
@@ -13,6 +15,8 @@ cd "$(dirname "$0")/.."
 
 versions=(2.1.197 2.1.330)
 scripts/install-cli.sh "${versions[@]}" >/dev/null
+# The TypeScript SDK's declarations, for the parity test (internal/parity).
+scripts/install-sdk.sh 0.3.330 >/dev/null
 
 go vet ./...
 echo "== go test -race ./... (CLI ${versions[0]})"
