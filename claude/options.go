@@ -238,6 +238,18 @@ type Options struct {
 	// argv). Each value must be JSON. Keys Tether sets itself are refused
 	// by validation.
 	InitializeExtra map[string]json.RawMessage
+
+	// OnElicitation answers MCP servers that ask the user for input
+	// (elicitation.go). nil declines every request, as the TypeScript SDK
+	// does without its onElicitation.
+	OnElicitation ElicitationFunc
+	// OnUserDialog shows the dialogs tools ask the host for (kinds listed
+	// in SupportedDialogKinds) and returns the user's choice.
+	OnUserDialog UserDialogFunc
+	// SupportedDialogKinds are the dialog kinds OnUserDialog can render,
+	// declared in the initialize request; the CLI sends no others and
+	// falls back to its no-dialog behaviour. It needs OnUserDialog.
+	SupportedDialogKinds []string
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.
@@ -450,6 +462,7 @@ type initializeRequest struct {
 	ForwardSubagentText    bool              `json:"forwardSubagentText,omitempty"`
 	PlanModeInstructions   string            `json:"planModeInstructions,omitempty"`
 	ToolAliases            map[string]string `json:"toolAliases,omitempty"`
+	SupportedDialogKinds   []string          `json:"supportedDialogKinds,omitempty"`
 	// extra are Options.InitializeExtra, merged in by MarshalJSON.
 	extra map[string]json.RawMessage
 }

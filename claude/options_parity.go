@@ -55,7 +55,7 @@ type ThinkingConfig struct {
 var initializeKeys = []string{
 	"subtype", "hooks", "sdkMcpServers", "jsonSchema", "systemPrompt", "appendSystemPrompt", "agents", "title",
 	"excludeDynamicSections", "promptSuggestions", "agentProgressSummaries", "forwardSubagentText",
-	"planModeInstructions", "toolAliases",
+	"planModeInstructions", "toolAliases", "supportedDialogKinds",
 }
 
 func (o *Options) validateParity() error {
@@ -74,6 +74,10 @@ func (o *Options) validateParity() error {
 		if t.Display != "" && t.Type == ThinkingDisabled {
 			return fmt.Errorf("claude: Options.Thinking.Display with thinking disabled")
 		}
+	}
+	if len(o.SupportedDialogKinds) > 0 && o.OnUserDialog == nil {
+		// The CLI would park dialogs nobody answers.
+		return fmt.Errorf("claude: Options.SupportedDialogKinds needs Options.OnUserDialog")
 	}
 	if o.TaskBudget < 0 {
 		return fmt.Errorf("claude: Options.TaskBudget is negative (%d)", o.TaskBudget)
@@ -156,6 +160,7 @@ func (o *Options) parityInitialize(r *initializeRequest) {
 	r.ForwardSubagentText = o.ForwardSubagentText
 	r.PlanModeInstructions = o.PlanModeInstructions
 	r.ToolAliases = o.ToolAliases
+	r.SupportedDialogKinds = o.SupportedDialogKinds
 	r.extra = o.InitializeExtra
 }
 

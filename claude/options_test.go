@@ -149,6 +149,10 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"PlanModeInstructions":   {set: func(o *claude.Options) { o.PlanModeInstructions = "Plan in haiku." }, initKeys: []string{"planModeInstructions"}},
 		"ToolAliases": {set: func(o *claude.Options) { o.ToolAliases = map[string]string{"Bash": "mcp__ws__bash"} },
 			initKeys: []string{"toolAliases"}},
+		"SupportedDialogKinds": {set: func(o *claude.Options) {
+			o.SupportedDialogKinds = []string{"refusal_fallback_prompt"}
+			o.OnUserDialog = func(context.Context, *claude.UserDialogRequest) (*claude.UserDialogResult, error) { return nil, nil }
+		}, initKeys: []string{"supportedDialogKinds"}},
 		"InitializeExtra": {set: func(o *claude.Options) {
 			o.InitializeExtra = map[string]json.RawMessage{"futureKey": json.RawMessage(`{"on":true}`)}
 		}, initKeys: []string{"futureKey"}},
@@ -159,6 +163,8 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"SkipVersionCheck": "TestVersionCheck",
 		"Logger":           "TestLoggerReportsBadLines",
 		"ObserveControl":   "TestObserveControlInStreamOrder",
+		"OnElicitation":    "TestRealCLI/elicitation, TestElicitation",
+		"OnUserDialog":     "TestUserDialog",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})
@@ -254,6 +260,7 @@ func TestOptionsValidation(t *testing.T) {
 		"empty alias":       {ToolAliases: map[string]string{"Bash": ""}},
 		"extra sets hooks":  {InitializeExtra: map[string]json.RawMessage{"hooks": json.RawMessage(`{}`)}},
 		"extra not JSON":    {InitializeExtra: map[string]json.RawMessage{"x": json.RawMessage(`{`)}},
+		"dialogs, no func":  {SupportedDialogKinds: []string{"x"}},
 	} {
 		o.Transport = &claudetest.FakeCLI{Script: claudetest.Echo}
 		if _, err := claude.Connect(context.Background(), o); err == nil {
