@@ -250,6 +250,11 @@ type Options struct {
 	// declared in the initialize request; the CLI sends no others and
 	// falls back to its no-dialog behaviour. It needs OnUserDialog.
 	SupportedDialogKinds []string
+	// Sandbox runs the CLI's Bash commands in its sandbox (sandbox.go),
+	// merged into the settings Tether passes with --settings. It fails
+	// closed: when the sandbox cannot start, the CLI exits instead of
+	// running commands unsandboxed, unless AllowUnsandboxedFallback.
+	Sandbox *SandboxSettings
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.
@@ -376,7 +381,7 @@ func (o *Options) args() []string {
 		}
 		a = append(a, "--setting-sources="+strings.Join(ss, ","))
 	}
-	str("--settings", o.Settings)
+	str("--settings", o.settingsArg())
 	list("--add-dir", o.AddDirs)
 	list("--mcp-config", o.MCPConfig)
 	a = append(a, o.mcpConfigArgs()...)

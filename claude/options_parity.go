@@ -79,6 +79,9 @@ func (o *Options) validateParity() error {
 		// The CLI would park dialogs nobody answers.
 		return fmt.Errorf("claude: Options.SupportedDialogKinds needs Options.OnUserDialog")
 	}
+	if err := o.validateSandbox(); err != nil {
+		return err
+	}
 	if o.TaskBudget < 0 {
 		return fmt.Errorf("claude: Options.TaskBudget is negative (%d)", o.TaskBudget)
 	}

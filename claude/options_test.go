@@ -153,6 +153,8 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			o.SupportedDialogKinds = []string{"refusal_fallback_prompt"}
 			o.OnUserDialog = func(context.Context, *claude.UserDialogRequest) (*claude.UserDialogResult, error) { return nil, nil }
 		}, initKeys: []string{"supportedDialogKinds"}},
+		"Sandbox": {set: func(o *claude.Options) { o.Sandbox = &claude.SandboxSettings{Enabled: true} },
+			args: []string{`--settings={"sandbox":{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":false,"enabled":true,"failIfUnavailable":true}}`}},
 		"InitializeExtra": {set: func(o *claude.Options) {
 			o.InitializeExtra = map[string]json.RawMessage{"futureKey": json.RawMessage(`{"on":true}`)}
 		}, initKeys: []string{"futureKey"}},
@@ -261,6 +263,9 @@ func TestOptionsValidation(t *testing.T) {
 		"extra sets hooks":  {InitializeExtra: map[string]json.RawMessage{"hooks": json.RawMessage(`{}`)}},
 		"extra not JSON":    {InitializeExtra: map[string]json.RawMessage{"x": json.RawMessage(`{`)}},
 		"dialogs, no func":  {SupportedDialogKinds: []string{"x"}},
+		"sandbox + path":    {Sandbox: &claude.SandboxSettings{}, Settings: "/etc/settings.json"},
+		"sandbox twice":     {Sandbox: &claude.SandboxSettings{}, Settings: `{"sandbox":{}}`},
+		"sandbox extra":     {Sandbox: &claude.SandboxSettings{Extra: json.RawMessage(`[]`)}},
 	} {
 		o.Transport = &claudetest.FakeCLI{Script: claudetest.Echo}
 		if _, err := claude.Connect(context.Background(), o); err == nil {
