@@ -263,6 +263,8 @@ func TestOptionsValidation(t *testing.T) {
 		"extra sets hooks":  {InitializeExtra: map[string]json.RawMessage{"hooks": json.RawMessage(`{}`)}},
 		"extra not JSON":    {InitializeExtra: map[string]json.RawMessage{"x": json.RawMessage(`{`)}},
 		"dialogs, no func":  {SupportedDialogKinds: []string{"x"}},
+		"batch file":        {CLIPath: `C:\npm\claude.cmd`},
+		"batch file, upper": {CLIPath: "/x/CLAUDE.BAT"},
 		"sandbox + path":    {Sandbox: &claude.SandboxSettings{}, Settings: "/etc/settings.json"},
 		"sandbox twice":     {Sandbox: &claude.SandboxSettings{}, Settings: `{"sandbox":{}}`},
 		"sandbox extra":     {Sandbox: &claude.SandboxSettings{Extra: json.RawMessage(`[]`)}},
