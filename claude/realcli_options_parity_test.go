@@ -1,6 +1,7 @@
 package claude_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -176,4 +177,40 @@ func lastMain(t *testing.T, h *harness) *claudetest.Request {
 	}
 	t.Fatal("no messages request")
 	return nil
+}
+
+func init() {
+	addScenarios(scenario{
+		name: "hook_async_output",
+		guards: `A Go hook that answers {"async": true} (HookOutput.Async) does not hold the turn: the CLI runs the tool
+and the turn ends, on both pinned CLIs.`,
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_async", "Bash", map[string]string{"command": "echo async-ok", "description": "Echo"}),
+				claudetest.TextReply("done"),
+			}}
+		},
+		opts: func(o *claude.Options) {
+			o.AllowedTools = []string{"Bash(echo *)"}
+			o.Hooks = map[claude.HookEvent][]claude.HookMatcher{
+				claude.HookEventPreToolUse: {{Matcher: "Bash", Hooks: []claude.HookFunc{func(context.Context, *claude.HookInput) (*claude.HookOutput, error) {
+					return &claude.HookOutput{Async: true, AsyncTimeout: 10000}, nil
+				}}}},
+				claude.HookEventPostToolUse: {{Matcher: "Bash", Hooks: []claude.HookFunc{func(context.Context, *claude.HookInput) (*claude.HookOutput, error) {
+					return &claude.HookOutput{Event: &claude.PostToolUseHookOutput{ClassifierContext: "asked for by the user"}}, nil
+				}}}},
+			}
+		},
+		run: func(t *testing.T, h *harness) {
+			msgs := h.turn(t, "echo")
+			if res, ok := msgs[len(msgs)-1].(*claude.ResultMessage); !ok || res.Result != "done" {
+				t.Errorf("turn ended with %T", msgs[len(msgs)-1])
+			}
+			reqs := h.API.MessagesRequests()
+			tr := reqs[len(reqs)-1].Params.ToolResult("toolu_async")
+			if tr == nil || !slices.ContainsFunc(tr.Content, func(b claudetest.ContentBlock) bool { return strings.Contains(b.Text, "async-ok") }) {
+				t.Errorf("the tool's result = %+v", tr)
+			}
+		},
+	})
 }
