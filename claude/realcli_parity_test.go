@@ -68,8 +68,8 @@ func newer(t *testing.T, h *harness) bool {
 func unsupported(t *testing.T, what string, err error) {
 	t.Helper()
 	var ce *claude.ControlError
-	if !errors.As(err, &ce) {
-		t.Errorf("%s on an old CLI: err = %v, want a *ControlError", what, err)
+	if !errors.As(err, &ce) || !errors.Is(err, claude.ErrUnsupportedRequest) {
+		t.Errorf("%s on an old CLI: err = %v, want a *ControlError matching ErrUnsupportedRequest", what, err)
 	}
 }
 
@@ -89,8 +89,8 @@ func runControlParity(t *testing.T, h *harness) {
 		t.Errorf("ReadFile base64 = %+v, %v", f, err)
 	}
 	var ce *claude.ControlError
-	if _, err := h.S.ReadFile(h.Ctx, &claude.ReadFileParams{Path: "missing.txt"}); !errors.As(err, &ce) {
-		t.Errorf("ReadFile of a missing file: err = %v, want a *ControlError", err)
+	if _, err := h.S.ReadFile(h.Ctx, &claude.ReadFileParams{Path: "missing.txt"}); !errors.As(err, &ce) || errors.Is(err, claude.ErrUnsupportedRequest) {
+		t.Errorf("ReadFile of a missing file: err = %v, want a *ControlError that is not ErrUnsupportedRequest", err)
 	}
 
 	// set_mcp_permission_mode_override: both versions.
