@@ -238,6 +238,14 @@ type Options struct {
 	// argv). Each value must be JSON. Keys Tether sets itself are refused
 	// by validation.
 	InitializeExtra map[string]json.RawMessage
+	// Skills limits the skills the model sees to these names (a SKILL.md
+	// name, or plugin:skill); nil means every skill found. It filters the
+	// model's listing and the Skill tool, not the files.
+	Skills []string
+	// PerTaskStopAffordance declares that this host stops background
+	// tasks one at a time (StopTask): an interrupt then spares running
+	// background agents instead of killing them with the turn.
+	PerTaskStopAffordance bool
 
 	// OnElicitation answers MCP servers that ask the user for input
 	// (elicitation.go). nil declines every request, as the TypeScript SDK
@@ -468,6 +476,8 @@ type initializeRequest struct {
 	PlanModeInstructions   string            `json:"planModeInstructions,omitempty"`
 	ToolAliases            map[string]string `json:"toolAliases,omitempty"`
 	SupportedDialogKinds   []string          `json:"supportedDialogKinds,omitempty"`
+	Skills                 *[]string         `json:"skills,omitempty"` // non-nil and empty: no skills
+	PerTaskStopAffordance  bool              `json:"perTaskStopAffordance,omitempty"`
 	// extra are Options.InitializeExtra, merged in by MarshalJSON.
 	extra map[string]json.RawMessage
 }

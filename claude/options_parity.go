@@ -56,7 +56,7 @@ type ThinkingConfig struct {
 var initializeKeys = []string{
 	"subtype", "hooks", "sdkMcpServers", "jsonSchema", "systemPrompt", "appendSystemPrompt", "agents", "title",
 	"excludeDynamicSections", "promptSuggestions", "agentProgressSummaries", "forwardSubagentText",
-	"planModeInstructions", "toolAliases", "supportedDialogKinds",
+	"planModeInstructions", "toolAliases", "supportedDialogKinds", "skills", "perTaskStopAffordance",
 }
 
 func (o *Options) validateParity() error {
@@ -170,6 +170,10 @@ func (o *Options) parityInitialize(r *initializeRequest) {
 	r.PlanModeInstructions = o.PlanModeInstructions
 	r.ToolAliases = o.ToolAliases
 	r.SupportedDialogKinds = o.SupportedDialogKinds
+	if o.Skills != nil {
+		r.Skills = &o.Skills
+	}
+	r.PerTaskStopAffordance = o.PerTaskStopAffordance
 	r.extra = o.InitializeExtra
 }
 

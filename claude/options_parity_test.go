@@ -65,3 +65,15 @@ func TestInitializeExtra(t *testing.T) {
 		t.Errorf("futureKey = %v", init["futureKey"])
 	}
 }
+
+// An empty non-nil Skills means no skills: it is sent, not omitted.
+func TestSkillsEmpty(t *testing.T) {
+	_, init := launched(t, &claude.Options{Skills: []string{}})
+	if v, ok := init["skills"].([]any); !ok || len(v) != 0 {
+		t.Errorf("skills = %#v, want []", init["skills"])
+	}
+	_, init = launched(t, &claude.Options{})
+	if _, ok := init["skills"]; ok {
+		t.Error("skills sent without Options.Skills")
+	}
+}

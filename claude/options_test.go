@@ -149,6 +149,8 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"PlanModeInstructions":   {set: func(o *claude.Options) { o.PlanModeInstructions = "Plan in haiku." }, initKeys: []string{"planModeInstructions"}},
 		"ToolAliases": {set: func(o *claude.Options) { o.ToolAliases = map[string]string{"Bash": "mcp__ws__bash"} },
 			initKeys: []string{"toolAliases"}},
+		"Skills":                {set: func(o *claude.Options) { o.Skills = []string{"pdf"} }, initKeys: []string{"skills"}},
+		"PerTaskStopAffordance": {set: func(o *claude.Options) { o.PerTaskStopAffordance = true }, initKeys: []string{"perTaskStopAffordance"}},
 		"SupportedDialogKinds": {set: func(o *claude.Options) {
 			o.SupportedDialogKinds = []string{"refusal_fallback_prompt"}
 			o.OnUserDialog = func(context.Context, *claude.UserDialogRequest) (*claude.UserDialogResult, error) { return nil, nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,6 +211,36 @@ and the turn ends, on both pinned CLIs.`,
 			tr := reqs[len(reqs)-1].Params.ToolResult("toolu_async")
 			if tr == nil || !slices.ContainsFunc(tr.Content, func(b claudetest.ContentBlock) bool { return strings.Contains(b.Text, "async-ok") }) {
 				t.Errorf("the tool's result = %+v", tr)
+			}
+		},
+	})
+}
+
+func init() {
+	addScenarios(scenario{
+		name:   "options_skills",
+		guards: `Options.Skills limits the skills listed to the model: of two project skills only the one named is offered.`,
+		opts: func(o *claude.Options) {
+			o.Skills = []string{"alpha-skill"}
+			if o.Cwd == "" {
+				return
+			}
+			for _, name := range []string{"alpha-skill", "beta-skill"} {
+				dir := filepath.Join(o.Cwd, ".claude", "skills", name)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					panic(err)
+				}
+				md := "---\nname: " + name + "\ndescription: The " + name + " does things with zebras.\n---\nDo it.\n"
+				if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(md), 0o644); err != nil {
+					panic(err)
+				}
+			}
+		},
+		run: func(t *testing.T, h *harness) {
+			h.turn(t, "hi")
+			body := string(lastMain(t, h).Body)
+			if !strings.Contains(body, "alpha-skill") || strings.Contains(body, "beta-skill") {
+				t.Errorf("alpha-skill listed: %v, beta-skill listed: %v", strings.Contains(body, "alpha-skill"), strings.Contains(body, "beta-skill"))
 			}
 		},
 	})
