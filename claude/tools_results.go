@@ -117,3 +117,45 @@ type TodoWriteResult struct {
 	OldTodos []Todo `json:"oldTodos"`
 	NewTodos []Todo `json:"newTodos"`
 }
+
+// CronCreateResult is the structured result of the CronCreate tool.
+type CronCreateResult struct {
+	ID            string `json:"id"`
+	HumanSchedule string `json:"humanSchedule"`
+	Recurring     bool   `json:"recurring"`
+	Durable       bool   `json:"durable,omitempty"`
+	// NextFireAt is the next run, in Unix milliseconds.
+	NextFireAt int64 `json:"nextFireAt,omitempty"`
+	// MaxAgeMS is when a recurring job ends; 0 means never.
+	MaxAgeMS int64 `json:"maxAgeMs,omitempty"`
+}
+
+// CronDeleteResult is the structured result of the CronDelete tool.
+type CronDeleteResult struct {
+	ID              string `json:"id"`
+	EndedLoopWakeup bool   `json:"endedLoopWakeup,omitempty"`
+}
+
+// CronListResult is the structured result of the CronList tool.
+type CronListResult struct {
+	Jobs []CronJob `json:"jobs"`
+}
+
+// CronJob is a scheduled prompt in a CronListResult.
+type CronJob struct {
+	ID            string `json:"id"`
+	Cron          string `json:"cron"`
+	HumanSchedule string `json:"humanSchedule"`
+	Prompt        string `json:"prompt"`
+	Recurring     bool   `json:"recurring,omitempty"`
+	Durable       bool   `json:"durable,omitempty"`
+	NextFireAt    int64  `json:"nextFireAt,omitempty"`
+}
+
+// ReportFindingsResult is the structured result of the ReportFindings
+// tool: the findings, echoed.
+type ReportFindingsResult struct {
+	Count    int             `json:"count"`
+	Level    Effort          `json:"level,omitempty"`
+	Findings []ReviewFinding `json:"findings"`
+}
