@@ -1,6 +1,7 @@
 package claude_test
 
 import (
+	"regexp"
 	"sync/atomic"
 	"testing"
 
@@ -10,7 +11,10 @@ import (
 
 // cronJobID is the id CronCreate returned in the cron scenario, for the
 // CronDelete reply.
-var cronJobID atomic.Pointer[string]
+var (
+	cronJobID atomic.Pointer[string]
+	cronJob   = regexp.MustCompile(`\bjob ([0-9a-f]{6,})\b`)
+)
 
 func init() {
 	addScenarios(scenario{
@@ -19,9 +23,17 @@ func init() {
 with the real CLI's values, on both pinned CLIs.`,
 		api: func() *claudetest.MessagesOptions {
 			var n atomic.Int32
-			return &claudetest.MessagesOptions{Respond: func(*claudetest.Request) *claudetest.Reply {
+			return &claudetest.MessagesOptions{Respond: func(r *claudetest.Request) *claudetest.Reply {
+				// The job id from what the model was told ("Scheduled
+				// recurring job 013eeebb …"), else from the host's copy of
+				// the result.
 				id := ""
-				if p := cronJobID.Load(); p != nil {
+				if tr := r.Params.ToolResult("toolu_cc"); tr != nil {
+					if m := cronJob.FindStringSubmatch(string(tr.Raw)); m != nil {
+						id = m[1]
+					}
+				}
+				if p := cronJobID.Load(); id == "" && p != nil {
 					id = *p
 				}
 				replies := []*claudetest.Reply{

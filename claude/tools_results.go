@@ -159,3 +159,34 @@ type ReportFindingsResult struct {
 	Level    Effort          `json:"level,omitempty"`
 	Findings []ReviewFinding `json:"findings"`
 }
+
+// NotebookEditResult is the structured result of the NotebookEdit tool.
+type NotebookEditResult struct {
+	NewSource    string `json:"new_source"`
+	OldSource    string `json:"old_source,omitempty"`
+	CellID       string `json:"cell_id,omitempty"`
+	CellType     string `json:"cell_type"`
+	Language     string `json:"language"`
+	EditMode     string `json:"edit_mode"`
+	Error        string `json:"error,omitempty"`
+	NotebookPath string `json:"notebook_path"`
+	OriginalFile string `json:"original_file"`
+	UpdatedFile  string `json:"updated_file"`
+}
+
+// MonitorResult is the structured result of the Monitor tool: the
+// background task watching.
+type MonitorResult struct {
+	TaskID string `json:"taskId"`
+	// TimeoutMS is the watch's deadline (0 when persistent).
+	TimeoutMS  int64 `json:"timeoutMs"`
+	Persistent bool  `json:"persistent,omitempty"`
+}
+
+// TaskStopResult is the structured result of the TaskStop tool.
+type TaskStopResult struct {
+	Message  string `json:"message"`
+	TaskID   string `json:"task_id"`
+	TaskType string `json:"task_type"`
+	Command  string `json:"command,omitempty"`
+}
