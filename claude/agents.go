@@ -111,5 +111,6 @@ func (o *Options) promptsInitialize(r *initializeRequest) error {
 		r.Agents = b
 	}
 	r.JSONSchema = o.JSONSchema
+	o.parityInitialize(r)
 	return nil
 }

@@ -25,7 +25,7 @@ import (
 
 // EnvEnableFileCheckpointing is the environment variable that turns on
 // file checkpointing for a stream-json session, which RewindFiles needs:
-// set Options.Env[EnvEnableFileCheckpointing] = "1". Without it the CLI
+// Options.EnableFileCheckpointing sets it. Without it the CLI
 // answers every rewind with CanRewind false ("File rewinding is not
 // enabled.").
 const EnvEnableFileCheckpointing = "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING"
@@ -424,7 +424,8 @@ type RewindFilesResult struct {
 // RewindFiles restores the files the session's tools changed to their
 // state at a user message, or with DryRun reports what that would change.
 // It needs file checkpointing, which stream-json sessions have only when
-// the CLI's environment sets EnvEnableFileCheckpointing.
+// the CLI's environment sets EnvEnableFileCheckpointing
+// (Options.EnableFileCheckpointing does).
 //
 // The CLI reports a rewind it cannot do (checkpointing off, unknown
 // message) as a result with CanRewind false, not as an error: a dry run

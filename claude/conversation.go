@@ -30,6 +30,14 @@ type AssistantMessage struct {
 	TaskDescription string        `json:"task_description,omitempty"`
 	AgentID         string        `json:"agent_id,omitempty"`
 	ToolUseMeta     []ToolUseMeta `json:"tool_use_meta,omitempty"`
+
+	// Supersedes lists earlier messages (by UUID) this one replaces, after
+	// a model refusal fallback or a tool call that could not be parsed:
+	// remove them from a display when this one arrives (newer CLIs).
+	Supersedes []string `json:"supersedes,omitempty"`
+	// ResumeReason says why this turn continues one a restart
+	// interrupted (newer CLIs; empty otherwise).
+	ResumeReason string `json:"resume_reason,omitempty"`
 }
 
 // ToolUseMeta names an MCP tool call for display.
@@ -143,6 +151,12 @@ type UserMessage struct {
 	// Priority is how a queued host message is scheduled ("now", "next",
 	// "later"); empty means the CLI's default.
 	Priority string
+	// Origin says where the message came from when not from this host: a
+	// channel server or another session (newer CLIs). nil means the host.
+	Origin *MessageOrigin
+	// ResumeReason says why this turn continues one a restart interrupted
+	// (newer CLIs).
+	ResumeReason string
 }
 
 // NewUserMessage returns a user message with one text block, ready to
@@ -173,6 +187,8 @@ type wireUser struct {
 	TaskDescription string          `json:"task_description,omitempty"`
 	AgentID         string          `json:"agent_id,omitempty"`
 	Priority        string          `json:"priority,omitempty"`
+	Origin          *MessageOrigin  `json:"origin,omitempty"`
+	ResumeReason    string          `json:"resume_reason,omitempty"`
 }
 
 // MarshalJSON encodes the message as a line of the CLI's stdin.
@@ -181,6 +197,7 @@ func (m *UserMessage) MarshalJSON() ([]byte, error) {
 		Type: "user", SessionID: m.SessionID, UUID: m.UUID, IsReplay: m.IsReplay, IsSynthetic: m.IsSynthetic,
 		Timestamp: m.Timestamp, ToolUseResult: m.ToolUseResult, SubagentType: m.SubagentType,
 		TaskDescription: m.TaskDescription, AgentID: m.AgentID, Priority: m.Priority,
+		Origin: m.Origin, ResumeReason: m.ResumeReason,
 	}
 	w.Message.Role = "user"
 	w.Message.Content = m.Content
@@ -207,7 +224,7 @@ func (m *UserMessage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		Meta:    Meta{UUID: w.UUID, SessionID: w.SessionID},
 		Content: w.Message.Content, IsReplay: w.IsReplay, IsSynthetic: w.IsSynthetic, Timestamp: w.Timestamp,
 		ToolUseResult: w.ToolUseResult, SubagentType: w.SubagentType, TaskDescription: w.TaskDescription,
-		AgentID: w.AgentID, Priority: w.Priority,
+		AgentID: w.AgentID, Priority: w.Priority, Origin: w.Origin, ResumeReason: w.ResumeReason,
 	}
 	if w.ParentToolUseID != nil {
 		m.ParentToolUseID = *w.ParentToolUseID

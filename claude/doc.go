@@ -180,6 +180,19 @@
 // stderr tail in *ProcessError keeps them), and a blocked Stderr callback
 // delays neither Close nor anything else.
 //
+// Windows: the package builds and the protocol is the same, but process
+// groups, death with the host and the signal steps of Close are Unix-only
+// (the subprocess is killed directly), and the real-CLI tests run on Linux
+// and macOS only. A .bat or .cmd CLIPath is refused: Go would run it
+// through cmd.exe, whose quoting of arguments (a system prompt, a JSON
+// setting) is not safe; point CLIPath at the CLI's .exe.
+//
+// # Parity with the official SDKs
+//
+// docs/parity.md maps every name the TypeScript Agent SDK declares
+// (options, control requests, messages, hooks, tool types) to what covers
+// it here, or says why not; a test keeps it true.
+//
 // # Testing
 //
 // Package claudetest has a scriptable fake CLI (in process, or as a real

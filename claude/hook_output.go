@@ -46,6 +46,18 @@ type HookOutput struct {
 	//     *WorktreeCreateHookOutput
 	Event HookEventOutput
 
+	// TerminalSequence is a terminal escape sequence (a desktop
+	// notification OSC, BEL) for the CLI to emit on the hook's behalf;
+	// the CLI drops anything else. It matters to a CLI in a terminal.
+	TerminalSequence string
+
+	// Async answers at once that the hook goes on in the background, so
+	// the CLI does not wait for it; AsyncTimeout (in milliseconds, 0 for
+	// the CLI's default) bounds how long the CLI keeps it. The other
+	// fields are then not sent: an async hook decides nothing.
+	Async        bool
+	AsyncTimeout int
+
 	// Raw, when set, is sent as the whole output instead of the fields
 	// above: for output fields Tether does not model yet. It must be a
 	// JSON object.
@@ -112,6 +124,9 @@ type PostToolUseHookOutput struct {
 	// UpdatedMCPToolOutput does the same for MCP tools only; prefer
 	// UpdatedToolOutput.
 	UpdatedMCPToolOutput json.RawMessage
+	// ClassifierContext is shown to the auto-mode permission classifier
+	// with the tool's result (newer CLIs).
+	ClassifierContext string
 }
 
 // PostToolUseFailureHookOutput reacts to a tool's failure.
@@ -142,7 +157,12 @@ type UserPromptSubmitHookOutput struct {
 }
 
 // UserPromptExpansionHookOutput adds to an expanded prompt.
-type UserPromptExpansionHookOutput struct{ AdditionalContext string }
+type UserPromptExpansionHookOutput struct {
+	AdditionalContext string
+	// SuppressOriginalPrompt leaves the original prompt out of the block
+	// message when Decision is "block".
+	SuppressOriginalPrompt bool
+}
 
 // StopHookOutput gives the model feedback as its turn ends; the model
 // goes on so it can act on it.
@@ -265,7 +285,8 @@ func (o *PostToolUseHookOutput) hookSpecific(*HookInput) any {
 		AdditionalContext    string          `json:"additionalContext,omitempty"`
 		UpdatedToolOutput    json.RawMessage `json:"updatedToolOutput,omitempty"`
 		UpdatedMCPToolOutput json.RawMessage `json:"updatedMCPToolOutput,omitempty"`
-	}{HookEventPostToolUse, o.AdditionalContext, o.UpdatedToolOutput, o.UpdatedMCPToolOutput}
+		ClassifierContext    string          `json:"classifierContext,omitempty"`
+	}{HookEventPostToolUse, o.AdditionalContext, o.UpdatedToolOutput, o.UpdatedMCPToolOutput, o.ClassifierContext}
 }
 
 func (o *PostToolUseFailureHookOutput) hookSpecific(*HookInput) any {
@@ -308,7 +329,11 @@ func (o *UserPromptSubmitHookOutput) hookSpecific(*HookInput) any {
 }
 
 func (o *UserPromptExpansionHookOutput) hookSpecific(*HookInput) any {
-	return contextOutput(HookEventUserPromptExpansion, o.AdditionalContext)
+	return struct {
+		HookEventName          HookEvent `json:"hookEventName"`
+		AdditionalContext      string    `json:"additionalContext,omitempty"`
+		SuppressOriginalPrompt bool      `json:"suppressOriginalPrompt,omitempty"`
+	}{HookEventUserPromptExpansion, o.AdditionalContext, o.SuppressOriginalPrompt}
 }
 
 func (o *StopHookOutput) hookSpecific(*HookInput) any {
@@ -398,6 +423,7 @@ type wireHookOutput struct {
 	SystemMessage      string       `json:"systemMessage,omitempty"`
 	Decision           HookDecision `json:"decision,omitempty"`
 	Reason             string       `json:"reason,omitempty"`
+	TerminalSequence   string       `json:"terminalSequence,omitempty"`
 	HookSpecificOutput any          `json:"hookSpecificOutput,omitempty"`
 }
 
@@ -412,9 +438,18 @@ func (o *HookOutput) encode(in *HookInput) (any, error) {
 		}
 		return o.Raw, nil
 	}
+	if o.Async {
+		if o.AsyncTimeout < 0 {
+			return nil, fmt.Errorf("HookOutput.AsyncTimeout is negative (%d)", o.AsyncTimeout)
+		}
+		return struct {
+			Async        bool `json:"async"`
+			AsyncTimeout int  `json:"asyncTimeout,omitempty"`
+		}{true, o.AsyncTimeout}, nil
+	}
 	w := wireHookOutput{
 		StopReason: o.StopReason, SuppressOutput: o.SuppressOutput, SystemMessage: o.SystemMessage,
-		Decision: o.Decision, Reason: o.Reason,
+		Decision: o.Decision, Reason: o.Reason, TerminalSequence: o.TerminalSequence,
 	}
 	if o.Stop {
 		f := false

@@ -217,6 +217,15 @@ func TestHookOutputsOnTheWire(t *testing.T) {
 		{"elicitation", claude.HookEventElicitation, &claude.HookOutput{Event: &claude.ElicitationHookOutput{
 			Action: "accept", Content: json.RawMessage(`{"name":"x"}`),
 		}}, `{"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept", "content": {"name": "x"}}}`},
+		{"terminal sequence", claude.HookEventStop, &claude.HookOutput{TerminalSequence: "\a"}, `{"terminalSequence": "\u0007"}`},
+		{"async", claude.HookEventStop, &claude.HookOutput{Async: true, AsyncTimeout: 30000, Reason: "not sent"},
+			`{"async": true, "asyncTimeout": 30000}`},
+		{"post tool use classifier context", claude.HookEventPostToolUse, &claude.HookOutput{Event: &claude.PostToolUseHookOutput{
+			ClassifierContext: "the user asked for this",
+		}}, `{"hookSpecificOutput": {"hookEventName": "PostToolUse", "classifierContext": "the user asked for this"}}`},
+		{"user prompt expansion suppress", claude.HookEventUserPromptExpansion, &claude.HookOutput{Decision: claude.HookDecisionBlock,
+			Event: &claude.UserPromptExpansionHookOutput{SuppressOriginalPrompt: true}},
+			`{"decision": "block", "hookSpecificOutput": {"hookEventName": "UserPromptExpansion", "suppressOriginalPrompt": true}}`},
 		{"raw", claude.HookEventStop, &claude.HookOutput{Raw: json.RawMessage(` {"continue":true,"futureField":1}`), Reason: "ignored"},
 			`{"continue": true, "futureField": 1}`},
 	} {

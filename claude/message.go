@@ -25,12 +25,17 @@ import (
 //     *LocalCommandMessage, *TurnDurationMessage, *InformationalMessage,
 //     *PermissionDeniedMessage, *SessionTitleChangedMessage,
 //     *BackgroundTasksChangedMessage, *FilesPersistedMessage,
-//     *ElicitationCompleteMessage, *PluginInstallMessage, and
-//     *UnknownSystemMessage for the rest
+//     *ElicitationCompleteMessage, *PluginInstallMessage,
+//     *ModelRefusalFallbackMessage, *ModelRefusalNoFallbackMessage,
+//     *ControlRequestProgressMessage, *WorkerShuttingDownMessage,
+//     *MemoryRecallMessage, *MirrorErrorMessage, *SessionWritesLostMessage,
+//     *APIErrorMessage, *StopHookSummaryMessage,
+//     *MicrocompactBoundaryMessage, and *UnknownSystemMessage for the rest
 //   - *RateLimitEvent, *AuthStatusMessage, *ToolProgressMessage,
 //     *ToolUseSummaryMessage, *KeepAliveMessage, *PromptSuggestionMessage,
 //     *CommandLifecycleMessage, *StreamlinedTextMessage,
-//     *StreamlinedToolUseSummaryMessage
+//     *StreamlinedToolUseSummaryMessage, *ConversationResetMessage,
+//     *TranscriptMirrorMessage
 //   - *UnknownMessage: a type this version of Tether does not know.
 //
 // The CLI grows new types and subtypes between versions; they arrive as
@@ -221,6 +226,10 @@ func DecodeMessage(line []byte) (Message, error) {
 		m = new(StreamlinedTextMessage)
 	case "streamlined_tool_use_summary":
 		m = new(StreamlinedToolUseSummaryMessage)
+	case "conversation_reset":
+		m = new(ConversationResetMessage)
+	case "transcript_mirror":
+		m = new(TranscriptMirrorMessage)
 	default:
 		return unknown(line, typ)
 	}

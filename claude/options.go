@@ -192,6 +192,100 @@ type Options struct {
 	// requests are served as usual. It is called only while someone
 	// receives, and must not block.
 	ObserveControl ObserveControlFunc
+
+	// Parity with the TypeScript SDK's options (options_parity.go,
+	// docs/parity.md).
+
+	// Tools is the base set of built-in tools (--tools): nil means the
+	// CLI's default set, an empty non-nil slice no built-in tools at all.
+	// AllowedTools and DisallowedTools still apply on top.
+	Tools []string
+	// Agent runs the main conversation as this agent (--agent): its
+	// system prompt, tools and model. It must be defined in Agents or in
+	// the settings.
+	Agent string
+	// Thinking configures extended thinking: adaptive, a fixed budget, or
+	// off, and how thinking is shown. nil means the model's default. It
+	// replaces MaxThinkingTokens, which must then be 0. It reaches the CLI
+	// as the TypeScript SDK passes it (--thinking, --max-thinking-tokens,
+	// --thinking-display); the CLI has the last word: for a model with
+	// adaptive thinking it turns a budget into adaptive thinking, and
+	// 2.1.330 keeps thinking on even when asked to disable it.
+	Thinking *ThinkingConfig
+	// TaskBudget tells the model how many tokens the whole task may use,
+	// so that it paces its tool use (--task-budget; the API's
+	// output_config.task_budget). 0 means none.
+	TaskBudget int
+	// StrictMCPConfig uses only the MCP servers in MCPServers and
+	// MCPConfig, ignoring .mcp.json, user settings and plugins
+	// (--strict-mcp-config).
+	StrictMCPConfig bool
+	// IncludeHookEvents makes the CLI write HookStartedMessage,
+	// HookProgressMessage and HookResponseMessage for every hook event,
+	// not only SessionStart and Setup (--include-hook-events).
+	IncludeHookEvents bool
+	// AllowDangerouslySkipPermissions lets the session switch to
+	// PermissionModeBypassPermissions later (SetPermissionMode) without
+	// starting in it (--allow-dangerously-skip-permissions).
+	AllowDangerouslySkipPermissions bool
+	// EnableFileCheckpointing keeps a copy of each file before the
+	// session's tools change it, so that RewindFiles can restore it (it
+	// sets EnvEnableFileCheckpointing).
+	EnableFileCheckpointing bool
+	// ResumeSessionAt resumes only up to and including the message with
+	// this UUID (--resume-session-at; needs Resume): a fork from an
+	// earlier point of the conversation.
+	ResumeSessionAt string
+	// Title is a new session's title, instead of one generated from the
+	// first prompt. A resumed session keeps its own; use RenameSession.
+	Title string
+	// PromptSuggestions asks for a *PromptSuggestionMessage after each
+	// turn (from the second on) predicting the user's next prompt; it
+	// arrives after the result.
+	PromptSuggestions bool
+	// AgentProgressSummaries makes subagents report a short summary of
+	// what they are doing about every 30 seconds, in
+	// TaskProgressMessage.Summary.
+	AgentProgressSummaries bool
+	// ForwardSubagentText forwards subagents' text and thinking as
+	// messages with ParentToolUseID set, not only their tool calls.
+	ForwardSubagentText bool
+	// PlanModeInstructions replace the default workflow instructions the
+	// CLI gives the model in plan mode.
+	PlanModeInstructions string
+	// ToolAliases maps tool names the model may call to the tools that
+	// serve them, e.g. {"Bash": "mcp__workspace__bash"}.
+	ToolAliases map[string]string
+	// InitializeExtra adds keys to the initialize request, for CLI
+	// features Tether does not model yet (ExtraArgs is the same for
+	// argv). Each value must be JSON. Keys Tether sets itself are refused
+	// by validation.
+	InitializeExtra map[string]json.RawMessage
+	// Skills limits the skills the model sees to these names (a SKILL.md
+	// name, or plugin:skill); nil means every skill found. It filters the
+	// model's listing and the Skill tool, not the files.
+	Skills []string
+	// PerTaskStopAffordance declares that this host stops background
+	// tasks one at a time (StopTask): an interrupt then spares running
+	// background agents instead of killing them with the turn.
+	PerTaskStopAffordance bool
+
+	// OnElicitation answers MCP servers that ask the user for input
+	// (elicitation.go). nil declines every request, as the TypeScript SDK
+	// does without its onElicitation.
+	OnElicitation ElicitationFunc
+	// OnUserDialog shows the dialogs tools ask the host for (kinds listed
+	// in SupportedDialogKinds) and returns the user's choice.
+	OnUserDialog UserDialogFunc
+	// SupportedDialogKinds are the dialog kinds OnUserDialog can render,
+	// declared in the initialize request; the CLI sends no others and
+	// falls back to its no-dialog behaviour. It needs OnUserDialog.
+	SupportedDialogKinds []string
+	// Sandbox runs the CLI's Bash commands in its sandbox (sandbox.go),
+	// merged into the settings Tether passes with --settings. It fails
+	// closed: when the sandbox cannot start, the CLI exits instead of
+	// running commands unsandboxed, unless AllowUnsandboxedFallback.
+	Sandbox *SandboxSettings
 }
 
 // PermissionMode is how the CLI treats tool use that needs permission.
@@ -259,6 +353,9 @@ func (o *Options) validate() error {
 	if err := o.validatePrompts(); err != nil {
 		return err
 	}
+	if err := o.validateParity(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -318,7 +415,7 @@ func (o *Options) args() []string {
 		}
 		a = append(a, "--setting-sources="+strings.Join(ss, ","))
 	}
-	str("--settings", o.Settings)
+	str("--settings", o.settingsArg())
 	list("--add-dir", o.AddDirs)
 	list("--mcp-config", o.MCPConfig)
 	a = append(a, o.mcpConfigArgs()...)
@@ -331,6 +428,7 @@ func (o *Options) args() []string {
 	if o.CanUseTool != nil {
 		a = append(a, "--permission-prompt-tool=stdio")
 	}
+	a = append(a, o.parityArgs()...)
 	return append(a, o.ExtraArgs...)
 }
 
@@ -366,6 +464,9 @@ func (o *Options) env(base []string) []string {
 	if _, ok := o.Env["CLAUDE_CODE_ENTRYPOINT"]; !ok {
 		put("CLAUDE_CODE_ENTRYPOINT", "sdk-go")
 	}
+	if _, ok := o.Env[EnvEnableFileCheckpointing]; o.EnableFileCheckpointing && !ok {
+		put(EnvEnableFileCheckpointing, "1")
+	}
 	put("CLAUDE_AGENT_SDK_VERSION", Version)
 	out := make([]string, 0, len(order))
 	for _, k := range order {
@@ -393,6 +494,18 @@ type initializeRequest struct {
 	Title              string          `json:"title,omitempty"`
 
 	ExcludeDynamicSections bool `json:"excludeDynamicSections,omitempty"`
+
+	// Filled by Options.parityInitialize.
+	PromptSuggestions      bool              `json:"promptSuggestions,omitempty"`
+	AgentProgressSummaries bool              `json:"agentProgressSummaries,omitempty"`
+	ForwardSubagentText    bool              `json:"forwardSubagentText,omitempty"`
+	PlanModeInstructions   string            `json:"planModeInstructions,omitempty"`
+	ToolAliases            map[string]string `json:"toolAliases,omitempty"`
+	SupportedDialogKinds   []string          `json:"supportedDialogKinds,omitempty"`
+	Skills                 *[]string         `json:"skills,omitempty"` // non-nil and empty: no skills
+	PerTaskStopAffordance  bool              `json:"perTaskStopAffordance,omitempty"`
+	// extra are Options.InitializeExtra, merged in by MarshalJSON.
+	extra map[string]json.RawMessage
 }
 
 // launch builds the Launch a Transport receives.

@@ -127,6 +127,39 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"Betas": {set: func(o *claude.Options) { o.Betas = []claude.Beta{claude.BetaContext1M, "other-2025-01-01"} },
 			args: []string{"--betas=context-1m-2025-08-07", "--betas=other-2025-01-01"}},
 		"Effort": {set: func(o *claude.Options) { o.Effort = claude.EffortLow }, args: []string{"--effort=low"}},
+		// Parity with the TypeScript SDK (options_parity.go).
+		"Tools": {set: func(o *claude.Options) { o.Tools = []string{"Bash", "Read"} }, args: []string{"--tools=Bash,Read"}},
+		"Agent": {set: func(o *claude.Options) { o.Agent = "reviewer" }, args: []string{"--agent=reviewer"}},
+		"Thinking": {set: func(o *claude.Options) {
+			o.Thinking = &claude.ThinkingConfig{Type: claude.ThinkingAdaptive, Display: claude.ThinkingDisplaySummarized}
+		}, args: []string{"--thinking=adaptive", "--thinking-display=summarized"}},
+		"TaskBudget":        {set: func(o *claude.Options) { o.TaskBudget = 50000 }, args: []string{"--task-budget=50000"}},
+		"StrictMCPConfig":   {set: func(o *claude.Options) { o.StrictMCPConfig = true }, args: []string{"--strict-mcp-config"}},
+		"IncludeHookEvents": {set: func(o *claude.Options) { o.IncludeHookEvents = true }, args: []string{"--include-hook-events"}},
+		"AllowDangerouslySkipPermissions": {set: func(o *claude.Options) { o.AllowDangerouslySkipPermissions = true },
+			args: []string{"--allow-dangerously-skip-permissions"}},
+		"EnableFileCheckpointing": {set: func(o *claude.Options) { o.EnableFileCheckpointing = true },
+			env: []string{claude.EnvEnableFileCheckpointing + "=1"}},
+		"ResumeSessionAt": {set: func(o *claude.Options) { o.Resume = "abc"; o.ResumeSessionAt = "u-1" },
+			args: []string{"--resume=abc", "--resume-session-at=u-1"}},
+		"Title":                  {set: func(o *claude.Options) { o.Title = "Release notes" }, initKeys: []string{"title"}},
+		"PromptSuggestions":      {set: func(o *claude.Options) { o.PromptSuggestions = true }, initKeys: []string{"promptSuggestions"}},
+		"AgentProgressSummaries": {set: func(o *claude.Options) { o.AgentProgressSummaries = true }, initKeys: []string{"agentProgressSummaries"}},
+		"ForwardSubagentText":    {set: func(o *claude.Options) { o.ForwardSubagentText = true }, initKeys: []string{"forwardSubagentText"}},
+		"PlanModeInstructions":   {set: func(o *claude.Options) { o.PlanModeInstructions = "Plan in haiku." }, initKeys: []string{"planModeInstructions"}},
+		"ToolAliases": {set: func(o *claude.Options) { o.ToolAliases = map[string]string{"Bash": "mcp__ws__bash"} },
+			initKeys: []string{"toolAliases"}},
+		"Skills":                {set: func(o *claude.Options) { o.Skills = []string{"pdf"} }, initKeys: []string{"skills"}},
+		"PerTaskStopAffordance": {set: func(o *claude.Options) { o.PerTaskStopAffordance = true }, initKeys: []string{"perTaskStopAffordance"}},
+		"SupportedDialogKinds": {set: func(o *claude.Options) {
+			o.SupportedDialogKinds = []string{"refusal_fallback_prompt"}
+			o.OnUserDialog = func(context.Context, *claude.UserDialogRequest) (*claude.UserDialogResult, error) { return nil, nil }
+		}, initKeys: []string{"supportedDialogKinds"}},
+		"Sandbox": {set: func(o *claude.Options) { o.Sandbox = &claude.SandboxSettings{Enabled: true} },
+			args: []string{`--settings={"sandbox":{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":false,"enabled":true,"failIfUnavailable":true}}`}},
+		"InitializeExtra": {set: func(o *claude.Options) {
+			o.InitializeExtra = map[string]json.RawMessage{"futureKey": json.RawMessage(`{"on":true}`)}
+		}, initKeys: []string{"futureKey"}},
 	}
 	// Fields that configure the host, not the CLI, each proven elsewhere.
 	hostOnly := map[string]string{
@@ -138,6 +171,8 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"InitializeTimeout": "TestConnectInitializeTimeout",
 		"MaxBufferedBytes":  "TestBufferBoundStopsReading",
 		"QueryTaskTimeout":  "TestQueryWaitsForBackgroundTasks",
+		"OnElicitation":     "TestRealCLI/elicitation, TestElicitation",
+		"OnUserDialog":      "TestUserDialog",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})
@@ -223,6 +258,22 @@ func TestOptionsValidation(t *testing.T) {
 		"resume + continue": {Resume: "x", Continue: true},
 		"fork alone":        {ForkSession: true},
 		"bad env name":      {Env: map[string]string{"A=B": "c"}},
+		"thinking type":     {Thinking: &claude.ThinkingConfig{Type: "sometimes"}},
+		"thinking + max":    {Thinking: &claude.ThinkingConfig{Type: claude.ThinkingAdaptive}, MaxThinkingTokens: 10},
+		"budget, adaptive":  {Thinking: &claude.ThinkingConfig{Type: claude.ThinkingAdaptive, BudgetTokens: 10}},
+		"display, disabled": {Thinking: &claude.ThinkingConfig{Type: claude.ThinkingDisabled, Display: claude.ThinkingDisplayOmitted}},
+		"negative task":     {TaskBudget: -1},
+		"resume at alone":   {ResumeSessionAt: "u"},
+		"tool with comma":   {Tools: []string{"Bash,Read"}},
+		"empty alias":       {ToolAliases: map[string]string{"Bash": ""}},
+		"extra sets hooks":  {InitializeExtra: map[string]json.RawMessage{"hooks": json.RawMessage(`{}`)}},
+		"extra not JSON":    {InitializeExtra: map[string]json.RawMessage{"x": json.RawMessage(`{`)}},
+		"dialogs, no func":  {SupportedDialogKinds: []string{"x"}},
+		"batch file":        {CLIPath: `C:\npm\claude.cmd`},
+		"batch file, upper": {CLIPath: "/x/CLAUDE.BAT"},
+		"sandbox + path":    {Sandbox: &claude.SandboxSettings{}, Settings: "/etc/settings.json"},
+		"sandbox twice":     {Sandbox: &claude.SandboxSettings{}, Settings: `{"sandbox":{}}`},
+		"sandbox extra":     {Sandbox: &claude.SandboxSettings{Extra: json.RawMessage(`[]`)}},
 	} {
 		o.Transport = &claudetest.FakeCLI{Script: claudetest.Echo}
 		if _, err := claude.Connect(context.Background(), o); err == nil {

@@ -42,6 +42,16 @@ type ResultMessage struct {
 
 	TTFTMS        int64  `json:"ttft_ms,omitempty"`
 	FastModeState string `json:"fast_mode_state,omitempty"`
+
+	// ResultIndex numbers the session's results from 0 (newer CLIs; nil
+	// from older ones): a gap means a result was lost.
+	ResultIndex *int `json:"result_index,omitempty"`
+	// Origin is the origin of the prompt the turn answered, when not this
+	// host (see UserMessage.Origin).
+	Origin *MessageOrigin `json:"origin,omitempty"`
+	// ResumeReason says why this turn continued one a restart
+	// interrupted.
+	ResumeReason string `json:"resume_reason,omitempty"`
 }
 
 // ResultSubtype is how a turn ended.

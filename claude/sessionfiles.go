@@ -153,6 +153,8 @@ type SessionInfo struct {
 	// Title is the session's title: the last one set by RenameSession, or
 	// else one the CLI generated; "" when it has none.
 	Title string
+	// Tag is the session's tag (TagSessionFile); "" when none.
+	Tag string
 	// Summary is the last summary the CLI wrote (older CLIs write one when
 	// a conversation is compacted or resumed).
 	Summary string
@@ -330,6 +332,8 @@ func ReadSessionInfo(path string) (*SessionInfo, error) {
 			}
 		case *CustomTitleEntry:
 			customTitle = e.Title
+		case *TagEntry:
+			info.Tag = e.Tag
 		case *AITitleEntry:
 			aiTitle = e.Title
 		case *SummaryEntry:
@@ -673,6 +677,8 @@ func DecodeSessionEntry(line []byte) (SessionEntry, error) {
 		e = &SummaryEntry{}
 	case "custom-title":
 		e = &CustomTitleEntry{}
+	case "tag":
+		e = &TagEntry{}
 	case "ai-title":
 		e = &AITitleEntry{}
 	case "last-prompt":
@@ -707,6 +713,8 @@ func DecodeSessionEntry(line []byte) (SessionEntry, error) {
 	case *SummaryEntry:
 		e.Raw = line
 	case *CustomTitleEntry:
+		e.Raw = line
+	case *TagEntry:
 		e.Raw = line
 	case *AITitleEntry:
 		e.Raw = line

@@ -366,7 +366,7 @@ func newSystem(subtype string) Message {
 	case "plugin_install":
 		return new(PluginInstallMessage)
 	}
-	return nil
+	return newSystemMore(subtype)
 }
 
 func decodeSystem(line []byte) (Message, error) {

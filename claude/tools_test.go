@@ -77,6 +77,21 @@ var toolInputCases = []struct {
 	{"CronDelete", `{"id":"job-1"}`, &claude.CronDeleteInput{ID: "job-1"}},
 	{"EnterWorktree", `{"name":"fix/parser"}`, &claude.EnterWorktreeInput{Name: "fix/parser"}},
 	{"ExitWorktree", `{"action":"remove","discard_changes":true}`, &claude.ExitWorktreeInput{Action: "remove", DiscardChanges: true}},
+	// tools_more.go, from sdk-tools.d.ts 0.3.330.
+	{"CronList", `{}`, &claude.CronListInput{}},
+	{"TaskList", `{}`, &claude.TaskListInput{}},
+	{"EnterPlanMode", `{}`, &claude.EnterPlanModeInput{}},
+	{"Monitor", `{"description":"watch the build","timeout_ms":60000,"command":"tail -f build.log"}`,
+		&claude.MonitorInput{Description: "watch the build", TimeoutMS: 60000, Command: "tail -f build.log"}},
+	{"Monitor", `{"description":"events","timeout_ms":1000,"ws":{"url":"ws://localhost:9/x","protocols":["v1"]}}`,
+		&claude.MonitorInput{Description: "events", TimeoutMS: 1000, WS: &claude.MonitorWebSocket{URL: "ws://localhost:9/x", Protocols: []string{"v1"}}}},
+	{"ScheduleWakeup", `{"delaySeconds":120,"reason":"build runs","prompt":"/loop check","noop":true}`,
+		&claude.ScheduleWakeupInput{DelaySeconds: 120, Reason: "build runs", Prompt: "/loop check", Noop: true}},
+	{"Workflow", `{"name":"review","args":{"files":["a.go"]},"resumeFromRunId":"r1"}`,
+		&claude.WorkflowInput{Name: "review", Args: json.RawMessage(`{"files":["a.go"]}`), ResumeFromRunID: "r1"}},
+	{"ReportFindings", `{"level":"high","findings":[{"file":"a.go","line":3,"summary":"nil map","failure_scenario":"empty input panics","severity":"important","verdict":"CONFIRMED"}]}`,
+		&claude.ReportFindingsInput{Level: claude.EffortHigh, Findings: []claude.ReviewFinding{{File: "a.go", Line: 3, Summary: "nil map",
+			FailureScenario: "empty input panics", Severity: "important", Verdict: "CONFIRMED"}}}},
 }
 
 func TestDecodeToolInput(t *testing.T) {

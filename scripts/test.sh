@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite, as CI runs it: vet, then every package with
 # the race detector against the default pinned CLI (2.1.197), then the
-# real-CLI integration tests again against 2.1.330.
+# real-CLI integration and browser tests again against 2.1.330.
 #
 # It installs both pinned CLI versions into the cache first
-# (scripts/install-cli.sh), so it works on a fresh machine with Go and npm.
+# (scripts/install-cli.sh), and the pinned TypeScript SDK whose declarations
+# the parity test reads (scripts/install-sdk.sh), so it works on a fresh
+# machine with Go and npm.
 # With CI=true a missing CLI fails the real-CLI tests instead of skipping them.
 # -count=1: the real-CLI tests depend on a binary Go's test cache does not
 # track, so a cached pass would prove nothing.
@@ -19,6 +21,8 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
 fi
+# The TypeScript SDK's declarations, for the parity test (internal/parity).
+scripts/install-sdk.sh 0.3.330 >/dev/null
 
 go vet ./...
 echo "== go test -race ./... (CLI ${versions[0]})"
@@ -26,6 +30,6 @@ TETHER_CLI_VERSION=${versions[0]} go test -race -count=1 -parallel 6 -timeout 30
 echo "== fuzz the line reader and decoder (short run; longer: -fuzztime 10m)"
 go test ./claude -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s
 for v in "${versions[@]:1}"; do
-  echo "== real-CLI tests (CLI $v)"
-  TETHER_CLI_VERSION=$v go test -race -count=1 -parallel 6 -timeout 30m -run 'RealCLI' ./...
+  echo "== real-CLI and browser tests (CLI $v)"
+  TETHER_CLI_VERSION=$v go test -race -count=1 -parallel 6 -timeout 30m -run 'RealCLI|Browser' ./...
 done

@@ -1,0 +1,396 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// This file holds the typed control requests CLI 2.1.330 serves beyond
+// those in control.go, in the same "spec method" shape. Several are newer
+// than CLI 2.1.197, which answers them with a *ControlError ("Unsupported
+// control request subtype" or similar); the doc comment of each says so.
+
+// InterruptParams are the parameters of Session.InterruptTurn.
+type InterruptParams struct {
+	// CancelQueued also cancels the user messages sent with a UUID that
+	// are still queued for a later turn (newer CLIs): they never reach the
+	// model, and the result lists them in Cancelled.
+	CancelQueued bool `json:"cancel_queued,omitempty"`
+}
+
+// InterruptResult is the CLI's receipt for an interrupt.
+type InterruptResult struct {
+	// StillQueued are the UUIDs of user messages that survive the
+	// interrupt and will run in a later turn (newer CLIs; nil from
+	// 2.1.197, which sends no receipt).
+	StillQueued []string `json:"still_queued"`
+	// Cancelled are the UUIDs of queued messages the interrupt cancelled,
+	// with CancelQueued.
+	Cancelled []string        `json:"cancelled,omitempty"`
+	Raw       json.RawMessage `json:"-"`
+}
+
+// InterruptTurn is Interrupt with its receipt: it stops the running turn
+// and reports which queued user messages survive it (and, with
+// CancelQueued, which were cancelled).
+func (s *Session) InterruptTurn(ctx context.Context, params *InterruptParams) (*InterruptResult, error) {
+	if params == nil {
+		params = &InterruptParams{}
+	}
+	raw, err := s.request(ctx, "interrupt", params)
+	if err != nil {
+		return nil, err
+	}
+	r := &InterruptResult{}
+	s.decodeResult("interrupt", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// ReadFileEncoding is how ReadFile returns a file's bytes.
+type ReadFileEncoding string
+
+// Read file encodings.
+const (
+	ReadFileUTF8   ReadFileEncoding = "utf-8"
+	ReadFileBase64 ReadFileEncoding = "base64"
+)
+
+// ReadFileParams are the parameters of Session.ReadFile.
+type ReadFileParams struct {
+	// Path is the file, relative to the session's working directory or
+	// absolute.
+	Path string `json:"path"`
+	// MaxBytes caps what is read; 0 means the CLI's default (1 MiB).
+	MaxBytes int `json:"max_bytes,omitempty"`
+	// Encoding is ReadFileUTF8 (the default; lossy for binary files) or
+	// ReadFileBase64.
+	Encoding ReadFileEncoding `json:"encoding,omitempty"`
+}
+
+// ReadFileResult is a file as the CLI read it.
+type ReadFileResult struct {
+	Contents string `json:"contents"`
+	AbsPath  string `json:"absPath"`
+	// Truncated is set when the file is longer than MaxBytes.
+	Truncated bool `json:"truncated,omitempty"`
+	// Encoding is "base64" when Contents is base64; "" means UTF-8,
+	// including from a CLI that ignored a request for base64.
+	Encoding ReadFileEncoding `json:"encoding,omitempty"`
+	// Lossy is set when the bytes were not valid UTF-8 and Contents has
+	// replacement characters.
+	Lossy bool            `json:"lossy,omitempty"`
+	Raw   json.RawMessage `json:"-"`
+}
+
+// ReadFile reads a file through the CLI, under the same read permission
+// rules as its Read tool: useful when the CLI runs elsewhere (a
+// container, a remote Transport). A file the rules deny or that does
+// not exist is a *ControlError.
+func (s *Session) ReadFile(ctx context.Context, params *ReadFileParams) (*ReadFileResult, error) {
+	if params == nil || params.Path == "" {
+		return nil, errors.New("claude: read_file: no path")
+	}
+	raw, err := s.request(ctx, "read_file", params)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, &ControlError{Subtype: "read_file", Message: "the CLI returned no file"}
+	}
+	r := &ReadFileResult{}
+	s.decodeResult("read_file", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// ReadMCPResourceParams are the parameters of Session.ReadMCPResource.
+type ReadMCPResourceParams struct {
+	// ServerName is the MCP server, as MCPStatus names it.
+	ServerName string `json:"serverName"`
+	// URI is the resource; the CLI reads only ui:// resources (MCP Apps)
+	// this way and refuses others.
+	URI string `json:"uri"`
+}
+
+// ReadMCPResourceResult is a resource's contents.
+type ReadMCPResourceResult struct {
+	Contents []MCPResourceContents `json:"contents"`
+	Raw      json.RawMessage       `json:"-"`
+}
+
+// MCPResourceContents is one item of a resource: Text, or Blob (base64)
+// for binary data.
+type MCPResourceContents struct {
+	URI      string          `json:"uri"`
+	MIMEType string          `json:"mimeType,omitempty"`
+	Text     string          `json:"text,omitempty"`
+	Blob     string          `json:"blob,omitempty"`
+	Meta     json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ReadMCPResource reads a ui:// resource of a connected MCP server
+// through the CLI (newer CLIs; 2.1.197 does not know the request).
+func (s *Session) ReadMCPResource(ctx context.Context, params *ReadMCPResourceParams) (*ReadMCPResourceResult, error) {
+	if params == nil || params.ServerName == "" || params.URI == "" {
+		return nil, errors.New("claude: mcp_read_resource: no server name or uri")
+	}
+	raw, err := s.request(ctx, "mcp_read_resource", params)
+	if err != nil {
+		return nil, err
+	}
+	r := &ReadMCPResourceResult{}
+	s.decodeResult("mcp_read_resource", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// SettingsFile names a settings file UpdateSettings writes.
+type SettingsFile string
+
+// Settings files UpdateSettings can write.
+const (
+	// SettingsFileLocal is the project's local settings file
+	// (.claude/settings.local.json), where /config writes. CLI 2.1.330
+	// accepts only outputStyle there.
+	SettingsFileLocal SettingsFile = "localSettings"
+	// SettingsFileUser is the user's settings file; CLI 2.1.330 accepts
+	// only effortLevel there.
+	SettingsFileUser SettingsFile = "userSettings"
+)
+
+// UpdateSettingsParams are the parameters of Session.UpdateSettings.
+type UpdateSettingsParams struct {
+	Source SettingsFile `json:"source"`
+	// Settings is a JSON object in the settings file format, merged into
+	// the file.
+	Settings json.RawMessage `json:"settings"`
+}
+
+// UpdateSettings writes settings into a settings file, as the CLI's
+// /config does (newer CLIs; 2.1.197 refuses the request). Unlike
+// ApplyFlagSettings the change is persisted. The CLI takes only a few
+// keys, each with a string value, and refuses the rest with a
+// *ControlError naming them.
+func (s *Session) UpdateSettings(ctx context.Context, params *UpdateSettingsParams) error {
+	if params == nil || params.Source == "" {
+		return errors.New("claude: update_settings: no source")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(params.Settings, &obj); err != nil || obj == nil {
+		return fmt.Errorf("claude: update_settings: settings must be a JSON object")
+	}
+	_, err := s.request(ctx, "update_settings", params)
+	return err
+}
+
+// ReloadOutputStylesParams are the parameters of
+// Session.ReloadOutputStyles (none yet).
+type ReloadOutputStylesParams struct{}
+
+// ReloadOutputStylesResult lists the output styles after a reload.
+type ReloadOutputStylesResult struct {
+	AvailableOutputStyles []string        `json:"available_output_styles"`
+	Raw                   json.RawMessage `json:"-"`
+}
+
+// ReloadOutputStyles re-reads output styles from disk (newer CLIs).
+func (s *Session) ReloadOutputStyles(ctx context.Context, params *ReloadOutputStylesParams) (*ReloadOutputStylesResult, error) {
+	if params == nil {
+		params = &ReloadOutputStylesParams{}
+	}
+	raw, err := s.request(ctx, "reload_output_styles", params)
+	if err != nil {
+		return nil, err
+	}
+	r := &ReloadOutputStylesResult{}
+	s.decodeResult("reload_output_styles", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// HooksListingParams are the parameters of Session.HooksListing (none
+// yet).
+type HooksListingParams struct{}
+
+// HooksListingResult is what the CLI's /hooks menu shows: the hooks
+// configured in settings, plugins and this session, by event.
+type HooksListingResult struct {
+	// Events are the events with at least one hook.
+	Events []HookListingEvent `json:"events"`
+	// Hooks has one row per hook.
+	Hooks []HookListing `json:"hooks"`
+	// EventCatalog is every event the CLI knows, in lifecycle order.
+	EventCatalog []HookListingEvent `json:"eventCatalog"`
+	// Policy is what managed settings impose, as the CLI sent it.
+	Policy json.RawMessage `json:"policy,omitempty"`
+	Raw    json.RawMessage `json:"-"`
+}
+
+// HookListingEvent is a hook event in a HooksListingResult.
+type HookListingEvent struct {
+	Name            string `json:"name"`
+	Summary         string `json:"summary"`
+	SupportsMatcher bool   `json:"supportsMatcher"`
+	HookCount       int    `json:"hookCount,omitempty"`
+}
+
+// HookListing is one configured hook.
+type HookListing struct {
+	Event   string `json:"event"`
+	Matcher string `json:"matcher"`
+	// Source is the raw source name (userSettings, sessionHook,
+	// pluginHook, …); SourceLabel describes it for people.
+	Source      string `json:"source"`
+	SourceLabel string `json:"sourceLabel"`
+	PluginName  string `json:"pluginName,omitempty"`
+	// Type is command, prompt, agent, http, mcp_tool, callback, …
+	Type        string  `json:"type"`
+	DisplayText string  `json:"displayText"`
+	CommandText string  `json:"commandText"`
+	Timeout     float64 `json:"timeout,omitempty"`
+	Disabled    bool    `json:"disabled,omitempty"`
+}
+
+// HooksListing lists the hooks that apply to the session (newer CLIs).
+func (s *Session) HooksListing(ctx context.Context, params *HooksListingParams) (*HooksListingResult, error) {
+	if params == nil {
+		params = &HooksListingParams{}
+	}
+	raw, err := s.request(ctx, "get_hooks_listing", params)
+	if err != nil {
+		return nil, err
+	}
+	r := &HooksListingResult{}
+	s.decodeResult("get_hooks_listing", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// PermissionRulesParams are the parameters of Session.PermissionRules
+// (none yet).
+type PermissionRulesParams struct{}
+
+// PermissionRulesResult is the session's live permission rules.
+type PermissionRulesResult struct {
+	State PermissionRulesState `json:"state"`
+	Raw   json.RawMessage      `json:"-"`
+}
+
+// PermissionRulesState is the rules in force and where they come from.
+type PermissionRulesState struct {
+	Rules                []PermissionRuleEntry `json:"rules"`
+	WorkspaceDirectories []WorkspaceDirectory  `json:"workspaceDirectories"`
+	OriginalCwd          string                `json:"originalCwd"`
+	// ManagedOnly is set when managed settings allow only their own
+	// rules.
+	ManagedOnly bool `json:"managedOnly"`
+	// Withheld is set when the list was cut.
+	Withheld bool `json:"withheld,omitempty"`
+}
+
+// PermissionRuleEntry is one permission rule.
+type PermissionRuleEntry struct {
+	// Behavior is "allow", "deny" or "ask".
+	Behavior PermissionBehavior `json:"behavior"`
+	// Source is userSettings, projectSettings, localSettings,
+	// flagSettings, policySettings, cliArg, session, …
+	Source string `json:"source"`
+	Rule   string `json:"rule"`
+	// Editability is "persistent", "session" or "readonly".
+	Editability string `json:"editability"`
+	NotInEffect bool   `json:"notInEffect,omitempty"`
+}
+
+// WorkspaceDirectory is a directory the session's tools may use.
+type WorkspaceDirectory struct {
+	Path   string `json:"path"`
+	Source string `json:"source"`
+}
+
+// PermissionRules lists the session's permission rules, by source (newer
+// CLIs): what AllowedTools, DisallowedTools, settings files and answers
+// given during the session added up to.
+func (s *Session) PermissionRules(ctx context.Context, params *PermissionRulesParams) (*PermissionRulesResult, error) {
+	if params == nil {
+		params = &PermissionRulesParams{}
+	}
+	raw, err := s.request(ctx, "list_permission_rules", params)
+	if err != nil {
+		return nil, err
+	}
+	r := &PermissionRulesResult{}
+	s.decodeResult("list_permission_rules", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// MCPPermissionModeOverride is how the CLI asks about one MCP server's
+// tool calls, whatever the session's permission mode.
+type MCPPermissionModeOverride string
+
+// MCP permission mode overrides.
+const (
+	// MCPPermissionModeClear removes the override.
+	MCPPermissionModeClear MCPPermissionModeOverride = ""
+	// MCPPermissionModeDefault asks for every action.
+	MCPPermissionModeDefault MCPPermissionModeOverride = "default"
+	// MCPPermissionModeAuto routes actions through the auto-mode
+	// classifier.
+	MCPPermissionModeAuto MCPPermissionModeOverride = "auto"
+)
+
+// SetMCPPermissionModeOverrideResult is the outcome of
+// SetMCPPermissionModeOverride.
+type SetMCPPermissionModeOverrideResult struct {
+	// Warning is set when no known MCP server has the name: the override
+	// is stored anyway and applies when one connects.
+	Warning string          `json:"warning,omitempty"`
+	Raw     json.RawMessage `json:"-"`
+}
+
+// SetMCPPermissionModeOverride sets (or with MCPPermissionModeClear
+// clears) the permission mode for one MCP server's tools.
+func (s *Session) SetMCPPermissionModeOverride(ctx context.Context, server string, mode MCPPermissionModeOverride) (*SetMCPPermissionModeOverrideResult, error) {
+	if server == "" {
+		return nil, errors.New("claude: set_mcp_permission_mode_override: no server name")
+	}
+	req := struct {
+		ServerName string  `json:"serverName"`
+		Mode       *string `json:"mode"` // null clears
+	}{ServerName: server}
+	if mode != MCPPermissionModeClear {
+		m := string(mode)
+		req.Mode = &m
+	}
+	raw, err := s.request(ctx, "set_mcp_permission_mode_override", req)
+	if err != nil {
+		return nil, err
+	}
+	r := &SetMCPPermissionModeOverrideResult{}
+	s.decodeResult("set_mcp_permission_mode_override", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// Reinitialize sends the initialize request again, built from the same
+// options, and returns the CLI's fresh answer: the commands, agents,
+// models and output styles as they are now. Initialize keeps returning
+// the first answer. Hooks keep their callback ids, so a CLI that re-reads
+// them and one that ignores them behave alike.
+func (s *Session) Reinitialize(ctx context.Context) (*InitializeResponse, error) {
+	req, err := s.initializeRequest()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.request(ctx, "initialize", req)
+	if err != nil {
+		return nil, err
+	}
+	r := &InitializeResponse{}
+	s.decodeResult("initialize", raw, r)
+	r.Raw = raw
+	return r, nil
+}

@@ -1,0 +1,78 @@
+package claude_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// elicited records that the elicitation scenario's callback ran.
+var elicited atomic.Bool
+
+func init() {
+	addScenarios(scenario{
+		name: "elicitation",
+		guards: `An in-process MCP tool that asks the user for input (elicitation) either reaches Options.OnElicitation
+through the real CLI, the answer reaching the tool, or (2.1.197, 2.1.330 in -p mode) is refused by the CLI's MCP
+client ("client does not support elicitation") without calling OnElicitation: never a hang or a crash.`,
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_el", "mcp__deploy__pick", map[string]any{}),
+				claudetest.TextReply("deployed"),
+			}}
+		},
+		opts: func(o *claude.Options) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
+			mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
+				func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+					res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+						Message: "Which environment?",
+						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+							"env": map[string]any{"type": "string"}}},
+					})
+					if err != nil {
+						return nil, nil, err
+					}
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
+				})
+			o.MCPServers = map[string]claude.MCPServerConfig{"deploy": claude.SDKServer(srv)}
+			o.AllowedTools = []string{"mcp__deploy__pick"}
+			o.OnElicitation = func(ctx context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
+				elicited.Store(true)
+				if req.ServerName != "deploy" || req.Message != "Which environment?" || !strings.Contains(string(req.RequestedSchema), `"env"`) {
+					return nil, fmt.Errorf("unexpected request %+v", req)
+				}
+				return &claude.ElicitationResult{Action: claude.ElicitationAccept, Content: json.RawMessage(`{"env":"staging"}`)}, nil
+			}
+		},
+		run: func(t *testing.T, h *harness) {
+			h.turn(t, "deploy it")
+			reqs := h.API.MessagesRequests()
+			tr := reqs[len(reqs)-1].Params.ToolResult("toolu_el")
+			has := func(s string) bool {
+				return tr != nil && slices.ContainsFunc(tr.Content, func(b claudetest.ContentBlock) bool { return strings.Contains(b.Text, s) })
+			}
+			switch {
+			case has("accept map[env:staging]"):
+				t.Log("the CLI forwarded the elicitation to OnElicitation")
+			case has("client does not support elicitation"):
+				// The CLI's MCP client does not declare the elicitation
+				// capability to in-process servers in -p mode.
+				if elicited.Load() {
+					t.Error("OnElicitation was called, yet the tool saw the capability missing")
+				}
+			default:
+				t.Errorf("the tool's result = %+v", tr)
+			}
+		},
+	})
+}

@@ -1,0 +1,126 @@
+package parity
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// SDKVersion is the pinned @anthropic-ai/claude-agent-sdk the table is
+// checked against (it bundles CLI 2.1.330). scripts/test.sh installs it.
+const SDKVersion = "0.3.330"
+
+const tablePath = "../../docs/parity.md"
+
+// goNames reads the exported names the table may refer to: package
+// claude (unprefixed), claudetest and host.
+func goNames(t *testing.T) GoNames {
+	t.Helper()
+	names := GoNames{}
+	for _, p := range []struct{ dir, prefix string }{
+		{"../../claude", ""},
+		{"../../claude/claudetest", "claudetest."},
+		{"../../host", "host."},
+	} {
+		if err := ReadGoNames(p.dir, p.prefix, names); err != nil {
+			t.Fatalf("reading %s: %v", p.dir, err)
+		}
+	}
+	return names
+}
+
+func readTable(t *testing.T) []Row {
+	t.Helper()
+	f, err := os.Open(tablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := ReadTable(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// loadSDK parses the pinned SDK's declarations, or skips (fails under
+// CI=true) when the package is not installed.
+func loadSDK(t *testing.T) Names {
+	t.Helper()
+	dir := SDKDir(SDKVersion)
+	sdk, err := os.ReadFile(filepath.Join(dir, "sdk.d.ts"))
+	if err != nil {
+		msg := fmt.Sprintf("the TypeScript SDK %s is not installed (%v); install it with: scripts/install-sdk.sh %s", SDKVersion, err, SDKVersion)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	tools, err := os.ReadFile(filepath.Join(dir, "sdk-tools.d.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := ParseDecls(string(sdk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := ParseDecls(string(tools))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := Extract(fs, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestParityTable checks the table on its own, without the SDK: every row
+// is well formed and every Tether name it gives exists.
+func TestParityTable(t *testing.T) {
+	problems, _ := Check(nil, readTable(t), goNames(t))
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// TestParity checks that docs/parity.md lists every name the pinned SDK
+// declares: an Options field, a Query method, a function, a control
+// request, a message, a hook event or output field, a built-in tool's
+// input or output. It fails on a name the table misses, a row for a name
+// the SDK does not declare, and a Tether name that does not exist; it
+// reports the gaps.
+func TestParity(t *testing.T) {
+	declared := loadSDK(t)
+	rows := readTable(t)
+	problems, gaps := Check(declared, rows, goNames(t))
+	for _, p := range problems {
+		t.Error(p)
+	}
+	count := map[string]map[Status]int{}
+	for _, r := range rows {
+		if count[r.Section] == nil {
+			count[r.Section] = map[Status]int{}
+		}
+		count[r.Section][r.Status]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "parity with @anthropic-ai/claude-agent-sdk %s:\n", SDKVersion)
+	for _, s := range Sections {
+		c := count[s]
+		fmt.Fprintf(&b, "  %-22s %3d names: %3d covered, %3d declined, %3d gaps\n", s, len(declared[s]), c[Covered], c[Declined], c[Gap])
+	}
+	if testing.Verbose() {
+		b.WriteString("gaps:\n")
+		for _, g := range gaps {
+			fmt.Fprintf(&b, "  %s: %s — %s\n", g.Section, g.Name, g.Note)
+		}
+	}
+	t.Log(b.String())
+}
