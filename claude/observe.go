@@ -1,6 +1,9 @@
 package claude
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // ControlEvent is a control line the CLI wrote to the host: a request
 // (can_use_tool, hook_callback, mcp_message, …) or the withdrawal of one
@@ -44,4 +47,17 @@ func (s *Session) observeControl(ev *ControlEvent) {
 		return
 	}
 	s.enqueue(item{ctl: ev})
+}
+
+// callObserver calls Options.ObserveControl on the receiving goroutine. A
+// panic in it is the user's bug, not the session's: it is logged and the
+// event dropped, so that neither the receive loop nor the host process
+// dies of it.
+func (s *Session) callObserver(ev *ControlEvent) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("claude: ObserveControl panicked", "panic", fmt.Sprint(p))
+		}
+	}()
+	s.opts.ObserveControl(ev)
 }

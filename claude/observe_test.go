@@ -78,3 +78,44 @@ func TestObserveControlInStreamOrder(t *testing.T) {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
 }
+
+// TestObserveControlPanicIsRecovered checks that a panicking observer costs
+// the event, not the receive loop or the process: the turn still ends with
+// its result and the permission request is still answered.
+func TestObserveControlPanicIsRecovered(t *testing.T) {
+	ctx := testCtx(t)
+	opts := &claude.Options{
+		ObserveControl: func(ev *claude.ControlEvent) { panic("observer bug") },
+		CanUseTool: func(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+			return &claude.PermissionAllow{}, nil
+		},
+	}
+	s := connect(t, opts, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		c.Write(c.SystemInit(), c.AssistantToolUse("toolu_1", "Bash", map[string]string{"command": "ls"}))
+		if _, err := c.CanUseTool(ctx, "toolu_1", "Bash", map[string]string{"command": "ls"}); err != nil {
+			return err
+		}
+		c.Write(c.ToolResult("toolu_1", "ok", false), c.ResultSuccess("done"))
+		_, err := c.ReadUser(ctx)
+		return ignoreEOF(err)
+	})
+	if err := s.Send(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	var last claude.Message
+	for m, err := range s.ReceiveTurn(ctx) {
+		if m == nil {
+			t.Fatal(err)
+		}
+		last = m
+	}
+	if _, ok := last.(*claude.ResultMessage); !ok {
+		t.Fatalf("turn ended with %T, want *claude.ResultMessage", last)
+	}
+}

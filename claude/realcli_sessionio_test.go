@@ -21,7 +21,7 @@ import (
 // background, so the first result comes before the subagent's report;
 // Query must go on until the follow-up turn has used it. On 2.1.197 the
 // agent runs in the foreground and one turn does it all.
-func TestRealQueryBackgroundAgent(t *testing.T) {
+func TestRealCLIQueryBackgroundAgent(t *testing.T) {
 	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Respond: func(r *claudetest.Request) *claudetest.Reply {
 		switch {
 		case r.Subagent():
@@ -76,7 +76,7 @@ func TestRealQueryBackgroundAgent(t *testing.T) {
 
 // A stopped real CLI: Send of a prompt larger than the pipe returns at its
 // deadline, later writes return at theirs, Close within CloseTimeout + 1 s.
-func TestRealStoppedCLI(t *testing.T) {
+func TestRealCLIStopped(t *testing.T) {
 	api := claudetest.NewMessagesServer(nil)
 	t.Cleanup(api.Close)
 	cli := claudetest.NewRealCLI(t, api)
@@ -125,7 +125,7 @@ func TestRealStoppedCLI(t *testing.T) {
 
 // A resume the CLI refuses: it writes a result line saying why and exits;
 // Connect's error carries that line as a *ResultError.
-func TestRealResumeRefused(t *testing.T) {
+func TestRealCLIResumeRefused(t *testing.T) {
 	for name, set := range map[string]func(o *claude.Options){
 		"unknown id": func(o *claude.Options) { o.Resume = "5d1c2b3a-0000-4000-8000-00000000abcd" },
 		"no persistence": func(o *claude.Options) {
@@ -155,7 +155,7 @@ var _ = fmt.Sprint
 // Close on an idle session after an in-process MCP call sends no interrupt:
 // on 2.1.197 an interrupt made the CLI cancel the finished tools/call,
 // sending the server a stray notifications/cancelled.
-func TestRealCloseIdleAfterMCP(t *testing.T) {
+func TestRealCLICloseIdleAfterMCP(t *testing.T) {
 	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
 		claudetest.ToolUseReply("toolu_mcp_add_1", "mcp__calc__add", map[string]int{"a": 2, "b": 3}),
 		claudetest.TextReply("2 + 3 = 5"),

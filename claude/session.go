@@ -427,7 +427,7 @@ func (s *Session) receive(ctx context.Context, turn bool) iter.Seq2[Message, err
 func (s *Session) nextMessage(ctx context.Context) (msg Message, merr error, ok bool, err error) {
 	it, ok, err := s.next(ctx)
 	for ok && err == nil && it.ctl != nil {
-		s.opts.ObserveControl(it.ctl)
+		s.callObserver(it.ctl)
 		it, ok, err = s.next(ctx)
 	}
 	if !ok || err != nil {

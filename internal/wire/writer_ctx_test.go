@@ -22,7 +22,10 @@ func TestWriteLineContextPipe(t *testing.T) {
 	defer w.Close()
 	wr := NewWriter(w)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// Long enough that the write has started (and filled the pipe) before
+	// ctx ends, even on a loaded machine: a ctx that ends first would
+	// rightly refuse the line whole.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	big := bytes.Repeat([]byte("x"), 1<<20)
 	err = wr.WriteLineContext(ctx, big)
