@@ -21,6 +21,7 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster/clustertest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
 	"golang.org/x/tools/txtar"
@@ -37,6 +38,10 @@ import (
 type browser struct {
 	ctx   context.Context // the browser's context; tabs derive from it
 	shots string
+	// cluster runs the scenarios against `tether serve --nats`: a whole
+	// cluster (embedded NATS, an agent) behind the server, instead of a
+	// local manager.
+	cluster bool
 
 	mu   sync.Mutex
 	seen map[string]bool // screenshot names taken, to keep them unique
@@ -279,6 +284,17 @@ func TestBrowser(t *testing.T) {
 	t.Run("Helpers", func(t *testing.T) { testHelpers(t, b) })
 	t.Run("Transcript", func(t *testing.T) { testTranscript(t, b) })
 	browserFlows(t, b)
+	// The same UI over the cluster (`tether serve --nats`): the scenarios
+	// that cross the bus in every direction — a streamed turn, an approval
+	// answered, a reload mid-turn resuming from the last seq, and one
+	// approval in two tabs answered once.
+	t.Run("Cluster", func(t *testing.T) {
+		cb := &browser{ctx: b.ctx, shots: b.shots, cluster: true, seen: map[string]bool{}}
+		t.Run("Streams", func(t *testing.T) { testStreams(t, cb) })
+		t.Run("ApprovalAllowed", func(t *testing.T) { testApprovalAllowed(t, cb) })
+		t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, cb) })
+		t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, cb) })
+	})
 }
 
 // uiEnv is one scenario's world: a tether server, the fake Messages API
@@ -297,14 +313,22 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: replies})
 	t.Cleanup(api.Close) // first, so it closes after the CLIs
 	cli := claudetest.NewRealCLI(t, api)
-	m := host.NewManager(nil)
-	lb := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}})
-	srv := serve.NewServer(lb, nil)
+	var backend serve.Backend
+	closeBackend := func() {}
+	if b.cluster {
+		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}})
+		backend = c.Backend(nil)
+	} else {
+		m := host.NewManager(nil)
+		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}})
+		closeBackend = func() { m.Close() }
+	}
+	srv := serve.NewServer(backend, nil)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
 		srv.Close()
-		m.Close()
+		closeBackend()
 	})
 	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api}
 }
