@@ -494,6 +494,11 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 	tb.run(chromedp.Click("#disk-list li[data-session-id] button.primary", chromedp.ByQuery))
 	tb.waitJS("the resumed session", `!document.querySelector("#resume-dlg").open && window.tether.view`)
 	tb.waitState("ready", "idle")
+	// The earlier conversation is shown, from the CLI's session file, as
+	// the live one would be: the prompt as a user message, the answer.
+	tb.waitJS("the earlier prompt as a user message", `[...document.querySelectorAll("#transcript .msg.user")].some((e) => e.innerText.includes("remember swordfish"))`)
+	tb.waitText("noted: the password is swordfish")
+	tb.shots("resumed-history")
 	tb.prompt("what was it?")
 	tb.waitText("it was swordfish")
 	// The CLI sent the earlier conversation along: it was resumed.
@@ -508,6 +513,7 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 	tb.run(chromedp.Click("#fork-btn", chromedp.ByID))
 	tb.waitJS("the fork to open", fmt.Sprintf(`window.tether.current && window.tether.current !== %q`, before))
 	tb.waitState("ready", "idle")
+	tb.waitJS("the forked conversation", `[...document.querySelectorAll("#transcript .msg.user")].some((e) => e.innerText.includes("what was it?"))`)
 	tb.prompt("and the fork?")
 	tb.waitText("the fork remembers swordfish too")
 	reqs = e.api.MessagesRequests()

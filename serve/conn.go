@@ -457,7 +457,7 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 	quoted := rawJSON(id)
 	for {
 		if snap {
-			sn, err := c.s.b.Snapshot(ctx, id)
+			sn, err := c.s.fullSnapshot(ctx, id)
 			if err != nil {
 				if ctx.Err() == nil {
 					c.push(ctx, rawJSON(map[string]any{"type": "error", "session": id, "error": protoError(err)}))

@@ -37,6 +37,12 @@ type LocalOptions struct {
 	MaxEnded int
 	// MaxImageBytes bounds one pasted image, decoded (0 = 5 MiB).
 	MaxImageBytes int
+	// MaxHistory bounds the earlier conversation a session resumed or
+	// forked from disk shows (History): the last MaxHistory messages
+	// (0 = 500) within MaxHistoryBytes (0 = 4 MiB); older ones are
+	// counted in History.Dropped. It is read once, at Start.
+	MaxHistory      int
+	MaxHistoryBytes int
 }
 
 // LocalBackend runs sessions in this process on a host.Manager.
@@ -54,6 +60,7 @@ type entry struct {
 	created    time.Time
 	title      string
 	lastPrompt string
+	history    *History
 }
 
 // NewLocalBackend returns a backend that starts sessions on m. The
@@ -65,6 +72,8 @@ func NewLocalBackend(m *host.Manager, opts *LocalOptions) *LocalBackend {
 	}
 	b.opts.MaxEnded = cmpOr(b.opts.MaxEnded, 50)
 	b.opts.MaxImageBytes = cmpOr(b.opts.MaxImageBytes, 5<<20)
+	b.opts.MaxHistory = cmpOr(b.opts.MaxHistory, 500)
+	b.opts.MaxHistoryBytes = cmpOr(b.opts.MaxHistoryBytes, 4<<20)
 	return b
 }
 
@@ -145,11 +154,18 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 			}
 		}
 	}
+	var hist *History
+	if req.Resume != "" {
+		// Read before the CLI starts appending to the file.
+		if dir := b.configDir(); dir != "" || b.defaultConfigDir(&dir) {
+			hist = readHistory(claude.SessionFilePath(dir, cwd, req.Resume), req.Resume, b.opts.MaxHistory, b.opts.MaxHistoryBytes)
+		}
+	}
 	s, err := b.m.Start(ctx, &o)
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	e := &entry{s: s, created: time.Now(), title: title}
+	e := &entry{s: s, created: time.Now(), title: title, history: hist}
 	b.mu.Lock()
 	b.entries[s.ID()] = e
 	b.order = append(b.order, s.ID())
@@ -242,6 +258,22 @@ func (b *LocalBackend) Snapshot(ctx context.Context, id string) (*host.Snapshot,
 		return nil, err
 	}
 	return e.s.Snapshot(), nil
+}
+
+// History implements Historian.
+func (b *LocalBackend) History(ctx context.Context, id string) (*History, error) {
+	e, err := b.session(id)
+	if err != nil {
+		return nil, err
+	}
+	return e.history, nil
+}
+
+// defaultConfigDir sets *dir to this process's CLI config directory.
+func (b *LocalBackend) defaultConfigDir(dir *string) bool {
+	d, err := claude.ConfigDir()
+	*dir = d
+	return err == nil
 }
 
 // Do implements Backend.
