@@ -377,6 +377,10 @@ func (c *client) do(req *request) {
 		if err == nil && cmd.Type == "close" {
 			c.s.kickList()
 		}
+		if rr, ok := res.(*ResumeResult); ok && err == nil {
+			c.s.broadcast(rr.Session)
+			c.s.kickList()
+		}
 	}
 	switch cmd.Type {
 	case "interrupt", "force_interrupt", "answer":

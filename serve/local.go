@@ -61,6 +61,8 @@ type entry struct {
 	title      string
 	lastPrompt string
 	history    *History
+	req        StartRequest // as started, for resume
+	resuming   bool
 }
 
 // NewLocalBackend returns a backend that starts sessions on m. The
@@ -165,7 +167,8 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	e := &entry{s: s, created: time.Now(), title: title, history: hist}
+	e := &entry{s: s, created: time.Now(), title: title, history: hist, req: *req}
+	e.req.Cwd = cwd
 	b.mu.Lock()
 	b.entries[s.ID()] = e
 	b.order = append(b.order, s.ID())
@@ -343,11 +346,55 @@ func (b *LocalBackend) Do(ctx context.Context, id string, cmd *Command) (any, er
 		b.order = slices.DeleteFunc(b.order, func(x string) bool { return x == id })
 		b.mu.Unlock()
 		return nil, nil
+	case "resume":
+		return b.resume(ctx, id, e)
 	case "":
 		return nil, errorf(CodeBadRequest, "command.type is required")
 	default:
 		return nil, errorf(CodeUnknownType, "unknown command %q", cmd.Type)
 	}
+}
+
+// resume starts a new CLI with --resume on the conversation of a session
+// whose CLI is gone, and puts it in the old one's place in the list.
+func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*ResumeResult, error) {
+	if !isDone(e.s) {
+		return nil, errorf(CodeBadRequest, "the session is still running; only a disconnected session can be resumed")
+	}
+	sid := e.s.SessionID()
+	if sid == "" {
+		return nil, errorf(CodeBadRequest, "the session has no conversation to resume")
+	}
+	b.mu.Lock()
+	if e.resuming {
+		b.mu.Unlock()
+		return nil, errorf(CodeBusy, "the session is being resumed")
+	}
+	e.resuming = true
+	b.mu.Unlock()
+	req := e.req
+	req.Resume, req.Fork = sid, false
+	info, err := b.Start(ctx, &req)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e.resuming = false
+	if err != nil {
+		return nil, err
+	}
+	// The new session takes the old one's title and place.
+	if ne := b.entries[info.ID]; ne != nil {
+		ne.title, ne.lastPrompt, ne.created = cmpOr(e.title, ne.title), e.lastPrompt, e.created
+		info.Title, info.LastPrompt, info.Created = ne.title, ne.lastPrompt, ne.created
+	}
+	if _, ok := b.entries[id]; ok {
+		delete(b.entries, id)
+		b.order = slices.DeleteFunc(b.order, func(x string) bool { return x == id })
+		if i := slices.Index(b.order, info.ID); i >= 0 {
+			b.order = slices.Delete(b.order, i, i+1)
+		}
+		b.order = append(b.order, info.ID)
+	}
+	return &ResumeResult{Session: info}, nil
 }
 
 // closedOr maps errors of an ended session to ErrSessionClosed.

@@ -493,6 +493,12 @@ function updateComposer() {
   $("send-btn").disabled = !v || v.ended || !conn.live;
   $("send-btn").textContent = busy ? "Queue" : "Send";
   $("fork-btn").disabled = $("close-btn").disabled = !v || v.ended || !conn.live;
+  // A session whose CLI (or agent) is gone can be brought back: one
+  // disconnected (a cluster's agent died), or ended on its own and
+  // still listed (a closed one leaves the list).
+  const gone = !!v && (v.state.state === "disconnected" || v.state.state === "closed" || v.ended) && !!(app.sessions.get(v.id) || {}).session_id;
+  $("revive-btn").hidden = !gone;
+  $("revive-btn").disabled = !gone || !conn.live;
   $("s-model").disabled = $("s-mode").disabled = !v || v.ended || !conn.live;
 }
 
@@ -699,6 +705,27 @@ $("close-btn").onclick = async () => {
     await proto.close(conn, v.id);
   } catch (err) {
     alert("Close: " + err.message);
+  }
+};
+$("revive-btn").onclick = async () => {
+  const v = app.view;
+  if (!v) return;
+  $("revive-btn").disabled = true;
+  try {
+    const info = await proto.resume(conn, v.id);
+    handlers.session(info);
+    if (info.id !== v.id) {
+      // A new session continues the conversation (the local backend).
+      app.intros.set(info.id, "Resumed “" + sessionTitle(info) + "” after its CLI stopped.");
+      openSession(info.id);
+    } else {
+      // The same session on another agent: its events go on.
+      v.ended = false;
+      subscribe(v.id);
+    }
+  } catch (err) {
+    alert("Resume: " + err.message);
+    renderHead();
   }
 };
 $("fork-btn").onclick = async () => {
