@@ -359,7 +359,16 @@ func (b *LocalBackend) Do(ctx context.Context, id string, cmd *Command) (any, er
 // whose CLI is gone, and puts it in the old one's place in the list.
 func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*ResumeResult, error) {
 	if !isDone(e.s) {
-		return nil, errorf(CodeBadRequest, "the session is still running; only a disconnected session can be resumed")
+		if e.s.State().State != host.StateDisconnected {
+			return nil, errorf(CodeBadRequest, "the session is still running; only a disconnected session can be resumed")
+		}
+		// Its CLI is gone and it is ending: a client may see the
+		// disconnected state before the session is done.
+		select {
+		case <-e.s.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	sid := e.s.SessionID()
 	if sid == "" {
