@@ -162,6 +162,17 @@ func (b *Backend) Do(ctx context.Context, id string, cmd *serve.Command) (any, e
 		c.Op, c.Mode = OpSetMode, cmd.Mode
 	case "close":
 		c.Op = OpClose
+	case "resume":
+		// Failover: another agent restores the session under the same
+		// id, its events' seq going on.
+		info, err := b.c.Resume(ctx, id)
+		if err != nil {
+			if errors.Is(err, ErrOwned) {
+				return nil, &serve.Error{Code: serve.CodeBadRequest, Message: "the session's agent is alive; only a disconnected session can be resumed"}
+			}
+			return nil, serveErr(err)
+		}
+		return &serve.ResumeResult{Session: serveInfo(info)}, nil
 	case "":
 		return nil, &serve.Error{Code: serve.CodeBadRequest, Message: "command.type is required"}
 	default:

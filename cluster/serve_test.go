@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -245,4 +246,79 @@ func TestServeOverTheCluster(t *testing.T) {
 	if _, gaps := b3.seen(); gaps != 0 {
 		t.Fatalf("%d gaps after the reconnect", gaps)
 	}
+}
+
+// TestBackendResumeAfterCrash: through serve.Backend, an agent killed in
+// the middle of a turn leaves its session disconnected; the resume
+// command fails it over to another agent under the same id, with its
+// conversation, its events' seq going on with no gap. A live agent's
+// session is not resumed.
+func TestBackendResumeAfterCrash(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 2)
+	var b serve.Backend = cluster.NewBackend(newClient(t, ns.URL()), nil)
+	info, err := b.Start(ctx, &serve.StartRequest{}) // a1 is the only agent
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAgent(t, ns.URL(), "a2", 2)
+	var seq uint64
+	// wait reads the events after seq until one matches, checking that
+	// their seqs have no gap.
+	wait := func(what string, ok func(host.Event) bool) {
+		t.Helper()
+		for ev, err := range b.Events(ctx, info.ID, seq) {
+			if err != nil {
+				t.Fatalf("waiting for %s: %v", what, err)
+			}
+			if ev.Seq != seq+1 {
+				t.Fatalf("waiting for %s: event %d after %d", what, ev.Seq, seq)
+			}
+			seq = ev.Seq
+			if ok(ev) {
+				return
+			}
+		}
+		t.Fatalf("events ended waiting for %s", what)
+	}
+	result := func(text string) func(host.Event) bool {
+		return func(ev host.Event) bool {
+			var m struct{ Type, Result string }
+			return ev.Kind == host.EventMessage && json.Unmarshal(ev.Data, &m) == nil && m.Type == "result" && strings.Contains(m.Result, text)
+		}
+	}
+	stateIs := func(s string) func(host.Event) bool {
+		return func(ev host.Event) bool {
+			return ev.Kind == host.EventState && strings.Contains(string(ev.Data), `"state":"`+s+`"`)
+		}
+	}
+	do := func(cmd *serve.Command) (any, error) { return b.Do(ctx, info.ID, cmd) }
+	if _, err := do(&serve.Command{Type: "send", Text: "apples"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the first turn", result("echo: apples"))
+	_, err = do(&serve.Command{Type: "resume"})
+	if pe := (*serve.Error)(nil); !errors.As(err, &pe) || pe.Code != serve.CodeBadRequest {
+		t.Fatalf("resume of a live agent's session: %v, want bad_request", err)
+	}
+	if _, err := do(&serve.Command{Type: "send", Text: "hold"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the second turn running", stateIs("streaming"))
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "apples"))
+	cluster.Crash(a1)
+	wait("disconnected", stateIs("disconnected"))
+	res, err := do(&serve.Command{Type: "resume"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, ok := res.(*serve.ResumeResult)
+	if !ok || rr.Session.ID != info.ID || rr.Session.Owner != "a2" {
+		t.Fatalf("resume result %#v, want %s on a2", res, info.ID)
+	}
+	if _, err := do(&serve.Command{Type: "send", Text: "recall"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("the recall", result("remember: apples"))
 }

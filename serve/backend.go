@@ -83,7 +83,11 @@ type DiskSession struct {
 // Command is one command to a session (the "do" request's command).
 type Command struct {
 	// Type is send, interrupt, force_interrupt, answer, cancel,
-	// set_model, set_mode or close.
+	// set_model, set_mode, close or resume.
+	//
+	// resume brings back a session whose CLI is gone (state
+	// disconnected): its result is a *ResumeResult. A session still
+	// running is refused (bad_request).
 	Type string `json:"type"`
 
 	Text   string  `json:"text,omitempty"`   // send
@@ -99,6 +103,15 @@ type Command struct {
 
 	Model string `json:"model,omitempty"` // set_model
 	Mode  string `json:"mode,omitempty"`  // set_mode
+}
+
+// ResumeResult is the result of the resume command: the session that
+// continues the conversation. A backend may continue it under the same
+// id with its events' seq going on (the cluster's failover) or as a new
+// session that replaces the old one in the list (the local backend: a
+// new CLI started with --resume); a client follows Session.ID.
+type ResumeResult struct {
+	Session SessionInfo `json:"session"`
 }
 
 // Image is an image pasted into a prompt.

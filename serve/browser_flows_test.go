@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, b) })
 	t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, b) })
 	t.Run("ResumeFromDisk", func(t *testing.T) { testResumeFromDisk(t, b) })
+	t.Run("ResumeDisconnected", func(t *testing.T) { testResumeDisconnected(t, b) })
 	t.Run("PasteAndSwitch", func(t *testing.T) { testPasteAndSwitch(t, b) })
 	t.Run("PlanMode", func(t *testing.T) { testPlanMode(t, b) })
 }
@@ -105,6 +107,15 @@ func (tb *tab) count(sel string) int {
 	var n int
 	tb.eval(fmt.Sprintf(`document.querySelectorAll(%s).length`, js), &n)
 	return n
+}
+
+// hidden reports whether the first element matching sel is hidden.
+func (tb *tab) hidden(sel string) bool {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	var h bool
+	tb.eval(fmt.Sprintf(`document.querySelector(%s).hidden`, js), &h)
+	return h
 }
 
 // text returns the innerText of the first element matching sel ("" when none).
@@ -494,6 +505,11 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 	tb.run(chromedp.Click("#disk-list li[data-session-id] button.primary", chromedp.ByQuery))
 	tb.waitJS("the resumed session", `!document.querySelector("#resume-dlg").open && window.tether.view`)
 	tb.waitState("ready", "idle")
+	// The earlier conversation is shown, from the CLI's session file, as
+	// the live one would be: the prompt as a user message, the answer.
+	tb.waitJS("the earlier prompt as a user message", `[...document.querySelectorAll("#transcript .msg.user")].some((e) => e.innerText.includes("remember swordfish"))`)
+	tb.waitText("noted: the password is swordfish")
+	tb.shots("resumed-history")
 	tb.prompt("what was it?")
 	tb.waitText("it was swordfish")
 	// The CLI sent the earlier conversation along: it was resumed.
@@ -508,6 +524,7 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 	tb.run(chromedp.Click("#fork-btn", chromedp.ByID))
 	tb.waitJS("the fork to open", fmt.Sprintf(`window.tether.current && window.tether.current !== %q`, before))
 	tb.waitState("ready", "idle")
+	tb.waitJS("the forked conversation", `[...document.querySelectorAll("#transcript .msg.user")].some((e) => e.innerText.includes("what was it?"))`)
 	tb.prompt("and the fork?")
 	tb.waitText("the fork remembers swordfish too")
 	reqs = e.api.MessagesRequests()
@@ -518,6 +535,51 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 		t.Errorf("%d sessions listed after the fork; want the original and the fork", n)
 	}
 	tb.shots("forked")
+}
+
+// testResumeDisconnected: a session whose CLI died shows disconnected
+// and a Resume button; pressing it continues the conversation in a new
+// CLI, the earlier turn shown.
+func testResumeDisconnected(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.TextReply("noted: the colour is teal"),
+		claudetest.TextReply("it was teal"),
+	)
+	tb := b.newTab(t, e.origin, "revive")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	if !tb.hidden("#revive-btn") {
+		t.Error("a running session shows Resume")
+	}
+	tb.prompt("remember teal")
+	tb.waitTurns(1)
+	hs := e.m.Sessions()[0]
+	waitSessionFile(t, testCtx(t), e.cli, e.cwd, hs.SessionID(), "noted: the colour is teal")
+	if err := syscall.Kill(hs.Claude().PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitState("closed", "disconnected")
+	tb.waitJS("the Resume button", `!document.querySelector("#revive-btn").hidden && !document.querySelector("#revive-btn").disabled`)
+	tb.shots("disconnected")
+	var before string
+	tb.eval(`window.tether.current`, &before)
+	tb.run(chromedp.Click("#revive-btn", chromedp.ByID))
+	tb.waitJS("the resumed session", fmt.Sprintf(`window.tether.current && window.tether.current !== %q`, before))
+	tb.waitState("ready", "idle")
+	tb.waitJS("the earlier prompt", `[...document.querySelectorAll("#transcript .msg.user")].some((e) => e.innerText.includes("remember teal"))`)
+	if !tb.hidden("#revive-btn") {
+		t.Error("the resumed session still shows Resume")
+	}
+	tb.prompt("which colour?")
+	tb.waitText("it was teal")
+	reqs := e.api.MessagesRequests()
+	if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "remember teal") {
+		t.Error("the resumed session's request does not carry the earlier conversation")
+	}
+	if n := tb.count("#sessions li"); n != 1 {
+		t.Errorf("%d sessions listed; want the resumed one in the dead one's place", n)
+	}
+	tb.shots("revived")
 }
 
 // onePixelPNG is a 1x1 PNG, base64.

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster/clustertest"
 	"github.com/tetherhq/tether/host"
@@ -304,6 +305,8 @@ type uiEnv struct {
 	origin string
 	cwd    string
 	api    *claudetest.MessagesServer
+	m      *host.Manager   // the sessions, to kill a CLI
+	cli    *claude.Options // the CLI's options (its config folder)
 }
 
 // newUIEnv starts the fake API with replies, and a tether server whose
@@ -330,7 +333,7 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 		srv.Close()
 		closeBackend()
 	})
-	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api}
+	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api, m: m, cli: cli.Options()}
 }
 
 // recorded returns the CLI's stdout lines of a recorded transcript.

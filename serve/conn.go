@@ -377,6 +377,10 @@ func (c *client) do(req *request) {
 		if err == nil && cmd.Type == "close" {
 			c.s.kickList()
 		}
+		if rr, ok := res.(*ResumeResult); ok && err == nil {
+			c.s.broadcast(rr.Session)
+			c.s.kickList()
+		}
 	}
 	switch cmd.Type {
 	case "interrupt", "force_interrupt", "answer":
@@ -457,7 +461,7 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 	quoted := rawJSON(id)
 	for {
 		if snap {
-			sn, err := c.s.b.Snapshot(ctx, id)
+			sn, err := c.s.fullSnapshot(ctx, id)
 			if err != nil {
 				if ctx.Err() == nil {
 					c.push(ctx, rawJSON(map[string]any{"type": "error", "session": id, "error": protoError(err)}))

@@ -37,6 +37,12 @@ type LocalOptions struct {
 	MaxEnded int
 	// MaxImageBytes bounds one pasted image, decoded (0 = 5 MiB).
 	MaxImageBytes int
+	// MaxHistory bounds the earlier conversation a session resumed or
+	// forked from disk shows (History): the last MaxHistory messages
+	// (0 = 500) within MaxHistoryBytes (0 = 4 MiB); older ones are
+	// counted in History.Dropped. It is read once, at Start.
+	MaxHistory      int
+	MaxHistoryBytes int
 }
 
 // LocalBackend runs sessions in this process on a host.Manager.
@@ -54,6 +60,9 @@ type entry struct {
 	created    time.Time
 	title      string
 	lastPrompt string
+	history    *History
+	req        StartRequest // as started, for resume
+	resuming   bool
 }
 
 // NewLocalBackend returns a backend that starts sessions on m. The
@@ -65,6 +74,8 @@ func NewLocalBackend(m *host.Manager, opts *LocalOptions) *LocalBackend {
 	}
 	b.opts.MaxEnded = cmpOr(b.opts.MaxEnded, 50)
 	b.opts.MaxImageBytes = cmpOr(b.opts.MaxImageBytes, 5<<20)
+	b.opts.MaxHistory = cmpOr(b.opts.MaxHistory, 500)
+	b.opts.MaxHistoryBytes = cmpOr(b.opts.MaxHistoryBytes, 4<<20)
 	return b
 }
 
@@ -145,11 +156,19 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 			}
 		}
 	}
+	var hist *History
+	if req.Resume != "" {
+		// Read before the CLI starts appending to the file.
+		if dir := b.configDir(); dir != "" || b.defaultConfigDir(&dir) {
+			hist = readHistory(claude.SessionFilePath(dir, cwd, req.Resume), req.Resume, b.opts.MaxHistory, b.opts.MaxHistoryBytes)
+		}
+	}
 	s, err := b.m.Start(ctx, &o)
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	e := &entry{s: s, created: time.Now(), title: title}
+	e := &entry{s: s, created: time.Now(), title: title, history: hist, req: *req}
+	e.req.Cwd = cwd
 	b.mu.Lock()
 	b.entries[s.ID()] = e
 	b.order = append(b.order, s.ID())
@@ -244,6 +263,22 @@ func (b *LocalBackend) Snapshot(ctx context.Context, id string) (*host.Snapshot,
 	return e.s.Snapshot(), nil
 }
 
+// History implements Historian.
+func (b *LocalBackend) History(ctx context.Context, id string) (*History, error) {
+	e, err := b.session(id)
+	if err != nil {
+		return nil, err
+	}
+	return e.history, nil
+}
+
+// defaultConfigDir sets *dir to this process's CLI config directory.
+func (b *LocalBackend) defaultConfigDir(dir *string) bool {
+	d, err := claude.ConfigDir()
+	*dir = d
+	return err == nil
+}
+
 // Do implements Backend.
 func (b *LocalBackend) Do(ctx context.Context, id string, cmd *Command) (any, error) {
 	e, err := b.session(id)
@@ -311,11 +346,64 @@ func (b *LocalBackend) Do(ctx context.Context, id string, cmd *Command) (any, er
 		b.order = slices.DeleteFunc(b.order, func(x string) bool { return x == id })
 		b.mu.Unlock()
 		return nil, nil
+	case "resume":
+		return b.resume(ctx, id, e)
 	case "":
 		return nil, errorf(CodeBadRequest, "command.type is required")
 	default:
 		return nil, errorf(CodeUnknownType, "unknown command %q", cmd.Type)
 	}
+}
+
+// resume starts a new CLI with --resume on the conversation of a session
+// whose CLI is gone, and puts it in the old one's place in the list.
+func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*ResumeResult, error) {
+	if !isDone(e.s) {
+		if e.s.State().State != host.StateDisconnected {
+			return nil, errorf(CodeBadRequest, "the session is still running; only a disconnected session can be resumed")
+		}
+		// Its CLI is gone and it is ending: a client may see the
+		// disconnected state before the session is done.
+		select {
+		case <-e.s.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	sid := e.s.SessionID()
+	if sid == "" {
+		return nil, errorf(CodeBadRequest, "the session has no conversation to resume")
+	}
+	b.mu.Lock()
+	if e.resuming {
+		b.mu.Unlock()
+		return nil, errorf(CodeBusy, "the session is being resumed")
+	}
+	e.resuming = true
+	b.mu.Unlock()
+	req := e.req
+	req.Resume, req.Fork = sid, false
+	info, err := b.Start(ctx, &req)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e.resuming = false
+	if err != nil {
+		return nil, err
+	}
+	// The new session takes the old one's title and place.
+	if ne := b.entries[info.ID]; ne != nil {
+		ne.title, ne.lastPrompt, ne.created = cmpOr(e.title, ne.title), e.lastPrompt, e.created
+		info.Title, info.LastPrompt, info.Created = ne.title, ne.lastPrompt, ne.created
+	}
+	if _, ok := b.entries[id]; ok {
+		delete(b.entries, id)
+		b.order = slices.DeleteFunc(b.order, func(x string) bool { return x == id })
+		if i := slices.Index(b.order, info.ID); i >= 0 {
+			b.order = slices.Delete(b.order, i, i+1)
+		}
+		b.order = append(b.order, info.ID)
+	}
+	return &ResumeResult{Session: info}, nil
 }
 
 // closedOr maps errors of an ended session to ErrSessionClosed.

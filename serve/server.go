@@ -200,7 +200,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		id := strings.TrimSuffix(strings.TrimPrefix(p, "/api/sessions/"), "/snapshot")
-		snap, err := s.b.Snapshot(r.Context(), id)
+		snap, err := s.fullSnapshot(r.Context(), id)
 		if err != nil {
 			s.fail(w, r, err)
 			return

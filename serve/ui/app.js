@@ -305,6 +305,15 @@ function loadSnapshot(snap) {
   v.cost = snap.cost || null;
   const intro = app.intros.get(v.id);
   if (intro) v.transcript.root.appendChild(el("div", "note intro", intro));
+  // A session resumed or forked from disk: its earlier conversation,
+  // read from the CLI's session file, rendered like live messages.
+  const hist = snap.history;
+  if (hist && (hist.messages || []).length) {
+    if (hist.dropped) v.transcript.root.appendChild(el("div", "note", hist.dropped + " older messages are not shown"));
+    for (const raw of hist.messages) v.transcript.apply(proto.json(raw));
+    v.transcript.flush();
+    v.transcript.root.appendChild(el("div", "note history-end", "Earlier conversation above, from the CLI's session file; this session continues below."));
+  }
   if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
   for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
   v.transcript.flush();
@@ -484,6 +493,12 @@ function updateComposer() {
   $("send-btn").disabled = !v || v.ended || !conn.live;
   $("send-btn").textContent = busy ? "Queue" : "Send";
   $("fork-btn").disabled = $("close-btn").disabled = !v || v.ended || !conn.live;
+  // A session whose CLI (or agent) is gone can be brought back: one
+  // disconnected (a cluster's agent died), or ended on its own and
+  // still listed (a closed one leaves the list).
+  const gone = !!v && (v.state.state === "disconnected" || v.state.state === "closed" || v.ended) && !!(app.sessions.get(v.id) || {}).session_id;
+  $("revive-btn").hidden = !gone;
+  $("revive-btn").disabled = !gone || !conn.live;
   $("s-model").disabled = $("s-mode").disabled = !v || v.ended || !conn.live;
 }
 
@@ -692,6 +707,27 @@ $("close-btn").onclick = async () => {
     alert("Close: " + err.message);
   }
 };
+$("revive-btn").onclick = async () => {
+  const v = app.view;
+  if (!v) return;
+  $("revive-btn").disabled = true;
+  try {
+    const info = await proto.resume(conn, v.id);
+    handlers.session(info);
+    if (info.id !== v.id) {
+      // A new session continues the conversation (the local backend).
+      app.intros.set(info.id, "Resumed “" + sessionTitle(info) + "” after its CLI stopped.");
+      openSession(info.id);
+    } else {
+      // The same session on another agent: its events go on.
+      v.ended = false;
+      subscribe(v.id);
+    }
+  } catch (err) {
+    alert("Resume: " + err.message);
+    renderHead();
+  }
+};
 $("fork-btn").onclick = async () => {
   const v = app.view;
   const s = app.sessions.get(v.id) || {};
@@ -702,7 +738,7 @@ $("fork-btn").onclick = async () => {
   }
   try {
     const info = await proto.start(conn, { cwd: v.cwd || s.cwd, resume: sid, fork: true });
-    app.intros.set(info.id, "Forked from “" + sessionTitle({ ...s, id: v.id }) + "”: Claude has the conversation so far; it is not repeated here.");
+    app.intros.set(info.id, "Forked from “" + sessionTitle({ ...s, id: v.id }) + "”.");
     handlers.session(info);
     openSession(info.id);
   } catch (err) {
@@ -786,7 +822,7 @@ async function listDisk() {
           b.disabled = true;
           try {
             const s = await proto.start(conn, { cwd, resume: d.session_id, fork });
-            app.intros.set(s.id, (fork ? "Forked from" : "Resumed") + " “" + (d.title || d.first_prompt || d.session_id) + "” (last active " + ago(d.modified) + "): Claude has the conversation so far; it is not repeated here.");
+            app.intros.set(s.id, (fork ? "Forked from" : "Resumed") + " “" + (d.title || d.first_prompt || d.session_id) + "” (last active " + ago(d.modified) + ").");
             localStorage.setItem("tether.cwd", cwd);
             $("resume-dlg").close();
             handlers.session(s);

@@ -98,4 +98,5 @@ export const cancel = (c, id, uuid) => cmd(c, id, { type: "cancel", uuid });
 export const setModel = (c, id, model) => cmd(c, id, { type: "set_model", model });
 export const setMode = (c, id, mode) => cmd(c, id, { type: "set_mode", mode });
 export const close = (c, id) => cmd(c, id, { type: "close" });
+export const resume = (c, id) => cmd(c, id, { type: "resume" }).then((r) => r.session || r);
 export const answer = (c, id, approval, reply) => cmd(c, id, { type: "answer", approval, ...reply });

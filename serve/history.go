@@ -1,0 +1,126 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+)
+
+// History is the conversation a session had before this server started
+// it: a session resumed or forked from the CLI's session file. The CLI
+// does not repeat it on stdout, so without it a client would show a
+// resumed session as empty.
+type History struct {
+	// Source is the CLI session id the history was read from.
+	Source string `json:"source"`
+	// Messages are the earlier user and assistant messages, oldest
+	// first, shaped as the CLI's stream-json stdout lines ({"type":
+	// "user"|"assistant", "uuid", "message", "tool_use_result"}), so a
+	// client renders them as it renders Snapshot.Transcript. Subagent
+	// (sidechain) messages and messages the CLI made up for the model
+	// (isMeta) are left out. In file order.
+	Messages []json.RawMessage `json:"messages"`
+	// Dropped counts the older messages past the bound (see
+	// LocalOptions.MaxHistory) that are not included.
+	Dropped int `json:"dropped,omitempty"`
+}
+
+// Historian is a Backend that knows the earlier conversation of the
+// sessions it resumed or forked from disk. The server adds it to each
+// snapshot it sends (the snapshot's "history" field). Optional: a
+// Backend without it sends snapshots without history.
+type Historian interface {
+	// History returns the session's earlier conversation, nil when it
+	// has none (a new session).
+	History(ctx context.Context, id string) (*History, error)
+}
+
+// snapshotJSON is a snapshot as the protocol sends it: host.Snapshot's
+// fields and the history, when there is one.
+type snapshotJSON struct {
+	*host.Snapshot
+	History *History `json:"history,omitempty"`
+}
+
+// fullSnapshot returns the session's snapshot with its history.
+func (s *Server) fullSnapshot(ctx context.Context, id string) (*snapshotJSON, error) {
+	sn, err := s.b.Snapshot(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &snapshotJSON{Snapshot: sn}
+	if h, ok := s.b.(Historian); ok {
+		hist, err := h.History(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out.History = hist
+	}
+	return out, nil
+}
+
+// readHistory reads the user and assistant messages of a session file,
+// keeping the last maxMsgs of them and at most maxBytes. A torn or
+// unknown line is skipped; a file that cannot be read gives what was
+// read before the failure (nil when nothing).
+func readHistory(path, source string, maxMsgs, maxBytes int) *History {
+	h := &History{Source: source}
+	size := 0
+	for e, err := range claude.ReadSession(path) {
+		if err != nil {
+			var le *claude.LineError
+			if errors.As(err, &le) {
+				continue
+			}
+			break
+		}
+		var typ string
+		switch e := e.(type) {
+		case *claude.UserEntry:
+			if e.IsMeta || e.IsSidechain {
+				continue
+			}
+			typ = "user"
+		case *claude.AssistantEntry:
+			if e.IsSidechain {
+				continue
+			}
+			typ = "assistant"
+		default:
+			continue
+		}
+		var line struct {
+			UUID          string          `json:"uuid"`
+			Message       json.RawMessage `json:"message"`
+			ToolUseResult json.RawMessage `json:"toolUseResult,omitempty"`
+		}
+		if json.Unmarshal(e.RawJSON(), &line) != nil || len(line.Message) == 0 {
+			continue
+		}
+		b, err := json.Marshal(struct {
+			Type          string          `json:"type"`
+			UUID          string          `json:"uuid,omitempty"`
+			Message       json.RawMessage `json:"message"`
+			ToolUseResult json.RawMessage `json:"tool_use_result,omitempty"`
+		}{typ, line.UUID, line.Message, line.ToolUseResult})
+		if err != nil || len(b) > maxBytes {
+			h.Dropped++
+			continue
+		}
+		h.Messages = append(h.Messages, b)
+		size += len(b)
+		for len(h.Messages) > maxMsgs || size > maxBytes {
+			size -= len(h.Messages[0])
+			h.Messages[0] = nil
+			h.Messages = h.Messages[1:]
+			h.Dropped++
+		}
+	}
+	if len(h.Messages) == 0 && h.Dropped == 0 {
+		return nil
+	}
+	return h
+}
