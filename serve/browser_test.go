@@ -305,7 +305,7 @@ type uiEnv struct {
 	origin string
 	cwd    string
 	api    *claudetest.MessagesServer
-	m      *host.Manager   // the sessions, to kill a CLI
+	m      *host.Manager   // the sessions, to kill a CLI (nil over the cluster)
 	cli    *claude.Options // the CLI's options (its config folder)
 }
 
@@ -316,13 +316,16 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: replies})
 	t.Cleanup(api.Close) // first, so it closes after the CLIs
 	cli := claudetest.NewRealCLI(t, api)
-	var backend serve.Backend
-	closeBackend := func() {}
+	var (
+		backend      serve.Backend
+		m            *host.Manager
+		closeBackend = func() {}
+	)
 	if b.cluster {
 		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}})
 		backend = c.Backend(nil)
 	} else {
-		m := host.NewManager(nil)
+		m = host.NewManager(nil)
 		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}})
 		closeBackend = func() { m.Close() }
 	}
