@@ -37,6 +37,10 @@ func TestDeltaFastPath(t *testing.T) {
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}},"session_id":"s1","parent_tool_use_id":null,"uuid":"u9"}`, true},
 		{` { "uuid" : "u" , "event" : { "delta" : { "text" : "x" , "type" : "text_delta" } , "index" : 3 , "type" : "content_block_delta" } , "type" : "stream_event" } `, true},
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}},"uuid":null}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\nb\tc\/d\\e\"f\b\f\r"}},"session_id":"s\u00e9","uuid":"u\ud83c\udf0d","parent_tool_use_id":"p"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lone \ud800 x"}},"uuid":"u1","uuid":"u2","session_id":""}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"é\n"}},"uuid":"ü"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bad \x escape"}},"uuid":"u"}`, false},
 		// Left to the general decoder:
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}},"uuid":"u"}`, false},
 		{`{"type":"stream_event","event":{"type":"message_stop"},"uuid":"u"}`, false},
