@@ -199,6 +199,10 @@ func DecodeMessage(line []byte) (Message, error) {
 		e.Raw = line
 		return e, nil
 	case "assistant":
+		if a, ok := decodeAssistantFast(line); ok {
+			a.Raw = line
+			return a, nil
+		}
 		m = new(AssistantMessage)
 	case "user":
 		m = new(UserMessage)
