@@ -1,6 +1,9 @@
 package claude
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // decodeAssistantFast decodes an assistant line of the commonest shape —
 // text blocks only, the envelope and usage the CLI writes — without the
@@ -137,8 +140,9 @@ func decodeAssistantFast(line []byte) (*AssistantMessage, bool) {
 	}
 	all := sb.String()
 	x := &struct {
-		m AssistantMessage
-		u Usage
+		m   AssistantMessage
+		u   Usage
+		stu serverToolUse
 	}{}
 	m := &x.m
 	m.UUID, m.SessionID, m.ParentToolUseID, m.RequestID = uuid.of(all), sid.of(all), parent.of(all), reqID.of(all)
@@ -156,6 +160,10 @@ func decodeAssistantFast(line []byte) (*AssistantMessage, bool) {
 		x.u = Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
 			CacheCreationInputTokens: usage.CacheCreationInputTokens, CacheReadInputTokens: usage.CacheReadInputTokens,
 			ServiceTier: usage.ServiceTier.of(all)}
+		if usage.hasServerToolUse {
+			x.stu = usage.serverToolUse
+			x.u.ServerToolUse = &x.stu
+		}
 		if !usage.null {
 			m.Message.Usage = &x.u
 		}
@@ -168,6 +176,53 @@ type fastUsage struct {
 	InputTokens, OutputTokens, CacheCreationInputTokens, CacheReadInputTokens int64
 	ServiceTier                                                               span
 	null                                                                      bool
+	hasServerToolUse                                                          bool
+	serverToolUse                                                             serverToolUse
+}
+
+// serverToolUse is the type of Usage.ServerToolUse.
+type serverToolUse = struct {
+	WebSearchRequests int64 `json:"web_search_requests"`
+	WebFetchRequests  int64 `json:"web_fetch_requests"`
+}
+
+// intObject decodes an object of plain integers, each member handed to
+// set; a duplicate member is refused.
+func (s *scanner) intObject(set func(key []byte, v int64) bool) bool {
+	if !s.consume('{') {
+		return false
+	}
+	var keys [4][]byte
+	n := 0
+	for first := true; ; first = false {
+		key, done, ok := s.member(first)
+		if !ok {
+			return false
+		} else if done {
+			return true
+		}
+		// rawString leaves keys unchecked (see there); these are passed on,
+		// so only plain ones are taken.
+		for _, c := range key {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+				return false
+			}
+		}
+		for _, k := range keys[:n] {
+			if bytes.Equal(k, key) {
+				return false
+			}
+		}
+		if n == len(keys) {
+			return false
+		}
+		keys[n] = key
+		n++
+		v, ok := s.int64()
+		if !ok || !set(key, v) {
+			return false
+		}
+	}
 }
 
 // textBlocks decodes a content array of text blocks without citations.
@@ -254,6 +309,24 @@ func (s *scanner) usage(u *fastUsage, seen *uint32) bool {
 		case "service_tier":
 			bit = 16
 			u.ServiceTier, ok = s.str()
+		case "server_tool_use":
+			bit = 32
+			ok = s.intObject(func(key []byte, v int64) bool {
+				switch string(key) {
+				case "web_search_requests":
+					u.serverToolUse.WebSearchRequests = v
+				case "web_fetch_requests":
+					u.serverToolUse.WebFetchRequests = v
+				default:
+					return false
+				}
+				return true
+			})
+			u.hasServerToolUse = true
+		case "cache_creation":
+			// Not modelled in Usage: the general decoder skips it.
+			bit = 64
+			ok = s.intObject(func([]byte, int64) bool { return true })
 		default:
 			return false
 		}
