@@ -83,6 +83,22 @@ func firehose(ctx context.Context, c *claudetest.CLI) error {
 	}
 }
 
+// BenchmarkDecodeMix is DecodeMessage alone on the mix's lines: the part
+// of a host's CPU per message that is decoding (the fast paths for token
+// deltas and plain assistant lines, the general decoder for the rest).
+func BenchmarkDecodeMix(b *testing.B) {
+	lines := mixLines()
+	for i := range lines {
+		lines[i] = bytes.TrimSuffix(lines[i], []byte("\n"))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := claude.DecodeMessage(lines[i%len(lines)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkReceiveMix(b *testing.B) {
 	ctx := context.Background()
 	s, err := claude.Connect(ctx, claudetest.ExecOptions("firehose"))

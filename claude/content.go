@@ -9,8 +9,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/tetherhq/tether/internal/wire"
 )
 
 // ContentBlock is one block of a message's content. It is one of
@@ -289,7 +287,7 @@ func (l *blockList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // decodeBlock decodes one content block. A block of an unknown type, or
 // of a known type with unexpected field types, becomes an *UnknownBlock.
 func decodeBlock(raw []byte) (ContentBlock, error) {
-	typ, ok := wire.PeekString(raw, `{"type":"`)
+	typ, ok := peekType(raw)
 	if !ok {
 		var h struct {
 			Type string `json:"type"`

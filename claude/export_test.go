@@ -19,3 +19,22 @@ func DecodeDeltaFast(line []byte) (Message, bool) {
 	}
 	return e, ok
 }
+
+// DecodeAssistantFast exposes the assistant fast path to tests.
+func DecodeAssistantFast(line []byte) (Message, bool) {
+	a, ok := decodeAssistantFast(line)
+	if ok {
+		a.Raw = line
+	}
+	return a, ok
+}
+
+// DecodeAssistantGeneral decodes an assistant line without the fast path.
+func DecodeAssistantGeneral(line []byte) (Message, error) {
+	a := new(AssistantMessage)
+	if err := unmarshal(line, a); err != nil {
+		return nil, err
+	}
+	a.Raw = line
+	return a, nil
+}

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -12,13 +13,21 @@ import (
 // an unknown delta or member, invalid UTF-8, malformed JSON), and the
 // general decoder then takes the line. FuzzDecode checks that whenever this
 // succeeds, the general decoder gives the same message.
-func decodeDeltaFast(line []byte) (e *StreamEvent, ok bool) {
+//
+// It makes two allocations per line, whatever the line: the event, its
+// ContentBlockDeltaEvent and the delta together, and one string holding
+// the uuid, session_id, parent_tool_use_id and the delta's value, which the
+// message's string fields share (the garbage collector's work per token
+// is what a host pays most for besides the scan).
+func decodeDeltaFast(line []byte) (*StreamEvent, bool) {
 	s := scanner{b: line}
 	if !s.consume('{') {
 		return nil, false
 	}
-	e = &StreamEvent{}
-	var ev *ContentBlockDeltaEvent
+	var uuid, sid, parent, val span
+	var typ deltaType
+	var index int
+	sawEvent := false
 	for first := true; ; first = false {
 		key, done, ok := s.member(first)
 		if !ok {
@@ -33,19 +42,20 @@ func decodeDeltaFast(line []byte) (e *StreamEvent, ok bool) {
 				return nil, false
 			}
 		case "event":
-			if ev, ok = s.deltaEvent(); !ok {
+			if index, typ, val, ok = s.deltaEvent(); !ok {
 				return nil, false
 			}
+			sawEvent = true
 		case "uuid":
-			if e.UUID, ok = s.stringOrNull(); !ok {
+			if uuid, ok = s.stringOrNull(); !ok {
 				return nil, false
 			}
 		case "session_id":
-			if e.SessionID, ok = s.stringOrNull(); !ok {
+			if sid, ok = s.stringOrNull(); !ok {
 				return nil, false
 			}
 		case "parent_tool_use_id":
-			if e.ParentToolUseID, ok = s.stringOrNull(); !ok {
+			if parent, ok = s.stringOrNull(); !ok {
 				return nil, false
 			}
 		default:
@@ -53,24 +63,93 @@ func decodeDeltaFast(line []byte) (e *StreamEvent, ok bool) {
 		}
 	}
 	s.ws()
-	if s.i != len(s.b) || ev == nil {
+	if s.i != len(s.b) || !sawEvent {
 		return nil, false
 	}
+	// One allocation for every string of the message.
+	var sb strings.Builder
+	sb.Grow(uuid.len() + sid.len() + parent.len() + val.len())
+	if !s.put(&sb, &uuid) || !s.put(&sb, &sid) || !s.put(&sb, &parent) || !s.put(&sb, &val) {
+		return nil, false
+	}
+	all := sb.String()
+	var e *StreamEvent
+	var ev *ContentBlockDeltaEvent
+	v := val.of(all)
+	switch typ {
+	case textDelta:
+		x := &struct {
+			e  StreamEvent
+			ev ContentBlockDeltaEvent
+			d  TextDelta
+		}{}
+		x.d.Text = v
+		x.ev.Delta = &x.d
+		e, ev = &x.e, &x.ev
+	case inputJSONDelta:
+		x := &struct {
+			e  StreamEvent
+			ev ContentBlockDeltaEvent
+			d  InputJSONDelta
+		}{}
+		x.d.PartialJSON = v
+		x.ev.Delta = &x.d
+		e, ev = &x.e, &x.ev
+	case thinkingDelta:
+		x := &struct {
+			e  StreamEvent
+			ev ContentBlockDeltaEvent
+			d  ThinkingDelta
+		}{}
+		x.d.Thinking = v
+		x.ev.Delta = &x.d
+		e, ev = &x.e, &x.ev
+	default: // signatureDelta
+		x := &struct {
+			e  StreamEvent
+			ev ContentBlockDeltaEvent
+			d  SignatureDelta
+		}{}
+		x.d.Signature = v
+		x.ev.Delta = &x.d
+		e, ev = &x.e, &x.ev
+	}
+	e.UUID, e.SessionID, e.ParentToolUseID = uuid.of(all), sid.of(all), parent.of(all)
+	ev.Index = index
 	e.Event = ev
 	return e, true
 }
 
+// span is a string value's place: first its contents in the line (quotes
+// excluded), then, after scanner.put, its place in the message's string.
+type span struct {
+	from, to int
+}
+
+func (p span) len() int { return p.to - p.from }
+
+func (p span) of(all string) string { return all[p.from:p.to] }
+
+type deltaType uint8
+
+const (
+	noDelta deltaType = iota
+	textDelta
+	inputJSONDelta
+	thinkingDelta
+	signatureDelta
+)
+
 // deltaEvent decodes {"type":"content_block_delta","index":N,"delta":{…}}.
-func (s *scanner) deltaEvent() (*ContentBlockDeltaEvent, bool) {
+func (s *scanner) deltaEvent() (index int, typ deltaType, val span, ok bool) {
 	if !s.consume('{') {
-		return nil, false
+		return 0, 0, span{}, false
 	}
-	ev := &ContentBlockDeltaEvent{}
 	sawType := false
 	for first := true; ; first = false {
 		key, done, ok := s.member(first)
 		if !ok {
-			return nil, false
+			return 0, 0, span{}, false
 		} else if done {
 			break
 		}
@@ -78,95 +157,83 @@ func (s *scanner) deltaEvent() (*ContentBlockDeltaEvent, bool) {
 		case "type":
 			v, ok := s.rawString()
 			if !ok || string(v) != "content_block_delta" {
-				return nil, false
+				return 0, 0, span{}, false
 			}
 			sawType = true
 		case "index":
-			if ev.Index, ok = s.smallInt(); !ok {
-				return nil, false
+			if index, ok = s.smallInt(); !ok {
+				return 0, 0, span{}, false
 			}
 		case "delta":
-			if ev.Delta, ok = s.delta(); !ok {
-				return nil, false
+			if typ, val, ok = s.delta(); !ok {
+				return 0, 0, span{}, false
 			}
 		default:
-			return nil, false
+			return 0, 0, span{}, false
 		}
 	}
-	return ev, sawType && ev.Delta != nil
+	return index, typ, val, sawType && typ != noDelta
 }
 
 // delta decodes a text, input_json, thinking or signature delta.
-func (s *scanner) delta() (Delta, bool) {
+func (s *scanner) delta() (deltaType, span, bool) {
 	if !s.consume('{') {
-		return nil, false
+		return 0, span{}, false
 	}
-	// typ and member hold constants (no allocation per line).
-	var typ, member, val string
+	var typ, member deltaType
+	var val span
 	for first := true; ; first = false {
 		key, done, ok := s.member(first)
 		if !ok {
-			return nil, false
+			return 0, span{}, false
 		} else if done {
 			break
 		}
-		var m string
+		var m deltaType
 		switch string(key) {
 		case "type":
 			raw, ok := s.rawString()
 			if !ok {
-				return nil, false
+				return 0, span{}, false
 			}
 			switch string(raw) {
 			case "text_delta":
-				typ = "text_delta"
+				typ = textDelta
 			case "input_json_delta":
-				typ = "input_json_delta"
+				typ = inputJSONDelta
 			case "thinking_delta":
-				typ = "thinking_delta"
+				typ = thinkingDelta
 			case "signature_delta":
-				typ = "signature_delta"
+				typ = signatureDelta
 			default:
-				return nil, false
+				return 0, span{}, false
 			}
 			continue
 		case "text":
-			m = "text"
+			m = textDelta
 		case "partial_json":
-			m = "partial_json"
+			m = inputJSONDelta
 		case "thinking":
-			m = "thinking"
+			m = thinkingDelta
 		case "signature":
-			m = "signature"
+			m = signatureDelta
 		default:
-			return nil, false
+			return 0, span{}, false
 		}
-		if member != "" { // two value members: leave it to the general path
-			return nil, false
+		if member != noDelta { // two value members: leave it to the general path
+			return 0, span{}, false
 		}
 		member = m
 		if val, ok = s.str(); !ok {
-			return nil, false
+			return 0, span{}, false
 		}
 	}
 	// The value member must be the one the type names (or absent).
-	if typ == "" || (member != "" && member != memberOf[typ]) {
-		return nil, false
+	if typ == noDelta || (member != noDelta && member != typ) {
+		return 0, span{}, false
 	}
-	switch typ {
-	case "text_delta":
-		return &TextDelta{Text: val}, true
-	case "input_json_delta":
-		return &InputJSONDelta{PartialJSON: val}, true
-	case "thinking_delta":
-		return &ThinkingDelta{Thinking: val}, true
-	default: // "signature_delta"
-		return &SignatureDelta{Signature: val}, true
-	}
+	return typ, val, true
 }
-
-// memberOf names the value member of each delta type the fast path knows.
-var memberOf = map[string]string{"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking", "signature_delta": "signature"}
 
 // scanner reads JSON from b for decodeDeltaFast; every method skips
 // leading white space and reports ok false on anything unexpected.
@@ -209,70 +276,117 @@ func (s *scanner) consume(c byte) bool {
 	return false
 }
 
-// rawString returns a string's bytes between its quotes when it has no
-// escapes and is valid UTF-8 (keys and enum values always are).
+// rawString returns the bytes up to the closing quote of a string. Its
+// callers only compare them with constants (keys and enum values) that
+// have no escapes, control characters or bytes above ASCII, so a string
+// with any of those (or cut short at an escaped quote) never matches and
+// needs no check here.
 func (s *scanner) rawString() ([]byte, bool) {
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return nil, false
 	}
 	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
-		case c == '"':
-			s.i = j + 1
-			raw := s.b[start:j]
-			return raw, utf8.Valid(raw)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
+	end := bytes.IndexByte(s.b[start:], '"')
+	if end < 0 {
+		return nil, false
 	}
-	return nil, false
+	s.i = start + end + 1
+	return s.b[start : start+end], true
 }
 
-// str decodes a string value, escapes included.
-func (s *scanner) str() (string, bool) {
+// str scans a string value and returns where its contents are; put
+// decodes them.
+func (s *scanner) str() (span, bool) {
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return "", false
+		return span{}, false
 	}
 	start := s.i
-	escaped := false
+	var hi byte // the bytes or'ed: >= 0x80 when any is not ASCII
 	for j := start + 1; j < len(s.b); j++ {
-		switch c := s.b[j]; {
+		c := s.b[j]
+		hi |= c
+		switch {
 		case c == '\\':
-			escaped = true
 			j++ // skip the escaped byte (a quote or backslash among them)
 		case c == '"':
 			s.i = j + 1
-			raw := s.b[start+1 : j]
-			if !escaped {
-				if !utf8.Valid(raw) {
-					return "", false // the general path mangles it into U+FFFD
-				}
-				return string(raw), true
+			if hi >= 0x80 && !utf8.Valid(s.b[start+1:j]) {
+				return span{}, false // the general path mangles it into U+FFFD
 			}
-			quoted := s.b[start:s.i]
-			if !utf8.Valid(quoted) {
-				return "", false
-			}
-			var v string
-			if unmarshal(quoted, &v) != nil {
-				return "", false
-			}
-			return v, true
+			return span{from: start + 1, to: j}, true
 		case c < 0x20:
-			return "", false
+			return span{}, false
 		}
 	}
-	return "", false
+	return span{}, false
 }
 
-func (s *scanner) stringOrNull() (string, bool) {
+// put writes the string at p to sb, unescaped, and makes p its place in
+// sb. \u escapes (rare in the CLI's output, and with surrogate pairs to
+// get right) go through the general decoder.
+func (s *scanner) put(sb *strings.Builder, p *span) bool {
+	from := sb.Len()
+	if p.from == p.to { // "" or null
+		*p = span{from: from, to: from}
+		return true
+	}
+	quoted := s.b[p.from-1 : p.to+1]
+	raw := quoted[1 : len(quoted)-1]
+	*p = span{from: from, to: from}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		sb.Write(raw)
+		p.to = sb.Len()
+		return true
+	}
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			sb.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(raw) {
+			return false
+		}
+		switch raw[i] {
+		case '"', '\\', '/':
+			sb.WriteByte(raw[i])
+		case 'n':
+			sb.WriteByte('\n')
+		case 't':
+			sb.WriteByte('\t')
+		case 'r':
+			sb.WriteByte('\r')
+		case 'b':
+			sb.WriteByte('\b')
+		case 'f':
+			sb.WriteByte('\f')
+		case 'u':
+			// Start over on this value with the general decoder; what
+			// was written of it stays in sb, unused.
+			var v string
+			if unmarshal(quoted, &v) != nil {
+				return false
+			}
+			from = sb.Len()
+			sb.WriteString(v)
+			*p = span{from: from, to: sb.Len()}
+			return true
+		default:
+			return false
+		}
+	}
+	p.to = sb.Len()
+	return true
+}
+
+func (s *scanner) stringOrNull() (span, bool) {
 	s.ws()
 	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
 		s.i += 4
-		return "", true
+		return span{}, true
 	}
 	return s.str()
 }

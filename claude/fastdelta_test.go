@@ -12,6 +12,16 @@ import (
 // differently from the general decoder. It reports whether the fast path
 // took the line.
 func checkFastPath(t testing.TB, line []byte) bool {
+	if fast, ok := claude.DecodeAssistantFast(line); ok {
+		general, err := claude.DecodeAssistantGeneral(line)
+		if err != nil {
+			t.Fatalf("assistant fast path decoded %q, the general decoder failed: %v", line, err)
+		}
+		if diff := cmp.Diff(general, fast); diff != "" {
+			t.Fatalf("assistant fast path differs on %q (-general +fast):\n%s", line, diff)
+		}
+		return true
+	}
 	fast, ok := claude.DecodeDeltaFast(line)
 	if !ok {
 		return false
@@ -37,6 +47,10 @@ func TestDeltaFastPath(t *testing.T) {
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}},"session_id":"s1","parent_tool_use_id":null,"uuid":"u9"}`, true},
 		{` { "uuid" : "u" , "event" : { "delta" : { "text" : "x" , "type" : "text_delta" } , "index" : 3 , "type" : "content_block_delta" } , "type" : "stream_event" } `, true},
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}},"uuid":null}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\nb\tc\/d\\e\"f\b\f\r"}},"session_id":"s\u00e9","uuid":"u\ud83c\udf0d","parent_tool_use_id":"p"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lone \ud800 x"}},"uuid":"u1","uuid":"u2","session_id":""}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"é\n"}},"uuid":"ü"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bad \x escape"}},"uuid":"u"}`, false},
 		// Left to the general decoder:
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}},"uuid":"u"}`, false},
 		{`{"type":"stream_event","event":{"type":"message_stop"},"uuid":"u"}`, false},
@@ -51,6 +65,43 @@ func TestDeltaFastPath(t *testing.T) {
 		{`{"type":"stream_event","ttft_ms":3,"event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}}`, false},
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}} trailing`, false},
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`, false},
+	} {
+		if got := checkFastPath(t, []byte(tc.line)); got != tc.fast {
+			t.Errorf("fast path took %q: %v, want %v", tc.line, got, tc.fast)
+		}
+	}
+}
+
+func TestAssistantFastPath(t *testing.T) {
+	const usage = `"usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":5678,"output_tokens":42,"service_tier":"standard"}`
+	for _, tc := range []struct {
+		line string
+		fast bool // the fast path must take it
+	}{
+		{`{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"Here \"is\" é\n"}],"stop_reason":null,"stop_sequence":null,` + usage + `,"context_management":null},"parent_tool_use_id":null,"session_id":"s","uuid":"u","request_id":"req_1"}`, true},
+		{`{"type":"assistant","message":{"content":[],"usage":null},"uuid":"u"}`, true},
+		{`{"type":"assistant","message":{"content":[{"text":"a","type":"text"},{"type":"text","text":"b"}],"usage":{}},"parent_tool_use_id":"toolu_1"}`, true},
+		{`{"type":"assistant","message":{"id":"m"}}`, true},
+		{` { "type" : "assistant" , "message" : { "stop_reason" : "end_turn" } } `, true},
+		// Left to the general decoder:
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}]}}`, false},
+		{`{"type":"assistant","message":{"content":[{"type":"text","text":"a","citations":[]}]}}`, false},
+		{`{"type":"assistant","message":{"content":null}}`, false},
+		{`{"type":"assistant","message":{"usage":{"input_tokens":1.5}}}`, false},
+		{`{"type":"assistant","message":{"usage":{"input_tokens":1,"server_tool_use":{}}}}`, true},
+		{`{"type":"assistant","message":{"usage":{"server_tool_use":{"web_search_requests":2,"web_fetch_requests":0},"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":7}}}}`, true},
+		{`{"type":"assistant","message":{"usage":{"server_tool_use":null}}}`, false},
+		{`{"type":"assistant","message":{"usage":{"server_tool_use":{"web_search_requests":1,"web_search_requests":2}}}}`, false},
+		{`{"type":"assistant","message":{"usage":{"server_tool_use":{"other":1}}}}`, false},
+		{`{"type":"assistant","message":{"usage":{"cache_creation":{"a\":1,"b":2}}}}`, false},
+		{`{"type":"assistant","message":{"usage":{"cache_creation":{"a":"x"}}}}`, false},
+		{`{"type":"assistant","message":{"id":"a","id":"b"}}`, false},
+		{`{"type":"assistant","message":{"context_management":{}}}`, false},
+		{`{"type":"assistant","message":{"id":"m"},"error":"rate_limit"}`, false},
+		{`{"type":"assistant","message":{"id":"m"},"uuid":7}`, false},
+		{`{"type":"assistant"}`, false},
+		{`{"type":"assistant","message":{"id":"bad` + "\xff" + `"}}`, false},
+		{`{"type":"assistant","message":{"id":"m"}} x`, false},
 	} {
 		if got := checkFastPath(t, []byte(tc.line)); got != tc.fast {
 			t.Errorf("fast path took %q: %v, want %v", tc.line, got, tc.fast)

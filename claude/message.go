@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/tetherhq/tether/internal/wire"
 )
 
 // Message is one line of the CLI's stdout, decoded. It is one of:
@@ -167,7 +165,7 @@ var errNotObject = errors.New("not a JSON object")
 // fields have unexpected JSON types decodes as unknown too, so that a newer
 // CLI never stops a stream.
 func DecodeMessage(line []byte) (Message, error) {
-	typ, ok := wire.PeekString(line, `{"type":"`)
+	typ, ok := peekType(line)
 	if !ok {
 		var h struct {
 			Type *string `json:"type"`
@@ -201,6 +199,10 @@ func DecodeMessage(line []byte) (Message, error) {
 		e.Raw = line
 		return e, nil
 	case "assistant":
+		if a, ok := decodeAssistantFast(line); ok {
+			a.Raw = line
+			return a, nil
+		}
 		m = new(AssistantMessage)
 	case "user":
 		m = new(UserMessage)
@@ -241,6 +243,41 @@ func DecodeMessage(line []byte) (Message, error) {
 	}
 	m.(rawSetter).setRaw(line)
 	return m, nil
+}
+
+// peekType returns the type of a line as the CLI writes it, type first;
+// ok is false for anything else. It allocates only for a rare type (it
+// runs twice on every stdout line, in the read loop and in Receive).
+func peekType(line []byte) (string, bool) {
+	const prefix = `{"type":"`
+	if !bytes.HasPrefix(line, []byte(prefix)) {
+		return "", false
+	}
+	rest := line[len(prefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	switch t := rest[:end]; string(t) {
+	case "stream_event":
+		return "stream_event", true
+	case "assistant":
+		return "assistant", true
+	case "user":
+		return "user", true
+	case "result":
+		return "result", true
+	case "system":
+		return "system", true
+	case "text": // content blocks (decodeBlock)
+		return "text", true
+	case "tool_use":
+		return "tool_use", true
+	case "tool_result":
+		return "tool_result", true
+	default:
+		return string(t), true
+	}
 }
 
 // unknown keeps a line Tether cannot type, with its envelope fields.

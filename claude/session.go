@@ -574,7 +574,7 @@ func lineError(n int64, line []byte, err error) *LineError {
 // route dispatches one stdout line: control lines to the control layer,
 // the rest to the queue.
 func (s *Session) route(n int64, line []byte) {
-	typ, ok := control.PeekType(line)
+	typ, ok := peekType(line) // control.PeekType, without allocating
 	if ok && !control.IsControl(typ) {
 		s.turn.observe(typ, line)
 		s.enqueue(item{line: line, lineNo: n})

@@ -34,7 +34,10 @@ fi
 
 echo "building the fake CLI and the Tether host" >&2
 go test -c -o "$CACHE/claude.test" ./claude
-go build -o "$CACHE/benchhost" ./scripts/benchhost
+# Static (no cgo), as Go programs are usually shipped: with cgo the host
+# maps libc and the dynamic loader too, about 1.5 MB more resident memory
+# that is no work of Tether's (BENCH_CGO=1 measures that build instead).
+CGO_ENABLED=${BENCH_CGO:-0} go build -o "$CACHE/benchhost" ./scripts/benchhost
 
 cat >"$CACHE/bench-ts.mjs" <<'JS'
 // The TypeScript host: query() over the fake CLI, one line of JSON stats.
