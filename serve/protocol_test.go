@@ -174,7 +174,11 @@ func TestSnapshotAfterGap(t *testing.T) {
 // snapshot and goes on, with no gap.
 func TestSlowClientIsolation(t *testing.T) {
 	ctx := testCtx(t)
-	e := newEnv(t, &envOptions{journal: &host.JournalOptions{MaxEvents: 64}, serve: &serve.Options{ClientQueue: 4}})
+	// A 2 MiB journal: the stalled client (a few MiB in socket buffers at
+	// most) falls out of it during the 8 MiB burst, while the reading
+	// client has ~500 events of room even on a loaded machine (64 events
+	// were not always enough under -race in CI).
+	e := newEnv(t, &envOptions{journal: &host.JournalOptions{MaxBytes: 2 << 20}, serve: &serve.Options{ClientQueue: 4}})
 	fast := e.dial(ctx)
 	id := fast.start(ctx, e.cwd)
 	fast.ok(ctx, map[string]any{"type": "subscribe", "session": id, "after": 0})
