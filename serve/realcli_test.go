@@ -25,23 +25,7 @@ import (
 // the resumed conversation has the earlier turn.
 func TestRealCLIResumeFromDisk(t *testing.T) {
 	ctx := testCtx(t)
-	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
-		claudetest.TextReply("Noted: the word is tangerine."),
-		claudetest.TextReply("It was tangerine."),
-	}})
-	t.Cleanup(api.Close)
-	cli := claudetest.NewRealCLI(t, api)
-	m := host.NewManager(nil)
-	srv := serve.NewServer(serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}}), nil)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.Close(); srv.Close(); m.Close() })
-	e := &env{t: t, srv: srv, http: hs, m: m, origin: hs.URL, cwd: cli.Dir}
-	e.cookie = e.login()
-	cl := e.dial(ctx)
-	id := cl.start(ctx, cli.Dir)
-	n := 0
-	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id})
-	turn(t, ctx, cl, id, "remember the word tangerine", &n)
+	e, api, cli, cl, id, n := rememberTangerine(t, ctx)
 	var list struct{ Sessions []serve.SessionInfo }
 	json.Unmarshal(cl.ok(ctx, map[string]any{"type": "list"}), &list)
 	sid := list.Sessions[0].SessionID
@@ -84,8 +68,8 @@ func TestRealCLIResumeFromDisk(t *testing.T) {
 		t.Fatalf("history %v (source %s), want the earlier prompt and answer of %s: %s", kinds, h.Source, sid, all)
 	}
 	// The HTTP snapshot has it too.
-	req, _ := http.NewRequest("GET", hs.URL+"/api/sessions/"+id2+"/snapshot", nil)
-	req.Header.Set("Authorization", "Bearer "+srv.Token())
+	req, _ := http.NewRequest("GET", e.http.URL+"/api/sessions/"+id2+"/snapshot", nil)
+	req.Header.Set("Authorization", "Bearer "+e.srv.Token())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -112,29 +96,13 @@ func TestRealCLIResumeFromDisk(t *testing.T) {
 // not resumed.
 func TestRealCLIResumeDisconnected(t *testing.T) {
 	ctx := testCtx(t)
-	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
-		claudetest.TextReply("Noted: the word is tangerine."),
-		claudetest.TextReply("It was tangerine."),
-	}})
-	t.Cleanup(api.Close)
-	cli := claudetest.NewRealCLI(t, api)
-	m := host.NewManager(nil)
-	srv := serve.NewServer(serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}}), nil)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.Close(); srv.Close(); m.Close() })
-	e := &env{t: t, srv: srv, http: hs, m: m, origin: hs.URL, cwd: cli.Dir}
-	e.cookie = e.login()
-	cl := e.dial(ctx)
-	id := cl.start(ctx, cli.Dir)
-	n := 0
-	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id})
-	turn(t, ctx, cl, id, "remember the word tangerine", &n)
+	e, api, cli, cl, id, n := rememberTangerine(t, ctx)
 	if f := cl.do(ctx, id, map[string]any{"type": "resume"}); f.Error == nil || f.Error.Code != serve.CodeBadRequest {
 		t.Fatalf("resume of a running session: %+v, want bad_request", f.Error)
 	}
 	// The CLI writes its session file behind the turn: kill it once the
 	// answer is on disk, as --resume needs it.
-	hs0 := m.Get(id)
+	hs0 := e.m.Get(id)
 	waitSessionFile(t, ctx, cli.Options(), cli.Dir, hs0.SessionID(), "Noted: the word is tangerine.")
 	if err := syscall.Kill(hs0.Claude().PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -194,4 +162,29 @@ func waitSessionFile(t *testing.T, ctx context.Context, o *claude.Options, cwd, 
 		case <-tick.C:
 		}
 	}
+}
+
+// rememberTangerine starts a server over the real CLI (the fake API
+// answers two turns), a session on it, and runs its first turn, which
+// the second turn of each resume test must remember.
+// n is the frame cursor of cl after that turn.
+func rememberTangerine(t *testing.T, ctx context.Context) (e *env, api *claudetest.MessagesServer, cli *claudetest.RealCLI, cl *wsClient, id string, n int) {
+	t.Helper()
+	api = claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.TextReply("Noted: the word is tangerine."),
+		claudetest.TextReply("It was tangerine."),
+	}})
+	t.Cleanup(api.Close)
+	cli = claudetest.NewRealCLI(t, api)
+	m := host.NewManager(nil)
+	srv := serve.NewServer(serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}}), nil)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close(); m.Close() })
+	e = &env{t: t, srv: srv, http: hs, m: m, origin: hs.URL, cwd: cli.Dir}
+	e.cookie = e.login()
+	cl = e.dial(ctx)
+	id = cl.start(ctx, cli.Dir)
+	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id})
+	turn(t, ctx, cl, id, "remember the word tangerine", &n)
+	return e, api, cli, cl, id, n
 }
