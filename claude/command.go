@@ -86,6 +86,8 @@ func (c *commandConn) Write(ctx context.Context, line []byte) error {
 	return c.w.WriteLineContext(ctx, line)
 }
 
+func (c *commandConn) writesHonourContext() bool { return c.w.HonoursContext() }
+
 func (c *commandConn) Close() error { return c.p.Close() }
 
 // CloseInput closes the CLI's stdin only: it finishes what it has and exits.

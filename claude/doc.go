@@ -71,8 +71,10 @@
 // whatever the CLI does, with an error that matches ctx's error:
 //
 //   - Writes (Send, the control calls, the answers to the CLI's requests)
-//     go through one writer goroutine that owns the CLI's stdin; no lock
-//     is held across a write. A line whose ctx ends before any of it went
+//     go out one at a time, each under its caller's ctx: written at once
+//     when nothing else is being written, queued for the session's writer
+//     goroutine otherwise, so a caller never waits on a stuck write longer
+//     than its own ctx allows. A line whose ctx ends before any of it went
 //     out is dropped whole and the session goes on. A line cut in the
 //     middle (a CLI that stopped reading stdin during a large write)
 //     breaks the input: later writes fail with ErrInputBroken, and the

@@ -60,12 +60,15 @@ type Session struct {
 	hstop context.CancelFunc
 	hooks atomic.Pointer[hookTable] // set by initializeRequest
 
-	// The writer (writer.go): the only goroutine that writes to conn.
-	wq      chan *writeReq
-	wstop   chan struct{} // closed by Close: the writer ends
-	wdone   chan struct{} // closed when the writer has ended
-	wbroken atomic.Bool   // a line was cut mid-way: stdin is unusable
-	inClose atomic.Bool   // CloseInput closed stdin
+	// The writer (writer.go) writes to conn, or a caller does when nothing
+	// is queued (tryWriteNow); pen makes it one at a time.
+	wq       chan *writeReq
+	pen      sync.Mutex    // held by whoever writes to the CLI's stdin: the writer, or a caller writing at once (tryWriteNow)
+	writeNow bool          // callers may write at once: conn's writes honour their ctx
+	wstop    chan struct{} // closed by Close: the writer ends
+	wdone    chan struct{} // closed when the writer has ended
+	wbroken  atomic.Bool   // a line was cut mid-way: stdin is unusable
+	inClose  atomic.Bool   // CloseInput closed stdin
 
 	// The message queue, filled by the read loop.
 	qmu     sync.Mutex
@@ -236,6 +239,9 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 	}
 	if p, ok := conn.(PIDer); ok {
 		s.pid = p.PID()
+	}
+	if w, ok := conn.(ctxWriter); ok {
+		s.writeNow = w.writesHonourContext()
 	}
 	s.hctx, s.hstop = context.WithCancel(context.Background())
 	// The CLI may ask for an in-process MCP server before it answers
@@ -533,10 +539,23 @@ func (s *Session) waitRoom() {
 
 // readLoop is the session's only reader of the CLI's stdout. It routes
 // control traffic at once and queues everything else, undecoded.
-func (s *Session) readLoop() {
-	defer close(s.readDone)
+//
+// A request from the CLI (a permission, a hook, an MCP message) is
+// answered by the goroutine that read it, since the CLI is waiting and a
+// hand-off to another goroutine costs the answer a scheduling delay. If
+// the answer takes longer than handOffAfter (a callback waiting for a
+// person, a slow tool), a new goroutine takes over reading, so a slow
+// callback never holds up the rest of the stream for longer than that.
+// There is only ever one reader.
+func (s *Session) readLoop() { s.readFrom(0) }
+
+// handOffAfter is how long a request's answer may hold up reading before
+// a new goroutine takes reading over.
+const handOffAfter = 200 * time.Microsecond
+
+// readFrom reads on after n lines.
+func (s *Session) readFrom(n int64) {
 	ctx := context.Background()
-	var n int64 // stdout lines so far
 	for {
 		line, err := s.conn.Read(ctx)
 		if err != nil {
@@ -551,12 +570,33 @@ func (s *Session) readLoop() {
 				continue
 			}
 			s.finish(err)
+			close(s.readDone)
 			return
 		}
 		n++
-		s.route(n, line)
+		if answer := s.route(n, line); answer != nil {
+			if !s.answerReading(n, answer) {
+				return // another goroutine reads now
+			}
+			continue
+		}
 		s.waitRoom()
 	}
+}
+
+// answerReading runs answer on the reading goroutine and reports whether
+// this goroutine still holds reading: when answer outlasts handOffAfter, a
+// timer hands reading to a new goroutine.
+func (s *Session) answerReading(n int64, answer func()) (stillReading bool) {
+	var handed atomic.Bool
+	t := time.AfterFunc(handOffAfter, func() {
+		if handed.CompareAndSwap(false, true) {
+			s.readFrom(n)
+		}
+	})
+	answer()
+	t.Stop()
+	return handed.CompareAndSwap(false, true)
 }
 
 func lineError(n int64, line []byte, err error) *LineError {
@@ -572,13 +612,14 @@ func lineError(n int64, line []byte, err error) *LineError {
 }
 
 // route dispatches one stdout line: control lines to the control layer,
-// the rest to the queue.
-func (s *Session) route(n int64, line []byte) {
+// the rest to the queue. For a request from the CLI it returns the work
+// that answers it.
+func (s *Session) route(n int64, line []byte) (answer func()) {
 	typ, ok := peekType(line) // control.PeekType, without allocating
 	if ok && !control.IsControl(typ) {
 		s.turn.observe(typ, line)
 		s.enqueue(item{line: line, lineNo: n})
-		return
+		return nil
 	}
 	var env control.Envelope
 	if err := unmarshal(line, &env); err != nil || env.Type == "" || !control.IsControl(env.Type) {
@@ -588,13 +629,13 @@ func (s *Session) route(n int64, line []byte) {
 			s.turn.observe(env.Type, line)
 		}
 		s.enqueue(item{line: line, lineNo: n})
-		return
+		return nil
 	}
 	switch env.Type {
 	case "control_response":
 		if env.Response == nil {
 			s.log.Warn("claude: control_response without response", "line", n)
-			return
+			return nil
 		}
 		r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error"}
 		if !s.ctl.Resolve(env.Response.RequestID, r) {
@@ -602,11 +643,12 @@ func (s *Session) route(n int64, line []byte) {
 		}
 	case "control_request":
 		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: env.RequestID, Subtype: control.Subtype(env.Request), Request: env.Request})
-		s.serve(env.RequestID, env.Request)
+		return s.serve(env.RequestID, env.Request)
 	case "control_cancel_request":
 		s.observeControl(&ControlEvent{Type: ControlEventCancel, RequestID: env.RequestID})
 		s.in.Cancel(env.RequestID)
 	}
+	return nil
 }
 
 // finish records why the read loop ended and fails everything waiting.
@@ -645,18 +687,17 @@ var inboundHandlers = map[string]inboundHandler{
 	"mcp_message":   (*Session).serveMCPMessage,
 }
 
-// serve answers a CLI request on its own goroutine: a slow callback must
-// never hold up the read loop.
-func (s *Session) serve(id string, req json.RawMessage) {
+// serve registers a CLI request and returns the work that answers it,
+// which the read loop runs (answerReading).
+func (s *Session) serve(id string, req json.RawMessage) func() {
 	subtype := control.Subtype(req)
 	h, ok := inboundHandlers[subtype]
 	if !ok {
 		s.log.Warn("claude: unsupported request from the CLI", "subtype", subtype)
-		go s.reply(id, nil, fmt.Errorf("unsupported control request subtype: %s", subtype))
-		return
+		return func() { s.reply(id, nil, fmt.Errorf("unsupported control request subtype: %s", subtype)) }
 	}
 	ctx, done := s.in.Start(s.hctx, id)
-	go func() {
+	return func() {
 		defer done()
 		var (
 			payload any
@@ -676,7 +717,7 @@ func (s *Session) serve(id string, req json.RawMessage) {
 			return
 		}
 		s.reply(id, payload, err)
-	}()
+	}
 }
 
 func (s *Session) reply(id string, payload any, herr error) {

@@ -130,6 +130,8 @@ func (c *ioConn) Write(ctx context.Context, line []byte) error {
 	return c.w.WriteLineContext(ctx, line)
 }
 
+func (c *ioConn) writesHonourContext() bool { return c.w.HonoursContext() }
+
 // CloseInput closes the writer only.
 func (c *ioConn) CloseInput() error {
 	c.inOnce.Do(func() { c.inErr = c.wc.Close() })

@@ -96,7 +96,11 @@ func (s *Session) writeLine(ctx context.Context, line []byte, kind int) error {
 	if s.inClose.Load() {
 		return ErrInputClosed
 	}
-	r := &writeReq{ctx: ctx, line: line, kind: kind, done: make(chan error, 1)}
+	r := &writeReq{ctx: ctx, line: line, kind: kind}
+	if err, ok := s.tryWriteNow(r); ok {
+		return s.writeOutcome(ctx, err)
+	}
+	r.done = make(chan error, 1)
 	select {
 	case s.wq <- r:
 	case <-ctx.Done():
@@ -134,6 +138,43 @@ func (s *Session) writeLine(ctx context.Context, line []byte, kind int) error {
 			return s.endedErr()
 		}
 	}
+	return s.writeOutcome(ctx, err)
+}
+
+// tryWriteNow writes r from the caller's goroutine when nothing is queued
+// and nobody is writing: the common case, and the one a waiting CLI feels
+// (the answer to a permission request), since it skips waking the writer.
+// ok is false when r must queue. The pen is held only by the goroutine
+// writing, under that write's own ctx, exactly as the writer would hold
+// it: a caller that finds it taken queues and waits under its own ctx.
+//
+// Only a transport whose writes end with their ctx (writesHonourContext)
+// takes this path: on any other, the caller must be free to return at its
+// deadline while the writer stays blocked.
+func (s *Session) tryWriteNow(r *writeReq) (err error, ok bool) {
+	if !s.writeNow || len(s.wq) != 0 || !s.pen.TryLock() {
+		return nil, false
+	}
+	defer s.pen.Unlock()
+	if len(s.wq) != 0 {
+		return nil, false
+	}
+	select {
+	case <-s.wstop:
+		return ErrClosed, true
+	case <-s.wdone:
+		return nil, false // the queued path says why
+	default:
+	}
+	r.state.Store(reqTaken)
+	return s.writeOne(r), true
+}
+
+// A ctxWriter's Write returns when its ctx ends, whatever the peer does.
+type ctxWriter interface{ writesHonourContext() bool }
+
+// writeOutcome turns a write's outcome into writeLine's error.
+func (s *Session) writeOutcome(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -176,7 +217,10 @@ func (s *Session) writeLoop() {
 		if !r.state.CompareAndSwap(reqQueued, reqTaken) {
 			continue // abandoned: nothing of it went out
 		}
-		r.done <- s.writeOne(r)
+		s.pen.Lock()
+		err := s.writeOne(r)
+		s.pen.Unlock()
+		r.done <- err
 	}
 }
 

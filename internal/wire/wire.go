@@ -211,6 +211,15 @@ type Writer struct {
 // NewWriter returns a Writer on w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
+// HonoursContext reports whether WriteLineContext returns when its ctx
+// ends even if the reader never reads: the underlying writer takes write
+// deadlines (an *os.File pipe in the runtime's poller, a net.Conn). On
+// other writers (an io.Pipe) a write blocks until it is read.
+func (w *Writer) HonoursContext() bool {
+	d, ok := w.w.(deadliner)
+	return ok && d.SetWriteDeadline(time.Time{}) == nil
+}
+
 // WriteLine writes line followed by a newline in a single Write call, so
 // concurrent lines never interleave. line must not contain a newline.
 func (w *Writer) WriteLine(line []byte) error {
