@@ -51,14 +51,26 @@ type lookupIn struct {
 func newRemoteServer(t *testing.T, transport string) *remoteServer {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "2.0.0"}, nil)
+	// stop ends the slow tool's calls at cleanup: a CLI that gives up on
+	// a call does not always cancel it, and the server's Close waits for
+	// every request in flight.
+	stop := make(chan struct{})
 	mcp.AddTool(srv, &mcp.Tool{Name: "lookup", Description: "Look a key up"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "value-of-" + in.Key}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Waits until cancelled"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-stop:
+				return nil, nil, errors.New("the test ended")
+			}
+		})
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"] + " in French"}}}}, nil
 		})
 	var h http.Handler
 	switch transport {
@@ -80,6 +92,7 @@ func newRemoteServer(t *testing.T, transport string) *remoteServer {
 		// The CLI's SSE stream is open until the CLI goes; the session
 		// closes first (its cleanup is registered later), and this cuts
 		// whatever is left.
+		close(stop)
 		hs.CloseClientConnections()
 		hs.Close()
 		// A streamable HTTP session lives until the client deletes it,
