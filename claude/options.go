@@ -149,8 +149,8 @@ type Options struct {
 	// MCPServers are MCP servers the CLI connects to, by name; the model
 	// sees their tools as mcp__<name>__<tool>. External servers
 	// (*MCPStdioServer, *MCPSSEServer, *MCPHTTPServer) reach the CLI as
-	// --mcp-config JSON; in-process ones (SDKServer) are declared in the
-	// initialize request and served by this process. MCPConfig works
+	// MCPServersDelivery says; in-process ones (SDKServer) are declared in
+	// the initialize request and served by this process. MCPConfig works
 	// alongside.
 	MCPServers map[string]MCPServerConfig
 	// MCPServersDelivery says how the external servers of MCPServers,
