@@ -184,7 +184,7 @@ func cmdlines(t *testing.T, pid int) map[int]string {
 func waitMCPConnected(t *testing.T, ctx context.Context, s *claude.Session, server string) claude.MCPServerStatus {
 	t.Helper()
 	var last []claude.MCPServerStatus
-	for range 500 {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		st, err := s.MCPStatus(ctx)
 		if err != nil {
 			t.Fatalf("MCPStatus: %v", err)
