@@ -124,9 +124,10 @@
 // runs or reaches itself; their headers and env stay off the CLI's command
 // line by default (Options.MCPServersDelivery). Every kind takes a Timeout
 // per tool call and AlwaysLoad, and MCPToolMeta sets the _meta keys the
-// CLI reads from a tool's definition. At runtime, MCPStatus reports the servers,
-// SetMCPServers replaces them, ToggleMCPServer and ReconnectMCPServer
-// steer one. MCP tools need permission like any other tool.
+// CLI reads from a tool's definition. At runtime, MCPStatus reports the
+// servers, SetMCPServers replaces them, ToggleMCPServer and
+// ReconnectMCPServer steer one. MCP tools need permission like any other
+// tool.
 //
 // # Agents, prompts and structured output
 //
