@@ -534,6 +534,9 @@ func patchToolMeta(resp *jsonrpc.Response, meta map[string]any) *jsonrpc.Respons
 		return resp
 	}
 	for _, t := range tools {
+		if t == nil {
+			continue // a null entry: not a tool to mark
+		}
 		m := map[string]any{}
 		if raw, ok := t["_meta"]; ok && json.Unmarshal(raw, &m) != nil {
 			return resp

@@ -31,3 +31,19 @@ func TestPatchToolMeta(t *testing.T) {
 		t.Error("no meta must leave the response as it is")
 	}
 }
+
+// FuzzPatchToolMeta: whatever the server answers, patching neither panics
+// nor makes invalid JSON of valid JSON.
+func FuzzPatchToolMeta(f *testing.F) {
+	f.Add(`{"tools":[{"name":"a","_meta":{"k":1}}]}`)
+	f.Add(`{"tools":[null,1,"x",{"_meta":[]}]}`)
+	f.Add(`{"tools":null,"nextCursor":"c"}`)
+	f.Add(`{"tools":[null]}`)
+	id, _ := jsonrpc.MakeID(float64(1))
+	f.Fuzz(func(t *testing.T, result string) {
+		got := patchToolMeta(&jsonrpc.Response{ID: id, Result: json.RawMessage(result)}, map[string]any{"anthropic/alwaysLoad": true})
+		if json.Valid([]byte(result)) && !json.Valid(got.Result) {
+			t.Errorf("%s became invalid JSON: %s", result, got.Result)
+		}
+	})
+}
