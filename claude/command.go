@@ -123,5 +123,6 @@ func findCLI(ctx context.Context, o *Options) (string, error) {
 	if proc.CompareVersions(v, MinCLIVersion) < 0 {
 		return "", &CLIVersionError{Path: path, Version: v, Minimum: MinCLIVersion}
 	}
+	o.cliVersion = v
 	return path, nil
 }

@@ -123,9 +123,13 @@
 // process. A handler's error becomes a tool result marked isError, which
 // the model sees; ToolUseID ties a call to the model's tool_use block.
 // *MCPStdioServer, *MCPHTTPServer and *MCPSSEServer are servers the CLI
-// runs or reaches itself. At runtime, MCPStatus reports the servers,
-// SetMCPServers replaces them, ToggleMCPServer and ReconnectMCPServer
-// steer one. MCP tools need permission like any other tool.
+// runs or reaches itself; their headers and env stay off the CLI's command
+// line by default (Options.MCPServersDelivery). Every kind takes a Timeout
+// per tool call and AlwaysLoad, and MCPToolMeta sets the _meta keys the
+// CLI reads from a tool's definition. At runtime, MCPStatus reports the
+// servers, SetMCPServers replaces them, ToggleMCPServer and
+// ReconnectMCPServer steer one. MCP tools need permission like any other
+// tool.
 //
 // # Agents, prompts and structured output
 //

@@ -82,7 +82,10 @@ func ExampleSDKServer() {
 
 // External MCP servers go to the CLI as they are: it starts a stdio
 // server itself, or connects to an HTTP or SSE one. In-process and
-// external servers mix in one map.
+// external servers mix in one map. With a custom Transport, as this fake
+// CLI, their configuration goes on the command line; when Tether starts
+// the CLI itself it keeps it, headers and env included, out of ps (see
+// Options.MCPServersDelivery).
 func ExampleOptions_mcpServers() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1.0.0"}, nil)
 	opts := &claude.Options{
@@ -111,4 +114,23 @@ func ExampleOptions_mcpServers() {
 	}
 	// Output:
 	// --mcp-config={"mcpServers":{"files":{"type":"stdio","command":"mcp-files","args":["--root","/srv/data"]},"tickets":{"type":"http","url":"http://127.0.0.1:8080/mcp","headers":{"Authorization":"Bearer token"}}}}
+}
+
+// MCPToolMeta sets the _meta keys the CLI reads from a tool definition:
+// here a tool the model is offered from the first request (not deferred
+// behind ToolSearch) and whose results above 20,000 characters reach the
+// model as a preview of a saved file.
+func ExampleMCPToolMeta() {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1.0.0"}, nil)
+	tool := claude.MCPToolMeta{AlwaysLoad: true, SearchHint: "search documentation", MaxResultSizeChars: 20000}.
+		Apply(&mcp.Tool{Name: "search", Description: "Search the docs"})
+	mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		Query string `json:"query"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no match for " + in.Query}}}, nil, nil
+	})
+	b, _ := json.Marshal(tool.Meta)
+	fmt.Println(string(b))
+	// Output:
+	// {"anthropic/alwaysLoad":true,"anthropic/maxResultSizeChars":20000,"anthropic/searchHint":"search documentation"}
 }

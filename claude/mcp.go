@@ -35,18 +35,39 @@ type MCPStdioServer struct {
 	Command string
 	Args    []string
 	Env     map[string]string // added to the server's environment
+
+	// Timeout bounds each tool call of the server, wall clock: the CLI
+	// fails a call that runs longer with an error result the model sees,
+	// and progress notifications do not extend it. Zero leaves the CLI's
+	// default (the MCP_TOOL_TIMEOUT variable, else many hours). The CLI
+	// counts milliseconds and ignores values below one second, which
+	// Options validation therefore refuses.
+	Timeout time.Duration
+	// AlwaysLoad puts every tool of the server in the model's tool list
+	// from the first request, never deferred behind the CLI's ToolSearch
+	// tool (2.1.330 defers MCP tools by default; 2.1.197 lists them
+	// anyway). The CLI then waits for the server to connect at start, at
+	// most its connect timeout. One tool can opt in on its own with
+	// MCPToolMeta.AlwaysLoad.
+	AlwaysLoad bool
 }
 
 // MCPSSEServer is an MCP server the CLI reaches over Server-Sent Events.
 type MCPSSEServer struct {
 	URL     string
 	Headers map[string]string
+	// Timeout and AlwaysLoad are as for MCPStdioServer.
+	Timeout    time.Duration
+	AlwaysLoad bool
 }
 
 // MCPHTTPServer is an MCP server the CLI reaches over streamable HTTP.
 type MCPHTTPServer struct {
 	URL     string
 	Headers map[string]string
+	// Timeout and AlwaysLoad are as for MCPStdioServer.
+	Timeout    time.Duration
+	AlwaysLoad bool
 }
 
 // MCPSDKServer is an MCP server running in this process: an *mcp.Server
@@ -59,6 +80,15 @@ type MCPHTTPServer struct {
 // sessions at once; each gets its own MCP session of it.
 type MCPSDKServer struct {
 	Server *mcp.Server
+	// Timeout bounds each tool call (see MCPStdioServer). The CLI reads
+	// it from CLI 2.1.330 on (initialize.sdkMcpServerConfigs and
+	// SetMCPServers); 2.1.197 ignores it.
+	Timeout time.Duration
+	// AlwaysLoad marks every tool of the server with
+	// _meta["anthropic/alwaysLoad"] in the tools/list answers the CLI
+	// gets, which keeps them out of ToolSearch (see MCPStdioServer and
+	// MCPToolMeta).
+	AlwaysLoad bool
 }
 
 // SDKServer attaches an in-process MCP server:
@@ -83,33 +113,54 @@ type MCPSDKServer struct {
 func SDKServer(srv *mcp.Server) *MCPSDKServer { return &MCPSDKServer{Server: srv} }
 
 type mcpStdioWire struct {
-	Type    string            `json:"type"`
-	Command string            `json:"command"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
+	Type       string            `json:"type"`
+	Command    string            `json:"command"`
+	Args       []string          `json:"args,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	Timeout    int64             `json:"timeout,omitempty"` // milliseconds
+	AlwaysLoad bool              `json:"alwaysLoad,omitempty"`
 }
 
 type mcpRemoteWire struct {
-	Type    string            `json:"type"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
+	Type       string            `json:"type"`
+	URL        string            `json:"url"`
+	Headers    map[string]string `json:"headers,omitempty"`
+	Timeout    int64             `json:"timeout,omitempty"`
+	AlwaysLoad bool              `json:"alwaysLoad,omitempty"`
 }
 
 type mcpSDKWire struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Timeout int64  `json:"timeout,omitempty"`
+}
+
+// mcpSDKSettings is an in-process server's entry in
+// initialize.sdkMcpServerConfigs (2.1.330).
+type mcpSDKSettings struct {
+	Timeout int64 `json:"timeout,omitempty"`
 }
 
 func (c *MCPStdioServer) wire(string) any {
-	return mcpStdioWire{Type: "stdio", Command: c.Command, Args: c.Args, Env: c.Env}
+	return mcpStdioWire{Type: "stdio", Command: c.Command, Args: c.Args, Env: c.Env, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad}
 }
 func (c *MCPSSEServer) wire(string) any {
-	return mcpRemoteWire{Type: "sse", URL: c.URL, Headers: c.Headers}
+	return mcpRemoteWire{Type: "sse", URL: c.URL, Headers: c.Headers, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad}
 }
 func (c *MCPHTTPServer) wire(string) any {
-	return mcpRemoteWire{Type: "http", URL: c.URL, Headers: c.Headers}
+	return mcpRemoteWire{Type: "http", URL: c.URL, Headers: c.Headers, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad}
 }
-func (c *MCPSDKServer) wire(name string) any { return mcpSDKWire{Type: "sdk", Name: name} }
+func (c *MCPSDKServer) wire(name string) any {
+	return mcpSDKWire{Type: "sdk", Name: name, Timeout: c.Timeout.Milliseconds()}
+}
+
+// checkTimeout refuses a timeout the CLI would silently ignore.
+func checkTimeout(field, name string, d time.Duration) error {
+	if d < 0 || (d > 0 && d < time.Second) {
+		return fmt.Errorf("claude: %s[%q].Timeout is %v: the CLI ignores timeouts below 1s", field, name, d)
+	}
+	return nil
+}
 
 // validateMCPServers reports configs that cannot work, by name.
 func validateMCPServers(field string, servers map[string]MCPServerConfig) error {
@@ -137,6 +188,20 @@ func validateMCPServers(field string, servers map[string]MCPServerConfig) error 
 		if name == "" {
 			return fmt.Errorf("claude: %s has a server with an empty name", field)
 		}
+		var d time.Duration
+		switch c := servers[name].(type) {
+		case *MCPSDKServer:
+			d = c.Timeout
+		case *MCPStdioServer:
+			d = c.Timeout
+		case *MCPSSEServer:
+			d = c.Timeout
+		case *MCPHTTPServer:
+			d = c.Timeout
+		}
+		if err := checkTimeout(field, name, d); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -150,23 +215,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// mcpConfigArgs returns the --mcp-config flag for the external servers of
-// Options.MCPServers. In-process servers are left out: they are declared
-// in the initialize request, and declaring one both ways makes the 2.1.197
-// CLI connect to it twice.
+// mcpConfigArgs returns the flags for the external servers of
+// Options.MCPServers, as prepareMCPDelivery decided (argv when it was not
+// called): one --mcp-config with the JSON, --mcp-config naming the
+// private file, or --await-initialize, which makes the CLI read them from
+// the initialize request. In-process servers are left out: they are
+// declared in the initialize request, and declaring one both ways makes
+// the 2.1.197 CLI connect to it twice.
 func (o *Options) mcpConfigArgs() []string {
-	ext := map[string]any{}
-	for name, c := range o.MCPServers {
-		if _, sdk := c.(*MCPSDKServer); !sdk && c != nil {
-			ext[name] = c.wire(name)
-		}
+	switch o.mcpVia {
+	case MCPDeliveryFile:
+		return []string{"--mcp-config=" + o.mcpFile}
+	case MCPDeliveryInitialize:
+		return []string{"--await-initialize"}
 	}
+	ext := o.externalMCPWire()
 	if len(ext) == 0 {
 		return nil
 	}
 	b, err := json.Marshal(map[string]any{"mcpServers": ext})
 	if err != nil {
-		// Only strings and string maps: cannot fail.
+		// Only strings, numbers and string maps: cannot fail.
 		panic(err)
 	}
 	return []string{"--mcp-config=" + string(b)}
@@ -220,7 +289,9 @@ func (s *Session) attachSDKServers(servers map[string]MCPServerConfig) []string 
 			b.Close()
 			s.retired = append(s.retired, b)
 		}
-		s.bridges[name] = mcpbridge.New(c.Server, s.mcpSender(name), s.log)
+		b := mcpbridge.New(c.Server, s.mcpSender(name), s.log)
+		b.SetToolMeta(c.toolMeta())
+		s.bridges[name] = b
 		added = append(added, name)
 	}
 	return added
@@ -407,26 +478,29 @@ func decodeMCPConfig(raw json.RawMessage) MCPServerConfig {
 		return nil
 	}
 	var w struct {
-		Type    string            `json:"type"`
-		Command string            `json:"command"`
-		Args    []string          `json:"args"`
-		Env     map[string]string `json:"env"`
-		URL     string            `json:"url"`
-		Headers map[string]string `json:"headers"`
+		Type       string            `json:"type"`
+		Command    string            `json:"command"`
+		Args       []string          `json:"args"`
+		Env        map[string]string `json:"env"`
+		URL        string            `json:"url"`
+		Headers    map[string]string `json:"headers"`
+		Timeout    int64             `json:"timeout"`
+		AlwaysLoad bool              `json:"alwaysLoad"`
 	}
 	if unmarshal(raw, &w) != nil {
 		return nil
 	}
+	d := time.Duration(w.Timeout) * time.Millisecond
 	switch w.Type {
 	case "stdio", "":
 		if w.Command == "" {
 			return nil
 		}
-		return &MCPStdioServer{Command: w.Command, Args: w.Args, Env: w.Env}
+		return &MCPStdioServer{Command: w.Command, Args: w.Args, Env: w.Env, Timeout: d, AlwaysLoad: w.AlwaysLoad}
 	case "sse":
-		return &MCPSSEServer{URL: w.URL, Headers: w.Headers}
+		return &MCPSSEServer{URL: w.URL, Headers: w.Headers, Timeout: d, AlwaysLoad: w.AlwaysLoad}
 	case "http":
-		return &MCPHTTPServer{URL: w.URL, Headers: w.Headers}
+		return &MCPHTTPServer{URL: w.URL, Headers: w.Headers, Timeout: d, AlwaysLoad: w.AlwaysLoad}
 	}
 	return nil
 }

@@ -149,10 +149,19 @@ type Options struct {
 	// MCPServers are MCP servers the CLI connects to, by name; the model
 	// sees their tools as mcp__<name>__<tool>. External servers
 	// (*MCPStdioServer, *MCPSSEServer, *MCPHTTPServer) reach the CLI as
-	// --mcp-config JSON; in-process ones (SDKServer) are declared in the
-	// initialize request and served by this process. MCPConfig works
+	// MCPServersDelivery says; in-process ones (SDKServer) are declared in
+	// the initialize request and served by this process. MCPConfig works
 	// alongside.
 	MCPServers map[string]MCPServerConfig
+	// MCPServersDelivery says how the external servers of MCPServers,
+	// with their Env and Headers, reach the CLI: by default off the
+	// command line (see MCPDelivery).
+	MCPServersDelivery MCPDelivery
+
+	// Resolved at Connect (mcp_more.go): the CLI's version from the
+	// probe, how the external MCP servers go, and their file.
+	cliVersion, mcpFile string
+	mcpVia              MCPDelivery
 
 	// Agents, prompts, plugins, structured output.
 
@@ -504,6 +513,11 @@ type initializeRequest struct {
 	SupportedDialogKinds   []string          `json:"supportedDialogKinds,omitempty"`
 	Skills                 *[]string         `json:"skills,omitempty"` // non-nil and empty: no skills
 	PerTaskStopAffordance  bool              `json:"perTaskStopAffordance,omitempty"`
+
+	// Filled by Options.mcpInitialize.
+	MCPServers          map[string]any `json:"mcpServers,omitempty"`
+	SDKMCPServerConfigs map[string]any `json:"sdkMcpServerConfigs,omitempty"`
+
 	// extra are Options.InitializeExtra, merged in by MarshalJSON.
 	extra map[string]json.RawMessage
 }

@@ -109,6 +109,18 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 				"files": &claude.MCPStdioServer{Command: "mcp-files"},
 			}
 		}, args: []string{`--mcp-config={"mcpServers":{"files":{"type":"stdio","command":"mcp-files"}}}`}, initKeys: []string{"sdkMcpServers"}},
+		"MCPServersDelivery": {set: func(o *claude.Options) {
+			o.MCPServers = map[string]claude.MCPServerConfig{"files": &claude.MCPStdioServer{Command: "mcp-files", Env: map[string]string{"TOKEN": "t0k3n"}}}
+			o.MCPServersDelivery = claude.MCPDeliveryFile
+		}, custom: func(l *claude.Launch) string {
+			for _, a := range l.Args {
+				if strings.Contains(a, "t0k3n") {
+					return "the secret is in argv: " + a
+				}
+			}
+			return ifNot(slices.ContainsFunc(l.Args, func(a string) bool { return strings.HasPrefix(a, "--mcp-config=/") && strings.HasSuffix(a, "mcp.json") }),
+				"no --mcp-config naming a file")
+		}},
 		"CloseTimeout": {set: func(o *claude.Options) { o.CloseTimeout = 7 * time.Second },
 			custom: func(l *claude.Launch) string {
 				return ifNot(l.CloseTimeout == 7*time.Second, "Launch.CloseTimeout not passed")
@@ -178,6 +190,9 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 	base, baseInit := launched(t, &claude.Options{})
 	rt := reflect.TypeFor[claude.Options]()
 	for i := range rt.NumField() {
+		if !rt.Field(i).IsExported() {
+			continue // state Connect resolves, not an option
+		}
 		name := rt.Field(i).Name
 		c, ok := checks[name]
 		if !ok {

@@ -33,6 +33,10 @@ type ToolPermissionRequest struct {
 	ClassifierApprovable bool
 	Title                string
 	AgentID              string // set when a subagent asks
+	// MCPServer says which MCP server serves an mcp__* tool and where its
+	// configuration came from (Source "sdk" for an in-process server);
+	// nil for other tools and on CLIs that do not report it (2.1.197).
+	MCPServer *HookMCPServer
 
 	// Raw is the request body as the CLI sent it.
 	Raw json.RawMessage
@@ -51,6 +55,7 @@ type wirePermissionRequest struct {
 	ClassifierApprovable bool               `json:"classifier_approvable"`
 	Title                string             `json:"title"`
 	AgentID              string             `json:"agent_id"`
+	MCPServer            *HookMCPServer     `json:"mcp_server"`
 }
 
 func decodePermissionRequest(id string, raw json.RawMessage) (*ToolPermissionRequest, error) {
@@ -63,6 +68,7 @@ func decodePermissionRequest(id string, raw json.RawMessage) (*ToolPermissionReq
 		ToolUseID: w.ToolUseID, Description: w.Description, Suggestions: w.Suggestions,
 		BlockedPath: w.BlockedPath, DecisionReasonType: w.DecisionReasonType,
 		ClassifierApprovable: w.ClassifierApprovable, Title: w.Title, AgentID: w.AgentID, Raw: raw,
+		MCPServer: w.MCPServer,
 	}
 	// decision_reason is a string in the schema but may grow into an
 	// object; keep text either way.

@@ -159,6 +159,11 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 		path = p
 		tr = &CommandTransport{}
 	}
+	mcpDone, err := o.prepareMCPDelivery(o.Transport == nil)
+	if err != nil {
+		return nil, err
+	}
+	defer mcpDone() // the CLI has read its MCP file once initialize is answered
 	conn, err := tr.Connect(ctx, o.launch(path))
 	if err != nil {
 		return nil, err
@@ -170,6 +175,10 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	cancel()
 	if err != nil {
 		return nil, s.failStart(ctx, bound, err)
+	}
+	if err := s.checkMCPApplied(); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -283,6 +292,7 @@ func (s *Session) initializeRequest() (*initializeRequest, error) {
 	s.hooks.Store(hooks)
 	r.Hooks = hooks.wire
 	r.SDKMCPServers = s.opts.sdkServerNames()
+	s.opts.mcpInitialize(r)
 	if err := s.opts.promptsInitialize(r); err != nil {
 		return nil, err
 	}

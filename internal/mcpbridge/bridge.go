@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -62,6 +63,18 @@ type Bridge struct {
 	down    chan struct{} // closed when Close has ended everything
 
 	wg sync.WaitGroup // retired sessions, ending
+
+	toolMeta map[string]any // merged into each tool of a tools/list answer
+}
+
+// SetToolMeta makes the bridge merge meta into the _meta of every tool in
+// the server's tools/list answers, over keys the tool sets itself: a
+// server-wide setting the CLI reads per tool (anthropic/alwaysLoad). Call
+// it before the first Handle.
+func (b *Bridge) SetToolMeta(meta map[string]any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.toolMeta = meta
 }
 
 // New returns a bridge for srv. send receives what the server sends on
@@ -118,6 +131,12 @@ func (b *Bridge) Handle(ctx context.Context, raw json.RawMessage) (json.RawMessa
 	}
 	select {
 	case resp := <-ch:
+		if req.Method == "tools/list" {
+			b.mu.Lock()
+			meta := b.toolMeta
+			b.mu.Unlock()
+			resp = patchToolMeta(resp, meta)
+		}
 		out, err := jsonrpc.EncodeMessage(resp)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the server's response: %w", err)
@@ -499,3 +518,49 @@ func (c *conn) wait() { <-c.sent }
 
 // SessionID implements mcp.Connection: the CLI's connection has none.
 func (c *conn) SessionID() string { return "" }
+
+// patchToolMeta merges meta into the _meta of each tool of a tools/list
+// response. A response it cannot read goes out as it is.
+func patchToolMeta(resp *jsonrpc.Response, meta map[string]any) *jsonrpc.Response {
+	if len(meta) == 0 || resp.Error != nil || len(resp.Result) == 0 {
+		return resp
+	}
+	var res map[string]json.RawMessage
+	if json.Unmarshal(resp.Result, &res) != nil {
+		return resp
+	}
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(res["tools"], &tools) != nil {
+		return resp
+	}
+	for _, t := range tools {
+		if t == nil {
+			continue // a null entry: not a tool to mark
+		}
+		m := map[string]any{}
+		if raw, ok := t["_meta"]; ok && json.Unmarshal(raw, &m) != nil {
+			return resp
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+		maps.Copy(m, meta)
+		b, err := json.Marshal(m)
+		if err != nil {
+			return resp
+		}
+		t["_meta"] = b
+	}
+	tb, err := json.Marshal(tools)
+	if err != nil {
+		return resp
+	}
+	res["tools"] = tb
+	rb, err := json.Marshal(res)
+	if err != nil {
+		return resp
+	}
+	out := *resp
+	out.Result = rb
+	return &out
+}
