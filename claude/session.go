@@ -60,6 +60,10 @@ type Session struct {
 	hstop context.CancelFunc
 	hooks atomic.Pointer[hookTable] // set by initializeRequest
 
+	// Re-delivered requests (pending.go).
+	answered answeredSet // ids of CLI requests answered
+	initIDs  sync.Map    // ids of our initialize requests awaiting their answer
+
 	// The writer (writer.go): the only goroutine that writes to conn.
 	wq      chan *writeReq
 	wstop   chan struct{} // closed by Close: the writer ends
@@ -596,11 +600,23 @@ func (s *Session) route(n int64, line []byte) {
 			s.log.Warn("claude: control_response without response", "line", n)
 			return
 		}
-		r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error"}
+		r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error", Body: env.Response}
+		if _, isInit := s.initIDs.LoadAndDelete(env.Response.RequestID); isInit && hasPending(env.Response) {
+			// Served before the answer is delivered: when Reinitialize
+			// returns, the callbacks are already running.
+			s.redeliver(env.Response)
+		} else if hasPending(env.Response) {
+			s.log.Debug("claude: pending requests listed outside an initialize answer; ignored", "request_id", env.Response.RequestID)
+		}
 		if !s.ctl.Resolve(env.Response.RequestID, r) {
 			s.log.Debug("claude: answer to an unknown or abandoned request", "request_id", env.Response.RequestID)
 		}
 	case "control_request":
+		if s.seen(env.RequestID) {
+			// Already served from an initialize answer's pending list.
+			s.log.Debug("claude: a CLI request delivered twice; served once", "request_id", env.RequestID)
+			return
+		}
 		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: env.RequestID, Subtype: control.Subtype(env.Request), Request: env.Request})
 		s.serve(env.RequestID, env.Request)
 	case "control_cancel_request":
@@ -671,6 +687,9 @@ func (s *Session) serve(id string, req json.RawMessage) {
 			}()
 			payload, err = h(s, ctx, id, req)
 		}()
+		// Remembered while still running, so that no re-delivery slips
+		// between the two.
+		s.answered.add(id)
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), control.ErrCancelled) {
 			// The CLI withdrew the request and ignores late answers.
 			return
@@ -733,7 +752,11 @@ func (s *Session) request(ctx context.Context, subtype string, req any) (json.Ra
 	if err != nil {
 		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
 	}
+	if subtype == "initialize" {
+		s.initIDs.Store(id, struct{}{})
+	}
 	if err := s.write(ctx, control.EncodeRequest(id, body)); err != nil {
+		s.initIDs.Delete(id)
 		s.ctl.Remove(id)
 		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
 	}
