@@ -297,6 +297,12 @@ type InitializeResponse struct {
 	Models                []ModelInfo    `json:"models"`
 	Account               *AccountInfo   `json:"account"`
 	PID                   int            `json:"pid"`
+	// CLIVersion is the CLI's version as it reports it (2.1.330; empty
+	// from CLIs that don't, such as 2.1.197).
+	CLIVersion string `json:"claude_code_version,omitempty"`
+	// Capabilities are the feature flags the CLI advertises (2.1.330),
+	// e.g. "get_usage_detached_v1"; Session.HasCapability looks one up.
+	Capabilities []string `json:"capabilities,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -748,6 +754,14 @@ func (s *Session) request(ctx context.Context, subtype string, req any) (json.Ra
 	if err != nil {
 		return nil, err
 	}
+	return s.requestLine(ctx, subtype, func(id string) []byte { return control.EncodeRequest(id, body) })
+}
+
+// requestLine sends the line encode builds around a fresh request id and
+// waits for the control_response with that id: request, and the few
+// requests the CLI takes as top-level messages of their own
+// (update_environment_variables).
+func (s *Session) requestLine(ctx context.Context, subtype string, encode func(id string) []byte) (json.RawMessage, error) {
 	id, ch, err := s.ctl.Add()
 	if err != nil {
 		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
@@ -755,7 +769,7 @@ func (s *Session) request(ctx context.Context, subtype string, req any) (json.Ra
 	if subtype == "initialize" {
 		s.initIDs.Store(id, struct{}{})
 	}
-	if err := s.write(ctx, control.EncodeRequest(id, body)); err != nil {
+	if err := s.write(ctx, encode(id)); err != nil {
 		s.initIDs.Delete(id)
 		s.ctl.Remove(id)
 		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
