@@ -152,14 +152,22 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	log := safelog.New(o.Logger) // a panicking handler must not crash us
 	tr := o.Transport
 	path := o.CLIPath // a custom transport gets it as given, undiscovered
+	version := ""     // unknown with a custom transport or SkipVersionCheck
 	if tr == nil {
-		p, err := findCLI(ctx, &o)
+		p, v, err := findCLI(ctx, &o)
 		if err != nil {
 			return nil, err
 		}
-		path = p
+		path, version = p, v
 		tr = &CommandTransport{}
 	}
+	// Options a CLI this old cannot serve fail here, before it starts
+	// (capabilities.go); how settings and plugins travel depends on the
+	// version too (delivery.go).
+	if err := o.checkCLI(path, version, nil); err != nil {
+		return nil, err
+	}
+	o.via = o.planDelivery(version)
 	conn, err := tr.Connect(ctx, o.launch(path))
 	if err != nil {
 		return nil, err
@@ -172,6 +180,11 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, s.failStart(ctx, bound, err)
 	}
+	if err := s.checkStarted(path, version); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.warnOptions()
 	return s, nil
 }
 
@@ -281,6 +294,9 @@ func (s *Session) initializeRequest() (*initializeRequest, error) {
 	s.hooks.Store(hooks)
 	r.Hooks = hooks.wire
 	r.SDKMCPServers = s.opts.sdkServerNames()
+	if err := s.opts.deliveryInitialize(r); err != nil {
+		return nil, err
+	}
 	if err := s.opts.promptsInitialize(r); err != nil {
 		return nil, err
 	}
@@ -303,6 +319,11 @@ type InitializeResponse struct {
 	// Capabilities are the feature flags the CLI advertises (2.1.330),
 	// e.g. "get_usage_detached_v1"; Session.HasCapability looks one up.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Whether the CLI applied the settings, managed settings and plugins
+	// sent in this request (delivery.go); nil when it does not say.
+	SettingsApplied        *bool `json:"settings_applied,omitempty"`
+	ManagedSettingsApplied *bool `json:"managed_settings_applied,omitempty"`
+	PluginsApplied         *bool `json:"plugins_applied,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -737,7 +758,7 @@ func (s *Session) serveCanUseTool(ctx context.Context, id string, raw json.RawMe
 	if s.opts.CanUseTool == nil {
 		return nil, errors.New("no CanUseTool callback is set")
 	}
-	res, err := s.opts.CanUseTool(ctx, req)
+	res, err := s.callCanUseTool(ctx, req)
 	if err != nil {
 		return nil, err
 	}
