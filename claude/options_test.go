@@ -157,7 +157,9 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		}, initKeys: []string{"supportedDialogKinds"}},
 		"Sandbox": {set: func(o *claude.Options) { o.Sandbox = &claude.SandboxSettings{Enabled: true} },
 			args: []string{`--settings={"sandbox":{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":false,"enabled":true,"failIfUnavailable":true}}`}},
-		"ManagedSettings": {set: func(o *claude.Options) { o.ManagedSettings = json.RawMessage(`{"permissions": {"deny": ["WebFetch"]}}`) },
+		"ManagedSettings": {set: func(o *claude.Options) {
+			o.ManagedSettings = json.RawMessage(`{"permissions": {"deny": ["WebFetch"]}}`)
+		},
 			args: []string{`--managed-settings={"permissions":{"deny":["WebFetch"]}}`}},
 		"SettingsDelivery": {set: func(o *claude.Options) {
 			o.Settings = `{"env":{"K":"v"}}`
