@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,4 +157,57 @@ func TestRealCLINeedsNewerCLI(t *testing.T) {
 		t.Fatalf("Connect: %v (%+v)", err, fe)
 	}
 	t.Log(err)
+}
+
+// TestRealCLIPluginDelivery: PluginDirs travel in the initialize request
+// on 2.1.330 (no --plugin-dir in the CLI's command line, plugins_applied)
+// and in argv on 2.1.197; on both the plugin is loaded.
+func TestRealCLIPluginDelivery(t *testing.T) {
+	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{claudetest.TextReply("ok")}})
+	o := run.CLI.Options() // Connect probes the version
+	dir := filepath.Join(o.Cwd, "plugins", "tplug")
+	for name, body := range map[string]string{
+		".claude-plugin/plugin.json": `{"name":"tplug","version":"0.0.1","description":"a test plugin"}`,
+		"commands/hello.md":          "---\ndescription: Say hello\n---\nSay hello to $ARGUMENTS\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.PluginDirs = []string{dir}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := claude.Connect(ctx, o)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer s.Close()
+	cli, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(s.Initialize().PID), "cmdline"))
+	inArgv := bytes.Contains(cli, []byte("--plugin-dir"))
+	if ir := s.Initialize(); newerCLI(s) {
+		if inArgv || ir.PluginsApplied == nil || !*ir.PluginsApplied {
+			t.Errorf("2.1.330: plugin in argv %v, plugins_applied %v (command line %q)", inArgv, ir.PluginsApplied, cli)
+		}
+	} else if !inArgv {
+		t.Errorf("2.1.197: no --plugin-dir in %q", cli)
+	}
+	if err := s.Send(ctx, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	var loaded bool
+	for m, err := range s.ReceiveTurn(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if im, ok := m.(*claude.InitMessage); ok {
+			loaded = slices.Contains(im.SlashCommands, "tplug:hello")
+		}
+	}
+	if !loaded {
+		t.Error("the plugin's command is not listed: not loaded")
+	}
 }
