@@ -61,8 +61,8 @@ type cliRequirement struct {
 }
 
 // cliRequirements lists the options an older supported CLI cannot serve,
-// each checked against both pinned versions (see docs/parity.md,
-// "Options that need a newer CLI"). Versions between the pinned ones are
+// each checked against both pinned versions (the table in doc.go, "CLI
+// versions", must match). Versions between the pinned ones are
 // not tested: where the TypeScript SDK documents the version that brought
 // a feature, that version is used, else the newer pinned one.
 var cliRequirements = []cliRequirement{

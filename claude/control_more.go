@@ -381,7 +381,10 @@ func (s *Session) SetMCPPermissionModeOverride(ctx context.Context, server strin
 // options, and returns the CLI's fresh answer: the commands, agents,
 // models and output styles as they are now. Initialize keeps returning
 // the first answer. Hooks keep their callback ids, so a CLI that re-reads
-// them and one that ignores them behave alike.
+// them and one that ignores them behave alike. The permission, dialog and
+// elicitation requests the answer lists as pending (ones this session
+// never received, say) are served through their callbacks before it
+// returns; those already being served or answered are not served again.
 func (s *Session) Reinitialize(ctx context.Context) (*InitializeResponse, error) {
 	req, err := s.initializeRequest()
 	if err != nil {

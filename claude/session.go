@@ -136,6 +136,9 @@ func (it *item) size() int { return len(it.line) + itemCost }
 //
 // Errors: *CLINotFoundError (matches ErrCLINotFound) when no CLI was
 // found, *CLIVersionError for a CLI older than MinCLIVersion,
+// *CLIFeatureError (matches ErrNeedsNewerCLI) for an option the CLI is too
+// old for, ErrNotApplied when it did not confirm settings sent in
+// initialize,
 // *InitializeError (matching ctx's error) when the CLI did not answer
 // initialize in time, and *ProcessError when the CLI exits during the
 // start (a bad flag, an unknown --resume id: its stderr says which); when
