@@ -195,6 +195,7 @@ func TestOptionWarnings(t *testing.T) {
 		{"patterns only", claude.Options{CanUseTool: allow, AllowedTools: []string{"Bash(git *)", "Read(./src/**)"}}, nil},
 		{"whole tools", claude.Options{CanUseTool: allow, AllowedTools: []string{"Bash", "Read(./src/**)", "mcp__calc", "Edit(*)"}}, []string{"AllowedTools:Bash,mcp__calc,Edit"}},
 		{"bypass", claude.Options{CanUseTool: allow, PermissionMode: claude.PermissionModeBypassPermissions}, []string{"PermissionMode:"}},
+		{"dontAsk", claude.Options{CanUseTool: allow, PermissionMode: claude.PermissionModeDontAsk}, []string{"PermissionMode:"}},
 		{"acceptEdits", claude.Options{CanUseTool: allow, PermissionMode: claude.PermissionModeAcceptEdits}, []string{"PermissionMode:Edit,Write,NotebookEdit"}},
 		{"settings JSON", claude.Options{CanUseTool: allow, Settings: `{"permissions":{"allow":["Bash"],"defaultMode":"bypassPermissions"}}`}, []string{"Settings:Bash", "Settings:"}},
 		{"settings file", claude.Options{CanUseTool: allow, Settings: settingsFile}, []string{"Settings:WebFetch", "Settings:Edit,Write,NotebookEdit"}},

@@ -44,9 +44,10 @@ var editTools = []string{"Edit", "Write", "NotebookEdit"}
 //   - AllowedTools, or an allow rule of Settings (the JSON, or the file
 //     it names), that names a whole tool ("Bash", "mcp__srv" or
 //     "mcp__srv__*") rather than a pattern ("Bash(git *)").
-//   - PermissionMode bypassPermissions (every tool), or acceptEdits
-//     (Edit, Write and NotebookEdit in the working directories), also
-//     when Settings sets it as permissions.defaultMode.
+//   - PermissionMode bypassPermissions (every tool runs) or dontAsk
+//     (what the rules do not allow is denied), or acceptEdits (Edit,
+//     Write and NotebookEdit in the working directories run), also when
+//     Settings sets it as permissions.defaultMode.
 //
 // Settings files the CLI loads on its own (SettingSources) are not read.
 func OptionWarnings(o *Options) []Warning {
@@ -79,6 +80,11 @@ func OptionWarnings(o *Options) []Warning {
 			ws = append(ws, Warning{
 				Code: WarningCanUseToolShadowed, Option: m.option,
 				Message: fmt.Sprintf("claude: CanUseTool is never asked: Options.%s makes the CLI run every tool without asking (bypassPermissions)", m.option),
+			})
+		case PermissionModeDontAsk:
+			ws = append(ws, Warning{
+				Code: WarningCanUseToolShadowed, Option: m.option,
+				Message: fmt.Sprintf("claude: CanUseTool is never asked: Options.%s is dontAsk, which denies whatever the rules do not allow", m.option),
 			})
 		case PermissionModeAcceptEdits:
 			ws = append(ws, Warning{
