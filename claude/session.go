@@ -630,7 +630,7 @@ func (s *Session) route(n int64, line []byte) {
 			s.log.Warn("claude: control_response without response", "line", n)
 			return
 		}
-		r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error", Body: env.Response}
+		r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error"}
 		if _, isInit := s.initIDs.LoadAndDelete(env.Response.RequestID); isInit && hasPending(env.Response) {
 			// Served before the answer is delivered: when Reinitialize
 			// returns, the callbacks are already running.

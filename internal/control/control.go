@@ -116,9 +116,6 @@ type Result struct {
 	Payload json.RawMessage // response.response; nil when the CLI sent none
 	Err     string          // the CLI's error text when IsError
 	IsError bool
-	// Body is the whole response object, for the fields beside the
-	// payload (the pending requests of an initialize answer).
-	Body *ResponseBody
 }
 
 // Table is the in-flight table of outgoing requests. Its zero value is not
