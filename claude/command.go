@@ -105,24 +105,24 @@ func (c *commandConn) kill() { c.p.Kill() }
 func (c *commandConn) stderrTail() []string { return c.p.StderrTail() }
 
 // findCLI runs discovery and the version probe.
-func findCLI(ctx context.Context, o *Options) (string, error) {
+func findCLI(ctx context.Context, o *Options) (path, version string, err error) {
 	path, searched, err := proc.Find(o.CLIPath, os.Getenv)
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return "", &CLINotFoundError{Searched: searched}
+			return "", "", &CLINotFoundError{Searched: searched}
 		}
-		return "", fmt.Errorf("claude: finding the CLI: %w", err)
+		return "", "", fmt.Errorf("claude: finding the CLI: %w", err)
 	}
 	if o.SkipVersionCheck {
-		return path, nil
+		return path, "", nil
 	}
 	v, err := proc.Version(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("claude: probing the CLI version (set Options.SkipVersionCheck to skip): %w", err)
+		return "", "", fmt.Errorf("claude: probing the CLI version (set Options.SkipVersionCheck to skip): %w", err)
 	}
 	if proc.CompareVersions(v, MinCLIVersion) < 0 {
-		return "", &CLIVersionError{Path: path, Version: v, Minimum: MinCLIVersion}
+		return "", "", &CLIVersionError{Path: path, Version: v, Minimum: MinCLIVersion}
 	}
 	o.cliVersion = v
-	return path, nil
+	return path, v, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // This file holds the typed control requests CLI 2.1.330 serves beyond
@@ -379,7 +381,10 @@ func (s *Session) SetMCPPermissionModeOverride(ctx context.Context, server strin
 // options, and returns the CLI's fresh answer: the commands, agents,
 // models and output styles as they are now. Initialize keeps returning
 // the first answer. Hooks keep their callback ids, so a CLI that re-reads
-// them and one that ignores them behave alike.
+// them and one that ignores them behave alike. The permission, dialog and
+// elicitation requests the answer lists as pending (ones this session
+// never received, say) are served through their callbacks before it
+// returns; those already being served or answered are not served again.
 func (s *Session) Reinitialize(ctx context.Context) (*InitializeResponse, error) {
 	req, err := s.initializeRequest()
 	if err != nil {
@@ -391,6 +396,73 @@ func (s *Session) Reinitialize(ctx context.Context) (*InitializeResponse, error)
 	}
 	r := &InitializeResponse{}
 	s.decodeResult("initialize", raw, r)
+	r.Raw = raw
+	return r, nil
+}
+
+// EnvironmentUpdateResult is the CLI's answer to
+// UpdateEnvironmentVariables.
+type EnvironmentUpdateResult struct {
+	// Applied are the variables the CLI set, as it reports them (2.1.330).
+	// nil when the CLI does not say: 2.1.197 answers with no list.
+	Applied []string `json:"applied"`
+	// Refused are the requested variables missing from Applied; nil when
+	// Applied is.
+	Refused []string        `json:"-"`
+	Raw     json.RawMessage `json:"-"`
+}
+
+// UpdateEnvironmentVariables sets environment variables in the running
+// CLI, for the credentials a long session must renew without a restart.
+// The CLI takes only the variables it allows and silently refuses the
+// rest (the answer lists what it applied): CLAUDE_CODE_SESSION_ACCESS_TOKEN
+// and CLAUDE_CODE_OAUTH_TOKEN on 2.1.197 and 2.1.330;
+// CLAUDE_CODE_SESSIONS_OAUTH_TOKEN and CLAUDE_CODE_PROGRAM_USE_CASE_ID on
+// 2.1.330 only where it is set up to take them (not in a local session).
+// Use Options.Env for anything else, at start.
+//
+// It is not a control request but a message of its own on the CLI's
+// stdin, answered with the control response of its request_id. A CLI
+// that takes no environment updates at all (a remote worker) never
+// answers: ctx bounds the wait.
+func (s *Session) UpdateEnvironmentVariables(ctx context.Context, vars map[string]string) (*EnvironmentUpdateResult, error) {
+	const subtype = "update_environment_variables"
+	if len(vars) == 0 {
+		return nil, errors.New("claude: update_environment_variables: no variables")
+	}
+	for k := range vars {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, fmt.Errorf("claude: update_environment_variables: invalid name %q", k)
+		}
+	}
+	vb, err := json.Marshal(vars)
+	if err != nil {
+		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
+	}
+	raw, err := s.requestLine(ctx, subtype, func(id string) []byte {
+		idb, _ := json.Marshal(id)
+		b := make([]byte, 0, len(vb)+len(idb)+80)
+		b = append(b, `{"type":"update_environment_variables","variables":`...)
+		b = append(b, vb...)
+		b = append(b, `,"request_id":`...)
+		b = append(b, idb...)
+		return append(b, '}')
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &EnvironmentUpdateResult{}
+	if len(raw) > 0 && string(raw) != "null" {
+		s.decodeResult(subtype, raw, r)
+	}
+	if r.Applied != nil {
+		for k := range vars {
+			if !slices.Contains(r.Applied, k) {
+				r.Refused = append(r.Refused, k)
+			}
+		}
+		slices.Sort(r.Refused)
+	}
 	r.Raw = raw
 	return r, nil
 }

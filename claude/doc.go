@@ -103,6 +103,53 @@
 // them with ToolPermissionRequest.Questions and answer with
 // AnswerQuestions.
 //
+// Approvals may wait for hours: nothing in Tether times a CanUseTool call
+// out, and neither CLI arms a timer on a permission request (the real-CLI
+// tests hold one past every Tether bound). Set Options.ApprovalTimeout to
+// deny, with a message the model sees, once it passes.
+//
+// Some options shadow CanUseTool: an allow rule naming a whole tool
+// (AllowedTools "Bash", or one in Settings) and the permission modes
+// bypassPermissions (every tool) and acceptEdits (file edits) let tools run
+// without asking. Connect logs each case through Options.Logger;
+// OptionWarnings and Session.Warnings return them as []Warning.
+//
+// Requests the host never received (it lost a line, or joined late) are
+// not lost: the CLI lists the permission, dialog and elicitation requests
+// it still waits on in its answer to initialize, and Connect and
+// Reinitialize serve each through the same callback, with the same answer,
+// as a live one; a request delivered twice is served once.
+//
+// # Settings and credentials
+//
+// Settings (a JSON string: env values, apiKeyHelper, hook headers may be
+// secrets), ManagedSettings and PluginDirs travel in the initialize
+// request, not argv, when Connect knows the CLI reads them there
+// (2.1.261 and newer, by the version it probed): other users of the
+// machine cannot read them with ps. Older CLIs, and CLIs whose version is
+// unknown (a custom Transport, SkipVersionCheck), get them in argv;
+// Options.SettingsDelivery and PluginDelivery choose explicitly.
+// Session.UpdateEnvironmentVariables renews a credential in a running CLI
+// (the CLI applies only its allowlist: CLAUDE_CODE_OAUTH_TOKEN,
+// CLAUDE_CODE_SESSION_ACCESS_TOKEN, …).
+//
+// # CLI versions
+//
+// Connect refuses options the CLI it found is too old for with a
+// *CLIFeatureError (errors.Is ErrNeedsNewerCLI) naming the option and both
+// versions, instead of a CLI that exits on an unknown flag or silently
+// ignores the option:
+//
+//	Option                                   Needs      2.1.197 otherwise
+//	PerTaskStopAffordance                    2.1.330    ignores it
+//	SettingsDelivery: DeliveryInitialize     2.1.261    exits: unknown option --await-initialize
+//	PluginDelivery: DeliveryInitialize       2.1.261    exits: unknown option --await-initialize
+//
+// The check uses the version Connect probed, or, when it did not probe,
+// the version the CLI reports in its answer to initialize (2.1.330 does,
+// with its capabilities: Session.HasCapability). Control requests newer
+// than the CLI fail with a *ControlError matching ErrUnsupportedRequest.
+//
 // # Hooks
 //
 // Options.Hooks registers Go callbacks at points of the CLI's agent loop,
@@ -148,7 +195,9 @@
 //
 // Errors match with errors.Is and errors.As: ErrClosed, ErrCLINotFound,
 // ErrLineTooLong; *ProcessError (the CLI died: exit code, signal, stderr
-// tail), *ControlError (the CLI refused a control request), *ResultError (a
+// tail), *ControlError (the CLI refused a control request),
+// *CLIFeatureError (an option needs a newer CLI), ErrNotApplied (the CLI
+// did not confirm settings sent in initialize), *ResultError (a
 // turn ended in error: is_error is authoritative, even with subtype
 // "success"), *LineError (one stdout line could not be read; the stream
 // goes on).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,7 +83,30 @@ type Options struct {
 	// default; an empty non-nil slice loads none.
 	SettingSources []SettingSource
 	// Settings is a path to a settings file or a JSON string (--settings).
+	// A JSON string travels as SettingsDelivery says: in the initialize
+	// request, where the CLI supports it, so that the secrets settings
+	// may hold (env, apiKeyHelper, headers) never show in ps.
 	Settings string
+	// ManagedSettings are policy-tier settings (a JSON object), as an
+	// embedding application derives them from its own enterprise
+	// configuration: the CLI keeps only their restrictive keys (deny
+	// rules, allowlists, sandbox requirements) and ranks them above the
+	// user's and project's settings. They travel as SettingsDelivery
+	// says (--managed-settings in argv otherwise).
+	ManagedSettings json.RawMessage
+	// SettingsDelivery says how Settings (with Sandbox merged in) and
+	// ManagedSettings reach the CLI (delivery.go): DeliveryAuto (the
+	// default) sends them in the initialize request when the CLI is
+	// known to read them there (2.1.261 and newer) and in argv
+	// otherwise; DeliveryInitialize insists (Connect fails with a
+	// *CLIFeatureError on an older CLI); DeliveryArgv keeps the flags.
+	SettingsDelivery Delivery
+	// PluginDelivery says how PluginDirs reach the CLI, as
+	// SettingsDelivery does for settings: in the initialize request the
+	// command line does not grow with the plugin count.
+	PluginDelivery Delivery
+	// via is how this session delivers them, set by Connect.
+	via deliveryPlan
 	// AddDirs gives tools access to more directories (--add-dir).
 	AddDirs []string
 	// MCPConfig lists MCP configuration files or JSON strings (--mcp-config).
@@ -98,6 +122,12 @@ type Options struct {
 	// host (--permission-prompt-tool stdio); without it the CLI denies
 	// what its rules don't allow.
 	CanUseTool CanUseToolFunc
+	// ApprovalTimeout, when positive, bounds how long a CanUseTool call
+	// may take: past it, Tether denies the tool with a message saying so
+	// (the model carries on) and cancels the callback's ctx with
+	// ErrApprovalTimeout. 0 means no bound: nothing in Tether, nor in the
+	// CLI, times out an approval, which may wait for hours.
+	ApprovalTimeout time.Duration
 
 	// Stderr receives the CLI's stderr, a line at a time. The last lines
 	// are kept for *ProcessError either way. With the default transport it
@@ -365,6 +395,9 @@ func (o *Options) validate() error {
 	if err := o.validateParity(); err != nil {
 		return err
 	}
+	if err := o.validateDelivery(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -424,11 +457,21 @@ func (o *Options) args() []string {
 		}
 		a = append(a, "--setting-sources="+strings.Join(ss, ","))
 	}
-	str("--settings", o.settingsArg())
+	if !o.via.settings {
+		str("--settings", o.settingsArg())
+	}
+	a = append(a, o.deliveryArgs()...)
 	list("--add-dir", o.AddDirs)
 	list("--mcp-config", o.MCPConfig)
-	a = append(a, o.mcpConfigArgs()...)
-	list("--plugin-dir", o.PluginDirs)
+	for _, f := range o.mcpConfigArgs() {
+		if f == "--await-initialize" && slices.Contains(a, f) {
+			continue // settings or plugins asked for it already
+		}
+		a = append(a, f)
+	}
+	if !o.via.plugins {
+		list("--plugin-dir", o.PluginDirs)
+	}
 	for _, b := range o.Betas {
 		// One flag per beta: the CLI takes "a,b" as one unknown name.
 		a = append(a, "--betas="+string(b))
@@ -517,6 +560,11 @@ type initializeRequest struct {
 	// Filled by Options.mcpInitialize.
 	MCPServers          map[string]any `json:"mcpServers,omitempty"`
 	SDKMCPServerConfigs map[string]any `json:"sdkMcpServerConfigs,omitempty"`
+
+	// Filled by Options.deliveryInitialize (delivery.go).
+	Settings        json.RawMessage `json:"settings,omitempty"`
+	ManagedSettings json.RawMessage `json:"managedSettings,omitempty"`
+	Plugins         []pluginConfig  `json:"plugins,omitempty"`
 
 	// extra are Options.InitializeExtra, merged in by MarshalJSON.
 	extra map[string]json.RawMessage

@@ -57,6 +57,7 @@ var initializeKeys = []string{
 	"subtype", "hooks", "sdkMcpServers", "jsonSchema", "systemPrompt", "appendSystemPrompt", "agents", "title",
 	"excludeDynamicSections", "promptSuggestions", "agentProgressSummaries", "forwardSubagentText",
 	"planModeInstructions", "toolAliases", "supportedDialogKinds", "skills", "perTaskStopAffordance",
+	"settings", "managedSettings", "plugins", "mcpServers", "sdkMcpServerConfigs",
 }
 
 func (o *Options) validateParity() error {

@@ -169,6 +169,18 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		}, initKeys: []string{"supportedDialogKinds"}},
 		"Sandbox": {set: func(o *claude.Options) { o.Sandbox = &claude.SandboxSettings{Enabled: true} },
 			args: []string{`--settings={"sandbox":{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":false,"enabled":true,"failIfUnavailable":true}}`}},
+		"ManagedSettings": {set: func(o *claude.Options) {
+			o.ManagedSettings = json.RawMessage(`{"permissions": {"deny": ["WebFetch"]}}`)
+		},
+			args: []string{`--managed-settings={"permissions":{"deny":["WebFetch"]}}`}},
+		"SettingsDelivery": {set: func(o *claude.Options) {
+			o.Settings = `{"env":{"K":"v"}}`
+			o.SettingsDelivery = claude.DeliveryInitialize
+		}, args: []string{"--await-initialize", "--initialize-fields=settings"}, initKeys: []string{"settings"}},
+		"PluginDelivery": {set: func(o *claude.Options) {
+			o.PluginDirs = []string{"/plugins/one"}
+			o.PluginDelivery = claude.DeliveryInitialize
+		}, args: []string{"--await-initialize"}, initKeys: []string{"plugins"}},
 		"InitializeExtra": {set: func(o *claude.Options) {
 			o.InitializeExtra = map[string]json.RawMessage{"futureKey": json.RawMessage(`{"on":true}`)}
 		}, initKeys: []string{"futureKey"}},
@@ -185,6 +197,7 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"QueryTaskTimeout":  "TestQueryWaitsForBackgroundTasks",
 		"OnElicitation":     "TestRealCLI/elicitation, TestElicitation",
 		"OnUserDialog":      "TestUserDialog",
+		"ApprovalTimeout":   "TestApprovalTimeout",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})
@@ -194,6 +207,9 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			continue // state Connect resolves, not an option
 		}
 		name := rt.Field(i).Name
+		if !rt.Field(i).IsExported() {
+			continue
+		}
 		c, ok := checks[name]
 		if !ok {
 			if _, ok := hostOnly[name]; !ok {

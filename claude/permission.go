@@ -3,7 +3,10 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime/debug"
+	"time"
 )
 
 // CanUseToolFunc decides whether the CLI may run a tool. It runs on its
@@ -221,4 +224,51 @@ func (r *ToolPermissionRequest) Questions() ([]Question, error) {
 		return nil, jsonError("AskUserQuestion input", err)
 	}
 	return in.Questions, nil
+}
+
+// ErrApprovalTimeout is the cause of a CanUseTool ctx cancelled because
+// Options.ApprovalTimeout passed.
+var ErrApprovalTimeout = errors.New("claude: no answer to the permission request within Options.ApprovalTimeout")
+
+// callCanUseTool runs Options.CanUseTool, bounded by ApprovalTimeout when
+// it is set: at the deadline the request is denied whether or not the
+// callback honours its cancelled ctx.
+func (s *Session) callCanUseTool(ctx context.Context, req *ToolPermissionRequest) (PermissionResult, error) {
+	d := s.opts.ApprovalTimeout
+	if d <= 0 {
+		return s.opts.CanUseTool(ctx, req)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	type answer struct {
+		res PermissionResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("claude: callback panicked", "subtype", "can_use_tool", "panic", p, "stack", string(debug.Stack()))
+				a = answer{err: fmt.Errorf("can_use_tool callback panicked: %v", p)}
+			}
+			done <- a
+		}()
+		a.res, a.err = s.opts.CanUseTool(cctx, req)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case a := <-done:
+		cancel(nil)
+		return a.res, a.err
+	case <-t.C:
+		cancel(ErrApprovalTimeout)
+		s.log.Warn("claude: permission request unanswered at Options.ApprovalTimeout; denied", "tool", req.ToolName, "request_id", req.RequestID, "timeout", d)
+		return &PermissionDeny{Message: fmt.Sprintf("No answer to the permission request within %s: denied.", d)}, nil
+	case <-ctx.Done():
+		// The CLI withdrew the request or the session closed; the
+		// callback sees the same through cctx.
+		cancel(nil)
+		return nil, context.Cause(ctx)
+	}
 }

@@ -60,6 +60,10 @@ type Session struct {
 	hstop context.CancelFunc
 	hooks atomic.Pointer[hookTable] // set by initializeRequest
 
+	// Re-delivered requests (pending.go).
+	answered answeredSet // ids of CLI requests answered
+	initIDs  sync.Map    // ids of our initialize requests awaiting their answer
+
 	// The writer (writer.go) writes to conn, or a caller does when nothing
 	// is queued (tryWriteNow); pen makes it one at a time.
 	wq       chan *writeReq
@@ -135,6 +139,9 @@ func (it *item) size() int { return len(it.line) + itemCost }
 //
 // Errors: *CLINotFoundError (matches ErrCLINotFound) when no CLI was
 // found, *CLIVersionError for a CLI older than MinCLIVersion,
+// *CLIFeatureError (matches ErrNeedsNewerCLI) for an option the CLI is too
+// old for, ErrNotApplied when it did not confirm settings sent in
+// initialize,
 // *InitializeError (matching ctx's error) when the CLI did not answer
 // initialize in time, and *ProcessError when the CLI exits during the
 // start (a bad flag, an unknown --resume id: its stderr says which); when
@@ -151,14 +158,22 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	log := safelog.New(o.Logger) // a panicking handler must not crash us
 	tr := o.Transport
 	path := o.CLIPath // a custom transport gets it as given, undiscovered
+	version := ""     // unknown with a custom transport or SkipVersionCheck
 	if tr == nil {
-		p, err := findCLI(ctx, &o)
+		p, v, err := findCLI(ctx, &o)
 		if err != nil {
 			return nil, err
 		}
-		path = p
+		path, version = p, v
 		tr = &CommandTransport{}
 	}
+	// Options a CLI this old cannot serve fail here, before it starts
+	// (capabilities.go); how settings and plugins travel depends on the
+	// version too (delivery.go).
+	if err := o.checkCLI(path, version, nil); err != nil {
+		return nil, err
+	}
+	o.via = o.planDelivery(version)
 	mcpDone, err := o.prepareMCPDelivery(o.Transport == nil)
 	if err != nil {
 		return nil, err
@@ -180,6 +195,11 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.checkStarted(path, version); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.warnOptions()
 	return s, nil
 }
 
@@ -293,6 +313,9 @@ func (s *Session) initializeRequest() (*initializeRequest, error) {
 	r.Hooks = hooks.wire
 	r.SDKMCPServers = s.opts.sdkServerNames()
 	s.opts.mcpInitialize(r)
+	if err := s.opts.deliveryInitialize(r); err != nil {
+		return nil, err
+	}
 	if err := s.opts.promptsInitialize(r); err != nil {
 		return nil, err
 	}
@@ -309,6 +332,17 @@ type InitializeResponse struct {
 	Models                []ModelInfo    `json:"models"`
 	Account               *AccountInfo   `json:"account"`
 	PID                   int            `json:"pid"`
+	// CLIVersion is the CLI's version as it reports it (2.1.330; empty
+	// from CLIs that don't, such as 2.1.197).
+	CLIVersion string `json:"claude_code_version,omitempty"`
+	// Capabilities are the feature flags the CLI advertises (2.1.330),
+	// e.g. "get_usage_detached_v1"; Session.HasCapability looks one up.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// Whether the CLI applied the settings, managed settings and plugins
+	// sent in this request (delivery.go); nil when it does not say.
+	SettingsApplied        *bool `json:"settings_applied,omitempty"`
+	ManagedSettingsApplied *bool `json:"managed_settings_applied,omitempty"`
+	PluginsApplied         *bool `json:"plugins_applied,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -648,10 +682,22 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 			return nil
 		}
 		r := control.Result{Payload: env.Response.Response, Err: env.Response.Error, IsError: env.Response.Subtype == "error"}
+		if _, isInit := s.initIDs.LoadAndDelete(env.Response.RequestID); isInit && hasPending(env.Response) {
+			// Served before the answer is delivered: when Reinitialize
+			// returns, the callbacks are already running.
+			s.redeliver(env.Response)
+		} else if hasPending(env.Response) {
+			s.log.Debug("claude: pending requests listed outside an initialize answer; ignored", "request_id", env.Response.RequestID)
+		}
 		if !s.ctl.Resolve(env.Response.RequestID, r) {
 			s.log.Debug("claude: answer to an unknown or abandoned request", "request_id", env.Response.RequestID)
 		}
 	case "control_request":
+		if s.seen(env.RequestID) {
+			// Already served from an initialize answer's pending list.
+			s.log.Debug("claude: a CLI request delivered twice; served once", "request_id", env.RequestID)
+			return nil
+		}
 		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: env.RequestID, Subtype: control.Subtype(env.Request), Request: env.Request})
 		return s.serve(env.RequestID, env.Request)
 	case "control_cancel_request":
@@ -722,6 +768,9 @@ func (s *Session) serve(id string, req json.RawMessage) func() {
 			}()
 			payload, err = h(s, ctx, id, req)
 		}()
+		// Remembered while still running, so that no re-delivery slips
+		// between the two.
+		s.answered.add(id)
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), control.ErrCancelled) {
 			// The CLI withdrew the request and ignores late answers.
 			return
@@ -763,7 +812,7 @@ func (s *Session) serveCanUseTool(ctx context.Context, id string, raw json.RawMe
 	if s.opts.CanUseTool == nil {
 		return nil, errors.New("no CanUseTool callback is set")
 	}
-	res, err := s.opts.CanUseTool(ctx, req)
+	res, err := s.callCanUseTool(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -780,11 +829,23 @@ func (s *Session) request(ctx context.Context, subtype string, req any) (json.Ra
 	if err != nil {
 		return nil, err
 	}
+	return s.requestLine(ctx, subtype, func(id string) []byte { return control.EncodeRequest(id, body) })
+}
+
+// requestLine sends the line encode builds around a fresh request id and
+// waits for the control_response with that id: request, and the few
+// requests the CLI takes as top-level messages of their own
+// (update_environment_variables).
+func (s *Session) requestLine(ctx context.Context, subtype string, encode func(id string) []byte) (json.RawMessage, error) {
 	id, ch, err := s.ctl.Add()
 	if err != nil {
 		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
 	}
-	if err := s.write(ctx, control.EncodeRequest(id, body)); err != nil {
+	if subtype == "initialize" {
+		s.initIDs.Store(id, struct{}{})
+	}
+	if err := s.write(ctx, encode(id)); err != nil {
+		s.initIDs.Delete(id)
 		s.ctl.Remove(id)
 		return nil, fmt.Errorf("claude: %s: %w", subtype, err)
 	}

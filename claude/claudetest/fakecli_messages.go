@@ -79,7 +79,16 @@ func (c *CLI) HandleInitialize(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.Request, c.Respond(l.RequestID, InitializeResponse())
+	resp := InitializeResponse()
+	// Confirm what a CLI started to read them from initialize applies.
+	var req map[string]json.RawMessage
+	_ = json.Unmarshal(l.Request, &req)
+	for key, applied := range map[string]string{"settings": "settings_applied", "managedSettings": "managed_settings_applied", "plugins": "plugins_applied"} {
+		if _, ok := req[key]; ok {
+			resp[applied] = true
+		}
+	}
+	return l.Request, c.Respond(l.RequestID, resp)
 }
 
 // ReadUser reads until the host sends a user message and returns it,

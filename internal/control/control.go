@@ -30,6 +30,13 @@ type ResponseBody struct {
 	RequestID string          `json:"request_id"`
 	Response  json.RawMessage `json:"response"` // absent for payload-less successes
 	Error     string          `json:"error"`
+
+	// The CLI's requests still waiting for an answer, each a whole
+	// control_request line, which it lists in its answer to initialize
+	// so that a host joining late can answer them.
+	PendingPermission  []json.RawMessage `json:"pending_permission_requests,omitempty"`
+	PendingUserDialog  []json.RawMessage `json:"pending_user_dialog_requests,omitempty"`
+	PendingElicitation []json.RawMessage `json:"pending_elicitation_requests,omitempty"`
 }
 
 // PeekType returns the value of a line's top-level "type" member when the
@@ -235,6 +242,14 @@ func (in *Inbound) Cancel(id string) bool {
 	if ok {
 		cancel(ErrCancelled)
 	}
+	return ok
+}
+
+// Running reports whether a handler for request id is running.
+func (in *Inbound) Running(id string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	_, ok := in.m[id]
 	return ok
 }
 
