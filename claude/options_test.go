@@ -157,6 +157,8 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		}, initKeys: []string{"supportedDialogKinds"}},
 		"Sandbox": {set: func(o *claude.Options) { o.Sandbox = &claude.SandboxSettings{Enabled: true} },
 			args: []string{`--settings={"sandbox":{"allowUnsandboxedCommands":false,"autoAllowBashIfSandboxed":false,"enabled":true,"failIfUnavailable":true}}`}},
+		"SessionStore": {set: func(o *claude.Options) { o.SessionStore = &claude.MemorySessionStore{} },
+			args: []string{"--session-mirror"}},
 		"InitializeExtra": {set: func(o *claude.Options) {
 			o.InitializeExtra = map[string]json.RawMessage{"futureKey": json.RawMessage(`{"on":true}`)}
 		}, initKeys: []string{"futureKey"}},
@@ -173,6 +175,9 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"QueryTaskTimeout":  "TestQueryWaitsForBackgroundTasks",
 		"OnElicitation":     "TestRealCLI/elicitation, TestElicitation",
 		"OnUserDialog":      "TestUserDialog",
+		// Session stores (sessionstore*.go).
+		"SessionStoreFlush":       "TestSessionStoreMirrorFake",
+		"SessionStoreLoadTimeout": "TestSessionStoreLoadTimeout",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})
