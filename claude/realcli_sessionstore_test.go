@@ -48,7 +48,8 @@ func storeJSONEqual(a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// checkMirror asserts the store holds exactly the session file's lines,
+// checkMirror asserts the store holds exactly the session file's lines
+// (and a subagent's metadata file),
 // in order, except the request plumbing CLI 2.1.330 writes to its file
 // and leaves out of the mirror (api-request, api-request-shape,
 // api-request-blob: the raw API requests, for its own debugging).
@@ -64,7 +65,29 @@ func checkMirror(t *testing.T, store *claude.MemorySessionStore, path string, ke
 			lines = append(lines, l)
 		}
 	}
-	got, _ := store.Load(context.Background(), key)
+	all, _ := store.Load(context.Background(), key)
+	// A subagent's metadata file (agent-<id>.meta.json) is mirrored as
+	// agent_metadata entries in its transcript's stream; the last one
+	// is the file.
+	var got []claude.SessionStoreEntry
+	var meta claude.SessionStoreEntry
+	for _, e := range all {
+		if e.Type() == "agent_metadata" {
+			meta = e
+			continue
+		}
+		got = append(got, e)
+	}
+	if meta != nil {
+		var m map[string]any
+		json.Unmarshal(meta, &m)
+		delete(m, "type")
+		mb, _ := json.Marshal(m)
+		fb, err := os.ReadFile(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
+		if err != nil || !storeJSONEqual(mb, fb) {
+			t.Errorf("agent_metadata %s, meta file %s (%v)", mb, fb, err)
+		}
+	}
 	ok := len(got) == len(lines)
 	for i := 0; ok && i < len(lines); i++ {
 		ok = storeJSONEqual(got[i], lines[i])
@@ -267,6 +290,52 @@ fresh HOME.`,
 			if !strings.Contains(assistantText(msgs), "Two.") {
 				t.Errorf("the session did not go on: %q", assistantText(msgs))
 			}
+		},
+	}, scenario{
+		name: "session_store_subagent",
+		guards: `A subagent's transcript is mirrored under its own key (Subpath "subagents/agent-<id>"), equal to the
+file the CLI wrote for it, and StoreListSubagents lists it as ListSubagents does for files.`,
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Respond: func(r *claudetest.Request) *claudetest.Reply {
+				switch {
+				case r.Subagent():
+					return claudetest.TextReply("SUB: done")
+				case r.Params.ToolResult("toolu_store_agent") != nil:
+					return claudetest.TextReply("main: done")
+				default:
+					return claudetest.ToolUseReply("toolu_store_agent", "Agent", map[string]any{
+						"description": "Look around", "prompt": "Say done", "subagent_type": "general-purpose", "run_in_background": false,
+					})
+				}
+			}}
+		},
+		opts: func(o *claude.Options) {
+			o.SessionID = storeSID
+			o.SessionStore = &claude.MemorySessionStore{}
+		},
+		run: func(t *testing.T, h *harness) {
+			store := storeOf(h)
+			msgs := h.turn(t, "use a subagent")
+			if r := result(t, msgs); r.Result != "main: done" {
+				t.Errorf("result %q", r.Result)
+			}
+			if err := h.S.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			path := claude.SessionFilePath(filepath.Join(h.CLI.Home, ".claude"), h.Opts.Cwd, storeSID)
+			onDisk, err := claude.ListSubagents(path)
+			if err != nil || len(onDisk) != 1 {
+				t.Fatalf("ListSubagents = %v, %v", onDisk, err)
+			}
+			key := claude.SessionKey{ProjectKey: claude.ProjectKey(h.Opts.Cwd), SessionID: storeSID}
+			stored, err := claude.StoreListSubagents(h.Ctx, store, key)
+			if err != nil || len(stored) != 1 || stored[0] != onDisk[0] {
+				t.Fatalf("StoreListSubagents = %v, %v; on disk %v", stored, err, onDisk)
+			}
+			sub := key
+			sub.Subpath = "subagents/agent-" + onDisk[0]
+			checkMirror(t, store, claude.SubagentFilePath(path, onDisk[0]), sub)
+			checkMirror(t, store, path, key)
 		},
 	})
 }
