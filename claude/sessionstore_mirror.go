@@ -21,7 +21,8 @@ import (
 // order, so a store never sees two Appends of one session at once.
 
 // Mirror bounds and timings, the TypeScript SDK's where it has them.
-const (
+// Variables only so that tests can shrink them.
+var (
 	// mirrorBatchEntries and mirrorBatchBytes make a batched mirror
 	// append before the turn ends.
 	mirrorBatchEntries = 500
@@ -68,6 +69,7 @@ type storeMirror struct {
 	bytes   int
 	flushes []chan struct{} // closed once what was pending at the request is appended
 	dropped int             // entries dropped since the last report
+	dropKey SessionKey      // the key of the last dropped frame
 	wake    chan struct{}   // 1-buffered
 
 	tmpDir string // a resume's materialized config dir, removed at the end
@@ -110,9 +112,16 @@ func (m *storeMirror) take(typ string, line []byte) bool {
 		f.size = len(line)
 		m.mu.Lock()
 		if m.bytes+f.size > mirrorMaxPending {
+			first := m.dropped == 0
 			m.dropped += len(f.Entries)
+			if k, ok := mirrorKey(m.configDir, f.FilePath); ok {
+				m.dropKey = k
+			}
 			m.mu.Unlock()
-			m.signal()
+			if first {
+				// Say so now, not when the store catches up.
+				m.report(m.dropKey, fmt.Sprintf("the session store is more than %d bytes behind: dropping transcript entries until it catches up", mirrorMaxPending))
+			}
 			return true
 		}
 		m.pending = append(m.pending, f)
@@ -158,13 +167,15 @@ func (m *storeMirror) run() {
 			dropped int
 		)
 		if due {
+			// The queue empties: a drop episode, if any, ends here.
 			batch, m.pending, m.entries, m.bytes = m.pending, nil, 0, 0
 			flushes, m.flushes = m.flushes, nil
+			dropped, m.dropped = m.dropped, 0
 		}
-		dropped, m.dropped = m.dropped, 0
+		dropKey := m.dropKey
 		m.mu.Unlock()
 		if dropped > 0 {
-			m.report(SessionKey{SessionID: m.s.sessionIDHint()}, fmt.Sprintf("the session store fell %d bytes behind: %d transcript entries were dropped", mirrorMaxPending, dropped))
+			m.report(dropKey, fmt.Sprintf("the session store fell more than %d bytes behind: %d transcript entries were dropped", mirrorMaxPending, dropped))
 		}
 		m.append(batch)
 		for _, c := range flushes {
@@ -306,12 +317,6 @@ func (m *storeMirror) close() {
 // session elsewhere.
 func (s *Session) FlushSessionStore(ctx context.Context) error {
 	return s.store.flush(ctx)
-}
-
-// sessionIDHint is the session's id as far as the mirror knows, for a
-// report not tied to one file.
-func (s *Session) sessionIDHint() string {
-	return cmpOr(s.opts.SessionID, s.opts.Resume)
 }
 
 // mirrorKey turns the path of a file the CLI wrote into a SessionKey:

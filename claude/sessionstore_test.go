@@ -708,3 +708,171 @@ func TestArchiveSession(t *testing.T) {
 		t.Errorf("archiving a missing session: %v", err)
 	}
 }
+
+// stuckStore's Append blocks until release is closed; with honour it
+// also returns when its ctx ends.
+type stuckStore struct {
+	claude.MemorySessionStore
+	honour  bool
+	release chan struct{}
+	entered chan struct{} // receives once per Append that blocks
+}
+
+func (s *stuckStore) Append(ctx context.Context, key claude.SessionKey, entries []claude.SessionStoreEntry) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	if s.honour {
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	} else {
+		<-s.release
+	}
+	return s.MemorySessionStore.Append(ctx, key, entries)
+}
+
+// floodScript writes, for each user message, n frames of about size
+// bytes each, then a turn.
+func floodScript(home string, n, size int) claudetest.Script {
+	path := filepath.Join(home, ".claude", "projects", "-work-app", mirrorSID+".jsonl")
+	return func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		for {
+			if _, err := c.ReadUser(ctx); err != nil {
+				return nil
+			}
+			for i := range n {
+				e := fmt.Sprintf(`{"type":"user","uuid":"f%d","pad":%q}`, i, strings.Repeat("x", size))
+				if err := c.Write(fmt.Sprintf(`{"type":"transcript_mirror","filePath":%q,"entries":[%s]}`, path, e)); err != nil {
+					return err
+				}
+			}
+			if err := c.Write(c.SystemInit(), c.AssistantText("ok"), c.ResultSuccess("ok")); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// TestSessionStoreQueueBound: frames past the bound while the store is
+// stuck are dropped, the session says so at once with a
+// *MirrorErrorMessage, the turn is not held up, and once the store
+// catches up it has the frames queued before the bound.
+func TestSessionStoreQueueBound(t *testing.T) {
+	defer claude.SetMirrorBounds(4000, time.Second)()
+	store := &stuckStore{honour: true, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	home := t.TempDir()
+	o := &claude.Options{
+		Transport:         &claudetest.FakeCLI{Script: floodScript(home, 20, 900)},
+		Env:               map[string]string{"HOME": home, claude.EnvConfigDir: filepath.Join(home, ".claude")},
+		SessionStore:      store,
+		SessionStoreFlush: claude.SessionStoreFlushEager,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := claude.Connect(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msgs := turnMsgs(ctx, t, s, "flood")
+	errs := find[*claude.MirrorErrorMessage](msgs)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error, "dropping") || errs[0].Key.SessionID != mirrorSID {
+		t.Fatalf("mirror errors during the turn: %+v", errs)
+	}
+	close(store.release)
+	if err := s.FlushSessionStore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := store.Load(ctx, claude.SessionKey{ProjectKey: "-work-app", SessionID: mirrorSID})
+	if len(got) == 0 || len(got) >= 20 || got[0].UUID() != "f0" {
+		t.Errorf("the store has %d entries (first %q); want the first few, not all 20", len(got), got[0].UUID())
+	}
+	// The episode's count follows once the store caught up.
+	for m, err := range s.Receive(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if me, ok := m.(*claude.MirrorErrorMessage); ok {
+			if !strings.Contains(me.Error, fmt.Sprintf("%d transcript entries were dropped", 20-len(got))) {
+				t.Errorf("final report %q", me.Error)
+			}
+			break
+		}
+	}
+}
+
+// TestSessionStoreCloseStuck: Close returns even when the store's Append
+// never returns and ignores its ctx.
+func TestSessionStoreCloseStuck(t *testing.T) {
+	defer claude.SetMirrorBounds(64<<20, 50*time.Millisecond)()
+	store := &stuckStore{release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	defer close(store.release) // lets the abandoned Append end, for goleak
+	home := t.TempDir()
+	o := &claude.Options{
+		Transport:         &claudetest.FakeCLI{Script: floodScript(home, 1, 10)},
+		Env:               map[string]string{"HOME": home, claude.EnvConfigDir: filepath.Join(home, ".claude")},
+		SessionStore:      store,
+		SessionStoreFlush: claude.SessionStoreFlushEager,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := claude.Connect(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnMsgs(ctx, t, s, "one")
+	<-store.entered
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Close hung on a stuck store")
+	}
+}
+
+func TestMirrorKey(t *testing.T) {
+	for _, tc := range []struct {
+		cfg, path string
+		want      claude.SessionKey
+		ok        bool
+	}{
+		{"/h/.claude", "/h/.claude/projects/-w/abc.jsonl", claude.SessionKey{ProjectKey: "-w", SessionID: "abc"}, true},
+		{"/h/.claude", "/h/.claude/projects/-w/abc/subagents/agent-x.jsonl", claude.SessionKey{ProjectKey: "-w", SessionID: "abc", Subpath: "subagents/agent-x"}, true},
+		// Elsewhere (a CLI in a container): read from the projects folder.
+		{"/h/.claude", "/other/.claude/projects/-w/abc.jsonl", claude.SessionKey{ProjectKey: "-w", SessionID: "abc"}, true},
+		{"/h/.claude", "/h/.claude/projects/-w/abc/x.jsonl", claude.SessionKey{}, false},
+		{"/h/.claude", "/h/.claude/projects/abc.jsonl", claude.SessionKey{}, false},
+		{"/h/.claude", "/h/.claude/history.jsonl", claude.SessionKey{}, false},
+		{"", "relative/projects/-w/abc.txt", claude.SessionKey{}, false},
+	} {
+		got, ok := claude.MirrorKeyOf(tc.cfg, tc.path)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("mirrorKey(%q, %q) = %+v, %v; want %+v, %v", tc.cfg, tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzFoldSessionSummary(f *testing.F) {
+	f.Add([]byte(`{"type":"user","message":{"role":"user","content":"hi"},"timestamp":"2026-11-24T00:00:00Z","cwd":"/w"}`))
+	f.Add([]byte(`{"type":"tag","tag":null}`))
+	f.Add([]byte(`{"type":"custom-title","customTitle":5}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key := claude.SessionKey{ProjectKey: "p", SessionID: "s"}
+		s := claude.FoldSessionSummary(nil, key, []claude.SessionStoreEntry{b, b}, time.Unix(1, 0))
+		s2 := claude.FoldSessionSummary(&s, key, []claude.SessionStoreEntry{b}, time.Time{})
+		if !json.Valid(s2.Data) || s2.SessionID != "s" {
+			t.Fatalf("summary %+v", s2)
+		}
+		e := claude.SessionStoreEntry(b)
+		_, _, _ = e.Type(), e.UUID(), e.Timestamp()
+	})
+}
