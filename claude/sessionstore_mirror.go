@@ -356,25 +356,28 @@ func mirrorKey(configDir, path string) (SessionKey, bool) {
 	return SessionKey{}, false
 }
 
+// cliEnv returns the value of k in the CLI's environment with these
+// options.
+func (o *Options) cliEnv(k string) string {
+	v := ""
+	for _, kv := range o.env(os.Environ()) {
+		if name, val, _ := strings.Cut(kv, "="); name == k {
+			v = val
+		}
+	}
+	return v
+}
+
 // cliConfigDir is the config directory the CLI will use with these
 // options: CLAUDE_CONFIG_DIR, else $HOME/.claude, from its environment.
 func (o *Options) cliConfigDir() string {
-	var home string
-	for _, kv := range o.env(os.Environ()) {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case EnvConfigDir:
-			if v != "" {
-				return v
-			}
-		case "HOME":
-			home = v
-		}
+	if d := o.cliEnv(EnvConfigDir); d != "" {
+		return d
 	}
-	if home == "" {
-		return ""
+	if h := o.cliEnv("HOME"); h != "" {
+		return filepath.Join(h, ".claude")
 	}
-	return filepath.Join(home, ".claude")
+	return ""
 }
 
 func (o *Options) storeArgs() []string {
@@ -512,15 +515,11 @@ func (o *Options) materialize(ctx context.Context, dir string, key SessionKey, e
 	// global config, settings, and credentials (without the refresh
 	// token, so that the copy cannot rotate it away from the original).
 	src := o.cliConfigDir()
-	var home string
-	if v, ok := o.Env["HOME"]; ok {
-		home = v
-	} else if !o.EnvOnly {
-		home, _ = os.UserHomeDir()
-	}
+	// The global config is in the config dir when CLAUDE_CONFIG_DIR
+	// moves it, else in $HOME.
 	globalConfig := filepath.Join(src, ".claude.json")
-	if _, set := o.Env[EnvConfigDir]; !set && (o.EnvOnly || os.Getenv(EnvConfigDir) == "") && home != "" {
-		globalConfig = filepath.Join(home, ".claude.json")
+	if o.cliEnv(EnvConfigDir) == "" {
+		globalConfig = filepath.Join(o.cliEnv("HOME"), ".claude.json")
 	}
 	copyIfExists(globalConfig, filepath.Join(dir, ".claude.json"), nil)
 	copyIfExists(filepath.Join(src, ".config.json"), filepath.Join(dir, ".config.json"), nil)
