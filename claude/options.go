@@ -79,10 +79,11 @@ type Options struct {
 	NoSessionPersistence bool   // don't write a session file (the session can't be resumed)
 
 	// SessionStore mirrors the session's transcript to a store of your
-	// own (sessionstore.go), and is where Resume and Continue look first:
-	// a session the store holds is loaded into a temporary config
-	// directory and resumed from there, so it resumes on a machine that
-	// never ran it. The CLI still writes its own file (point
+	// own (sessionstore.go), and is where Resume looks first: a session
+	// the store holds is loaded into a temporary config directory and
+	// resumed from there, so it resumes on a machine that never ran it.
+	// Continue resumes the store's most recent session of Cwd (the store
+	// must be a SessionLister), or starts a new one. The CLI still writes its own file (point
 	// CLAUDE_CONFIG_DIR at a temporary directory to keep no copy), and
 	// the mirror never slows it: Appends run on a goroutine of the
 	// session behind a bounded queue (64 MiB; past it entries are

@@ -424,7 +424,7 @@ func (o *Options) validateSessionStore() error {
 // caller removes when the session ends. It returns "" when there is
 // nothing to resume from the store: no store, no resume, or a session the
 // store does not have (the CLI then resumes from its own files, or says
-// it found nothing).
+// it found nothing; with Continue, a new session starts).
 func (o *Options) restoreFromStore(ctx context.Context) (string, error) {
 	if o.SessionStore == nil || o.Resume == "" && !o.Continue {
 		return "", nil
@@ -439,6 +439,12 @@ func (o *Options) restoreFromStore(ctx context.Context) (string, error) {
 	}
 	pk := ProjectKey(cwd)
 	id := o.Resume
+	if o.Continue {
+		// With a store, Continue means the store's most recent session,
+		// as in the TypeScript SDK: the CLI's own --continue would pick
+		// a local file instead. Nothing to continue starts afresh.
+		o.Continue = false
+	}
 	if id == "" {
 		lister := o.SessionStore.(SessionLister) // validate checked
 		lctx, cancel := context.WithTimeout(ctx, timeout)
@@ -477,9 +483,7 @@ func (o *Options) restoreFromStore(ctx context.Context) (string, error) {
 	}
 	env[EnvConfigDir] = dir
 	o.Env = env
-	if o.Continue {
-		o.Continue, o.Resume = false, id
-	}
+	o.Resume = id
 	return dir, nil
 }
 

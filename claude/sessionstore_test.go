@@ -384,6 +384,18 @@ func TestSessionStoreResumeMaterializes(t *testing.T) {
 		t.Errorf("Continue with a store: argv = %q", a)
 	}
 
+	// Continue with a store that has nothing for the project starts a
+	// new session: the CLI's --continue would pick a local file.
+	o4 := &claude.Options{Transport: fake, Cwd: t.TempDir(), Env: map[string]string{"HOME": home}, EnvOnly: true, SessionStore: store, Continue: true}
+	s4, err := claude.Connect(ctx, o4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s4.Close()
+	if a := fake.Launches()[2].Args; slices.ContainsFunc(a, func(s string) bool { return strings.HasPrefix(s, "--resume") || s == "--continue" }) {
+		t.Errorf("Continue with an empty store: argv = %q", a)
+	}
+
 	// A session the store lacks is left to the CLI's own files.
 	o3 := &claude.Options{Transport: fake, Cwd: cwd, Env: map[string]string{"HOME": home}, EnvOnly: true, SessionStore: store, Resume: "77777777-2222-4333-8444-555555555555"}
 	s3, err := claude.Connect(ctx, o3)
@@ -391,7 +403,7 @@ func TestSessionStoreResumeMaterializes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s3.Close()
-	for _, kv := range fake.Launches()[2].Env {
+	for _, kv := range fake.Launches()[3].Env {
 		if strings.HasPrefix(kv, claude.EnvConfigDir+"=") {
 			t.Errorf("resume of a session the store lacks set %s", kv)
 		}
