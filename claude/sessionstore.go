@@ -25,7 +25,8 @@ import (
 // temporary config directory and resumes the CLI from there, so the
 // machine that resumes needs no file of the session.
 
-// SessionKey names a transcript in a SessionStore.
+// SessionKey names a transcript in a SessionStore. MirrorErrorMessage.Key
+// (a MirrorKey, the same fields) converts to it: SessionKey(m.Key).
 type SessionKey struct {
 	// ProjectKey scopes sessions, as the CLI's project folders do: by
 	// default the name of the folder the CLI keeps the working

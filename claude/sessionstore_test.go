@@ -888,3 +888,6 @@ func FuzzFoldSessionSummary(f *testing.F) {
 		_, _, _ = e.Type(), e.UUID(), e.Timestamp()
 	})
 }
+
+// A MirrorErrorMessage's key names the transcript in the store.
+var _ = claude.SessionKey(claude.MirrorKey{})
