@@ -337,5 +337,63 @@ file the CLI wrote for it, and StoreListSubagents lists it as ListSubagents does
 			checkMirror(t, store, claude.SubagentFilePath(path, onDisk[0]), sub)
 			checkMirror(t, store, path, key)
 		},
+	}, scenario{
+		name: "session_file_archive",
+		guards: `ArchiveSession marks a closed session archived in ListSessions (the <id>/archived.json the CLI and the
+TypeScript SDK keep); the real CLI still resumes it, and the prompt sent then unarchives it; UnarchiveSession clears
+the mark.`,
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.TextReply("One."),
+				claudetest.TextReply("Two."),
+			}}
+		},
+		opts: func(o *claude.Options) { o.SessionID = storeSID },
+		run: func(t *testing.T, h *harness) {
+			h.turn(t, "first")
+			if err := h.S.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			config := filepath.Join(h.CLI.Home, ".claude")
+			archived := func() bool {
+				t.Helper()
+				l, err := claude.ListSessions(h.Opts.Cwd, &claude.ListSessionsOptions{ConfigDir: config})
+				if err != nil || len(l) != 1 {
+					t.Fatalf("ListSessions = %+v, %v", l, err)
+				}
+				return l[0].Archived
+			}
+			fo := &claude.SessionFileOptions{Dir: h.Opts.Cwd, ConfigDir: config}
+			if err := claude.ArchiveSession(h.Ctx, storeSID, fo); err != nil {
+				t.Fatal(err)
+			}
+			if !archived() {
+				t.Fatal("not archived after ArchiveSession")
+			}
+			if err := claude.UnarchiveSession(h.Ctx, storeSID, fo); err != nil {
+				t.Fatal(err)
+			}
+			if archived() {
+				t.Fatal("archived after UnarchiveSession")
+			}
+			if err := claude.ArchiveSession(h.Ctx, storeSID, fo); err != nil {
+				t.Fatal(err)
+			}
+			o := *h.Opts
+			o.Transport, o.SessionID, o.Resume = nil, "", storeSID
+			s2, err := claude.Connect(h.Ctx, &o)
+			if err != nil {
+				t.Fatalf("resuming an archived session: %v", err)
+			}
+			h2 := *h
+			h2.S = s2
+			h2.turn(t, "second")
+			if err := s2.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if archived() {
+				t.Error("still archived after a prompt was sent in the session")
+			}
+		},
 	})
 }
