@@ -245,7 +245,7 @@ fresh HOME.`,
 				t.Errorf("stored fork resumed as %q, want %q", r.SessionID, storeFork)
 			}
 			reqs = h.API.MessagesRequests()
-			if p := reqs[len(reqs)-1].Params; !p.Contains("first question") || !p.Contains("First answer: pears.") || p.Contains("fork question\"") {
+			if p := reqs[len(reqs)-1].Params; !p.Contains("first question") || !p.Contains("First answer: pears.") || p.Contains("Fork one.") {
 				t.Errorf("the stored fork's request: %s", reqs[len(reqs)-1].Body)
 			}
 		},
