@@ -38,6 +38,11 @@
 // The CLI keeps each session's transcript on disk. ListSessions lists the
 // sessions run in a directory (to offer Options.Resume) and ReadSession
 // reads one back as typed entries, in Go, without starting the CLI.
+// ForkSession, ArchiveSession, RenameSessionFile, TagSessionFile and
+// DeleteSessionFile change them. Options.SessionStore mirrors a session's
+// transcript to a SessionStore of your own (a database, a bucket) and
+// resumes from it on any machine; ImportSessionToStore and the Store*
+// functions move, list and read sessions there.
 //
 // # Messages
 //
@@ -84,7 +89,8 @@
 //     returns an *InitializeError with its stderr tail. A CLI that exits
 //     during the start gives a *ProcessError, with the *ResultError of the
 //     result line it wrote first (an unknown --resume id) in the chain.
-//   - Close returns within Options.CloseTimeout plus 1 s, whatever the CLI
+//   - Close returns within Options.CloseTimeout plus 1 s (plus up to 5 s
+//     for the last Appends to an Options.SessionStore), whatever the CLI
 //     does: stopped, not reading, not writing, ignoring SIGTERM. It
 //     interrupts only a running turn (tracked from the CLI's system/init
 //     and result lines, queued prompts included), never an idle session.

@@ -79,6 +79,28 @@ type Options struct {
 	SessionID            string // --session-id: a fixed id (a UUID) for a new session
 	NoSessionPersistence bool   // don't write a session file (the session can't be resumed)
 
+	// SessionStore mirrors the session's transcript to a store of your
+	// own (sessionstore.go), and is where Resume looks first: a session
+	// the store holds is loaded into a temporary config directory and
+	// resumed from there, so it resumes on a machine that never ran it.
+	// Continue resumes the store's most recent session of Cwd (the store
+	// must be a SessionLister), or starts a new one. The CLI still writes its own file (point
+	// CLAUDE_CONFIG_DIR at a temporary directory to keep no copy), and
+	// the mirror never slows it: Appends run on a goroutine of the
+	// session behind a bounded queue (64 MiB; past it entries are
+	// dropped and reported), are retried, and a batch that still fails
+	// yields a *MirrorErrorMessage while the session goes on. With a
+	// store, Close waits up to 5 s more for the last Appends.
+	SessionStore SessionStore
+	// SessionStoreFlush is when the mirror appends: batched (the
+	// default: at the end of each turn) or eager (every frame).
+	SessionStoreFlush SessionStoreFlush
+	// SessionStoreLoadTimeout bounds each store call made to resume from
+	// the store (Load, ListSubkeys, ListSessions), so that a stuck store
+	// fails Connect with a *SessionStoreError instead of hanging it. 0
+	// means DefaultSessionStoreLoadTimeout (60 s).
+	SessionStoreLoadTimeout time.Duration
+
 	// SettingSources limits which settings files load. nil means the CLI's
 	// default; an empty non-nil slice loads none.
 	SettingSources []SettingSource
@@ -398,6 +420,9 @@ func (o *Options) validate() error {
 	if err := o.validateDelivery(); err != nil {
 		return err
 	}
+	if err := o.validateSessionStore(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -481,6 +506,7 @@ func (o *Options) args() []string {
 		a = append(a, "--permission-prompt-tool=stdio")
 	}
 	a = append(a, o.parityArgs()...)
+	a = append(a, o.storeArgs()...)
 	return append(a, o.ExtraArgs...)
 }
 

@@ -181,6 +181,8 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			o.PluginDirs = []string{"/plugins/one"}
 			o.PluginDelivery = claude.DeliveryInitialize
 		}, args: []string{"--await-initialize"}, initKeys: []string{"plugins"}},
+		"SessionStore": {set: func(o *claude.Options) { o.SessionStore = &claude.MemorySessionStore{} },
+			args: []string{"--session-mirror"}},
 		"InitializeExtra": {set: func(o *claude.Options) {
 			o.InitializeExtra = map[string]json.RawMessage{"futureKey": json.RawMessage(`{"on":true}`)}
 		}, initKeys: []string{"futureKey"}},
@@ -198,6 +200,9 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"OnElicitation":     "TestRealCLI/elicitation, TestElicitation",
 		"OnUserDialog":      "TestUserDialog",
 		"ApprovalTimeout":   "TestApprovalTimeout",
+		// Session stores (sessionstore*.go).
+		"SessionStoreFlush":       "TestSessionStoreMirrorFake",
+		"SessionStoreLoadTimeout": "TestSessionStoreLoadTimeout",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})

@@ -11,6 +11,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -99,6 +100,8 @@ type Session struct {
 	retired  []*mcpbridge.Bridge        // detached, still closing
 	dynamic  map[string]MCPServerConfig // what the CLI's mcp_set_servers replaces
 	mcpSetMu sync.Mutex                 // serializes mcp_set_servers
+
+	store *storeMirror // Options.SessionStore (sessionstore_mirror.go); nil without
 }
 
 // Defaults for the session's bounds.
@@ -178,12 +181,22 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer mcpDone() // the CLI has read its MCP file once initialize is answered
-	conn, err := tr.Connect(ctx, o.launch(path))
+	defer mcpDone()                          // the CLI has read its MCP file once initialize is answered
+	restored, err := o.restoreFromStore(ctx) // Resume from Options.SessionStore
 	if err != nil {
 		return nil, err
 	}
+	conn, err := tr.Connect(ctx, o.launch(path))
+	if err != nil {
+		if restored != "" {
+			_ = os.RemoveAll(restored)
+		}
+		return nil, err
+	}
 	s := newSession(o, conn, log)
+	if restored != "" {
+		s.store.tmpDir = restored
+	}
 	bound := cmp.Or(o.InitializeTimeout, DefaultInitializeTimeout)
 	ictx, cancel := context.WithTimeout(ctx, bound)
 	err = s.initialize(ictx)
@@ -276,6 +289,7 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 	// The CLI may ask for an in-process MCP server before it answers
 	// initialize: the bridges exist before the read loop does.
 	s.startMCP()
+	s.store = newStoreMirror(s)
 	go s.writeLoop()
 	go s.readLoop()
 	return s
@@ -660,6 +674,9 @@ func lineError(n int64, line []byte, err error) *LineError {
 // that answers it.
 func (s *Session) route(n int64, line []byte) (answer func()) {
 	typ, ok := peekType(line) // control.PeekType, without allocating
+	if ok && s.store.take(typ, line) {
+		return // a transcript_mirror frame, for Options.SessionStore
+	}
 	if ok && !control.IsControl(typ) {
 		s.turn.observe(typ, line)
 		s.enqueue(item{line: line, lineNo: n})
@@ -669,6 +686,9 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 	if err := unmarshal(line, &env); err != nil || env.Type == "" || !control.IsControl(env.Type) {
 		// Not a control line after all (or not JSON: the receiver
 		// reports it, in order).
+		if err == nil && s.store.take(env.Type, line) {
+			return
+		}
 		if err == nil {
 			s.turn.observe(env.Type, line)
 		}
@@ -958,6 +978,7 @@ func (s *Session) Close() error {
 		s.closeErr = s.conn.Close() // makes the read loop's Read and the writer's Write return
 		close(s.wstop)
 		<-s.readDone
+		s.store.close() // the last appends to Options.SessionStore, bounded
 		waitTimeout(func() { <-s.wdone }, time.Second, func() {
 			s.log.Warn("claude: a write to the CLI did not return after Close; the transport ignores Close")
 		})

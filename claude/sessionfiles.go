@@ -155,6 +155,9 @@ type SessionInfo struct {
 	Title string
 	// Tag is the session's tag (TagSessionFile); "" when none.
 	Tag string
+	// Archived reports a session archived with ArchiveSession (or by the
+	// CLI) and not prompted since.
+	Archived bool
 	// Summary is the last summary the CLI wrote (older CLIs write one when
 	// a conversation is compacted or resumed).
 	Summary string
@@ -296,6 +299,7 @@ func ReadSessionInfo(path string) (*SessionInfo, error) {
 		Size:    fi.Size(),
 	}
 	var customTitle, aiTitle string
+	var lastPromptAt time.Time // for Archived
 	for e, err := range ReadSession(path) {
 		if err != nil {
 			var le *LineError
@@ -325,6 +329,7 @@ func ReadSessionInfo(path string) (*SessionInfo, error) {
 					info.FirstPrompt = p
 				}
 				info.LastPrompt = p
+				lastPromptAt = e.Timestamp
 			}
 		case *QueueOperationEntry:
 			if info.CreatedAt.IsZero() && !e.Timestamp.IsZero() {
@@ -351,6 +356,7 @@ func ReadSessionInfo(path string) (*SessionInfo, error) {
 	if info.Title == "" {
 		info.Title = aiTitle
 	}
+	info.Archived = archivedState(path, lastPromptAt)
 	return info, nil
 }
 
