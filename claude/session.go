@@ -675,7 +675,7 @@ func lineError(n int64, line []byte, err error) *LineError {
 func (s *Session) route(n int64, line []byte) (answer func()) {
 	typ, ok := peekType(line) // control.PeekType, without allocating
 	if ok && s.store.take(typ, line) {
-		return // a transcript_mirror frame, for Options.SessionStore
+		return nil // a transcript_mirror frame, for Options.SessionStore
 	}
 	if ok && !control.IsControl(typ) {
 		s.turn.observe(typ, line)
@@ -687,7 +687,7 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 		// Not a control line after all (or not JSON: the receiver
 		// reports it, in order).
 		if err == nil && s.store.take(env.Type, line) {
-			return
+			return nil
 		}
 		if err == nil {
 			s.turn.observe(env.Type, line)
