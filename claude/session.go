@@ -168,6 +168,10 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, s.failStart(ctx, bound, err)
 	}
+	if err := s.hooks.Load().checkInitialize(s.init.Raw); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
