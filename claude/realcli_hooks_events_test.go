@@ -323,7 +323,7 @@ func init() {
 		scenario{
 			name: "hooks_events_compact",
 			guards: "A slash command fires UserPromptExpansion (its additionalContext reaches the model); a file a settings FileChanged " +
-				"matcher watches fires FileChanged when it changes; a real /compact fires " +
+				"matcher watches fires FileChanged when it changes, and a new settings file ConfigChange; a real /compact fires " +
 				"PreCompact and PostCompact (trigger manual, the summary) and SessionStart (source compact; its additionalContext " +
 				"reaches the next request); SetModel fires " +
 				"PreModelSwitch and PostModelSwitch on 2.1.330 (its additionalContext reaches the next request) and nothing on " +
@@ -371,7 +371,7 @@ func init() {
 						return &claude.HookOutput{Event: &claude.PostModelSwitchHookOutput{AdditionalContext: switchContext}}
 					},
 				}, claude.HookEventUserPromptExpansion, claude.HookEventPreCompact, claude.HookEventPostCompact,
-					claude.HookEventSessionStart, claude.HookEventSessionEnd, claude.HookEventFileChanged,
+					claude.HookEventSessionStart, claude.HookEventSessionEnd, claude.HookEventFileChanged, claude.HookEventConfigChange,
 					claude.HookEventPreModelSwitch, claude.HookEventPostModelSwitch)
 			},
 			run: func(t *testing.T, h *harness) {
@@ -387,6 +387,11 @@ func init() {
 				if err := os.WriteFile(filepath.Join(h.CLI.Dir, "watched.txt"), []byte("after"), 0o644); err != nil {
 					t.Fatal(err)
 				}
+				// ConfigChange: a settings file appears while the session
+				// runs.
+				if err := os.WriteFile(filepath.Join(h.CLI.Dir, ".claude", "settings.local.json"), []byte(`{"env":{"HOOKS_TEST":"1"}}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
 				// The CLI compacts nothing shorter than two exchanges.
 				h.turn(t, "tell me more")
 				wctx, wcancel := context.WithTimeout(h.Ctx, 30*time.Second)
@@ -397,6 +402,13 @@ func init() {
 				fc := events[*claude.FileChangedHookInput](t, compactLog, claude.HookEventFileChanged)[0]
 				if fc.FilePath != filepath.Join(h.CLI.Dir, "watched.txt") || fc.Change != "change" {
 					t.Errorf("FileChanged input = %+v", fc)
+				}
+				if !compactLog.wait(wctx, claude.HookEventConfigChange) {
+					t.Fatal("ConfigChange never fired for the new settings file")
+				}
+				cc := events[*claude.ConfigChangeHookInput](t, compactLog, claude.HookEventConfigChange)[0]
+				if cc.Source != "local_settings" || cc.FilePath != filepath.Join(h.CLI.Dir, ".claude", "settings.local.json") {
+					t.Errorf("ConfigChange input = %+v", cc)
 				}
 
 				msgs = h.turn(t, "/compact")
