@@ -327,7 +327,8 @@ func init() {
 				"PreCompact and PostCompact (trigger manual, the summary) and SessionStart (source compact; its additionalContext " +
 				"reaches the next request); SetModel fires " +
 				"PreModelSwitch and PostModelSwitch on 2.1.330 (its additionalContext reaches the next request) and nothing on " +
-				"2.1.197, which does not know them; /clear fires SessionEnd (reason clear) and SessionStart (source clear).",
+				"2.1.197, which does not know them; the register_repo_root control request fires DirectoryAdded on 2.1.330 (not " +
+				"on 2.1.197, which does not know it); /clear fires SessionEnd (reason clear) and SessionStart (source clear).",
 			api: func() *claudetest.MessagesOptions {
 				return &claudetest.MessagesOptions{
 					// The compaction's requests (2.1.330 makes two) get the
@@ -372,6 +373,7 @@ func init() {
 					},
 				}, claude.HookEventUserPromptExpansion, claude.HookEventPreCompact, claude.HookEventPostCompact,
 					claude.HookEventSessionStart, claude.HookEventSessionEnd, claude.HookEventFileChanged, claude.HookEventConfigChange,
+					claude.HookEventDirectoryAdded,
 					claude.HookEventPreModelSwitch, claude.HookEventPostModelSwitch)
 			},
 			run: func(t *testing.T, h *harness) {
@@ -461,7 +463,30 @@ func init() {
 					t.Error("the PostModelSwitch hook's context did not reach the request after the switch")
 				}
 
+				// DirectoryAdded: the register_repo_root control request
+				// (2.1.330; 2.1.197 serves the request but does not know
+				// the event).
+				other := filepath.Join(h.CLI.Dir, "other")
+				if err := os.MkdirAll(other, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := h.S.Control(h.Ctx, "register_repo_root", map[string]any{"directory": other}); err != nil {
+					t.Fatalf("register_repo_root: %v", err)
+				}
+				if newer {
+					if !compactLog.wait(wctx, claude.HookEventDirectoryAdded) {
+						t.Fatal("DirectoryAdded never fired")
+					}
+					da := one[*claude.DirectoryAddedHookInput](t, compactLog, claude.HookEventDirectoryAdded)
+					if da.Directory != other || da.Source != "register_repo_root" {
+						t.Errorf("DirectoryAdded input = %+v", da)
+					}
+				}
+
 				h.turn(t, "/clear")
+				if !newer && len(compactLog.get(claude.HookEventDirectoryAdded)) != 0 {
+					t.Error("CLI 2.1.197 called a DirectoryAdded hook; it does not know the event")
+				}
 				se := one[*claude.SessionEndHookInput](t, compactLog, claude.HookEventSessionEnd)
 				if se.Reason != "clear" {
 					t.Errorf("SessionEnd input = %+v", se)
