@@ -20,10 +20,14 @@ type HookEvent string
 // CLI 2.1.197 knows all of them but PreModelSwitch, PostModelSwitch and
 // DirectoryAdded, which came later (2.1.330 has them); it accepts hooks
 // for events it does not know and never calls them. Which events fire
-// depends on what the session does. In stream-json mode SessionStart runs
-// before the initialize request registers the host's hooks, and
-// SessionEnd after the host has closed the CLI's stdin, so neither
-// reaches a HookFunc (2.1.197, 2.1.330).
+// depends on what the session does; docs/hooks.md lists, for each event,
+// the real-CLI test that fires it offline on which versions, or why it
+// cannot be. In stream-json mode SessionStart for the session's startup
+// (and Setup) runs before the initialize request registers the host's
+// hooks, and SessionEnd at exit after the host has closed the CLI's
+// stdin, so neither reaches a HookFunc; both fire for /compact and
+// /clear (2.1.197, 2.1.330). CwdChanged and FileChanged run only when a
+// settings hook is registered for one of them too.
 const (
 	// Tool use.
 	HookEventPreToolUse         HookEvent = "PreToolUse"         // before a tool runs: allow, deny, ask, or rewrite its input
@@ -84,7 +88,8 @@ const (
 // session goes on. The CLI acts as if the hook had returned nothing and
 // reports the failure (2.1.197 on its stderr; 2.1.330 also as an
 // *InformationalMessage), so a hook that guards something should answer
-// with a denial rather than fail.
+// with a denial rather than fail, or set its matcher's OnFailure to
+// HookFailureBlock (CLI 2.1.330 and later).
 type HookFunc func(ctx context.Context, in *HookInput) (*HookOutput, error)
 
 // HookMatcher registers hooks for the events a pattern selects.
