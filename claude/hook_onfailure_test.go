@@ -22,7 +22,12 @@ func TestHookOnFailure(t *testing.T) {
 			{Hooks: []claude.HookFunc{noop}},
 		},
 	}
-	jsonEqual(t, "initialize hooks", initHooksSupported(t, hooks), `{"PreToolUse": [
+	raw := initHooksSupported(t, hooks)
+	regs, err := claudetest.Hooks(json.RawMessage(`{"hooks":` + string(raw) + `}`))
+	if err != nil || len(regs["PreToolUse"]) != 3 || regs["PreToolUse"][0].OnFailure != "block" || regs["PreToolUse"][2].OnFailure != "" {
+		t.Errorf("claudetest.Hooks = %+v (%v)", regs, err)
+	}
+	jsonEqual(t, "initialize hooks", raw, `{"PreToolUse": [
 		{"matcher": "Bash", "hookCallbackIds": ["hook_0"], "onFailure": "block"},
 		{"matcher": "Read", "hookCallbackIds": ["hook_1"], "onFailure": "continue"},
 		{"hookCallbackIds": ["hook_2"]}
