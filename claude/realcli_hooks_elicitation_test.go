@@ -87,6 +87,7 @@ func init() {
 			if er.MCPServerName != "ext" || er.Action != "accept" || !strings.Contains(string(er.Content), "from-callback") {
 				t.Errorf("ElicitationResult input = %+v", er)
 			}
+			waitFired(t, h.Ctx, elicitLog, claude.HookEventNotification)
 			if !slices.ContainsFunc(events[*claude.NotificationHookInput](t, elicitLog, claude.HookEventNotification),
 				func(n *claude.NotificationHookInput) bool {
 					return n.NotificationType == "elicitation_response" && strings.Contains(n.Message, "ext")

@@ -92,6 +92,17 @@ func (l *eventLog) wait(ctx context.Context, ev claude.HookEvent) bool {
 	}
 }
 
+// waitFired fails t unless ev fires within 30 s: for hooks the CLI may
+// call after the turn's result (it does not wait for some of them).
+func waitFired(t *testing.T, ctx context.Context, l *eventLog, ev claude.HookEvent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !l.wait(ctx, ev) {
+		t.Fatalf("%s never fired", ev)
+	}
+}
+
 // events returns the typed inputs of ev's calls, failing on an input
 // Tether did not decode into T.
 func events[T claude.HookEventInput](t *testing.T, l *eventLog, ev claude.HookEvent) []T {
@@ -283,6 +294,7 @@ func init() {
 				}
 
 				// InstructionsLoaded for the CLAUDE.md next to the file read.
+				waitFired(t, h.Ctx, toolsLog, claude.HookEventInstructionsLoaded)
 				il := one[*claude.InstructionsLoadedHookInput](t, toolsLog, claude.HookEventInstructionsLoaded)
 				if il.FilePath != filepath.Join(dir, "nested", "CLAUDE.md") || il.MemoryType != "Project" || il.LoadReason != "nested_traversal" ||
 					il.TriggerFilePath != filepath.Join(dir, "nested", "notes.txt") {
@@ -314,6 +326,7 @@ func init() {
 				if r := result(t, msgs); !r.IsError {
 					t.Errorf("result = %+v, want an error", r)
 				}
+				waitFired(t, h.Ctx, toolsLog, claude.HookEventStopFailure)
 				sf := one[*claude.StopFailureHookInput](t, toolsLog, claude.HookEventStopFailure)
 				if sf.Error == "" || !strings.Contains(sf.LastAssistantMessage, "bad request on purpose") {
 					t.Errorf("StopFailure input = %+v", sf)
@@ -487,6 +500,7 @@ func init() {
 				if !newer && len(compactLog.get(claude.HookEventDirectoryAdded)) != 0 {
 					t.Error("CLI 2.1.197 called a DirectoryAdded hook; it does not know the event")
 				}
+				waitFired(t, h.Ctx, compactLog, claude.HookEventSessionEnd)
 				se := one[*claude.SessionEndHookInput](t, compactLog, claude.HookEventSessionEnd)
 				if se.Reason != "clear" {
 					t.Errorf("SessionEnd input = %+v", se)
