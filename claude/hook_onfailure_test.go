@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,4 +125,27 @@ func initHooksSupported(t *testing.T, hooks map[claude.HookEvent][]claude.HookMa
 	})
 	s.Close()
 	return <-got
+}
+
+// A hook that guards something sets OnFailure to HookFailureBlock, so that
+// the hook failing (an error, a panic) blocks the action instead of letting
+// it through. A CLI that cannot honour it (older than 2.1.330; here a fake
+// CLI that does not say it can) is refused at Connect.
+func ExampleHookMatcher_onFailure() {
+	guard := func(ctx context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
+		return nil, errors.New("policy service unreachable") // fails: the call is blocked
+	}
+	opts := &claude.Options{
+		Transport: &claudetest.FakeCLI{Script: claudetest.Echo},
+		Hooks: map[claude.HookEvent][]claude.HookMatcher{
+			claude.HookEventPreToolUse: {{Matcher: "Bash", Hooks: []claude.HookFunc{guard}, OnFailure: claude.HookFailureBlock}},
+		},
+	}
+	s, err := claude.Connect(context.Background(), opts)
+	if err == nil {
+		s.Close()
+	}
+	fmt.Println(errors.Is(err, claude.ErrHookOnFailureUnsupported))
+	// Output:
+	// true
 }
