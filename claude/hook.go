@@ -20,10 +20,14 @@ type HookEvent string
 // CLI 2.1.197 knows all of them but PreModelSwitch, PostModelSwitch and
 // DirectoryAdded, which came later (2.1.330 has them); it accepts hooks
 // for events it does not know and never calls them. Which events fire
-// depends on what the session does. In stream-json mode SessionStart runs
-// before the initialize request registers the host's hooks, and
-// SessionEnd after the host has closed the CLI's stdin, so neither
-// reaches a HookFunc (2.1.197, 2.1.330).
+// depends on what the session does; docs/hooks.md lists, for each event,
+// the real-CLI test that fires it offline on which versions, or why it
+// cannot be. In stream-json mode SessionStart for the session's startup
+// (and Setup) runs before the initialize request registers the host's
+// hooks, and SessionEnd at exit after the host has closed the CLI's
+// stdin, so neither reaches a HookFunc; both fire for /compact and
+// /clear (2.1.197, 2.1.330). CwdChanged and FileChanged run only when a
+// settings hook is registered for one of them too.
 const (
 	// Tool use.
 	HookEventPreToolUse         HookEvent = "PreToolUse"         // before a tool runs: allow, deny, ask, or rewrite its input
@@ -84,7 +88,8 @@ const (
 // session goes on. The CLI acts as if the hook had returned nothing and
 // reports the failure (2.1.197 on its stderr; 2.1.330 also as an
 // *InformationalMessage), so a hook that guards something should answer
-// with a denial rather than fail.
+// with a denial rather than fail, or set its matcher's OnFailure to
+// HookFailureBlock (CLI 2.1.330 and later).
 type HookFunc func(ctx context.Context, in *HookInput) (*HookOutput, error)
 
 // HookMatcher registers hooks for the events a pattern selects.
@@ -104,13 +109,54 @@ type HookMatcher struct {
 	// refuses the tool when the hook was a PreToolUse one. 0 means the
 	// CLI's default (10 minutes in 2.1.197).
 	Timeout time.Duration
+	// OnFailure says what a failure of these hooks does: a hook that
+	// returns an error, panics, or answers with output the CLI rejects.
+	// The default, HookFailureContinue, reports the failure and lets the
+	// action go ahead; HookFailureBlock blocks the action the event
+	// guards (a tool call, a permission request, a prompt), as a hook
+	// that guards something should. The CLI ignores it on Stop,
+	// SubagentStop, TaskCompleted and TeammateIdle.
+	//
+	// CLI 2.1.330 and later: an older CLI ignores OnFailure and would let
+	// the action run, so Connect refuses to start a session that sets
+	// HookFailureBlock on a CLI that does not say it honours it
+	// (ErrHookOnFailureUnsupported).
+	OnFailure HookFailure
 }
+
+// HookFailure is what a failed hook does to the action its event guards.
+type HookFailure string
+
+// What a failed hook does.
+const (
+	// HookFailureContinue reports the failure and lets the action go
+	// ahead (the default).
+	HookFailureContinue HookFailure = "continue"
+	// HookFailureBlock blocks the action, as a denial would.
+	HookFailureBlock HookFailure = "block"
+)
+
+// ErrHookOnFailureUnsupported is returned by Connect when a HookMatcher
+// sets OnFailure to HookFailureBlock and the CLI's initialize response
+// does not say it honours onFailure (hook_on_failure_supported, CLI
+// 2.1.330 and later): such a CLI would let the guarded action run when
+// the hook fails. Upgrade the CLI, or drop HookFailureBlock.
+var ErrHookOnFailureUnsupported = errors.New("claude: the CLI does not honour HookMatcher.OnFailure (needs CLI 2.1.330 or later), so a failing hook would not block")
+
+// ErrHooksNotApplied is returned by Connect when a HookMatcher sets
+// OnFailure to HookFailureBlock and the CLI says it did not register the
+// session's hooks (hooks_applied false: a CLI already configured by
+// another client), so nothing would guard the actions.
+var ErrHooksNotApplied = errors.New("claude: the CLI did not register this session's hooks")
 
 // hookTable maps the callback ids sent in initialize to their functions.
 // It is built once per session, so changing Options.Hooks afterwards has
 // no effect on a running session.
 type hookTable struct {
 	funcs map[string]HookFunc
+	// block is set when a matcher's OnFailure is HookFailureBlock: the
+	// initialize response must then say the CLI honours it.
+	block bool
 	// wire is the initialize request's "hooks" value.
 	wire json.RawMessage
 }
@@ -122,6 +168,7 @@ type wireHookMatcher struct {
 	Matcher         string   `json:"matcher,omitempty"`
 	HookCallbackIDs []string `json:"hookCallbackIds"`
 	Timeout         float64  `json:"timeout,omitempty"` // seconds
+	OnFailure       string   `json:"onFailure,omitempty"`
 }
 
 // buildHooks numbers every hook function ("hook_0", "hook_1", …) and
@@ -146,7 +193,10 @@ func buildHooks(hooks map[HookEvent][]HookMatcher) (*hookTable, error) {
 		}
 		out := make([]wireHookMatcher, 0, len(ms))
 		for _, m := range ms {
-			wm := wireHookMatcher{Matcher: m.Matcher, HookCallbackIDs: make([]string, 0, len(m.Hooks))}
+			wm := wireHookMatcher{Matcher: m.Matcher, HookCallbackIDs: make([]string, 0, len(m.Hooks)), OnFailure: string(m.OnFailure)}
+			if m.OnFailure == HookFailureBlock {
+				t.block = true
+			}
 			if m.Timeout > 0 {
 				// The CLI takes seconds and multiplies by 1000; keep
 				// millisecond precision.
@@ -182,12 +232,41 @@ func validateHooks(hooks map[HookEvent][]HookMatcher) error {
 			if m.Timeout < 0 {
 				return fmt.Errorf("claude: Options.Hooks[%s][%d].Timeout is negative (%v)", ev, i, m.Timeout)
 			}
+			switch m.OnFailure {
+			case "", HookFailureContinue, HookFailureBlock:
+			default:
+				return fmt.Errorf("claude: Options.Hooks[%s][%d].OnFailure is %q, want %q or %q", ev, i, m.OnFailure, HookFailureContinue, HookFailureBlock)
+			}
 			for j, f := range m.Hooks {
 				if f == nil {
 					return fmt.Errorf("claude: Options.Hooks[%s][%d].Hooks[%d] is nil", ev, i, j)
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkInitialize refuses an initialize response that would leave a
+// HookFailureBlock matcher unenforced, as the TypeScript SDK does.
+func (t *hookTable) checkInitialize(raw json.RawMessage) error {
+	if t == nil || !t.block {
+		return nil
+	}
+	var r struct {
+		Supported *bool `json:"hook_on_failure_supported"`
+		Applied   *bool `json:"hooks_applied"`
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("%w: initialize response not understood: %v", ErrHookOnFailureUnsupported, err)
+		}
+	}
+	if r.Supported == nil || !*r.Supported {
+		return ErrHookOnFailureUnsupported
+	}
+	if r.Applied != nil && !*r.Applied {
+		return ErrHooksNotApplied
 	}
 	return nil
 }

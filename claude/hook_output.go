@@ -215,14 +215,17 @@ type SubagentStartHookOutput struct{ AdditionalContext string }
 type SubagentStopHookOutput struct{ AdditionalContext string }
 
 // ElicitationHookOutput answers an MCP elicitation without asking the
-// user.
+// user. CLI 2.1.197 and 2.1.330 read this answer only from command hooks
+// (settings): from a HookFunc it changes nothing, so answer elicitations
+// with Options.OnElicitation.
 type ElicitationHookOutput struct {
 	Action  string          // accept, decline, cancel
 	Content json.RawMessage // the answer (a JSON object), for accept
 }
 
 // ElicitationResultHookOutput overrides the user's answer to an
-// elicitation.
+// elicitation. Like ElicitationHookOutput, CLI 2.1.197 and 2.1.330 ignore
+// it from a HookFunc.
 type ElicitationResultHookOutput struct {
 	Action  string // accept, decline, cancel
 	Content json.RawMessage

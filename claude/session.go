@@ -212,6 +212,10 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.hooks.Load().checkInitialize(s.init.Raw); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.warnOptions()
 	return s, nil
 }

@@ -11,7 +11,8 @@ import (
 type HookRegistration struct {
 	Matcher         string   `json:"matcher"`
 	HookCallbackIDs []string `json:"hookCallbackIds"`
-	Timeout         float64  `json:"timeout"` // seconds; 0 when not set
+	Timeout         float64  `json:"timeout"`   // seconds; 0 when not set
+	OnFailure       string   `json:"onFailure"` // continue, block; "" when not set
 }
 
 // Hooks returns the hooks an initialize request (as HandleInitialize
