@@ -1,0 +1,237 @@
+package claude_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// The last typed control requests of the TypeScript SDK's declarations
+// (control_extra.go), against the real CLI: each works where the CLI
+// serves it and is a *ControlError matching ErrUnsupportedRequest where it
+// does not.
+func init() {
+	addScenarios(scenario{
+		name: "control_extra",
+		guards: `FileSuggestions completes "hel" to hello.txt; RegisterRepoRoot adds a subdirectory (2.1.330 refuses it twice);
+CallMCPTool calls an external streamable-HTTP MCP server's tool without a turn; SeedReadState lets the model Edit a
+file it never Read in this conversation while an unseeded file is refused; TaskOutput reads a background Bash
+task's output (2.1.330); SetHasSubscribers is accepted (2.1.330); SetColor is unsupported in stream-json on both.`,
+		api: func() *claudetest.MessagesOptions {
+			replies := []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_unseeded", "Edit", map[string]string{"file_path": "other.txt", "old_string": "other", "new_string": "changed"}),
+				claudetest.ToolUseReply("toolu_seeded", "Edit", map[string]string{"file_path": "hello.txt", "old_string": "hello", "new_string": "seeded"}),
+				claudetest.TextReply("edited"),
+			}
+			if os.Getenv(claudetest.EnvCLIVersion) >= "2.1.330" {
+				// A background task for TaskOutput, which 2.1.197 lacks.
+				replies = append(replies,
+					claudetest.ToolUseReply("toolu_bg", "Bash", map[string]any{"command": "echo task-line-one; sleep 120", "description": "Start a task", "run_in_background": true}),
+					claudetest.TextReply("started"))
+			}
+			return &claudetest.MessagesOptions{Replies: replies}
+		},
+		opts: func(o *claude.Options) {
+			o.PermissionMode = claude.PermissionModeAcceptEdits
+			o.AllowedTools = []string{"Bash(echo *)"}
+			if o.Cwd == "" {
+				return
+			}
+			for name, body := range map[string]string{"hello.txt": "hello\n", "other.txt": "other\n"} {
+				if err := os.WriteFile(filepath.Join(o.Cwd, name), []byte(body), 0o644); err != nil {
+					panic(err)
+				}
+			}
+			if err := os.MkdirAll(filepath.Join(o.Cwd, "sub", "repo"), 0o755); err != nil {
+				panic(err)
+			}
+			srv := mcp.NewServer(&mcp.Implementation{Name: "echoer", Version: "1.0.0"}, nil)
+			type echoIn struct {
+				Text string `json:"text"`
+			}
+			type echoOut struct {
+				Echoed string `json:"echoed"`
+			}
+			mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo a text"},
+				func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+					return nil, echoOut{Echoed: "echo: " + in.Text}, nil
+				})
+			hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+			extraServers.Store(o, func() {
+				hs.CloseClientConnections()
+				for ss := range srv.Sessions() {
+					ss.Close()
+				}
+				hs.Close()
+			})
+			if o.MCPServers == nil {
+				o.MCPServers = map[string]claude.MCPServerConfig{}
+			}
+			o.MCPServers["echoer"] = &claude.MCPHTTPServer{URL: hs.URL}
+		},
+		run: runControlExtra,
+	})
+}
+
+// extraServers holds each run's MCP server, by its options, for the run
+// to close.
+var extraServers sync.Map
+
+func runControlExtra(t *testing.T, h *harness) {
+	if v, ok := extraServers.LoadAndDelete(h.Opts); ok {
+		t.Cleanup(v.(func()))
+	}
+	isNew := newer(t, h)
+	var ce *claude.ControlError
+
+	// file_suggestions: both. The CLI indexes files in the background on
+	// the first request, so ask until the index is there.
+	var fs *claude.FileSuggestionsResult
+	for attempt := 1; ; attempt++ {
+		var err error
+		fs, err = h.S.FileSuggestions(h.Ctx, &claude.FileSuggestionsParams{Query: "hel"})
+		if err != nil {
+			t.Fatalf("FileSuggestions: %v", err)
+		}
+		if len(fs.Suggestions) > 0 || attempt == 100 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Contains(fs.Suggestions, claude.FileSuggestion{Path: "hello.txt"}) {
+		t.Errorf("FileSuggestions(hel) = %s", fs.Raw)
+	}
+	if isNew && fs.Cwd != h.Opts.Cwd {
+		t.Errorf("FileSuggestions cwd = %q, want %q", fs.Cwd, h.Opts.Cwd)
+	}
+
+	// register_repo_root: both; 2.1.330 refuses a second registration.
+	dir := filepath.Join(h.Opts.Cwd, "sub", "repo")
+	rr, err := h.S.RegisterRepoRoot(h.Ctx, &claude.RegisterRepoRootParams{Directory: dir})
+	if err != nil || rr.Directory != dir {
+		t.Errorf("RegisterRepoRoot = %+v, %v", rr, err)
+	}
+	_, err = h.S.RegisterRepoRoot(h.Ctx, &claude.RegisterRepoRootParams{Directory: dir})
+	if isNew && (!errors.As(err, &ce) || !strings.Contains(ce.Message, "already a registered working directory")) {
+		t.Errorf("RegisterRepoRoot again: %v, want a *ControlError saying it is registered", err)
+	} else if !isNew && err != nil {
+		t.Errorf("RegisterRepoRoot again on 2.1.197: %v", err)
+	}
+
+	// mcp_call: both, on an external server once it is connected.
+	for attempt := 1; ; attempt++ {
+		st, err := h.S.MCPStatus(h.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(st, func(s claude.MCPServerStatus) bool { return s.Name == "echoer" })
+		if i >= 0 && st[i].Status == claude.MCPConnectionStatusConnected {
+			break
+		}
+		if attempt == 100 {
+			t.Fatalf("the MCP server never connected: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mc, err := h.S.CallMCPTool(h.Ctx, &claude.MCPCallParams{Tool: "mcp__echoer__echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
+	if err != nil {
+		t.Fatalf("CallMCPTool: %v", err)
+	}
+	blocks, err := mc.Blocks()
+	if err != nil || len(blocks) == 0 || blocks[0].Type != "text" || !strings.Contains(blocks[0].Text, "echo: hi") {
+		t.Errorf("CallMCPTool blocks = %+v, %v (raw %s)", blocks, err, mc.Raw)
+	}
+	var so struct{ Echoed string }
+	if err := json.Unmarshal(mc.StructuredContent, &so); err != nil || so.Echoed != "echo: hi" {
+		t.Errorf("CallMCPTool structured content = %s", mc.StructuredContent)
+	}
+	if _, err := h.S.CallMCPTool(h.Ctx, &claude.MCPCallParams{Tool: "mcp__nosuch__tool"}); !errors.As(err, &ce) || errors.Is(err, claude.ErrUnsupportedRequest) {
+		t.Errorf("CallMCPTool on an unknown server: %v, want a *ControlError", err)
+	}
+
+	// seed_read_state: both. The model edits hello.txt, which it never
+	// read; the seed lets it. other.txt, unseeded, is refused.
+	hello := filepath.Join(h.Opts.Cwd, "hello.txt")
+	fi, err := os.Stat(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.S.SeedReadState(h.Ctx, &claude.SeedReadStateParams{Path: hello, ModTime: fi.ModTime()}); err != nil {
+		t.Fatalf("SeedReadState: %v", err)
+	}
+	msgs := h.turn(t, "edit both")
+	if b, _ := os.ReadFile(hello); string(b) != "seeded\n" {
+		t.Errorf("hello.txt after the seeded Edit = %q (turn %v)", b, types(msgs))
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.Opts.Cwd, "other.txt")); !isNew && string(b) != "other\n" {
+		t.Errorf("other.txt after the unseeded Edit = %q", b)
+	}
+	// 2.1.330 lets the model edit a file it has not read in some cases
+	// (it judges by the model and the file); 2.1.197 never does.
+	if tr := h.API.MessagesRequests()[1].Params.ToolResult("toolu_unseeded"); !isNew && (tr == nil || !tr.IsError) {
+		t.Errorf("unseeded Edit's result = %+v, want an error", tr)
+	}
+
+	// get_task_output: 2.1.330.
+	if !isNew {
+		_, err := h.S.TaskOutput(h.Ctx, &claude.TaskOutputParams{TaskID: "bnosuch12"})
+		unsupported(t, "TaskOutput", err)
+	} else {
+		msgs := h.turn(t, "start a task")
+		var task string
+		for _, ts := range find[*claude.TaskStartedMessage](msgs) {
+			if ts.ToolUseID == "toolu_bg" {
+				task = ts.TaskID
+			}
+		}
+		if task == "" {
+			t.Fatalf("no task_started for the background command in %v", types(msgs))
+		}
+		var out *claude.TaskOutputResult
+		for attempt := 1; ; attempt++ {
+			out, err = h.S.TaskOutput(h.Ctx, &claude.TaskOutputParams{TaskID: task})
+			if err != nil {
+				t.Fatalf("TaskOutput: %v", err)
+			}
+			if strings.Contains(out.Output, "task-line-one") || attempt == 100 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if out.Output != "task-line-one\n" || out.TotalBytes != int64(len("task-line-one\n")) || out.Truncated {
+			t.Errorf("TaskOutput = %s", out.Raw)
+		}
+		if err := h.S.StopTask(h.Ctx, task); err != nil {
+			t.Errorf("StopTask: %v", err)
+		}
+	}
+
+	// set_has_subscribers: 2.1.330.
+	f := false
+	err = h.S.SetHasSubscribers(h.Ctx, &claude.SetHasSubscribersParams{HasSubscribers: &f})
+	errNull := h.S.SetHasSubscribers(h.Ctx, nil)
+	if isNew {
+		if err != nil || errNull != nil {
+			t.Errorf("SetHasSubscribers: %v, %v", err, errNull)
+		}
+	} else {
+		unsupported(t, "SetHasSubscribers", err)
+	}
+
+	// set_color: no stream-json session serves it.
+	unsupported(t, "SetColor", h.S.SetColor(h.Ctx, "red"))
+}
