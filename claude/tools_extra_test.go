@@ -193,7 +193,9 @@ func TestDecodeToolUseResultUnions(t *testing.T) {
 				return len(r.Artifacts) == 1 && r.Artifacts[0].Role == "reader" && r.NextPageToken == "n" && r.Scope == "all"
 			}},
 		{`{"read":{"url":"u","bytes":3,"code":200,"codeText":"OK","result":"<p>","durationMs":1},"owned":true,"artifactRead":{"slug":"s"}}`,
-			func(r claude.ArtifactResult) bool { return r.Read != nil && r.Read.Code == 200 && r.Owned && r.ArtifactRead.Slug == "s" }},
+			func(r claude.ArtifactResult) bool {
+				return r.Read != nil && r.Read.Code == 200 && r.Owned && r.ArtifactRead.Slug == "s"
+			}},
 		{`{"pin":{"action":"unpin","url":"u","pinned":false}}`,
 			func(r claude.ArtifactResult) bool { return r.Pin != nil && r.Pin.Action == "unpin" }},
 		{`{"watches":[{"url":"u","rail":"durable_wake","trigger_id":"t","since":"s"}],"arms":[]}`,

@@ -1,0 +1,150 @@
+package claude_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+func init() {
+	addScenarios(scenario{
+		name: "tool_results_extra",
+		guards: `The structured results of TaskCreate, TaskGet, TaskUpdate, TaskList, ListMcpResourcesTool, ReadMcpResourceTool
+(an external MCP server's resource), EnterWorktree and ExitWorktree (in a git repository), EnterPlanMode and
+ExitPlanMode decode into their Go types with the real CLI's values. 2.1.330 disables the Task* tools in SDK
+sessions, and both CLIs disable EnterPlanMode and ExitPlanMode there: those results are a *ToolUseError saying so.`,
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_tc", "TaskCreate", map[string]any{"subject": "Write tests", "description": "Cover the parser"}),
+				claudetest.ToolUseReply("toolu_tg", "TaskGet", map[string]any{"taskId": "1"}),
+				claudetest.ToolUseReply("toolu_tu", "TaskUpdate", map[string]any{"taskId": "1", "status": "in_progress"}),
+				claudetest.ToolUseReply("toolu_tl", "TaskList", map[string]any{}),
+				claudetest.ToolUseReply("toolu_lr", "ListMcpResourcesTool", map[string]any{"server": "docs"}),
+				claudetest.ToolUseReply("toolu_rr", "ReadMcpResourceTool", map[string]any{"server": "docs", "uri": "file:///notes.txt"}),
+				claudetest.ToolUseReply("toolu_ew", "EnterWorktree", map[string]any{"name": "wt1"}),
+				claudetest.ToolUseReply("toolu_xw", "ExitWorktree", map[string]any{"action": "remove", "discard_changes": true}),
+				claudetest.ToolUseReply("toolu_ep", "EnterPlanMode", map[string]any{}),
+				claudetest.ToolUseReply("toolu_xp", "ExitPlanMode", map[string]any{"plan": "1. Write the tests"}),
+				claudetest.TextReply("done"),
+			}}
+		},
+		opts: func(o *claude.Options) {
+			o.PermissionMode = claude.PermissionModeBypassPermissions
+			if o.Cwd == "" {
+				return
+			}
+			if err := os.WriteFile(o.Cwd+"/README", []byte("repo\n"), 0o644); err != nil {
+				panic(err)
+			}
+			for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+				cmd := exec.Command("git", args...)
+				cmd.Dir = o.Cwd
+				if out, err := cmd.CombinedOutput(); err != nil {
+					panic(string(out))
+				}
+			}
+			srv := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1.0.0"}, nil)
+			srv.AddResource(&mcp.Resource{URI: "file:///notes.txt", Name: "notes", MIMEType: "text/plain", Description: "The notes"},
+				func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+					return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "remember the milk"}}}, nil
+				})
+			hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+			extraServers.Store(o, func() {
+				hs.CloseClientConnections()
+				for ss := range srv.Sessions() {
+					ss.Close()
+				}
+				hs.Close()
+			})
+			if o.MCPServers == nil {
+				o.MCPServers = map[string]claude.MCPServerConfig{}
+			}
+			o.MCPServers["docs"] = &claude.MCPHTTPServer{URL: hs.URL}
+		},
+		run: runToolResultsExtra,
+	})
+}
+
+func runToolResultsExtra(t *testing.T, h *harness) {
+	if v, ok := extraServers.LoadAndDelete(h.Opts); ok {
+		t.Cleanup(v.(func()))
+	}
+	results := map[string]*claude.UserMessage{}
+	for _, u := range find[*claude.UserMessage](h.turn(t, "do it all")) {
+		for _, tr := range u.ToolResults() {
+			results[tr.ToolUseID] = u
+		}
+	}
+	isNew := newer(t, h)
+	disabled := func(id, tool string) {
+		t.Helper()
+		_, err := claude.DecodeToolUseResult[struct{}](results[id])
+		var te *claude.ToolUseError
+		if !errors.As(err, &te) || !strings.Contains(te.Message, "No such tool available: "+tool) {
+			t.Errorf("%s result: %v, want a *ToolUseError saying it is not available", tool, err)
+		}
+	}
+
+	if isNew {
+		for id, tool := range map[string]string{"toolu_tc": "TaskCreate", "toolu_tg": "TaskGet", "toolu_tu": "TaskUpdate", "toolu_tl": "TaskList"} {
+			disabled(id, tool)
+		}
+	} else {
+		tc, err := claude.DecodeToolUseResult[claude.TaskCreateResult](results["toolu_tc"])
+		if err != nil || tc.Task != (claude.TaskRef{ID: "1", Subject: "Write tests"}) {
+			t.Errorf("TaskCreate result = %+v, %v", tc, err)
+		}
+		tg, err := claude.DecodeToolUseResult[claude.TaskGetResult](results["toolu_tg"])
+		if err != nil || tg.Task == nil || tg.Task.Description != "Cover the parser" || tg.Task.Status != "pending" || tg.Task.Blocks == nil {
+			t.Errorf("TaskGet result = %+v, %v", tg, err)
+		}
+		tu, err := claude.DecodeToolUseResult[claude.TaskUpdateResult](results["toolu_tu"])
+		if err != nil || !tu.Success || tu.TaskID != "1" || !slices.Equal(tu.UpdatedFields, []string{"status"}) ||
+			tu.StatusChange == nil || *tu.StatusChange != (claude.TaskStatusChange{From: "pending", To: "in_progress"}) {
+			t.Errorf("TaskUpdate result = %+v, %v", tu, err)
+		}
+		tl, err := claude.DecodeToolUseResult[claude.TaskListResult](results["toolu_tl"])
+		if err != nil || len(tl.Tasks) != 1 || tl.Tasks[0].Status != "in_progress" || tl.Tasks[0].Subject != "Write tests" {
+			t.Errorf("TaskList result = %+v, %v", tl, err)
+		}
+	}
+
+	lr, err := claude.DecodeToolUseResult[claude.ListMCPResourcesResult](results["toolu_lr"])
+	want := claude.ListMCPResourcesResult{{URI: "file:///notes.txt", Name: "notes", MIMEType: "text/plain", Description: "The notes", Server: "docs"}}
+	if err != nil || !slices.Equal(lr, want) {
+		t.Errorf("ListMcpResources result = %+v, %v", lr, err)
+	}
+	rr, err := claude.DecodeToolUseResult[claude.ReadMCPResourceToolResult](results["toolu_rr"])
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0] != (claude.MCPResourceToolContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "remember the milk"}) {
+		t.Errorf("ReadMcpResource result = %+v, %v", rr, err)
+	}
+
+	wt := filepath.Join(h.Opts.Cwd, ".claude", "worktrees", "wt1")
+	ew, err := claude.DecodeToolUseResult[claude.EnterWorktreeResult](results["toolu_ew"])
+	if err != nil || ew.WorktreePath != wt || ew.WorktreeBranch != "worktree-wt1" || !strings.Contains(ew.Message, "Created worktree") {
+		t.Errorf("EnterWorktree result = %+v, %v", ew, err)
+	}
+	xw, err := claude.DecodeToolUseResult[claude.ExitWorktreeResult](results["toolu_xw"])
+	if err != nil || xw.Action != "remove" || xw.OriginalCwd != h.Opts.Cwd || xw.WorktreePath != wt || xw.WorktreeBranch != "worktree-wt1" {
+		t.Errorf("ExitWorktree result = %+v, %v", xw, err)
+	}
+	if _, err := os.Stat(wt); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the worktree is still there after ExitWorktree remove: %v", err)
+	}
+
+	// Neither CLI enables plan mode's tools in an SDK session.
+	disabled("toolu_ep", "EnterPlanMode")
+	disabled("toolu_xp", "ExitPlanMode")
+}
