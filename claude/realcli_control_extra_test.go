@@ -235,3 +235,169 @@ func runControlExtra(t *testing.T, h *harness) {
 	// set_color: no stream-json session serves it.
 	unsupported(t, "SetColor", h.S.SetColor(h.Ctx, "red"))
 }
+
+// Options.VerbatimPrompts and Options.ToolConfig on the wire to the
+// (fake) Messages API.
+func init() {
+	addScenarios(scenario{
+		name: "options_verbatim_toolconfig",
+		guards: `With VerbatimPrompts 2.1.330 sends "@hello.txt …" as written (the file's text never reaches the API);
+2.1.197, older than 2.1.248, ignores it and expands the mention. ToolConfig's HTML preview format changes what
+AskUserQuestion's description tells the model on both CLIs.`,
+		opts: func(o *claude.Options) {
+			o.VerbatimPrompts = true
+			o.ToolConfig = &claude.ToolConfig{AskUserQuestion: &claude.AskUserQuestionConfig{PreviewFormat: claude.PreviewHTML}}
+			// AskUserQuestion is offered to hosts that answer permission
+			// requests.
+			o.CanUseTool = func(context.Context, *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+				return &claude.PermissionDeny{Message: "no"}, nil
+			}
+			if o.Cwd != "" {
+				if err := os.WriteFile(filepath.Join(o.Cwd, "hello.txt"), []byte("MARKER-CONTENT\n"), 0o644); err != nil {
+					panic(err)
+				}
+			}
+		},
+		run: func(t *testing.T, h *harness) {
+			h.turn(t, "@hello.txt what is in it")
+			p := lastMain(t, h)
+			if expanded := strings.Contains(string(p.Body), "MARKER-CONTENT"); expanded == newer(t, h) {
+				t.Errorf("the mentioned file's text reached the API: %v (VerbatimPrompts on)", expanded)
+			}
+			i := slices.IndexFunc(p.Params.Tools, func(tl claudetest.Tool) bool { return tl.Name == "AskUserQuestion" })
+			if i < 0 {
+				t.Fatal("no AskUserQuestion tool in the request")
+			}
+			if d := p.Params.Tools[i].Description; !strings.Contains(d, "self-contained HTML fragment") {
+				t.Errorf("AskUserQuestion's description does not ask for HTML previews: %.2000s", d)
+			}
+		},
+	})
+}
+
+// Options.ProjectConfigRoot: 2.1.330 reads the .claude tree from the
+// named root, not from Cwd; 2.1.197 does not know the flag and fails to
+// start, with an error that says so.
+func TestRealCLIProjectConfigRoot(t *testing.T) {
+	run := claudetest.NewRealRun(t, nil)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".claude", "commands"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".claude", "commands", "rootmarker.md"), []byte("Say hi.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := run.Options
+	o.ProjectConfigRoot = root
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := claude.Connect(ctx, o)
+	if os.Getenv(claudetest.EnvCLIVersion) < "2.1.330" {
+		if err == nil {
+			s.Close()
+			t.Fatal("2.1.197 started with --project-config-root")
+		}
+		if !strings.Contains(err.Error(), "project-config-root") {
+			t.Errorf("Connect on 2.1.197: %v, want an error naming the flag", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer s.Close()
+	if err := s.Send(ctx, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	var init *claude.InitMessage
+	for m, err := range s.ReceiveTurn(ctx) {
+		if err != nil {
+			t.Fatalf("ReceiveTurn: %v", err)
+		}
+		if im, ok := m.(*claude.InitMessage); ok {
+			init = im
+		}
+	}
+	if init == nil || !slices.Contains(init.SlashCommands, "rootmarker") {
+		t.Errorf("the root's command is not offered: init = %+v", init)
+	}
+}
+
+// Options.ResumeDropsTurn: 2.1.330 checks a truncating resume drops only
+// the named turn; 2.1.197 does not know the flag.
+func init() {
+	addScenarios(scenario{
+		name: "options_resume_drops_turn",
+		guards: `A resume at the first answer that declares the second turn's prompt UUID as the dropped turn goes
+through (2.1.330); one that declares another UUID is refused with "Resume rejected by --resume-drops-turn".
+2.1.197 refuses to start with the flag.`,
+		api: func() *claudetest.MessagesOptions {
+			replies := []*claudetest.Reply{claudetest.TextReply("First answer: apples."), claudetest.TextReply("Second answer: bananas.")}
+			if os.Getenv(claudetest.EnvCLIVersion) >= "2.1.330" {
+				replies = append(replies, claudetest.TextReply("Resumed."))
+			}
+			return &claudetest.MessagesOptions{Replies: replies}
+		},
+		opts: func(o *claude.Options) { o.SessionID = "8e1d7b4f-6c20-4d3e-8f90-1b2c3d4e5f60" },
+		run: func(t *testing.T, h *harness) {
+			isNew := newer(t, h)
+			var firstAnswer string
+			for _, m := range h.turn(t, "first question") {
+				if a, ok := m.(*claude.AssistantMessage); ok && strings.Contains(a.Text(), "apples") {
+					firstAnswer = a.UUID
+				}
+			}
+			second := claude.NewUserMessage("second question")
+			second.UUID = "0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d"
+			if err := h.S.SendMessage(h.Ctx, second); err != nil {
+				t.Fatal(err)
+			}
+			h.receiveTurn(t)
+			if err := h.S.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			resume := func(drops string) (*claude.Session, error) {
+				o := *h.Opts
+				o.Transport = nil
+				o.SessionID = ""
+				o.Resume = "8e1d7b4f-6c20-4d3e-8f90-1b2c3d4e5f60"
+				o.ResumeSessionAt = firstAnswer
+				o.ResumeDropsTurn = drops
+				o.ForkSession = true
+				return claude.Connect(h.Ctx, &o)
+			}
+			s, err := resume("99999999-9999-4999-8999-999999999999")
+			if !isNew {
+				if err == nil {
+					s.Close()
+					t.Fatal("2.1.197 started with --resume-drops-turn")
+				}
+				return
+			}
+			if err == nil {
+				if err := s.Send(h.Ctx, "third question"); err != nil {
+					t.Fatal(err)
+				}
+				for _, err = range s.ReceiveTurn(h.Ctx) {
+					if err != nil {
+						break
+					}
+				}
+				s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "Resume rejected by --resume-drops-turn") {
+				t.Errorf("resume dropping another turn: %v, want a refusal", err)
+			}
+			s, err = resume(second.UUID)
+			if err != nil {
+				t.Fatalf("resume dropping the second turn: %v", err)
+			}
+			defer s.Close()
+			h2 := *h
+			h2.S = s
+			if got := assistantText(h2.turn(t, "third question")); got != "Resumed." {
+				t.Errorf("resumed turn said %q", got)
+			}
+		},
+	})
+}

@@ -96,6 +96,9 @@ func (s *Session) writeLine(ctx context.Context, line []byte, kind int) error {
 	if s.inClose.Load() {
 		return ErrInputClosed
 	}
+	if kind == lineUser && s.opts.VerbatimPrompts {
+		line = clientComposed(line)
+	}
 	r := &writeReq{ctx: ctx, line: line, kind: kind, done: make(chan error, 1)}
 	select {
 	case s.wq <- r:
