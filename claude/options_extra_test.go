@@ -3,6 +3,10 @@ package claude_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +65,30 @@ func TestVerbatimPrompts(t *testing.T) {
 		}
 		s.Close()
 		cancel()
+	}
+}
+
+// A batch file CLI is a *BatchFileError, whether Options.CLIPath or
+// $TETHER_CLI_PATH names it (discovery refusing npm's claude.cmd shim on
+// Windows is tested in internal/proc).
+func TestBatchFileCLIRefused(t *testing.T) {
+	for _, o := range []*claude.Options{{CLIPath: `C:\npm\claude.cmd`}, {CLIPath: "/x/CLAUDE.BAT"}} {
+		o.Transport = &claudetest.FakeCLI{Script: claudetest.Echo}
+		_, err := claude.Connect(context.Background(), o)
+		var be *claude.BatchFileError
+		if !errors.As(err, &be) || be.Path != o.CLIPath || be.Found {
+			t.Errorf("CLIPath %s: err = %v, want a *BatchFileError", o.CLIPath, err)
+		}
+	}
+	dir := t.TempDir()
+	shim := filepath.Join(dir, "claude.cmd")
+	if err := os.WriteFile(shim, []byte("@echo off\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(claude.EnvCLIPath, shim)
+	_, err := claude.Connect(context.Background(), &claude.Options{})
+	var be *claude.BatchFileError
+	if !errors.As(err, &be) || be.Path != shim || errors.Is(err, claude.ErrCLINotFound) || !strings.Contains(err.Error(), "claude.exe") {
+		t.Errorf("$%s = %s: err = %v, want a *BatchFileError", claude.EnvCLIPath, shim, err)
 	}
 }
