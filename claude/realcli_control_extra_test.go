@@ -107,7 +107,7 @@ func runControlExtra(t *testing.T, h *harness) {
 		if err != nil {
 			t.Fatalf("FileSuggestions: %v", err)
 		}
-		if len(fs.Suggestions) > 0 || attempt == 100 {
+		if len(fs.Suggestions) > 0 || attempt == 300 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -142,7 +142,7 @@ func runControlExtra(t *testing.T, h *harness) {
 		if i >= 0 && st[i].Status == claude.MCPConnectionStatusConnected {
 			break
 		}
-		if attempt == 100 {
+		if attempt == 300 {
 			t.Fatalf("the MCP server never connected: %+v", st)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -207,7 +207,7 @@ func runControlExtra(t *testing.T, h *harness) {
 			if err != nil {
 				t.Fatalf("TaskOutput: %v", err)
 			}
-			if strings.Contains(out.Output, "task-line-one") || attempt == 100 {
+			if strings.Contains(out.Output, "task-line-one") || attempt == 300 {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
