@@ -23,7 +23,7 @@ func init() {
 		name: "tool_results_extra",
 		guards: `The structured results of TaskCreate, TaskGet, TaskUpdate, TaskList, ListMcpResourcesTool, ReadMcpResourceTool
 (an external MCP server's resource), EnterWorktree and ExitWorktree (in a git repository), EnterPlanMode and
-ExitPlanMode decode into their Go types with the real CLI's values. 2.1.330 disables the Task* tools in SDK
+ExitPlanMode, and ReadMcpResourceDirTool (whose listing neither build enables) decode into their Go types with the real CLI's values. 2.1.330 disables the Task* tools in SDK
 sessions, and both CLIs disable EnterPlanMode and ExitPlanMode there: those results are a *ToolUseError saying so.`,
 		api: func() *claudetest.MessagesOptions {
 			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
@@ -33,6 +33,7 @@ sessions, and both CLIs disable EnterPlanMode and ExitPlanMode there: those resu
 				claudetest.ToolUseReply("toolu_tl", "TaskList", map[string]any{}),
 				claudetest.ToolUseReply("toolu_lr", "ListMcpResourcesTool", map[string]any{"server": "docs"}),
 				claudetest.ToolUseReply("toolu_rr", "ReadMcpResourceTool", map[string]any{"server": "docs", "uri": "file:///notes.txt"}),
+				claudetest.ToolUseReply("toolu_rd", "ReadMcpResourceDirTool", map[string]any{"server": "docs", "uri": "file:///"}),
 				claudetest.ToolUseReply("toolu_ew", "EnterWorktree", map[string]any{"name": "wt1"}),
 				claudetest.ToolUseReply("toolu_xw", "ExitWorktree", map[string]any{"action": "remove", "discard_changes": true}),
 				claudetest.ToolUseReply("toolu_ep", "EnterPlanMode", map[string]any{}),
@@ -129,6 +130,18 @@ func runToolResultsExtra(t *testing.T, h *harness) {
 	rr, err := claude.DecodeToolUseResult[claude.ReadMCPResourceToolResult](results["toolu_rr"])
 	if err != nil || len(rr.Contents) != 1 || rr.Contents[0] != (claude.MCPResourceToolContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "remember the milk"}) {
 		t.Errorf("ReadMcpResource result = %+v, %v", rr, err)
+	}
+
+	// Neither CLI build lists directory resources: 2.1.197 says so in the
+	// result's error member, 2.1.330 fails the tool.
+	rd, err := claude.DecodeToolUseResult[claude.ReadMCPResourceDirResult](results["toolu_rd"])
+	var te *claude.ToolUseError
+	if isNew {
+		if !errors.As(err, &te) || !strings.Contains(te.Message, "Directory listing is not enabled") {
+			t.Errorf("ReadMcpResourceDir result = %+v, %v; want a *ToolUseError", rd, err)
+		}
+	} else if err != nil || rd.Resources == nil || len(rd.Resources) != 0 || !strings.Contains(rd.Error, "Directory listing is not enabled") {
+		t.Errorf("ReadMcpResourceDir result = %+v, %v", rd, err)
 	}
 
 	wt := filepath.Join(h.Opts.Cwd, ".claude", "worktrees", "wt1")
