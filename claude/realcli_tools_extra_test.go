@@ -2,7 +2,9 @@ package claude_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -160,4 +162,57 @@ func runToolResultsExtra(t *testing.T, h *harness) {
 	// Neither CLI enables plan mode's tools in an SDK session.
 	disabled("toolu_ep", "EnterPlanMode")
 	disabled("toolu_xp", "ExitPlanMode")
+}
+
+// WebFetch's structured result, offline: the page is served over TLS by
+// an httptest server the CLI trusts through NODE_EXTRA_CA_CERTS, the
+// claude.ai domain check is off (skipWebFetchPreflight), and the fake
+// Messages API plays the model that applies the prompt to the page.
+func TestRealCLIWebFetchResult(t *testing.T) {
+	page := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>Hello page</body></html>")
+	}))
+	t.Cleanup(page.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: page.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := page.URL + "/page"
+	runReal(t, scenario{
+		name: "web_fetch_result",
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_wf", "WebFetch", map[string]any{"url": url, "prompt": "Summarise the page"}),
+				claudetest.TextReply("A page that says hello."), // the model applying the prompt
+				claudetest.TextReply("done"),
+			}}
+		},
+		opts: func(o *claude.Options) {
+			o.AllowedTools = []string{"WebFetch"}
+			o.Settings = `{"skipWebFetchPreflight":true}`
+			if o.Env == nil {
+				o.Env = map[string]string{}
+			}
+			o.Env["NODE_EXTRA_CA_CERTS"] = ca
+		},
+		run: func(t *testing.T, h *harness) {
+			var res *claude.UserMessage
+			for _, u := range find[*claude.UserMessage](h.turn(t, "fetch it")) {
+				for _, tr := range u.ToolResults() {
+					if tr.ToolUseID == "toolu_wf" {
+						res = u
+					}
+				}
+			}
+			if res == nil {
+				t.Fatal("no WebFetch result")
+			}
+			wf, err := claude.DecodeToolUseResult[claude.WebFetchResult](res)
+			if err != nil || wf.Code != 200 || wf.CodeText != "OK" || wf.URL != url || wf.Bytes != len("<html><body>Hello page</body></html>") ||
+				wf.Result != "A page that says hello." {
+				t.Errorf("WebFetch result = %+v, %v (raw %s)", wf, err, res.ToolUseResult)
+			}
+		},
+	})
 }
