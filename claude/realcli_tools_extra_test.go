@@ -2,6 +2,7 @@ package claude_test
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -212,6 +214,49 @@ func TestRealCLIWebFetchResult(t *testing.T) {
 			if err != nil || wf.Code != 200 || wf.CodeText != "OK" || wf.URL != url || wf.Bytes != len("<html><body>Hello page</body></html>") ||
 				wf.Result != "A page that says hello." {
 				t.Errorf("WebFetch result = %+v, %v (raw %s)", wf, err, res.ToolUseResult)
+			}
+		},
+	})
+}
+
+// WebSearch's structured result, offline: the fake Messages API answers
+// the CLI's search request as the API's web_search server tool does.
+func TestRealCLIWebSearchResult(t *testing.T) {
+	search := &claudetest.Reply{Content: []claudetest.ContentBlock{
+		{Type: "server_tool_use", Raw: json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_01","name":"web_search","input":{"query":"go iterators"}}`)},
+		{Type: "web_search_tool_result", Raw: json.RawMessage(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_01","content":[` +
+			`{"type":"web_search_result","title":"Range over function types","url":"https://go.dev/blog/range-functions","encrypted_content":"abc","page_age":null}]}`)},
+		claudetest.TextBlock("Go 1.23 added range-over-func iterators."),
+	}}
+	runReal(t, scenario{
+		name: "web_search_result",
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_ws", "WebSearch", map[string]any{"query": "go iterators"}),
+				search,
+				claudetest.TextReply("done"),
+			}}
+		},
+		opts: func(o *claude.Options) { o.AllowedTools = []string{"WebSearch"} },
+		run: func(t *testing.T, h *harness) {
+			var res *claude.UserMessage
+			for _, u := range find[*claude.UserMessage](h.turn(t, "search")) {
+				for _, tr := range u.ToolResults() {
+					if tr.ToolUseID == "toolu_ws" {
+						res = u
+					}
+				}
+			}
+			if res == nil {
+				t.Fatal("no WebSearch result")
+			}
+			ws, err := claude.DecodeToolUseResult[claude.WebSearchResult](res)
+			want := []claude.WebSearchResultItem{
+				{ToolUseID: "srvtoolu_01", Hits: []claude.WebSearchHit{{Title: "Range over function types", URL: "https://go.dev/blog/range-functions"}}},
+				{Text: "Go 1.23 added range-over-func iterators."},
+			}
+			if err != nil || ws.Query != "go iterators" || ws.SearchCount != 1 || !reflect.DeepEqual(ws.Results, want) {
+				t.Errorf("WebSearch result = %+v, %v (raw %s)", ws, err, res.ToolUseResult)
 			}
 		},
 	})
