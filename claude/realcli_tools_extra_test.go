@@ -261,3 +261,46 @@ func TestRealCLIWebSearchResult(t *testing.T) {
 		},
 	})
 }
+
+func init() {
+	addScenarios(scenario{
+		name: "tool_results_schedule_wakeup",
+		guards: `ScheduleWakeup's structured result decodes into ScheduleWakeupResult: 2.1.330 clamps a 30 s delay to 60 s and
+then stops the loop (stopped, one wake-up cancelled); 2.1.197, outside a /loop, schedules nothing (zeros) and does
+not know "stop" (a *ToolUseError).`,
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_sw", "ScheduleWakeup", map[string]any{"delaySeconds": 30, "reason": "wait for CI", "prompt": "check CI"}),
+				claudetest.ToolUseReply("toolu_stop", "ScheduleWakeup", map[string]any{"stop": true}),
+				claudetest.TextReply("done"),
+			}}
+		},
+		opts: func(o *claude.Options) { o.AllowedTools = []string{"ScheduleWakeup"} },
+		run: func(t *testing.T, h *harness) {
+			results := map[string]*claude.UserMessage{}
+			for _, u := range find[*claude.UserMessage](h.turn(t, "loop")) {
+				for _, tr := range u.ToolResults() {
+					results[tr.ToolUseID] = u
+				}
+			}
+			sw, err := claude.DecodeToolUseResult[claude.ScheduleWakeupResult](results["toolu_sw"])
+			stop, serr := claude.DecodeToolUseResult[claude.ScheduleWakeupResult](results["toolu_stop"])
+			if newer(t, h) {
+				if err != nil || sw.ClampedDelaySeconds != 60 || !sw.WasClamped || sw.ScheduledFor <= 0 {
+					t.Errorf("ScheduleWakeup result = %+v, %v", sw, err)
+				}
+				if serr != nil || !stop.Stopped || stop.CancelledWakeups != 1 {
+					t.Errorf("ScheduleWakeup stop result = %+v, %v", stop, serr)
+				}
+				return
+			}
+			if err != nil || sw != (claude.ScheduleWakeupResult{}) {
+				t.Errorf("ScheduleWakeup result outside a loop = %+v, %v", sw, err)
+			}
+			var te *claude.ToolUseError
+			if !errors.As(serr, &te) {
+				t.Errorf("ScheduleWakeup stop on 2.1.197 = %+v, %v; want a *ToolUseError", stop, serr)
+			}
+		},
+	})
+}
