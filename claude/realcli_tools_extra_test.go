@@ -304,3 +304,39 @@ not know "stop" (a *ToolUseError).`,
 		},
 	})
 }
+
+func init() {
+	addScenarios(scenario{
+		name: "tool_results_workflow",
+		guards: `Workflow's structured result decodes into WorkflowResult on both CLIs: a script with no phases is launched as a
+local_workflow task, with its name, summary and where its script and transcripts are kept.`,
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+				claudetest.ToolUseReply("toolu_wf", "Workflow", map[string]any{"script": "export const meta = { name: 'noop', description: 'Does nothing', phases: [] }\nreturn 'nothing'\n"}),
+				claudetest.TextReply("done"),
+				// The workflow's end may start a turn of its own before the
+				// session closes.
+				claudetest.TextReply("noted"),
+			}}
+		},
+		opts: func(o *claude.Options) { o.AllowedTools = []string{"Workflow"} },
+		run: func(t *testing.T, h *harness) {
+			var res *claude.UserMessage
+			for _, u := range find[*claude.UserMessage](h.turn(t, "run it")) {
+				for _, tr := range u.ToolResults() {
+					if tr.ToolUseID == "toolu_wf" {
+						res = u
+					}
+				}
+			}
+			if res == nil {
+				t.Fatal("no Workflow result")
+			}
+			wf, err := claude.DecodeToolUseResult[claude.WorkflowResult](res)
+			if err != nil || wf.Status != "async_launched" || wf.TaskID == "" || wf.TaskType != "local_workflow" || wf.WorkflowName != "noop" ||
+				wf.Summary != "Does nothing" || !strings.HasPrefix(wf.RunID, "wf_") || wf.ScriptPath == "" || wf.TranscriptDir == "" {
+				t.Errorf("Workflow result = %+v, %v", wf, err)
+			}
+		},
+	})
+}
