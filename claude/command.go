@@ -107,6 +107,9 @@ func (c *commandConn) stderrTail() []string { return c.p.StderrTail() }
 // findCLI runs discovery and the version probe.
 func findCLI(ctx context.Context, o *Options) (path, version string, err error) {
 	path, searched, err := proc.Find(o.CLIPath, os.Getenv)
+	if be, ok := batchFileError(err); ok {
+		return "", "", be
+	}
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return "", "", &CLINotFoundError{Searched: searched}

@@ -241,12 +241,17 @@
 // stderr tail in *ProcessError keeps them), and a blocked Stderr callback
 // delays neither Close nor anything else.
 //
-// Windows: the package builds and the protocol is the same, but process
-// groups, death with the host and the signal steps of Close are Unix-only
-// (the subprocess is killed directly), and the real-CLI tests run on Linux
-// and macOS only. A .bat or .cmd CLIPath is refused: Go would run it
-// through cmd.exe, whose quoting of arguments (a system prompt, a JSON
-// setting) is not safe; point CLIPath at the CLI's .exe.
+// Windows: the package builds and speaks the same protocol, and
+// discovery looks for claude.exe (PATH, the usual install places, the npm
+// prefix). What Windows does not get: process groups (a tool's child
+// processes are not killed with the CLI), the CLI's death with the host
+// (Linux only), and the signal steps of Close (the CLI is killed at once,
+// with no SIGTERM first). No test runs there: the real-CLI tests run on
+// Linux and macOS. Batch files are refused with a *BatchFileError: a .bat
+// or .cmd in Options.CLIPath or $TETHER_CLI_PATH, and npm's claude.cmd
+// shim when discovery finds nothing else, because Go runs a batch file
+// through cmd.exe, whose re-parsing of arguments (a system prompt, a JSON
+// setting) no quoting makes safe; point CLIPath at claude.exe.
 //
 // # Parity with the official SDKs
 //

@@ -139,6 +139,22 @@ type Options struct {
 	// --flag=value form for values that may start with "-".
 	ExtraArgs []string
 
+	// ProjectConfigRoot is the trusted checkout Cwd is a worktree of:
+	// project settings, .mcp.json, the .claude trees and
+	// CLAUDE_PROJECT_DIR come from there, not from Cwd
+	// (--project-config-root; CLI 2.1.330, which 2.1.197 refuses).
+	ProjectConfigRoot string
+	// ResumeDropsTurn, with ResumeSessionAt, is the prompt UUID of the
+	// turn the truncating resume discards; the CLI refuses the resume when
+	// anything else would be dropped (--resume-drops-turn; 2.1.330).
+	ResumeDropsTurn string
+	// ToolConfig configures built-in tools (nil: the CLI's defaults).
+	ToolConfig *ToolConfig
+	// VerbatimPrompts sends every user message as written: no @path
+	// expansion, no slash commands, no turn-start context (each message
+	// gets client_composed; CLI 2.1.248 and later, older ones ignore it).
+	VerbatimPrompts bool
+
 	// CanUseTool is asked before each tool use the CLI's rules don't
 	// already allow or deny. Setting it routes permission prompts to the
 	// host (--permission-prompt-tool stdio); without it the CLI denies
@@ -423,7 +439,7 @@ func (o *Options) validate() error {
 	if err := o.validateSessionStore(); err != nil {
 		return err
 	}
-	return nil
+	return o.validateExtra()
 }
 
 // args maps the options onto the CLI's argv. Values go in the --flag=value
@@ -507,6 +523,7 @@ func (o *Options) args() []string {
 	}
 	a = append(a, o.parityArgs()...)
 	a = append(a, o.storeArgs()...)
+	a = append(a, o.extraOptionArgs()...)
 	return append(a, o.ExtraArgs...)
 }
 
@@ -545,6 +562,7 @@ func (o *Options) env(base []string) []string {
 	if _, ok := o.Env[EnvEnableFileCheckpointing]; o.EnableFileCheckpointing && !ok {
 		put(EnvEnableFileCheckpointing, "1")
 	}
+	o.toolConfigEnv(put)
 	put("CLAUDE_AGENT_SDK_VERSION", Version)
 	out := make([]string, 0, len(order))
 	for _, k := range order {

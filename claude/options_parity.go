@@ -64,7 +64,7 @@ func (o *Options) validateParity() error {
 	if ext := strings.ToLower(filepath.Ext(o.CLIPath)); ext == ".bat" || ext == ".cmd" {
 		// cmd.exe re-parses the arguments of a batch file, and no quoting
 		// of a system prompt or a JSON setting is safe there.
-		return fmt.Errorf("claude: Options.CLIPath %q is a batch file; point it at the CLI executable (claude.exe on Windows)", o.CLIPath)
+		return &BatchFileError{Path: o.CLIPath}
 	}
 	if t := o.Thinking; t != nil {
 		switch t.Type {

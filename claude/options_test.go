@@ -183,6 +183,12 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		}, args: []string{"--await-initialize"}, initKeys: []string{"plugins"}},
 		"SessionStore": {set: func(o *claude.Options) { o.SessionStore = &claude.MemorySessionStore{} },
 			args: []string{"--session-mirror"}},
+		"ProjectConfigRoot": {set: func(o *claude.Options) { o.ProjectConfigRoot = "/repo" }, args: []string{"--project-config-root=/repo"}},
+		"ResumeDropsTurn": {set: func(o *claude.Options) { o.Resume = "abc"; o.ResumeSessionAt = "u-1"; o.ResumeDropsTurn = "p-2" },
+			args: []string{"--resume-drops-turn=p-2"}},
+		"ToolConfig": {set: func(o *claude.Options) {
+			o.ToolConfig = &claude.ToolConfig{AskUserQuestion: &claude.AskUserQuestionConfig{PreviewFormat: claude.PreviewHTML}}
+		}, env: []string{claude.EnvQuestionPreviewFormat + "=html"}},
 		"InitializeExtra": {set: func(o *claude.Options) {
 			o.InitializeExtra = map[string]json.RawMessage{"futureKey": json.RawMessage(`{"on":true}`)}
 		}, initKeys: []string{"futureKey"}},
@@ -203,6 +209,7 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		// Session stores (sessionstore*.go).
 		"SessionStoreFlush":       "TestSessionStoreMirrorFake",
 		"SessionStoreLoadTimeout": "TestSessionStoreLoadTimeout",
+		"VerbatimPrompts":         "TestVerbatimPrompts: it marks each user message, not the launch",
 	}
 
 	base, baseInit := launched(t, &claude.Options{})
@@ -300,6 +307,9 @@ func TestOptionsValidation(t *testing.T) {
 		"display, disabled": {Thinking: &claude.ThinkingConfig{Type: claude.ThinkingDisabled, Display: claude.ThinkingDisplayOmitted}},
 		"negative task":     {TaskBudget: -1},
 		"resume at alone":   {ResumeSessionAt: "u"},
+		"drops turn alone":  {Resume: "x", ResumeDropsTurn: "p"},
+		"relative config":   {ProjectConfigRoot: "repo"},
+		"preview format":    {ToolConfig: &claude.ToolConfig{AskUserQuestion: &claude.AskUserQuestionConfig{PreviewFormat: "pdf"}}},
 		"tool with comma":   {Tools: []string{"Bash,Read"}},
 		"empty alias":       {ToolAliases: map[string]string{"Bash": ""}},
 		"extra sets hooks":  {InitializeExtra: map[string]json.RawMessage{"hooks": json.RawMessage(`{}`)}},

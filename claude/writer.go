@@ -96,6 +96,9 @@ func (s *Session) writeLine(ctx context.Context, line []byte, kind int) error {
 	if s.inClose.Load() {
 		return ErrInputClosed
 	}
+	if kind == lineUser && s.opts.VerbatimPrompts {
+		line = clientComposed(line)
+	}
 	r := &writeReq{ctx: ctx, line: line, kind: kind}
 	if err, ok := s.tryWriteNow(r); ok {
 		return s.writeOutcome(ctx, err)

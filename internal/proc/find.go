@@ -37,6 +37,12 @@ const envCLIPath = "TETHER_CLI_PATH"
 // All environment lookups go through getenv (nil means os.Getenv), so
 // callers and tests control them. When nothing is found the error wraps
 // exec.ErrNotFound and lists the paths searched.
+//
+// Windows batch files (.bat, .cmd) are never returned: Go runs them
+// through cmd.exe, which re-parses the arguments by its own rules, so no
+// quoting keeps a system prompt or a JSON setting intact. An explicit
+// path naming one, or a search that finds only npm's claude.cmd shim, is
+// a *BatchFileError.
 func Find(cliPath string, getenv func(string) string) (path string, searched []string, err error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -58,6 +64,9 @@ func Find(cliPath string, getenv func(string) string) (path string, searched []s
 			return p, f.searched, nil
 		}
 	}
+	if f.batch != "" {
+		return "", f.searched, &BatchFileError{Path: f.batch, Found: true}
+	}
 	return "", f.searched, &notFoundError{searched: f.searched}
 }
 
@@ -65,10 +74,40 @@ type finder struct {
 	getenv   func(string) string
 	searched []string
 	seen     map[string]bool
+	batch    string // the first batch file the search passed over
+}
+
+// BatchFileError reports a CLI that is a Windows batch file (.bat or
+// .cmd), which Tether refuses to run: cmd.exe re-parses a batch file's
+// arguments, and no quoting makes that safe for the text Tether passes.
+type BatchFileError struct {
+	Path string
+	// Found is set when the search found only this file (npm's shim);
+	// otherwise it was named explicitly.
+	Found bool
+}
+
+func (e *BatchFileError) Error() string {
+	how := "is"
+	if e.Found {
+		how = "found no claude.exe, only"
+	}
+	return fmt.Sprintf("claude CLI %s a batch file %s: cmd.exe would re-parse its arguments; point the CLI path at claude.exe "+
+		"(npm installs it under node_modules/@anthropic-ai/claude-code/bin)", how, e.Path)
+}
+
+// isBatchFile reports whether p names a Windows batch file.
+func isBatchFile(p string) bool {
+	ext := strings.ToLower(filepath.Ext(p))
+	return ext == ".bat" || ext == ".cmd"
 }
 
 // explicit checks a path the user chose.
 func (f *finder) explicit(p, what string) (string, []string, error) {
+	if isBatchFile(p) {
+		f.searched = append(f.searched, p)
+		return "", f.searched, &BatchFileError{Path: p}
+	}
 	if !strings.ContainsRune(p, '/') && !strings.ContainsRune(p, filepath.Separator) {
 		// A bare name: find it in PATH, as a shell would.
 		for _, dir := range f.pathDirs() {
@@ -89,11 +128,20 @@ func (f *finder) explicit(p, what string) (string, []string, error) {
 	return abs, f.searched, nil
 }
 
-// try looks for the CLI's executable names in dir.
+// try looks for the CLI's executable names in dir, and notes a batch
+// file shim it passes over.
 func (f *finder) try(dir string) (string, bool) {
 	for _, name := range cliNames() {
 		if p, ok := f.tryName(filepath.Join(dir, name)); ok {
 			return p, true
+		}
+	}
+	if f.batch == "" {
+		for _, name := range batchNames() {
+			if p := filepath.Join(dir, name); checkExecutable(p) == nil {
+				f.batch = p
+				break
+			}
 		}
 	}
 	return "", false
@@ -132,7 +180,7 @@ func (f *finder) pathDirs() []string {
 // in search order.
 func (f *finder) installDirs() []string {
 	home := f.getenv("HOME")
-	if home == "" && runtime.GOOS == "windows" {
+	if home == "" && goos == "windows" {
 		home = f.getenv("USERPROFILE")
 	}
 	var dirs []string
@@ -149,7 +197,7 @@ func (f *finder) installDirs() []string {
 	inHome(".yarn/bin")
 	for _, env := range []string{"npm_config_prefix", "PREFIX"} {
 		if prefix := f.getenv(env); filepath.IsAbs(prefix) {
-			if runtime.GOOS == "windows" {
+			if goos == "windows" {
 				dirs = append(dirs, prefix) // npm puts shims in the prefix itself there
 			} else {
 				dirs = append(dirs, filepath.Join(prefix, "bin"))
@@ -195,12 +243,25 @@ func (f *finder) cacheDirs(home string) []string {
 // variable so tests can search a fake one instead of the machine's.
 var systemDirs = []string{"/usr/local/bin", "/opt/homebrew/bin"}
 
+// goos is runtime.GOOS, a variable so tests on Unix can search as
+// Windows does.
+var goos = runtime.GOOS
+
 // cliNames are the file names the CLI goes by.
 func cliNames() []string {
-	if runtime.GOOS == "windows" {
-		return []string{"claude.exe", "claude.cmd"}
+	if goos == "windows" {
+		return []string{"claude.exe"}
 	}
 	return []string{"claude"}
+}
+
+// batchNames are the batch file shims npm installs beside (or instead
+// of) claude.exe on Windows; Find refuses them.
+func batchNames() []string {
+	if goos == "windows" {
+		return []string{"claude.cmd", "claude.bat"}
+	}
+	return nil
 }
 
 // checkExecutable reports why p is not an executable file, if it is not.
@@ -217,7 +278,7 @@ func checkExecutable(p string) error {
 		return errors.New("is a directory")
 	case !fi.Mode().IsRegular():
 		return errors.New("not a regular file")
-	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
+	case goos != "windows" && fi.Mode().Perm()&0o111 == 0:
 		return errors.New("not executable")
 	}
 	return nil
