@@ -117,6 +117,15 @@ func (a *PermissionAllow) permissionResponse(req *ToolPermissionRequest) any {
 	in := a.UpdatedInput
 	if len(in) == 0 {
 		in = req.Input
+		if len(a.UpdatedPermissions) == 0 && len(in) > 0 {
+			// The common answer, pre-encoded: the CLI waits for it, and
+			// the input came from one line the CLI wrote, so it is
+			// valid JSON with no newline.
+			b := make([]byte, 0, len(in)+40)
+			b = append(b, `{"behavior":"allow","updatedInput":`...)
+			b = append(b, in...)
+			return preEncoded(append(b, '}'))
+		}
 	}
 	return struct {
 		Behavior           string             `json:"behavior"`

@@ -686,6 +686,12 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 		s.enqueue(item{line: line, lineNo: n})
 		return nil
 	}
+	if ok && typ == "control_request" {
+		// The CLI waits for the answer: skip the general decode.
+		if id, req, ok := control.PeekRequest(line); ok {
+			return s.inbound(id, req)
+		}
+	}
 	var env control.Envelope
 	if err := unmarshal(line, &env); err != nil || env.Type == "" || !control.IsControl(env.Type) {
 		// Not a control line after all (or not JSON: the receiver
@@ -717,18 +723,26 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 			s.log.Debug("claude: answer to an unknown or abandoned request", "request_id", env.Response.RequestID)
 		}
 	case "control_request":
-		if s.seen(env.RequestID) {
-			// Already served from an initialize answer's pending list.
-			s.log.Debug("claude: a CLI request delivered twice; served once", "request_id", env.RequestID)
-			return nil
-		}
-		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: env.RequestID, Subtype: control.Subtype(env.Request), Request: env.Request})
-		return s.serve(env.RequestID, env.Request)
+		return s.inbound(env.RequestID, env.Request)
 	case "control_cancel_request":
 		s.observeControl(&ControlEvent{Type: ControlEventCancel, RequestID: env.RequestID})
 		s.in.Cancel(env.RequestID)
 	}
 	return nil
+}
+
+// inbound takes a request from the CLI and returns the work that answers
+// it (nil when there is none).
+func (s *Session) inbound(id string, req json.RawMessage) (answer func()) {
+	if s.seen(id) {
+		// Already served from an initialize answer's pending list.
+		s.log.Debug("claude: a CLI request delivered twice; served once", "request_id", id)
+		return nil
+	}
+	if s.opts.ObserveControl != nil {
+		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: id, Subtype: control.Subtype(req), Request: req})
+	}
+	return s.serve(id, req)
 }
 
 // finish records why the read loop ended and fails everything waiting.
@@ -803,13 +817,23 @@ func (s *Session) serve(id string, req json.RawMessage) func() {
 	}
 }
 
+// preEncoded is a handler's answer already encoded as one line of compact
+// JSON: reply sends it as it is.
+type preEncoded []byte
+
+// MarshalJSON lets a preEncoded answer travel inside another value too (a
+// PermissionRequest hook's decision).
+func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
+
 func (s *Session) reply(id string, payload any, herr error) {
 	var line []byte
 	if herr != nil {
 		line = control.EncodeError(id, herr.Error())
 	} else {
 		var raw json.RawMessage
-		if payload != nil {
+		if pre, ok := payload.(preEncoded); ok {
+			raw = json.RawMessage(pre)
+		} else if payload != nil {
 			b, err := json.Marshal(payload)
 			if err != nil {
 				line = control.EncodeError(id, "encoding response: "+err.Error())

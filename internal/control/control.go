@@ -5,6 +5,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,31 @@ func Subtype(req json.RawMessage) string {
 	}
 	_ = json.Unmarshal(req, &s)
 	return s.Subtype
+}
+
+// requestHead is how the CLI starts every control_request line.
+const requestHead = `{"type":"control_request","request_id":"`
+
+// PeekRequest returns a control_request line's id and request body
+// without a general decode, when the line is written the way the CLI
+// writes it (type, request_id, request, in that order, no spaces, an id
+// without escapes). ok is false when the caller must decode the line in
+// full. req is a copy: the line's buffer may be reused.
+func PeekRequest(line []byte) (id string, req json.RawMessage, ok bool) {
+	id, ok = wire.PeekString(line, requestHead)
+	if !ok {
+		return "", nil, false
+	}
+	rest := line[len(requestHead)+len(id):]
+	const mid = `","request":`
+	if !bytes.HasPrefix(rest, []byte(mid)) || !bytes.HasSuffix(rest, []byte("}")) {
+		return "", nil, false
+	}
+	body := rest[len(mid) : len(rest)-1]
+	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+		return "", nil, false
+	}
+	return id, bytes.Clone(body), true
 }
 
 // EncodeRequest builds a control_request line. body must be a JSON object

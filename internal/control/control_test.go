@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -154,4 +155,52 @@ func TestInboundCancel(t *testing.T) {
 	if in.Len() != 0 || in.Cancel("cli-1") {
 		t.Error("a finished handler is still registered")
 	}
+}
+
+func TestPeekRequest(t *testing.T) {
+	for _, tc := range []struct {
+		line, id, req string
+		ok            bool
+	}{
+		{`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","input":{}}}`, "r1", `{"subtype":"can_use_tool","input":{}}`, true},
+		{`{"type":"control_request","request_id":"r\"1","request":{"subtype":"x"}}`, "", "", false},       // escaped id
+		{`{"type":"control_request","request":{"subtype":"x"},"request_id":"r1"}`, "", "", false},         // other key order
+		{`{"type":"control_request","request_id":"r1","request":{"subtype":"x"}} junk}`, "", "", false},   // trailing garbage
+		{`{"type":"control_request","request_id":"r1","request":{"subtype":"x"}`, "", "", false},          // cut
+		{`{"type":"control_request","request_id":"r1","request":[1]}`, "", "", false},                     // not an object
+		{`{"type":"control_response","response":{"subtype":"success","request_id":"r1"}}`, "", "", false}, // not a request
+	} {
+		id, req, ok := PeekRequest([]byte(tc.line))
+		if ok != tc.ok || id != tc.id || string(req) != tc.req {
+			t.Errorf("PeekRequest(%s) = %q, %s, %v; want %q, %s, %v", tc.line, id, req, ok, tc.id, tc.req, tc.ok)
+		}
+	}
+}
+
+// FuzzPeekRequest: whatever PeekRequest accepts, the general decode reads
+// the same way.
+func FuzzPeekRequest(f *testing.F) {
+	f.Add([]byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","input":{"a":1}}}`))
+	f.Add([]byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"x"}}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		id, req, ok := PeekRequest(line)
+		if !ok {
+			return
+		}
+		var env Envelope
+		if err := json.Unmarshal(line, &env); err != nil {
+			t.Fatalf("PeekRequest took %q, which does not decode: %v", line, err)
+		}
+		if env.Type != "control_request" || env.RequestID != id || !bytes.Equal(compact(t, env.Request), compact(t, req)) {
+			t.Fatalf("PeekRequest(%q) = %q, %s; the decode says %q, %s", line, id, req, env.RequestID, env.Request)
+		}
+	})
+}
+
+func compact(t *testing.T, b []byte) []byte {
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
 }
