@@ -61,6 +61,8 @@ type Session struct {
 	hstop context.CancelFunc
 	hooks atomic.Pointer[hookTable] // set by initializeRequest
 
+	handoff handoff // answers on the reading goroutine (handoff.go)
+
 	// Re-delivered requests (pending.go).
 	answered answeredSet // ids of CLI requests answered
 	initIDs  sync.Map    // ids of our initialize requests awaiting their answer
@@ -600,20 +602,10 @@ func (s *Session) waitRoom() {
 }
 
 // readLoop is the session's only reader of the CLI's stdout. It routes
-// control traffic at once and queues everything else, undecoded.
-//
-// A request from the CLI (a permission, a hook, an MCP message) is
-// answered by the goroutine that read it, since the CLI is waiting and a
-// hand-off to another goroutine costs the answer a scheduling delay. If
-// the answer takes longer than handOffAfter (a callback waiting for a
-// person, a slow tool), a new goroutine takes over reading, so a slow
-// callback never holds up the rest of the stream for longer than that.
-// There is only ever one reader.
+// control traffic at once and queues everything else, undecoded. A
+// request from the CLI is answered on the reading goroutine, which hands
+// reading over when the answer is slow (handoff.go).
 func (s *Session) readLoop() { s.readFrom(0) }
-
-// handOffAfter is how long a request's answer may hold up reading before
-// a new goroutine takes reading over.
-const handOffAfter = 200 * time.Microsecond
 
 // readFrom reads on after n lines.
 func (s *Session) readFrom(n int64) {
@@ -632,6 +624,7 @@ func (s *Session) readFrom(n int64) {
 				continue
 			}
 			s.finish(err)
+			s.stopWatch()
 			close(s.readDone)
 			return
 		}
@@ -644,21 +637,6 @@ func (s *Session) readFrom(n int64) {
 		}
 		s.waitRoom()
 	}
-}
-
-// answerReading runs answer on the reading goroutine and reports whether
-// this goroutine still holds reading: when answer outlasts handOffAfter, a
-// timer hands reading to a new goroutine.
-func (s *Session) answerReading(n int64, answer func()) (stillReading bool) {
-	var handed atomic.Bool
-	t := time.AfterFunc(handOffAfter, func() {
-		if handed.CompareAndSwap(false, true) {
-			s.readFrom(n)
-		}
-	})
-	answer()
-	t.Stop()
-	return handed.CompareAndSwap(false, true)
 }
 
 func lineError(n int64, line []byte, err error) *LineError {
@@ -845,9 +823,10 @@ func (s *Session) reply(id string, payload any, herr error) {
 			line = control.EncodeSuccess(id, raw)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.write(ctx, line); err != nil && !errors.Is(err, ErrClosed) {
+	// Bounded by the session's life, not by a timeout: the CLI waits for
+	// this answer, so dropping it would hang the CLI for good, and a
+	// timer here would wake the runtime's poller on every answer.
+	if err := s.write(s.hctx, line); err != nil && !errors.Is(err, ErrClosed) {
 		s.log.Warn("claude: answering a CLI request", "request_id", id, "err", err)
 	}
 }
