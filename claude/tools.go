@@ -41,15 +41,11 @@ func DecodeInput[T any](input json.RawMessage) (T, error) {
 }
 
 // ToolInput is the typed input of a built-in tool, as returned by
-// DecodeToolInput: *AgentInput, *BashInput, *TaskOutputInput,
-// *TaskStopInput, *ExitPlanModeInput, *EditInput, *ReadInput, *WriteInput,
-// *GlobInput, *GrepInput, *NotebookEditInput, *TodoWriteInput,
-// *WebFetchInput, *WebSearchInput, *AskUserQuestionInput,
-// *TaskCreateInput, *TaskGetInput, *TaskUpdateInput,
-// *ListMCPResourcesInput, *ReadMCPResourceInput, *CronCreateInput,
-// *CronDeleteInput, *EnterWorktreeInput, *ExitWorktreeInput, or
-// *UnknownToolInput for any other tool (MCP tools, tools newer than this
-// package, tools without input).
+// DecodeToolInput: one *…Input type of this package for each built-in
+// tool whose input the TypeScript SDK declares (*BashInput, *EditInput,
+// *AgentInput, *TaskCreateInput, *EnterWorktreeInput, …; docs/parity.md
+// lists them all), or *UnknownToolInput for any other tool (MCP tools,
+// tools newer than this package, tools without input).
 type ToolInput interface {
 	// ToolName is the name the model calls the tool by.
 	ToolName() string
