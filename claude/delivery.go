@@ -42,10 +42,17 @@ const (
 	// with a *CLIFeatureError; one that does not confirm them makes it
 	// fail with ErrNotApplied.
 	DeliveryInitialize Delivery = "initialize"
+	// DeliveryFile, for Options.MCPServersDelivery only, writes the
+	// configuration to a file only this user can read (0600, in a fresh
+	// 0700 directory) and names that on the command line; Connect removes
+	// it once the CLI has answered initialize, or has failed to. Every CLI
+	// version reads it; the secret is on disk for the seconds of the
+	// start.
+	DeliveryFile Delivery = "file"
 )
 
 // InitializeDeliveryVersion is the oldest CLI that reads settings,
-// managed settings and plugins from the initialize request (the
+// managed settings, plugins and MCP servers from the initialize request (the
 // TypeScript SDK's documentation; 2.1.330 does, 2.1.197 exits on the
 // flags).
 const InitializeDeliveryVersion = "2.1.261"
@@ -114,6 +121,9 @@ func (o *Options) validateDelivery() error {
 	}
 	if !o.PluginDelivery.valid() {
 		return fmt.Errorf("claude: Options.PluginDelivery %q is not argv or initialize", o.PluginDelivery)
+	}
+	if d := o.MCPServersDelivery; !d.valid() && d != DeliveryFile {
+		return fmt.Errorf("claude: Options.MCPServersDelivery %q is not argv, initialize or file", d)
 	}
 	if len(o.ManagedSettings) > 0 {
 		var m map[string]json.RawMessage

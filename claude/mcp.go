@@ -224,9 +224,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // the 2.1.197 CLI connect to it twice.
 func (o *Options) mcpConfigArgs() []string {
 	switch o.mcpVia {
-	case MCPDeliveryFile:
+	case DeliveryFile:
 		return []string{"--mcp-config=" + o.mcpFile}
-	case MCPDeliveryInitialize:
+	case DeliveryInitialize:
 		return []string{"--await-initialize"}
 	}
 	ext := o.externalMCPWire()

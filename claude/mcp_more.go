@@ -2,7 +2,6 @@ package claude
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,46 +64,6 @@ func (m MCPToolMeta) Apply(t *mcp.Tool) *mcp.Tool {
 	return t
 }
 
-// MCPDelivery says how the external servers of Options.MCPServers (stdio,
-// SSE, HTTP) reach the CLI. Their configuration holds credentials (a
-// stdio server's Env, a remote server's Headers); on the command line
-// anyone on the machine can read them in ps.
-type MCPDelivery string
-
-const (
-	// MCPDeliveryAuto (the zero value) keeps the configuration off the
-	// command line when Tether starts the CLI itself: in the initialize
-	// request on a CLI that reads it there (2.1.261 and newer), else in a
-	// private file. With a custom Options.Transport, whose CLI may not
-	// share this machine's files and whose version Tether does not know,
-	// it is MCPDeliveryArgv.
-	MCPDeliveryAuto MCPDelivery = ""
-	// MCPDeliveryArgv puts the configuration on the command line, in one
-	// --mcp-config flag: every CLI version reads it, and ps shows it.
-	MCPDeliveryArgv MCPDelivery = "argv"
-	// MCPDeliveryInitialize sends the configuration in the initialize
-	// request (mcpServers), with the --await-initialize flag that makes
-	// the CLI read it at launch. It needs CLI 2.1.261 or newer: Connect
-	// fails with ErrMCPDeliveryUnsupported on an older one, as it does
-	// when the CLI's answer does not confirm it took the servers.
-	MCPDeliveryInitialize MCPDelivery = "initialize"
-	// MCPDeliveryFile writes the configuration to a file only this user
-	// can read (0600, in a fresh 0700 directory) and names that in
-	// --mcp-config; Connect removes it once the CLI has answered
-	// initialize, or has failed to. It works on every CLI version; the
-	// secret is on disk for the seconds of the start.
-	MCPDeliveryFile MCPDelivery = "file"
-)
-
-// ErrMCPDeliveryUnsupported is returned by Connect when
-// Options.MCPServersDelivery is MCPDeliveryInitialize and the CLI cannot
-// take MCP servers from the initialize request.
-var ErrMCPDeliveryUnsupported = errors.New("claude: the CLI does not read MCP servers from the initialize request")
-
-// minInitializeMCPVersion is the first CLI that reads
-// initialize.mcpServers under --await-initialize.
-const minInitializeMCPVersion = "2.1.261"
-
 // externalMCPWire returns the wire form of the external servers of
 // Options.MCPServers; nil when there are none.
 func (o *Options) externalMCPWire() map[string]any {
@@ -123,32 +82,32 @@ func (o *Options) externalMCPWire() map[string]any {
 // prepareMCPDelivery decides how the external servers reach the CLI
 // (started: Tether starts the CLI itself, whose version is in
 // o.cliVersion unless the probe was skipped) and writes the file of
-// MCPDeliveryFile. Connect calls done once the CLI has answered
+// DeliveryFile. Connect calls done once the CLI has answered
 // initialize.
 func (o *Options) prepareMCPDelivery(started bool) (done func(), err error) {
 	done = func() {}
 	ext := o.externalMCPWire()
 	if len(ext) == 0 {
-		o.mcpVia = MCPDeliveryArgv
+		o.mcpVia = DeliveryArgv
 		return done, nil
 	}
 	via := o.MCPServersDelivery
 	known := o.cliVersion != ""
-	if via == MCPDeliveryAuto {
+	if via == DeliveryAuto {
 		switch {
 		case !started:
-			via = MCPDeliveryArgv
-		case known && proc.CompareVersions(o.cliVersion, minInitializeMCPVersion) >= 0:
-			via = MCPDeliveryInitialize
+			via = DeliveryArgv
+		case known && proc.CompareVersions(o.cliVersion, InitializeDeliveryVersion) >= 0:
+			via = DeliveryInitialize
 		default:
-			via = MCPDeliveryFile
+			via = DeliveryFile
 		}
 	}
-	if via == MCPDeliveryInitialize && known && proc.CompareVersions(o.cliVersion, minInitializeMCPVersion) < 0 {
-		return done, fmt.Errorf("%w: CLI %s, needs %s or newer (use MCPDeliveryFile)", ErrMCPDeliveryUnsupported, o.cliVersion, minInitializeMCPVersion)
+	if via == DeliveryInitialize && known && proc.CompareVersions(o.cliVersion, InitializeDeliveryVersion) < 0 {
+		return done, &CLIFeatureError{Option: "MCPServersDelivery", Needs: InitializeDeliveryVersion, Found: o.cliVersion}
 	}
 	o.mcpVia = via
-	if via != MCPDeliveryFile {
+	if via != DeliveryFile {
 		return done, nil
 	}
 	b, err := json.Marshal(map[string]any{"mcpServers": ext})
@@ -170,10 +129,10 @@ func (o *Options) prepareMCPDelivery(started bool) (done func(), err error) {
 }
 
 // mcpInitialize fills the initialize request's MCP fields: the external
-// servers under MCPDeliveryInitialize, and the settings of in-process
+// servers under DeliveryInitialize, and the settings of in-process
 // servers (sdkMcpServerConfigs, which CLIs before 2.1.330 ignore).
 func (o *Options) mcpInitialize(r *initializeRequest) {
-	if o.mcpVia == MCPDeliveryInitialize {
+	if o.mcpVia == DeliveryInitialize {
 		r.MCPServers = o.externalMCPWire()
 	}
 	for _, name := range sortedKeys(o.MCPServers) {
@@ -190,7 +149,7 @@ func (o *Options) mcpInitialize(r *initializeRequest) {
 // servers sent in initialize (mcp_servers_applied): such a CLI started
 // without them.
 func (s *Session) checkMCPApplied() error {
-	if s.opts.mcpVia != MCPDeliveryInitialize || s.init == nil {
+	if s.opts.mcpVia != DeliveryInitialize || s.init == nil {
 		return nil
 	}
 	var w struct {
@@ -199,7 +158,7 @@ func (s *Session) checkMCPApplied() error {
 	}
 	_ = json.Unmarshal(s.init.Raw, &w)
 	if w.Applied == nil || !*w.Applied {
-		return fmt.Errorf("%w: the initialize answer does not confirm them (CLI %s)", ErrMCPDeliveryUnsupported, w.Version)
+		return fmt.Errorf("%w: the MCP servers (the initialize answer does not confirm them; CLI %s)", ErrNotApplied, w.Version)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func mcpConfigArg(t *testing.T, args []string) string {
 // in each external server's configuration.
 func TestMCPServerWire(t *testing.T) {
 	o := &claude.Options{
-		MCPServersDelivery: claude.MCPDeliveryArgv,
+		MCPServersDelivery: claude.DeliveryArgv,
 		MCPServers: map[string]claude.MCPServerConfig{
 			"s": &claude.MCPStdioServer{Command: "srv", Env: map[string]string{"K": "v"}, Timeout: 90 * time.Second, AlwaysLoad: true},
 			"e": &claude.MCPSSEServer{URL: "http://e", Timeout: 1500 * time.Millisecond},
@@ -80,7 +80,7 @@ func TestMCPDeliveryFile(t *testing.T) {
 		body []byte
 	)
 	o := &claude.Options{
-		MCPServersDelivery: claude.MCPDeliveryFile,
+		MCPServersDelivery: claude.DeliveryFile,
 		MCPServers: map[string]claude.MCPServerConfig{
 			"h": &claude.MCPHTTPServer{URL: "http://h", Headers: map[string]string{"Authorization": "Bearer secret"}},
 		},
@@ -123,7 +123,7 @@ func TestMCPDeliveryAutoCustomTransport(t *testing.T) {
 
 // TestMCPDeliveryInitialize: the servers go in initialize.mcpServers with
 // --await-initialize, never in argv; a CLI whose answer does not confirm
-// them (mcp_servers_applied) fails Connect with ErrMCPDeliveryUnsupported.
+// them (mcp_servers_applied) fails Connect with ErrNotApplied.
 func TestMCPDeliveryInitialize(t *testing.T) {
 	servers := map[string]claude.MCPServerConfig{
 		"h": &claude.MCPHTTPServer{URL: "http://h", Headers: map[string]string{"Authorization": "Bearer secret"}, Timeout: 2 * time.Second},
@@ -148,7 +148,7 @@ func TestMCPDeliveryInitialize(t *testing.T) {
 				_, err = c.ReadUser(ctx)
 				return err
 			}}
-			o := &claude.Options{MCPServers: servers, MCPServersDelivery: claude.MCPDeliveryInitialize, Transport: fake}
+			o := &claude.Options{MCPServers: servers, MCPServersDelivery: claude.DeliveryInitialize, Transport: fake}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			s, err := claude.Connect(ctx, o)
@@ -157,8 +157,8 @@ func TestMCPDeliveryInitialize(t *testing.T) {
 					t.Fatalf("Connect: %v", err)
 				}
 				s.Close()
-			} else if !errors.Is(err, claude.ErrMCPDeliveryUnsupported) {
-				t.Fatalf("Connect = %v, want ErrMCPDeliveryUnsupported", err)
+			} else if !errors.Is(err, claude.ErrNotApplied) {
+				t.Fatalf("Connect = %v, want ErrNotApplied", err)
 			}
 			args := fake.Launches()[0].Args
 			if !slices.Contains(args, "--await-initialize") {

@@ -222,14 +222,21 @@ type Options struct {
 	// alongside.
 	MCPServers map[string]MCPServerConfig
 	// MCPServersDelivery says how the external servers of MCPServers,
-	// with their Env and Headers, reach the CLI: by default off the
-	// command line (see MCPDelivery).
-	MCPServersDelivery MCPDelivery
+	// with their Env and Headers, reach the CLI: anyone on the machine can
+	// read a command line in ps. The default (DeliveryAuto) keeps them off
+	// it when Tether starts the CLI itself: in the initialize request on a
+	// CLI that reads it there (InitializeDeliveryVersion and newer), else
+	// in a private file (DeliveryFile). With a custom Transport, whose CLI
+	// may not share this machine's files and whose version Tether does not
+	// know, it is DeliveryArgv. DeliveryInitialize on a CLI known to be
+	// older fails Connect with a *CLIFeatureError; a CLI that does not
+	// confirm the servers, with ErrNotApplied.
+	MCPServersDelivery Delivery
 
 	// Resolved at Connect (mcp_more.go): the CLI's version from the
 	// probe, how the external MCP servers go, and their file.
 	cliVersion, mcpFile string
-	mcpVia              MCPDelivery
+	mcpVia              Delivery
 
 	// Agents, prompts, plugins, structured output.
 

@@ -111,7 +111,7 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		}, args: []string{`--mcp-config={"mcpServers":{"files":{"type":"stdio","command":"mcp-files"}}}`}, initKeys: []string{"sdkMcpServers"}},
 		"MCPServersDelivery": {set: func(o *claude.Options) {
 			o.MCPServers = map[string]claude.MCPServerConfig{"files": &claude.MCPStdioServer{Command: "mcp-files", Env: map[string]string{"TOKEN": "t0k3n"}}}
-			o.MCPServersDelivery = claude.MCPDeliveryFile
+			o.MCPServersDelivery = claude.DeliveryFile
 		}, custom: func(l *claude.Launch) string {
 			for _, a := range l.Args {
 				if strings.Contains(a, "t0k3n") {

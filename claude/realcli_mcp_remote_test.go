@@ -255,13 +255,13 @@ func TestRealCLIMCPRemote(t *testing.T) {
 	initOK := proc.CompareVersions(version, "2.1.261") >= 0
 	for _, tc := range []struct {
 		transport string
-		delivery  claude.MCPDelivery
+		delivery  claude.Delivery
 	}{
-		{"http", claude.MCPDeliveryAuto},
-		{"sse", claude.MCPDeliveryAuto},
-		{"http", claude.MCPDeliveryArgv},
-		{"sse", claude.MCPDeliveryFile},
-		{"http", claude.MCPDeliveryInitialize},
+		{"http", claude.DeliveryAuto},
+		{"sse", claude.DeliveryAuto},
+		{"http", claude.DeliveryArgv},
+		{"sse", claude.DeliveryFile},
+		{"http", claude.DeliveryInitialize},
 	} {
 		name := tc.transport + "_" + cmpOr(string(tc.delivery), "auto")
 		t.Run(name, func(t *testing.T) {
@@ -283,11 +283,12 @@ func TestRealCLIMCPRemote(t *testing.T) {
 					"envonly": &claude.MCPStdioServer{Command: "/nonexistent/tether-mcp", Env: map[string]string{"TETHER_MCP_TOKEN": "env-secret-77ac"}},
 				}
 			})
-			if tc.delivery == claude.MCPDeliveryInitialize && !initOK {
+			if tc.delivery == claude.DeliveryInitialize && !initOK {
 				// 2.1.197 has no --await-initialize: Connect says so
 				// before it starts the CLI.
-				if !errors.Is(err, claude.ErrMCPDeliveryUnsupported) {
-					t.Fatalf("Connect on CLI %s with MCPDeliveryInitialize = %v, want ErrMCPDeliveryUnsupported", version, err)
+				var fe *claude.CLIFeatureError
+				if !errors.Is(err, claude.ErrNeedsNewerCLI) || !errors.As(err, &fe) || fe.Option != "MCPServersDelivery" {
+					t.Fatalf("Connect on CLI %s with DeliveryInitialize = %v, want a *CLIFeatureError for MCPServersDelivery", version, err)
 				}
 				return
 			}
@@ -299,18 +300,18 @@ func TestRealCLIMCPRemote(t *testing.T) {
 			// Where the configuration went.
 			argv := cmdlines(t, s.PID())
 			joined := fmt.Sprint(argv)
-			inArgv := tc.delivery == claude.MCPDeliveryArgv
+			inArgv := tc.delivery == claude.DeliveryArgv
 			for _, secret := range []string{remoteSecret, "env-secret-77ac"} {
 				if got := strings.Contains(joined, secret); got != inArgv {
 					t.Errorf("secret %q in the command lines = %v, want %v: %v", secret, got, inArgv, argv)
 				}
 			}
 			self := argv[s.PID()]
-			wantInit := tc.delivery == claude.MCPDeliveryInitialize || (tc.delivery == claude.MCPDeliveryAuto && initOK)
+			wantInit := tc.delivery == claude.DeliveryInitialize || (tc.delivery == claude.DeliveryAuto && initOK)
 			if got := strings.Contains(self, "--await-initialize"); got != wantInit {
 				t.Errorf("--await-initialize in %q = %v, want %v", self, got, wantInit)
 			}
-			if tc.delivery == claude.MCPDeliveryFile || (tc.delivery == claude.MCPDeliveryAuto && !initOK) {
+			if tc.delivery == claude.DeliveryFile || (tc.delivery == claude.DeliveryAuto && !initOK) {
 				// The file is named on the command line and gone once
 				// Connect returned.
 				i := strings.Index(self, "--mcp-config=")
