@@ -65,7 +65,8 @@ func init() {
 		},
 		scenario{
 			name: "approval_long_hold",
-			guards: "Nothing times an approval out: a CanUseTool that answers after a hold longer than every Tether bound set (InitializeTimeout, CloseTimeout, QueryTaskTimeout) " +
+			guards: "Nothing times an approval out: a CanUseTool that answers after a hold longer than every Tether bound set (CloseTimeout, QueryTaskTimeout; " +
+				"InitializeTimeout bounds only the start, which a loaded CI machine may take seconds over) " +
 				"still has its answer taken by the CLI, and the command runs (2.1.197 and 2.1.330).",
 			api: func() *claudetest.MessagesOptions {
 				return &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
@@ -74,7 +75,6 @@ func init() {
 				}}
 			},
 			opts: func(o *claude.Options) {
-				o.InitializeTimeout = 5 * time.Second
 				o.CloseTimeout = 100 * time.Millisecond
 				o.QueryTaskTimeout = 100 * time.Millisecond
 				o.CanUseTool = func(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
