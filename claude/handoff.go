@@ -36,6 +36,7 @@ type handoff struct {
 	cur   *answering // the answer running on the reading goroutine, if any
 	last  time.Time  // when the latest answer started
 	armed bool
+	ended bool // reading has ended: never re-armed
 	t     *time.Timer
 }
 
@@ -83,13 +84,7 @@ func (s *Session) watchAnswer() {
 		h.cur = nil
 		next = a.n
 	}
-	ended := false
-	select {
-	case <-s.readDone:
-		ended = true
-	default:
-	}
-	if ended || (h.cur == nil && time.Since(h.last) > idleAfter) {
+	if h.ended || (h.cur == nil && time.Since(h.last) > idleAfter) {
 		h.armed = false
 	} else {
 		h.t.Reset(watchEvery)
@@ -108,5 +103,6 @@ func (s *Session) stopWatch() {
 	if h.t != nil {
 		h.t.Stop()
 	}
-	h.armed = true // never re-armed: answerReading cannot run any more
+	h.ended = true
+	h.armed = true // answerReading cannot run any more; this keeps it from arming
 }
