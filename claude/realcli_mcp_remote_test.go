@@ -287,7 +287,7 @@ func TestRealCLIMCPRemote(t *testing.T) {
 				// 2.1.197 has no --await-initialize: Connect says so
 				// before it starts the CLI.
 				var fe *claude.CLIFeatureError
-				if !errors.Is(err, claude.ErrNeedsNewerCLI) || !errors.As(err, &fe) || fe.Option != "MCPServersDelivery" {
+				if !errors.Is(err, claude.ErrNeedsNewerCLI) || !errors.As(err, &fe) || fe.Option != "MCPServersDelivery" || fe.Path == "" {
 					t.Fatalf("Connect on CLI %s with DeliveryInitialize = %v, want a *CLIFeatureError for MCPServersDelivery", version, err)
 				}
 				return

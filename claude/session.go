@@ -181,6 +181,10 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	o.via = o.planDelivery(version)
 	mcpDone, err := o.prepareMCPDelivery(o.Transport == nil)
 	if err != nil {
+		var fe *CLIFeatureError
+		if errors.As(err, &fe) {
+			fe.Path = path
+		}
 		return nil, err
 	}
 	defer mcpDone()                          // the CLI has read its MCP file once initialize is answered

@@ -29,6 +29,9 @@ type ConversationResetMessage struct {
 // TranscriptMirrorMessage (transcript_mirror) carries entries the CLI
 // appended to a session file, for a host that mirrors transcripts
 // elsewhere. The CLI writes them only when started with --session-mirror.
+// With Options.SessionStore set, the session feeds them to the store and
+// they never reach Receive; a program that sets ExtraArgs to
+// --session-mirror itself receives them here.
 type TranscriptMirrorMessage struct {
 	Meta
 	FilePath string            `json:"filePath"`
