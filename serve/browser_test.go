@@ -409,7 +409,7 @@ func testTranscript(t *testing.T, b *browser) {
 		tb.shot(name)
 		return v
 	}
-	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask"} {
+	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask", "control_rewind_files"} {
 		lines := recorded(t, name)
 		if name == "subagent" {
 			// The recorded subagent answered at once; give it a step of
@@ -448,6 +448,12 @@ func testTranscript(t *testing.T, b *browser) {
 		case "bash_allowed":
 			if !slices.Contains(streamed.Tools, "Bash:done") || !strings.Contains(streamed.Text, "$ echo hi > hi.txt") {
 				t.Errorf("%s: no finished Bash card with its command: %v\n%s", name, streamed.Tools, streamed.Text)
+			}
+		case "control_rewind_files":
+			// Two Writes of notes.txt: each card shows its content as
+			// added lines.
+			if streamed.Diff < 2 || !slices.Contains(streamed.Tools, "Write:done") {
+				t.Errorf("%s: no Write card with its content as a diff: %v, %d diff lines", name, streamed.Tools, streamed.Diff)
 			}
 		case "subagent":
 			if streamed.Nested == 0 || !slices.Contains(streamed.Tools, "Agent:done") || !slices.Contains(streamed.Tools, "Bash:done") {
