@@ -30,6 +30,18 @@ import (
 // enabled.").
 const EnvEnableFileCheckpointing = "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING"
 
+// requestInto sends a control request and decodes the CLI's answer into
+// v, keeping the answer as it came in *raw (a typed result's Raw field).
+func (s *Session) requestInto(ctx context.Context, subtype string, params, v any, raw *json.RawMessage) error {
+	b, err := s.request(ctx, subtype, params)
+	if err != nil {
+		return err
+	}
+	s.decodeResult(subtype, b, v)
+	*raw = b
+	return nil
+}
+
 // decodeResult decodes a control response payload into v, keeping going
 // (with a warning) when it does not fit.
 func (s *Session) decodeResult(subtype string, raw json.RawMessage, v any) {
@@ -129,13 +141,10 @@ func (s *Session) ContextUsage(ctx context.Context, params *ContextUsageParams) 
 	if params == nil {
 		params = &ContextUsageParams{}
 	}
-	raw, err := s.request(ctx, "get_context_usage", params)
-	if err != nil {
+	r := &ContextUsageResult{}
+	if err := s.requestInto(ctx, "get_context_usage", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &ContextUsageResult{}
-	s.decodeResult("get_context_usage", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -183,13 +192,10 @@ func (s *Session) Usage(ctx context.Context, params *UsageParams) (*UsageResult,
 	if params == nil {
 		params = &UsageParams{}
 	}
-	raw, err := s.request(ctx, "get_usage", params)
-	if err != nil {
+	r := &UsageResult{}
+	if err := s.requestInto(ctx, "get_usage", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &UsageResult{}
-	s.decodeResult("get_usage", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -210,13 +216,10 @@ func (s *Session) SessionCost(ctx context.Context, params *SessionCostParams) (*
 	if params == nil {
 		params = &SessionCostParams{}
 	}
-	raw, err := s.request(ctx, "get_session_cost", params)
-	if err != nil {
+	r := &SessionCostResult{}
+	if err := s.requestInto(ctx, "get_session_cost", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &SessionCostResult{}
-	s.decodeResult("get_session_cost", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -259,13 +262,10 @@ func (s *Session) Settings(ctx context.Context, params *SettingsParams) (*Settin
 	if params == nil {
 		params = &SettingsParams{}
 	}
-	raw, err := s.request(ctx, "get_settings", params)
-	if err != nil {
+	r := &SettingsResult{}
+	if err := s.requestInto(ctx, "get_settings", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &SettingsResult{}
-	s.decodeResult("get_settings", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -286,13 +286,10 @@ func (s *Session) BinaryVersion(ctx context.Context, params *BinaryVersionParams
 	if params == nil {
 		params = &BinaryVersionParams{}
 	}
-	raw, err := s.request(ctx, "get_binary_version", params)
-	if err != nil {
+	r := &BinaryVersionResult{}
+	if err := s.requestInto(ctx, "get_binary_version", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &BinaryVersionResult{}
-	s.decodeResult("get_binary_version", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -312,13 +309,10 @@ func (s *Session) ReloadSkills(ctx context.Context, params *ReloadSkillsParams) 
 	if params == nil {
 		params = &ReloadSkillsParams{}
 	}
-	raw, err := s.request(ctx, "reload_skills", params)
-	if err != nil {
+	r := &ReloadSkillsResult{}
+	if err := s.requestInto(ctx, "reload_skills", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &ReloadSkillsResult{}
-	s.decodeResult("reload_skills", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -356,13 +350,10 @@ func (s *Session) ReloadPlugins(ctx context.Context, params *ReloadPluginsParams
 	if params == nil {
 		params = &ReloadPluginsParams{}
 	}
-	raw, err := s.request(ctx, "reload_plugins", params)
-	if err != nil {
+	r := &ReloadPluginsResult{}
+	if err := s.requestInto(ctx, "reload_plugins", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &ReloadPluginsResult{}
-	s.decodeResult("reload_plugins", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -434,13 +425,10 @@ func (s *Session) RewindFiles(ctx context.Context, params *RewindFilesParams) (*
 	if params == nil || params.UserMessageID == "" {
 		return nil, errors.New("claude: rewind_files: no user message id")
 	}
-	raw, err := s.request(ctx, "rewind_files", params)
-	if err != nil {
+	r := &RewindFilesResult{}
+	if err := s.requestInto(ctx, "rewind_files", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &RewindFilesResult{}
-	s.decodeResult("rewind_files", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -470,13 +458,10 @@ func (s *Session) CancelAsyncMessage(ctx context.Context, params *CancelAsyncMes
 	if params == nil || params.MessageUUID == "" {
 		return nil, errors.New("claude: cancel_async_message: no message uuid")
 	}
-	raw, err := s.request(ctx, "cancel_async_message", params)
-	if err != nil {
+	r := &CancelAsyncMessageResult{}
+	if err := s.requestInto(ctx, "cancel_async_message", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &CancelAsyncMessageResult{}
-	s.decodeResult("cancel_async_message", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -519,13 +504,10 @@ func (s *Session) BackgroundTasks(ctx context.Context, params *BackgroundTasksPa
 	if params == nil {
 		params = &BackgroundTasksParams{}
 	}
-	raw, err := s.request(ctx, "background_tasks", params)
-	if err != nil {
+	r := &BackgroundTasksResult{}
+	if err := s.requestInto(ctx, "background_tasks", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &BackgroundTasksResult{}
-	s.decodeResult("background_tasks", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 

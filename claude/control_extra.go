@@ -51,13 +51,10 @@ func (s *Session) FileSuggestions(ctx context.Context, params *FileSuggestionsPa
 	if params == nil {
 		params = &FileSuggestionsParams{}
 	}
-	raw, err := s.request(ctx, "file_suggestions", params)
-	if err != nil {
+	r := &FileSuggestionsResult{}
+	if err := s.requestInto(ctx, "file_suggestions", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &FileSuggestionsResult{}
-	s.decodeResult("file_suggestions", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -89,13 +86,10 @@ func (s *Session) TaskOutput(ctx context.Context, params *TaskOutputParams) (*Ta
 	if params == nil || params.TaskID == "" {
 		return nil, errors.New("claude: get_task_output: no task id")
 	}
-	raw, err := s.request(ctx, "get_task_output", params)
-	if err != nil {
+	r := &TaskOutputResult{}
+	if err := s.requestInto(ctx, "get_task_output", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &TaskOutputResult{}
-	s.decodeResult("get_task_output", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -178,13 +172,10 @@ func (s *Session) CallMCPTool(ctx context.Context, params *MCPCallParams) (*MCPC
 			return nil, errors.New("claude: mcp_call: arguments must be a JSON object")
 		}
 	}
-	raw, err := s.request(ctx, "mcp_call", params)
-	if err != nil {
+	r := &MCPCallResult{}
+	if err := s.requestInto(ctx, "mcp_call", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &MCPCallResult{}
-	s.decodeResult("mcp_call", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -214,13 +205,10 @@ func (s *Session) RegisterRepoRoot(ctx context.Context, params *RegisterRepoRoot
 	if params == nil || params.Directory == "" {
 		return nil, errors.New("claude: register_repo_root: no directory")
 	}
-	raw, err := s.request(ctx, "register_repo_root", params)
-	if err != nil {
+	r := &RegisterRepoRootResult{}
+	if err := s.requestInto(ctx, "register_repo_root", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &RegisterRepoRootResult{}
-	s.decodeResult("register_repo_root", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 

@@ -41,13 +41,10 @@ func (s *Session) InterruptTurn(ctx context.Context, params *InterruptParams) (*
 	if params == nil {
 		params = &InterruptParams{}
 	}
-	raw, err := s.request(ctx, "interrupt", params)
-	if err != nil {
+	r := &InterruptResult{}
+	if err := s.requestInto(ctx, "interrupt", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &InterruptResult{}
-	s.decodeResult("interrupt", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -139,13 +136,10 @@ func (s *Session) ReadMCPResource(ctx context.Context, params *ReadMCPResourcePa
 	if params == nil || params.ServerName == "" || params.URI == "" {
 		return nil, errors.New("claude: mcp_read_resource: no server name or uri")
 	}
-	raw, err := s.request(ctx, "mcp_read_resource", params)
-	if err != nil {
+	r := &ReadMCPResourceResult{}
+	if err := s.requestInto(ctx, "mcp_read_resource", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &ReadMCPResourceResult{}
-	s.decodeResult("mcp_read_resource", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -203,13 +197,10 @@ func (s *Session) ReloadOutputStyles(ctx context.Context, params *ReloadOutputSt
 	if params == nil {
 		params = &ReloadOutputStylesParams{}
 	}
-	raw, err := s.request(ctx, "reload_output_styles", params)
-	if err != nil {
+	r := &ReloadOutputStylesResult{}
+	if err := s.requestInto(ctx, "reload_output_styles", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &ReloadOutputStylesResult{}
-	s.decodeResult("reload_output_styles", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -261,13 +252,10 @@ func (s *Session) HooksListing(ctx context.Context, params *HooksListingParams) 
 	if params == nil {
 		params = &HooksListingParams{}
 	}
-	raw, err := s.request(ctx, "get_hooks_listing", params)
-	if err != nil {
+	r := &HooksListingResult{}
+	if err := s.requestInto(ctx, "get_hooks_listing", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &HooksListingResult{}
-	s.decodeResult("get_hooks_listing", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -319,13 +307,10 @@ func (s *Session) PermissionRules(ctx context.Context, params *PermissionRulesPa
 	if params == nil {
 		params = &PermissionRulesParams{}
 	}
-	raw, err := s.request(ctx, "list_permission_rules", params)
-	if err != nil {
+	r := &PermissionRulesResult{}
+	if err := s.requestInto(ctx, "list_permission_rules", params, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &PermissionRulesResult{}
-	s.decodeResult("list_permission_rules", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -367,13 +352,10 @@ func (s *Session) SetMCPPermissionModeOverride(ctx context.Context, server strin
 		m := string(mode)
 		req.Mode = &m
 	}
-	raw, err := s.request(ctx, "set_mcp_permission_mode_override", req)
-	if err != nil {
+	r := &SetMCPPermissionModeOverrideResult{}
+	if err := s.requestInto(ctx, "set_mcp_permission_mode_override", req, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &SetMCPPermissionModeOverrideResult{}
-	s.decodeResult("set_mcp_permission_mode_override", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 
@@ -390,13 +372,10 @@ func (s *Session) Reinitialize(ctx context.Context) (*InitializeResponse, error)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.request(ctx, "initialize", req)
-	if err != nil {
+	r := &InitializeResponse{}
+	if err := s.requestInto(ctx, "initialize", req, r, &r.Raw); err != nil {
 		return nil, err
 	}
-	r := &InitializeResponse{}
-	s.decodeResult("initialize", raw, r)
-	r.Raw = raw
 	return r, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proctree"
 )
 
 // The real CLI starts its Bash tool in a session of its own (setsid), out
@@ -185,68 +186,24 @@ func TestRealCLINoOrphansHostDies(t *testing.T) {
 	}
 }
 
-// procID names a process across PID reuse: its PID and start time.
-type procID struct {
-	pid   int
-	start string
-	cmd   string
-}
-
-func statOf(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:])) // state [0], ppid [1], starttime [19]
-}
-
 // processTree lists root and every live process below it.
-func processTree(t *testing.T, root int) []procID {
+func processTree(t *testing.T, root int) []proctree.Proc {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	ids, err := proctree.Tree(root)
 	if err != nil {
 		t.Fatal(err)
-	}
-	kids := make(map[int][]int)
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f := statOf(pid); len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			kids[ppid] = append(kids[ppid], pid)
-		}
-	}
-	var ids []procID
-	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
-		pid := queue[0]
-		if f := statOf(pid); len(f) > 19 && f[0] != "Z" {
-			cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-			ids = append(ids, procID{pid, f[19], strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))})
-		}
-		queue = append(queue, kids[pid]...)
 	}
 	return ids
 }
 
-func (id procID) alive() bool {
-	f := statOf(id.pid)
-	return len(f) > 19 && f[19] == id.start && f[0] != "Z"
-}
-
 // waitForSleep waits until `sleep 300` runs below root and returns the
 // tree then.
-func waitForSleep(t *testing.T, root int) []procID {
+func waitForSleep(t *testing.T, root int) []proctree.Proc {
 	t.Helper()
 	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		ids := processTree(t, root)
 		for _, id := range ids {
-			if id.cmd == "sleep 300" {
+			if id.Cmd == "sleep 300" {
 				return ids
 			}
 		}
@@ -257,14 +214,14 @@ func waitForSleep(t *testing.T, root int) []procID {
 
 // allGone waits for every process in ids to end; it fails on (and kills)
 // survivors.
-func allGone(t *testing.T, ids []procID) {
+func allGone(t *testing.T, ids []proctree.Proc) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, id := range ids {
-		for id.alive() {
+		for id.Alive() {
 			if time.Now().After(deadline) {
-				t.Errorf("process %d (%s) survived", id.pid, id.cmd)
-				syscall.Kill(id.pid, syscall.SIGKILL)
+				t.Errorf("process %d (%s) survived", id.PID, id.Cmd)
+				syscall.Kill(id.PID, syscall.SIGKILL)
 				break
 			}
 			time.Sleep(10 * time.Millisecond)

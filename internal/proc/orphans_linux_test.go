@@ -7,81 +7,33 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tetherhq/tether/internal/proctree"
 )
 
-// A process identity that survives PID reuse: the PID and its start time.
-type procID struct {
-	pid   int
-	start string
-}
-
-// statFields returns the fields of /proc/pid/stat after the command name:
-// state is [0], ppid [1], starttime [19].
-func statFields(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(s[i+1:])
-}
-
 // tree lists root and every live process below it, through /proc.
-func tree(t *testing.T, root int) []procID {
+func tree(t *testing.T, root int) []proctree.Proc {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	ids, err := proctree.Tree(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kids := make(map[int][]int)
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f := statFields(pid); len(f) > 1 {
-			ppid, _ := strconv.Atoi(f[1])
-			kids[ppid] = append(kids[ppid], pid)
-		}
-	}
-	var out []procID
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		if f := statFields(pid); len(f) > 19 && f[0] != "Z" && f[0] != "X" {
-			out = append(out, procID{pid, f[19]})
-		}
-		queue = append(queue, kids[pid]...)
-	}
-	return out
-}
-
-// aliveID reports whether the very process id is still running.
-func aliveID(id procID) bool {
-	f := statFields(id.pid)
-	return len(f) > 19 && f[19] == id.start && f[0] != "Z" && f[0] != "X"
+	return ids
 }
 
 // allDie waits for every process in ids to be gone, and kills and reports
 // those that are not.
-func allDie(t *testing.T, ids []procID) {
+func allDie(t *testing.T, ids []proctree.Proc) {
 	t.Helper()
 	deadline := time.Now().Add(hangGuard)
 	for _, id := range ids {
-		for aliveID(id) {
+		for id.Alive() {
 			if time.Now().After(deadline) {
-				t.Errorf("process %d survived", id.pid)
-				syscall.Kill(id.pid, syscall.SIGKILL)
+				t.Errorf("process %d survived", id.PID)
+				syscall.Kill(id.PID, syscall.SIGKILL)
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -90,11 +42,11 @@ func allDie(t *testing.T, ids []procID) {
 }
 
 // pidsIn reports whether every pid is among ids.
-func pidsIn(t *testing.T, ids []procID, pids ...int) {
+func pidsIn(t *testing.T, ids []proctree.Proc, pids ...int) {
 	t.Helper()
 	have := make(map[int]bool)
 	for _, id := range ids {
-		have[id.pid] = true
+		have[id.PID] = true
 	}
 	for _, pid := range pids {
 		if !have[pid] {
