@@ -317,7 +317,7 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 		if p := recover(); p != nil {
 			a.log.Error("start request panicked", "panic", p)
 			msg.Term()
-			answer(&startReply{Error: &wireError{Code: codeFailed, Message: "internal error"}})
+			answer(&startReply{Error: &wireError{Code: host.CodeInternal, Message: "internal error"}})
 			running = false
 		}
 	}()

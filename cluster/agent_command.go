@@ -2,170 +2,155 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 )
 
-// command serves one command. Commands of a session run one at a time,
-// in arrival order; each is bounded by 30 s.
+// Lanes of a session's commands. The ordered lane runs send, cancel,
+// set_model, set_mode and close one at a time in arrival order; the quick
+// lane runs interrupts, answers and snapshots beside it, so that a
+// person's Stop or answer never waits behind a slow send. Each lane is
+// bounded: a command that finds its lane full is refused with host's
+// busy code, at once.
+const (
+	orderedQueue = 64
+	quickLimit   = 16
+	commandLimit = 30 * time.Second // each command's bound
+)
+
+// command takes one request from the session's subject into its lane.
+// It runs on the subscription's goroutine and never blocks it.
 func (s *agentSession) command(msg *nats.Msg) {
-	reply := func(r *commandReply) {
-		if msg.Reply == "" {
+	if msg.Header.Get(hdrOp) == opSnapshot {
+		s.quickLane(msg, func() { s.snapshot(msg) })
+		return
+	}
+	var c commandMsg
+	if err := decode(msg.Subject, msg.Data, MaxCommandSize, &c); err != nil {
+		s.log.Warn("refused a command", "err", err)
+		respond(msg, &commandReply{Error: wireErr(err)})
+		return
+	}
+	run := func() { s.serve(msg, &c.Command) }
+	if c.Lane() == host.LaneQuick {
+		s.quickLane(msg, run)
+		return
+	}
+	select {
+	case s.ordered <- run:
+	default:
+		respond(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands waiting for this session"}})
+	}
+}
+
+// quickLane runs f beside the ordered lane, or refuses when the lane is
+// full.
+func (s *agentSession) quickLane(msg *nats.Msg, f func()) {
+	s.mu.Lock()
+	if s.lanesClosed {
+		s.mu.Unlock()
+		respond(msg, &commandReply{Error: &wireError{Code: codeNoSession, Message: "the session has ended"}})
+		return
+	}
+	s.wg.Add(1) // under s.mu: never after finish began waiting
+	s.mu.Unlock()
+	select {
+	case s.quick <- struct{}{}:
+	default:
+		s.wg.Done()
+		respond(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands in flight for this session"}})
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.quick }()
+		f()
+	}()
+}
+
+// runOrdered is the ordered lane's worker.
+func (s *agentSession) runOrdered() {
+	defer s.wg.Done()
+	for {
+		select {
+		case f := <-s.ordered:
+			f()
+		case <-s.ctx.Done():
 			return
 		}
-		data, _ := json.Marshal(r)
-		msg.Respond(data)
 	}
+}
+
+func respond(msg *nats.Msg, r *commandReply) {
+	if msg.Reply == "" {
+		return
+	}
+	data, _ := json.Marshal(r)
+	msg.Respond(data)
+}
+
+// serve runs one command with host.Session.Do and answers it.
+func (s *agentSession) serve(msg *nats.Msg, c *host.Command) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("command panicked", "panic", p)
-			reply(&commandReply{Error: &wireError{Code: codeFailed, Message: "internal error"}})
+			respond(msg, &commandReply{Error: &wireError{Code: host.CodeInternal, Message: "internal error"}})
 		}
 	}()
-	var c Command
-	if err := decode(msg.Subject, msg.Data, MaxCommandSize, &c); err != nil {
-		s.log.Warn("refused a command", "err", err)
-		reply(&commandReply{Error: wireErr(err)})
-		return
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, commandLimit)
 	defer cancel()
-	if c.Op == opSnapshot {
-		s.snapshot(msg)
+	s.log.Debug("command", "type", c.Type)
+	res, err := s.do(ctx, c)
+	if err != nil {
+		s.log.Info("command refused", "type", c.Type, "err", err)
+		respond(msg, &commandReply{Error: wireErr(err)})
 		return
 	}
-	s.log.Debug("command", "op", c.Op)
-	out, err := s.do(ctx, &c)
-	if err != nil {
-		s.log.Info("command refused", "op", c.Op, "err", err)
-	}
-	r := &commandReply{Error: wireErr(err)}
-	if c.Op == OpInterrupt {
-		r.Step = out
-	} else {
-		r.UUID = out
-	}
-	reply(r)
+	respond(msg, &commandReply{Result: res})
 }
 
-func (s *agentSession) do(ctx context.Context, c *Command) (string, error) {
-	hs := s.hs
+// do runs a command and keeps the registry entry's title, last prompt
+// and model in step.
+func (s *agentSession) do(ctx context.Context, c *host.Command) (*host.CommandResult, error) {
 	select {
-	case <-hs.Done():
-		return "", &CommandError{Code: codeNoSession, Message: "the session has ended"}
+	case <-s.hs.Done():
+		return nil, &CommandError{Code: codeNoSession, Message: "the session has ended"}
 	default:
 	}
-	switch c.Op {
-	case OpSend:
-		var blocks []claude.ContentBlock
-		for _, im := range c.Images {
-			data, err := base64.StdEncoding.DecodeString(im.Data)
-			if err != nil {
-				return "", &CommandError{Code: codeMalformed, Message: "image data is not base64"}
-			}
-			blocks = append(blocks, claude.NewImageBlock(im.MediaType, data))
-		}
-		m := claude.NewUserMessage(c.Prompt, blocks...)
-		m.UUID = c.UUID
-		d, err := hs.SendMessage(ctx, m)
-		if err != nil {
-			return "", err
-		}
-		if p := clip(c.Prompt, 200); p != "" {
+	if c.Type == host.CommandClose {
+		s.mu.Lock()
+		s.closed = true // before the session ends: its last record says so
+		s.mu.Unlock()
+	}
+	res, err := s.hs.Do(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	switch c.Type {
+	case host.CommandSend:
+		if p := clip(c.Text, 200); p != "" {
 			s.mu.Lock()
 			s.lastPrompt = p
 			if s.rec.Title == "" {
-				s.rec.Title = clip(c.Prompt, 80)
+				s.rec.Title = clip(c.Text, 80)
 			}
 			s.mu.Unlock()
 			s.poke()
 		}
-		return d.UUID, nil
-	case OpInterrupt:
-		if c.Interrupt {
-			step, err := hs.ForceInterrupt(ctx)
-			if err != nil {
-				return "", err
-			}
-			if step == host.InterruptNotNeeded {
-				return "none", nil
-			}
-			return strings.ToLower(step.String()), nil
-		}
-		return "", hs.Interrupt(ctx)
-	case OpRespond:
-		if c.Behavior == "" || c.Answers != nil {
-			ap, err := hs.Approval(c.Approval)
-			if err != nil {
-				return "", err
-			}
-			return "", ap.Answer(c.Answers)
-		}
-		var r claude.PermissionResult
-		switch c.Behavior {
-		case "allow":
-			r = &claude.PermissionAllow{}
-		case "allow_always":
-			ap, err := hs.Approval(c.Approval)
-			if err != nil {
-				return "", err
-			}
-			return "", ap.AllowAlways(alwaysUpdates(ap.Request.Suggestions)...)
-		default:
-			r = &claude.PermissionDeny{Message: c.Message, Interrupt: c.Interrupt}
-		}
-		return "", hs.Respond(c.Approval, r)
-	case OpCancel:
-		return "", hs.CancelMessage(ctx, c.UUID)
-	case OpSetModel, OpSetMode:
-		cs := hs.Claude()
-		if cs == nil {
-			return "", &CommandError{Code: codeDisconnected, Message: "no CLI running"}
-		}
-		if c.Op == OpSetModel {
-			if err := cs.SetModel(ctx, c.Model); err != nil {
-				return "", err
-			}
-			s.mu.Lock()
-			s.rec.Model = c.Model
-			s.mu.Unlock()
-			s.poke()
-			return "", nil
-		}
-		return "", cs.SetPermissionMode(ctx, claude.PermissionMode(c.Mode))
-	case OpClose:
+	case host.CommandSetModel:
 		s.mu.Lock()
-		s.closed = true
+		s.rec.Model = c.Model
 		s.mu.Unlock()
-		return "", hs.Close()
+		s.poke()
 	}
-	return "", &CommandError{Code: codeMalformed, Message: "unknown op"}
-}
-
-// alwaysUpdates is what "allow always" applies: the CLI's suggestions as
-// it made them (a settings file: they last), and each again for this
-// session, because the CLI ignores settings-file rules in a workspace it
-// does not trust, and a person who said "always" must not be asked again
-// (as tether serve's local backend does).
-func alwaysUpdates(sugg []claude.PermissionUpdate) []claude.PermissionUpdate {
-	out := slices.Clone(sugg)
-	for _, u := range sugg {
-		if u.Destination != claude.DestinationSession {
-			u.Destination = claude.DestinationSession
-			out = append(out, u)
-		}
-	}
-	return out
+	return res, nil
 }
 
 // clip shortens s to n bytes on one line (for titles and last prompts in

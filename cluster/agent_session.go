@@ -30,6 +30,9 @@ type agentSession struct {
 	ctx    context.Context // ends when the session ends or the agent closes
 	cancel context.CancelFunc
 	wake   chan struct{} // the record keeper: something changed
+	// The command lanes (agent_command.go).
+	ordered chan func()
+	quick   chan struct{}
 	wakeTx chan struct{} // the mirror: a turn ended
 	wg     sync.WaitGroup
 
@@ -37,6 +40,8 @@ type agentSession struct {
 	rec      SessionInfo
 	rev      uint64
 	closed   bool // closed by a command: its registry entry goes
+	// lanesClosed: finish began; the quick lane takes nothing more.
+	lanesClosed bool
 	mirror   mirrorState
 	restored int64 // bytes of the CLI session's file restored by a failover
 	// fence: the next event must follow the stream's last one of the
@@ -54,6 +59,7 @@ type agentSession struct {
 
 func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool) *agentSession {
 	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored,
+		ordered: make(chan func(), orderedQueue), quick: make(chan struct{}, quickLimit),
 		log: a.log.With("session", id)}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
 	s.fence.Store(fence)
@@ -72,7 +78,8 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	s.putRecord(ctx)
 	cancel()
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go s.runOrdered()
 	go s.publishEvents()
 	go s.keepRecord()
 	go s.keepMirror()
@@ -96,6 +103,9 @@ func (s *agentSession) finish() {
 		s.sub.Unsubscribe()
 	}
 	<-s.hs.Done() // the agent closes its manager, which ends the session
+	s.mu.Lock()
+	s.lanesClosed = true
+	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
 	a := s.a

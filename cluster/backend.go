@@ -18,8 +18,13 @@ type BackendOptions struct {
 	// DefaultCwd is the working directory of a start request without one
 	// ("" = the agents' own default).
 	DefaultCwd string
+	// DefaultModel and DefaultPermissionMode are those of a start
+	// request that names none ("" = the agents' own defaults).
+	DefaultModel          string
+	DefaultPermissionMode string
 	// AllowBypassPermissions lets clients choose the bypassPermissions
-	// mode. Off by default: a browser cannot turn approvals off.
+	// mode. Off by default: a browser cannot turn approvals off. (The
+	// agents' own policy applies too: see AgentOptions.)
 	AllowBypassPermissions bool
 }
 
@@ -47,7 +52,7 @@ func NewBackend(c *Client, opts *BackendOptions) *Backend {
 func (b *Backend) List(ctx context.Context) ([]serve.SessionInfo, error) {
 	list, err := b.c.Sessions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, serveErr(err)
 	}
 	out := make([]serve.SessionInfo, 0, len(list))
 	for _, s := range list {
@@ -66,19 +71,9 @@ func serveInfo(s SessionInfo) serve.SessionInfo {
 	}
 }
 
-var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "auto", "bypassPermissions"}
 
 func (b *Backend) checkMode(mode string) error {
-	if mode == "" {
-		return nil
-	}
-	if !slices.Contains(permissionModes, mode) {
-		return &serve.Error{Code: serve.CodeBadRequest, Message: fmt.Sprintf("unknown permission mode %q", mode)}
-	}
-	if mode == "bypassPermissions" && !b.opts.AllowBypassPermissions {
-		return &serve.Error{Code: serve.CodeForbidden, Message: "bypassPermissions is not allowed by this server"}
-	}
-	return nil
+	return host.CheckPermissionMode(mode, b.opts.AllowBypassPermissions)
 }
 
 // Start implements serve.Backend: the request waits for an agent with
@@ -94,14 +89,16 @@ func (b *Backend) Start(ctx context.Context, req *serve.StartRequest) (serve.Ses
 	if cwd != "" && !filepath.IsAbs(cwd) {
 		return serve.SessionInfo{}, &serve.Error{Code: serve.CodeBadRequest, Message: "cwd must be an absolute path"}
 	}
-	if err := b.checkMode(req.PermissionMode); err != nil {
+	model := cmpOr(req.Model, b.opts.DefaultModel)
+	mode := cmpOr(req.PermissionMode, b.opts.DefaultPermissionMode)
+	if err := b.checkMode(mode); err != nil {
 		return serve.SessionInfo{}, err
 	}
 	if req.Fork && req.Resume == "" {
 		return serve.SessionInfo{}, &serve.Error{Code: serve.CodeBadRequest, Message: "fork needs resume"}
 	}
-	info, err := b.c.Start(ctx, &StartOptions{Cwd: cwd, Model: req.Model, PermissionMode: req.PermissionMode,
-		AppendSystemPrompt: req.AppendSystemPrompt, Resume: req.Resume, Fork: req.Fork})
+	info, err := b.c.Start(ctx, &StartOptions{Cwd: cwd, Model: model, PermissionMode: mode,
+		AppendSystemPrompt: req.AppendSystemPrompt, Resume: req.Resume, Fork: req.Fork, OnQueued: req.OnQueued})
 	if err != nil {
 		return serve.SessionInfo{}, serveErr(err)
 	}
@@ -125,44 +122,14 @@ func (b *Backend) Snapshot(ctx context.Context, id string) (*host.Snapshot, erro
 	return snap, serveErr(err)
 }
 
-// Do implements serve.Backend.
-func (b *Backend) Do(ctx context.Context, id string, cmd *serve.Command) (any, error) {
-	c := &Command{}
-	switch cmd.Type {
-	case "send":
-		c.Op, c.Prompt = OpSend, cmd.Text
-		for _, im := range cmd.Images {
-			c.Images = append(c.Images, Image{MediaType: im.MediaType, Data: im.Data})
-		}
-	case "interrupt":
-		c.Op = OpInterrupt
-	case "force_interrupt":
-		c.Op, c.Interrupt = OpInterrupt, true
-	case "answer":
-		c.Op, c.Approval, c.Answers, c.Message = OpRespond, cmd.Approval, cmd.Answers, cmd.Message
-		switch {
-		case cmd.Answers != nil:
-		case cmd.Behavior == "allow" && cmd.Always:
-			c.Behavior = "allow_always"
-		case cmd.Behavior == "allow":
-			c.Behavior = "allow"
-		case cmd.Behavior == "deny":
-			c.Behavior, c.Interrupt = "deny", cmd.Interrupt
-		default:
-			return nil, &serve.Error{Code: serve.CodeBadRequest, Message: `answer needs behavior "allow" or "deny", or answers`}
-		}
-	case "cancel":
-		c.Op, c.UUID = OpCancel, cmd.UUID
-	case "set_model":
-		c.Op, c.Model = OpSetModel, cmd.Model
-	case "set_mode":
-		if err := b.checkMode(cmd.Mode); err != nil {
-			return nil, err
-		}
-		c.Op, c.Mode = OpSetMode, cmd.Mode
-	case "close":
-		c.Op = OpClose
-	case "resume":
+// Do implements serve.Backend: the command goes unchanged to the
+// session's agent, which runs it with host.Session.Do; resume is a
+// failover (Client.Resume).
+func (b *Backend) Do(ctx context.Context, id string, cmd *host.Command) (*serve.Result, error) {
+	if err := cmd.Validate(b.policy()); err != nil {
+		return nil, err
+	}
+	if cmd.Type == host.CommandResume {
 		// Failover: another agent restores the session under the same
 		// id, its events' seq going on.
 		info, err := b.c.Resume(ctx, id)
@@ -172,24 +139,29 @@ func (b *Backend) Do(ctx context.Context, id string, cmd *serve.Command) (any, e
 			}
 			return nil, serveErr(err)
 		}
-		return &serve.ResumeResult{Session: serveInfo(info)}, nil
-	case "":
-		return nil, &serve.Error{Code: serve.CodeBadRequest, Message: "command.type is required"}
-	default:
-		return nil, &serve.Error{Code: serve.CodeUnknownType, Message: fmt.Sprintf("unknown command %q", cmd.Type)}
+		si := serveInfo(info)
+		return &serve.Result{Session: &si}, nil
 	}
-	out, err := b.c.Command(ctx, id, c)
+	res, err := b.c.Command(ctx, id, cmd)
 	if err != nil {
 		return nil, serveErr(err)
 	}
-	switch cmd.Type {
-	case "send":
-		return map[string]string{"uuid": out}, nil
-	case "force_interrupt":
-		return map[string]string{"step": out}, nil
-	}
-	return nil, nil
+	return &serve.Result{CommandResult: *res}, nil
 }
+
+// policy is what this server lets commands do, checked before they go
+// to an agent (whose sessions check their own again).
+func (b *Backend) policy() *host.CommandPolicy {
+	return &host.CommandPolicy{AllowBypassPermissions: b.opts.AllowBypassPermissions, MaxImageBytes: MaxCommandSize}
+}
+
+// DefaultCwd returns the working directory of a start request without
+// one.
+func (b *Backend) DefaultCwd() string { return b.opts.DefaultCwd }
+
+// Ready implements serve.Readier: NATS is reachable, the cluster's
+// streams and buckets are there, and at least one live agent has room.
+func (b *Backend) Ready(ctx context.Context) error { return b.c.Ready(ctx) }
 
 // DiskSessions implements serve.Backend: the conversations the cluster
 // can resume in cwd are those of its sessions that were closed, ended or
@@ -201,7 +173,7 @@ func (b *Backend) DiskSessions(ctx context.Context, cwd string) ([]serve.DiskSes
 	}
 	list, err := b.c.Sessions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, serveErr(err)
 	}
 	var out []serve.DiskSession
 	for _, s := range slices.Backward(list) {
@@ -228,6 +200,15 @@ func serveErr(err error) error {
 		return fmt.Errorf("%w: %w", serve.ErrBadRequest, err)
 	case errors.Is(err, ErrTooLarge):
 		return &serve.Error{Code: serve.CodeTooLarge, Message: err.Error()}
+	case errors.Is(err, ErrUnavailable):
+		return fmt.Errorf("%w: %w", serve.ErrUnavailable, err)
 	}
 	return err
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

@@ -202,7 +202,7 @@ func benchCluster(b *testing.B, nSessions, nAgents, nSubs int) {
 	for b.Loop() {
 		for _, id := range ids {
 			wg.Go(func() {
-				if _, err := clients[0].Command(ctx, id, &cluster.Command{Op: cluster.OpSend, Prompt: "go"}); err != nil {
+				if _, err := clients[0].Command(ctx, id, &host.Command{Type: host.CommandSend, Text: "go"}); err != nil {
 					b.Error(err)
 				}
 			})

@@ -50,6 +50,9 @@ type Client struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// The registry as the client's KV watches see it (registry.go).
+	sessCache, agentCache kvCache
+
 	mu      sync.Mutex
 	watched map[string]int // sessions with a subscriber: liveness is checked
 	closed  bool
@@ -85,8 +88,10 @@ func NewClient(ctx context.Context, opts *ClientOptions) (*Client, error) {
 	}
 	c := &Client{opts: o, b: b, log: log, watched: map[string]int{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.wg.Add(1)
+	c.wg.Add(3)
 	go c.monitor()
+	go c.follow(b.sessions, &c.sessCache)
+	go c.follow(b.agents, &c.agentCache)
 	return c, nil
 }
 
@@ -130,17 +135,17 @@ func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 }
 
 func (c *Client) liveAgents(ctx context.Context) (map[string]agentRecord, error) {
-	es, err := c.b.entries(ctx, c.b.agents)
+	es, err := c.registry(ctx, c.b.agents, &c.agentCache)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]agentRecord{}
 	for key, e := range es {
 		var r agentRecord
-		if decode(BucketAgents+"."+key, e.Value(), MaxRecordSize, &r) != nil {
+		if decode(BucketAgents+"."+key, e.value, MaxRecordSize, &r) != nil {
 			continue
 		}
-		if time.Since(e.Created()) < c.b.ttl {
+		if time.Since(e.created) < c.b.ttl {
 			out[r.ID] = r
 		}
 	}
@@ -156,14 +161,14 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	es, err := c.b.entries(ctx, c.b.sessions)
+	es, err := c.registry(ctx, c.b.sessions, &c.sessCache)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]SessionInfo, 0, len(es))
 	for key, e := range es {
 		var r SessionInfo
-		if err := decode(BucketSessions+"."+key, e.Value(), MaxRecordSize, &r); err != nil {
+		if err := decode(BucketSessions+"."+key, e.value, MaxRecordSize, &r); err != nil {
 			c.log.Warn("skipping a registry entry", "err", err)
 			continue
 		}
@@ -229,6 +234,10 @@ type StartOptions struct {
 	Resume string
 	Fork   bool
 	Title  string
+	// OnQueued, when set, is called while no agent has room: with the
+	// request's place in the work queue (1 = next), and again each
+	// heartbeat its place changes. It runs on Start's goroutine.
+	OnQueued func(position int)
 }
 
 // Start asks the cluster for a session: the request waits in the work
@@ -244,7 +253,7 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 		o.ID = NewSessionID()
 	}
 	req := startRequest{ID: o.ID, Cwd: o.Cwd, Model: o.Model, PermissionMode: o.PermissionMode,
-		AppendSystemPrompt: o.AppendSystemPrompt, Resume: o.Resume, Fork: o.Fork, Title: o.Title}
+		AppendSystemPrompt: o.AppendSystemPrompt, Resume: o.Resume, Fork: o.Fork, Title: o.Title, onQueued: o.OnQueued}
 	if o.Resume != "" {
 		// A conversation of a cluster session: the agent restores its
 		// mirrored transcript first, wherever it ran.
@@ -285,6 +294,7 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 }
 
 func (c *Client) start(ctx context.Context, req *startRequest) (SessionInfo, error) {
+	parent, began := ctx, time.Now()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opts.StartTimeout)
@@ -299,10 +309,14 @@ func (c *Client) start(ctx context.Context, req *startRequest) (SessionInfo, err
 	if len(data) > MaxStartSize {
 		return SessionInfo{}, &MessageError{Subject: subjectStart, Reason: fmt.Sprintf("%d bytes, limit %d", len(data), MaxStartSize), Err: ErrTooLarge}
 	}
+	if !c.b.nc.IsConnected() {
+		return SessionInfo{}, fmt.Errorf("%w: cannot queue the start request", ErrUnavailable)
+	}
 	inbox := c.b.nc.NewRespInbox()
-	sub, err := c.b.nc.SubscribeSync(inbox)
+	replies := make(chan *nats.Msg, 4)
+	sub, err := c.b.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
-		return SessionInfo{}, err
+		return SessionInfo{}, c.unavailable(err)
 	}
 	defer sub.Unsubscribe()
 	m := nats.NewMsg(subjectStart)
@@ -310,45 +324,179 @@ func (c *Client) start(ctx context.Context, req *startRequest) (SessionInfo, err
 	m.Header.Set(hdrReply, inbox)
 	// One id per call: a retried publish is stored once.
 	m.Header.Set(hdrMsgID, "start."+req.ID+"."+randomID(8))
-	if err := c.b.publishRetry(ctx, m); err != nil {
-		return SessionInfo{}, fmt.Errorf("cluster: queueing the start request: %w", err)
+	ack, err := c.queue(ctx, m)
+	if err != nil {
+		return SessionInfo{}, c.unavailable(fmt.Errorf("cluster: queueing the start request: %w", err))
+	}
+	// While no agent has room, tell the caller where the request stands,
+	// now and every heartbeat while its place changes.
+	t := time.NewTicker(c.b.ttl / 3)
+	defer t.Stop()
+	last := 0
+	report := func() {
+		if req.onQueued == nil {
+			return
+		}
+		if pos := c.queuePosition(ctx, ack.Sequence); pos > 0 && pos != last {
+			last = pos
+			callQueued(req.onQueued, pos, c.log)
+		}
+	}
+	if !c.roomNow(ctx) {
+		report()
 	}
 	for {
-		r, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return SessionInfo{}, fmt.Errorf("cluster: waiting for an agent to start session %s: %w", req.ID, err)
+		select {
+		case r := <-replies:
+			var rep startReply
+			if err := decode(r.Subject, r.Data, MaxRecordSize, &rep); err != nil {
+				c.log.Warn("ignoring a start reply", "err", err)
+				continue
+			}
+			if rep.Session == nil && rep.Error == nil {
+				continue
+			}
+			if rep.Error != nil {
+				return SessionInfo{}, rep.Error.err()
+			}
+			c.noteSession(*rep.Session)
+			return *rep.Session, nil
+		case <-t.C:
+			if last > 0 || !c.roomNow(ctx) {
+				report()
+			}
+		case <-ctx.Done():
+			if parent.Err() == context.Canceled {
+				return SessionInfo{}, parent.Err()
+			}
+			// The request expires with the deadline: no agent starts it
+			// later.
+			return SessionInfo{}, &host.CommandError{Code: host.CodeBusy, Err: host.ErrBusy,
+				Message: fmt.Sprintf("no agent had room for session %s in %v; the request was withdrawn, try again later", req.ID, time.Since(began).Round(100*time.Millisecond))}
 		}
-		var rep startReply
-		if err := decode(r.Subject, r.Data, MaxRecordSize, &rep); err != nil {
-			c.log.Warn("ignoring a start reply", "err", err)
-			continue
-		}
-		if rep.Session == nil && rep.Error == nil {
-			continue
-		}
-		if rep.Error != nil {
-			return SessionInfo{}, rep.Error.err()
-		}
-		return *rep.Session, nil
 	}
 }
 
-// Command sends a command to the session's agent and returns its answer:
-// for OpSend the message's uuid, for a forced OpInterrupt the step that
-// worked ("request", "sigint", "kill" or "none"). A refusal is a *CommandError matching
-// its sentinel (host.ErrAlreadyAnswered for an approval answered before,
-// from wherever); a session whose agent is gone fails with
-// ErrDisconnected.
-func (c *Client) Command(ctx context.Context, id string, cmd *Command) (string, error) {
-	if !validID(id) {
-		return "", &CommandError{Code: codeNoSession, Message: "bad session id"}
+// callQueued calls a caller's OnQueued, recovered.
+func callQueued(f func(int), pos int, log *slog.Logger) {
+	if f == nil {
+		return
 	}
-	if err := cmd.validate(); err != nil {
-		return "", &MessageError{Subject: subjectCommand + id, Reason: err.Error(), Err: ErrMalformed}
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("OnQueued panicked", "panic", p)
+		}
+	}()
+	f(pos)
+}
+
+// queue publishes a start request until it is stored, and returns its
+// acknowledgement (its place in the stream).
+func (c *Client) queue(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+	wait := 50 * time.Millisecond
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ack, err := c.b.js.PublishMsg(pctx, m)
+		cancel()
+		if err == nil {
+			return ack, nil
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.Code == 400 {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// queuePosition is the place of the start request stored at stream
+// sequence seq among those waiting (1 = next), 0 when unknown or taken.
+// Requests withdrawn in between count as gaps; the place is approximate
+// when some ahead are being started.
+func (c *Client) queuePosition(ctx context.Context, seq uint64) int {
+	info, err := c.b.start.Info(ctx)
+	if err != nil || info.State.Msgs == 0 || seq < info.State.FirstSeq || seq > info.State.LastSeq {
+		return 0
+	}
+	pos := int(seq-info.State.FirstSeq+1) - info.State.NumDeleted
+	return max(1, min(pos, int(info.State.Msgs)))
+}
+
+// roomNow reports whether a live agent has a free slot as of its last
+// heartbeat.
+func (c *Client) roomNow(ctx context.Context) bool {
+	agents, err := c.liveAgents(ctx)
+	if err != nil {
+		return false
+	}
+	for _, a := range agents {
+		if a.Sessions < a.Capacity {
+			return true
+		}
+	}
+	return false
+}
+
+// Ready reports whether the cluster can take sessions: NATS reachable,
+// the streams and buckets there, and a live agent with room. The error
+// says what is missing.
+func (c *Client) Ready(ctx context.Context) error {
+	// Requests made while the connection drops wait for it to come back:
+	// bound them, so that a probe answers.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if !c.b.nc.IsConnected() {
+		return fmt.Errorf("%w: not connected (%s)", ErrUnavailable, c.b.nc.Status())
+	}
+	for _, name := range []string{StreamStart, StreamEvents, StreamTranscripts, "KV_" + BucketSessions, "KV_" + BucketAgents} {
+		if _, err := c.b.js.Stream(ctx, name); err != nil {
+			return c.unavailable(fmt.Errorf("cluster: stream %s: %w", name, err))
+		}
+	}
+	agents, err := c.liveAgents(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: reading the agents: %w", err)
+	}
+	if len(agents) == 0 {
+		return errors.New("cluster: no live agent")
+	}
+	for _, a := range agents {
+		if a.Sessions < a.Capacity {
+			return nil
+		}
+	}
+	return fmt.Errorf("cluster: every agent is full (%d live)", len(agents))
+}
+
+// Command sends a command to the session's agent, which runs it with
+// host.Session.Do, and returns its result (the uuid of a prompt sent, the
+// step of a forced interrupt). The session's refusal is a
+// *host.CommandError with host's stable code, matching host's sentinels
+// (host.ErrAlreadyAnswered for an approval answered before, from
+// wherever); the cluster's own are *CommandError (ErrDisconnected for a
+// session whose agent is gone, ErrNoSession). CommandResume is not a
+// command of the agent's: use Resume.
+func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*host.CommandResult, error) {
+	if !validID(id) {
+		return nil, &CommandError{Code: codeNoSession, Message: "bad session id"}
+	}
+	if cmd == nil {
+		return nil, &MessageError{Subject: subjectCommand + id, Reason: "no command", Err: ErrMalformed}
+	}
+	if cmd.Type == host.CommandResume {
+		return nil, &MessageError{Subject: subjectCommand + id, Reason: "resume is Client.Resume", Err: ErrMalformed}
+	}
+	if err := (&commandMsg{*cmd}).validate(); err != nil {
+		return nil, &MessageError{Subject: subjectCommand + id, Reason: err.Error(), Err: ErrMalformed}
 	}
 	data, _ := json.Marshal(cmd)
 	if max := min(MaxCommandSize, int(c.b.nc.MaxPayload())); len(data) > max {
-		return "", &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), max), Err: ErrTooLarge}
+		return nil, &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), max), Err: ErrTooLarge}
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -357,19 +505,30 @@ func (c *Client) Command(ctx context.Context, id string, cmd *Command) (string, 
 	}
 	r, err := c.b.nc.RequestWithContext(ctx, subjectCommand+id, data)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return "", c.noOwner(ctx, id)
+		return nil, c.noOwner(ctx, id)
 	}
 	if err != nil {
-		return "", err
+		return nil, c.unavailable(err)
 	}
 	var rep commandReply
 	if err := decode(subjectCommand+id, r.Data, MaxRecordSize, &rep); err != nil {
-		return "", err
+		return nil, err
 	}
-	if rep.Step != "" {
-		return rep.Step, rep.Error.err()
+	if rep.Error != nil {
+		return nil, rep.Error.err()
 	}
-	return rep.UUID, rep.Error.err()
+	if rep.Result == nil {
+		rep.Result = &host.CommandResult{}
+	}
+	return rep.Result, nil
+}
+
+// unavailable says so when err came of NATS being out of reach.
+func (c *Client) unavailable(err error) error {
+	if err == nil || c.b.nc.IsConnected() {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 // noOwner says why nobody answered on a session's subject.
@@ -404,9 +563,11 @@ func (c *Client) Snapshot(ctx context.Context, id string) (*host.Snapshot, error
 	}
 	defer sub.Unsubscribe()
 	sub.SetPendingLimits(-1, c.opts.MaxSnapshot+(1<<20))
-	data, _ := json.Marshal(&Command{Op: opSnapshot})
-	if err := c.b.nc.PublishRequest(subjectCommand+id, inbox, data); err != nil {
-		return nil, err
+	req := nats.NewMsg(subjectCommand + id)
+	req.Reply = inbox
+	req.Header.Set(hdrOp, opSnapshot)
+	if err := c.b.nc.PublishMsg(req); err != nil {
+		return nil, c.unavailable(err)
 	}
 	var buf []byte
 	for {

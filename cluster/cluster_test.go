@@ -171,7 +171,7 @@ func state(name string) func(host.Event) bool {
 
 func send(t *testing.T, c *cluster.Client, id, prompt string) {
 	t.Helper()
-	if _, err := c.Command(testCtx(t), id, &cluster.Command{Op: cluster.OpSend, Prompt: prompt}); err != nil {
+	if _, err := c.Command(testCtx(t), id, &host.Command{Type: host.CommandSend, Text: prompt}); err != nil {
 		t.Fatalf("send %q: %v", prompt, err)
 	}
 }
@@ -238,12 +238,26 @@ func TestPlacementRespectsCapacity(t *testing.T) {
 		}
 	}
 
-	// Full: a request whose caller gives up is never started.
+	// Full (as the agents' heartbeats say): a start is told its place in
+	// the queue, and a request whose deadline passes ends in busy and is
+	// never started.
+	waitFor(t, "the agents' records full", func() bool {
+		as, err := c.Agents(ctx)
+		full := err == nil && len(as) > 0
+		for _, a := range as {
+			full = full && a.Sessions == a.Capacity
+		}
+		return full
+	})
+	var positions []int
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	expired, err := c.Start(short, &cluster.StartOptions{ID: "expired"})
+	expired, err := c.Start(short, &cluster.StartOptions{ID: "expired", OnQueued: func(p int) { positions = append(positions, p) }})
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("start on a full cluster: %v, %v", expired, err)
+	if !errors.Is(err, host.ErrBusy) || host.ErrorCode(err) != host.CodeBusy {
+		t.Fatalf("start on a full cluster: %v, %v; want busy", expired, err)
+	}
+	if len(positions) == 0 || positions[0] != 1 {
+		t.Fatalf("queue positions reported %v, want 1 first", positions)
 	}
 	// A waiting request lands once a session closes.
 	started := make(chan error, 1)
@@ -251,7 +265,7 @@ func TestPlacementRespectsCapacity(t *testing.T) {
 		_, err := c.Start(ctx, &cluster.StartOptions{ID: "late"})
 		started <- err
 	}()
-	if _, err := c.Command(ctx, list[0].ID, &cluster.Command{Op: cluster.OpClose}); err != nil {
+	if _, err := c.Command(ctx, list[0].ID, &host.Command{Type: host.CommandClose}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-started; err != nil {
@@ -373,14 +387,14 @@ func TestApprovalAnsweredOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			behavior := []string{"allow", "deny"}[i]
-			_, errs[i] = c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpRespond, Approval: ap.ID, Behavior: behavior, Message: "no"})
+			_, errs[i] = c.Command(ctx, info.ID, &host.Command{Type: host.CommandAnswer, Approval: ap.ID, Behavior: behavior, Message: "no"})
 		}()
 	}
 	wg.Wait()
 	ok, refused := 0, 0
 	var outcome string
 	for i, err := range errs {
-		var ce *cluster.CommandError
+		var ce *host.CommandError
 		switch {
 		case err == nil:
 			ok++
@@ -419,7 +433,7 @@ func TestInterruptThroughTheBus(t *testing.T) {
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "hold")
 	f.wait(t, "streaming", state("streaming"))
-	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpInterrupt}); err != nil {
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandInterrupt}); err != nil {
 		t.Fatal(err)
 	}
 	f.wait(t, "idle after the interrupt", state("idle"))
@@ -455,10 +469,10 @@ func TestMalformedMessagesHaveNoEffect(t *testing.T) {
 		want error
 	}{
 		{"not JSON", []byte("{nope"), cluster.ErrMalformed},
-		{"unknown op", []byte(`{"op":"format_disk"}`), cluster.ErrMalformed},
-		{"unknown field", []byte(`{"op":"send","prompt":"x","sudo":true}`), cluster.ErrMalformed},
-		{"send without prompt", []byte(`{"op":"send"}`), cluster.ErrMalformed},
-		{"two values", []byte(`{"op":"interrupt"}{"op":"close"}`), cluster.ErrMalformed},
+		{"unknown type", []byte(`{"type":"format_disk"}`), cluster.ErrMalformed},
+		{"unknown field", []byte(`{"type":"send","text":"x","sudo":true}`), cluster.ErrMalformed},
+		{"send without text", []byte(`{"type":"send"}`), cluster.ErrMalformed},
+		{"two values", []byte(`{"type":"interrupt"}{"type":"close"}`), cluster.ErrMalformed},
 		{"oversized", big, cluster.ErrTooLarge},
 	} {
 		r, err := nc.RequestWithContext(ctx, "tether.v1.cmd."+info.ID, tc.data)
@@ -478,13 +492,13 @@ func TestMalformedMessagesHaveNoEffect(t *testing.T) {
 		}
 	}
 	// Client-side validation catches the same before sending.
-	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: string(big)}); !errors.Is(err, cluster.ErrTooLarge) {
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: string(big)}); !errors.Is(err, cluster.ErrTooLarge) {
 		t.Errorf("client sent an oversized command: %v", err)
 	}
-	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: "format_disk"}); !errors.Is(err, cluster.ErrMalformed) {
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: "format_disk"}); !errors.Is(err, cluster.ErrMalformed) {
 		t.Errorf("client sent an unknown op: %v", err)
 	}
-	if _, err := c.Command(ctx, "../etc", &cluster.Command{Op: cluster.OpInterrupt}); !errors.Is(err, cluster.ErrNoSession) {
+	if _, err := c.Command(ctx, "../etc", &host.Command{Type: host.CommandInterrupt}); !errors.Is(err, cluster.ErrNoSession) {
 		t.Errorf("bad session id: %v", err)
 	}
 	// A broken start request is dropped from the queue, starting nothing.
@@ -599,7 +613,7 @@ func TestAgentCrashFailover(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].State != "disconnected" {
 		t.Fatalf("sessions: %+v, %v", list, err)
 	}
-	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "x"}); !errors.Is(err, cluster.ErrDisconnected) {
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "x"}); !errors.Is(err, cluster.ErrDisconnected) {
 		t.Errorf("command to a dead agent's session: %v", err)
 	}
 	snap, err := c.Snapshot(ctx, info.ID)
@@ -649,7 +663,7 @@ func TestNATSRestart(t *testing.T) {
 	// Commands fail while the agent has not resubscribed; none is
 	// delivered then (no responders), so retrying is safe.
 	waitFor(t, "the agent back", func() bool {
-		_, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "after"})
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "after"})
 		return err == nil
 	})
 	f.wait(t, "the turn after", result("echo: after"))
@@ -694,7 +708,7 @@ func TestNATSOutageLongerThanHeartbeats(t *testing.T) {
 	time.Sleep(4 * heartbeat) // the outage: the agent's entry's TTL passes
 	ns.start()
 	waitFor(t, "the agent back", func() bool {
-		_, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "two"})
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "two"})
 		return err == nil
 	})
 	f.wait(t, "the turn after", result("echo: two"))
@@ -743,7 +757,7 @@ func TestThreeNodeCluster(t *testing.T) {
 	f.wait(t, "a turn", result("echo: one"))
 	nodes[0].stop()
 	waitFor(t, "a command through the smaller cluster", func() bool {
-		_, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "two"})
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "two"})
 		return err == nil
 	})
 	f.wait(t, "a turn with a node down", result("echo: two"))

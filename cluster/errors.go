@@ -31,6 +31,9 @@ var (
 	// ErrStartFailed: the agent that took a start request could not start
 	// the CLI; CommandError.Message says why.
 	ErrStartFailed = errors.New("cluster: session start failed")
+	// ErrUnavailable: NATS is out of reach (the connection is down and
+	// reconnecting); nothing was done.
+	ErrUnavailable = errors.New("cluster: NATS unavailable")
 )
 
 // MessageError is a message refused because it is oversized or malformed.
@@ -47,11 +50,13 @@ func (e *MessageError) Error() string {
 
 func (e *MessageError) Unwrap() error { return e.Err }
 
-// CommandError is a command the owning agent refused or failed. Code is a
-// stable, machine-readable name (see the code* constants' doc in wire.go);
-// Unwrap gives the matching sentinel, host's included, so that
-// errors.Is(err, host.ErrAlreadyAnswered) holds for an approval answered
-// twice, whichever server or agent the two answers went through.
+// CommandError is a refusal of the cluster's own: a session that is not
+// there or whose agent is gone, a message refused, a failover or start
+// that failed. Code is a stable, machine-readable name; Unwrap gives the
+// matching sentinel. (A command the session itself refused comes back as
+// a *host.CommandError instead, so that errors.Is(err,
+// host.ErrAlreadyAnswered) holds for an approval answered twice,
+// whichever server or agent the two answers went through.)
 type CommandError struct {
 	Code    string
 	Message string
@@ -67,40 +72,32 @@ func (e *CommandError) Error() string {
 // Unwrap maps the code to its sentinel (nil for an unknown code).
 func (e *CommandError) Unwrap() error { return codeErrors[e.Code] }
 
-// Error codes on the wire.
+// The cluster's own error codes on the wire. A command's refusal by the
+// session (host.Session.Do) crosses with host's code instead and comes
+// back as a *host.CommandError, matching host's sentinels.
 const (
-	codeMalformed       = "malformed"
-	codeTooLarge        = "too_large"
-	codeNoSession       = "no_session"
-	codeDisconnected    = "disconnected"
-	codeOwned           = "owned"
-	codeNoTranscript    = "no_transcript"
-	codeStartFailed     = "start_failed"
-	codeNoApproval      = "no_approval"
-	codeAlreadyAnswered = "already_answered"
-	codeWithdrawn       = "withdrawn"
-	codeNotAQuestion    = "not_a_question"
-	codeNotQueued       = "not_queued"
-	codeFailed          = "failed"
+	codeMalformed    = "malformed"
+	codeTooLarge     = "too_large"
+	codeNoSession    = "no_session"
+	codeDisconnected = "disconnected"
+	codeOwned        = "owned"
+	codeNoTranscript = "no_transcript"
+	codeStartFailed  = "start_failed"
 )
 
 var codeErrors = map[string]error{
-	codeMalformed:       ErrMalformed,
-	codeTooLarge:        ErrTooLarge,
-	codeNoSession:       ErrNoSession,
-	codeDisconnected:    ErrDisconnected,
-	codeOwned:           ErrOwned,
-	codeNoTranscript:    ErrNoTranscript,
-	codeStartFailed:     ErrStartFailed,
-	codeNoApproval:      host.ErrNoApproval,
-	codeAlreadyAnswered: host.ErrAlreadyAnswered,
-	codeWithdrawn:       host.ErrWithdrawn,
-	codeNotAQuestion:    host.ErrNotAQuestion,
-	codeNotQueued:       host.ErrNotQueued,
+	codeMalformed:    ErrMalformed,
+	codeTooLarge:     ErrTooLarge,
+	codeNoSession:    ErrNoSession,
+	codeDisconnected: ErrDisconnected,
+	codeOwned:        ErrOwned,
+	codeNoTranscript: ErrNoTranscript,
+	codeStartFailed:  ErrStartFailed,
 }
 
-// wireErr turns an error into its wire form. Only the error's text crosses
-// the bus, never a payload.
+// wireErr turns an error into its wire form: the cluster's code, or
+// host's stable code (host.ErrorCode). Only the error's text crosses the
+// bus, never a payload.
 func wireErr(err error) *wireError {
 	if err == nil {
 		return nil
@@ -114,12 +111,15 @@ func wireErr(err error) *wireError {
 			return &wireError{Code: code, Message: err.Error()}
 		}
 	}
-	return &wireError{Code: codeFailed, Message: err.Error()}
+	return &wireError{Code: host.ErrorCode(err), Message: err.Error()}
 }
 
 func (w *wireError) err() error {
 	if w == nil {
 		return nil
 	}
-	return &CommandError{Code: w.Code, Message: w.Message}
+	if _, ok := codeErrors[w.Code]; ok {
+		return &CommandError{Code: w.Code, Message: w.Message}
+	}
+	return &host.CommandError{Code: w.Code, Message: w.Message}
 }

@@ -49,7 +49,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := client.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "hello"}); err != nil {
+	if _, err := client.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "hello"}); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -293,31 +293,30 @@ func TestBackendResumeAfterCrash(t *testing.T) {
 			return ev.Kind == host.EventState && strings.Contains(string(ev.Data), `"state":"`+s+`"`)
 		}
 	}
-	do := func(cmd *serve.Command) (any, error) { return b.Do(ctx, info.ID, cmd) }
-	if _, err := do(&serve.Command{Type: "send", Text: "apples"}); err != nil {
+	do := func(cmd *host.Command) (*serve.Result, error) { return b.Do(ctx, info.ID, cmd) }
+	if _, err := do(&host.Command{Type: "send", Text: "apples"}); err != nil {
 		t.Fatal(err)
 	}
 	wait("the first turn", result("echo: apples"))
-	_, err = do(&serve.Command{Type: "resume"})
+	_, err = do(&host.Command{Type: "resume"})
 	if pe := (*serve.Error)(nil); !errors.As(err, &pe) || pe.Code != serve.CodeBadRequest {
 		t.Fatalf("resume of a live agent's session: %v, want bad_request", err)
 	}
-	if _, err := do(&serve.Command{Type: "send", Text: "hold"}); err != nil {
+	if _, err := do(&host.Command{Type: "send", Text: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	wait("the second turn running", stateIs("streaming"))
 	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "apples"))
 	cluster.Crash(a1)
 	wait("disconnected", stateIs("disconnected"))
-	res, err := do(&serve.Command{Type: "resume"})
+	res, err := do(&host.Command{Type: "resume"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, ok := res.(*serve.ResumeResult)
-	if !ok || rr.Session.ID != info.ID || rr.Session.Owner != "a2" {
+	if rr := res.Session; rr == nil || rr.ID != info.ID || rr.Owner != "a2" {
 		t.Fatalf("resume result %#v, want %s on a2", res, info.ID)
 	}
-	if _, err := do(&serve.Command{Type: "send", Text: "recall"}); err != nil {
+	if _, err := do(&host.Command{Type: "send", Text: "recall"}); err != nil {
 		t.Fatal(err)
 	}
 	wait("the recall", result("remember: apples"))

@@ -32,7 +32,10 @@ type Limits struct {
 	// idle for longer cannot fail over (0 = 7 days).
 	TranscriptMaxAge time.Duration
 	// Heartbeat is the agents' heartbeat; an agent's registry entry
-	// expires 3 heartbeats after its last one (0 = 1 s).
+	// expires 3 heartbeats after its last one. There is one per cluster:
+	// the agents bucket's TTL (3 heartbeats) holds it. 0 means the
+	// cluster's, or 1 s when this process creates the bucket; another
+	// value than the cluster's is refused with a *HeartbeatError.
 	Heartbeat time.Duration
 	// StartAckWait is how long a start request taken by an agent that
 	// then dies waits before another agent gets it (0 = 30 s).
@@ -96,6 +99,10 @@ func dial(nc *nats.Conn, url, name string, opts []nats.Option) (*nats.Conn, bool
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		// The library's default prints asynchronous errors (a consumer
+		// gone while the server restarts) to stderr; they are expected
+		// and handled where they matter.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 	}, opts...)
 	c, err := nats.Connect(url, all...)
 	if err != nil {
@@ -175,8 +182,30 @@ func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, e
 	if b.ttl <= 0 {
 		b.ttl = 3 * l.Heartbeat
 	}
+	if limits != nil && limits.Heartbeat > 0 && 3*limits.Heartbeat != b.ttl {
+		return nil, &HeartbeatError{Asked: limits.Heartbeat, Cluster: b.ttl / 3}
+	}
 	return b, nil
 }
+
+// ErrHeartbeatMismatch: Limits.Heartbeat differs from the cluster's.
+var ErrHeartbeatMismatch = errors.New("cluster: heartbeat differs from the cluster's")
+
+// HeartbeatError is a heartbeat asked for (Limits.Heartbeat, tether's
+// --heartbeat) that is not the cluster's: the agents' liveness bound is
+// one for the whole cluster (the agents bucket's TTL, 3 heartbeats), so
+// an agent or client that assumed another would declare agents dead
+// too early or too late.
+type HeartbeatError struct {
+	Asked, Cluster time.Duration
+}
+
+func (e *HeartbeatError) Error() string {
+	return fmt.Sprintf("cluster: heartbeat %v asked, but the cluster's is %v (bucket %s's TTL is 3 heartbeats): leave it unset to use the cluster's, or recreate the bucket to change it for every agent",
+		e.Asked, e.Cluster, BucketAgents)
+}
+
+func (e *HeartbeatError) Unwrap() error { return ErrHeartbeatMismatch }
 
 func (b *bus) close() {
 	if b.ownConn {

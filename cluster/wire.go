@@ -2,13 +2,12 @@ package cluster
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 	"time"
+
+	"github.com/tetherhq/tether/host"
 )
 
 // Subjects, streams and buckets. Everything is versioned (v1): a later,
@@ -84,6 +83,8 @@ type startRequest struct {
 	// before resuming Resume (a session of another agent, ended or gone).
 	Restore string    `json:"restore,omitempty"`
 	Expires time.Time `json:"expires"`
+
+	onQueued func(int) // the caller's, not sent
 }
 
 func (r *startRequest) validate() error {
@@ -111,98 +112,23 @@ type wireError struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Command operations.
+// commandMsg is a command on the bus: a host.Command, unchanged. The
+// agent checks its shape here and runs it with host.Session.Do, which
+// applies the session's policy.
+type commandMsg struct {
+	host.Command
+}
+
+func (c *commandMsg) validate() error {
+	return c.Validate(&host.CommandPolicy{AllowBypassPermissions: true, MaxImageBytes: MaxCommandSize})
+}
+
+// hdrOp marks a request on a session's command subject that is not a
+// command: "snapshot".
 const (
-	OpSend      = "send"
-	OpInterrupt = "interrupt"
-	OpRespond   = "respond"
-	OpCancel    = "cancel"
-	OpSetModel  = "set_model"
-	OpSetMode   = "set_mode"
-	OpClose     = "close"
-	opSnapshot  = "snapshot"
+	hdrOp      = "Tether-Op"
+	opSnapshot = "snapshot"
 )
-
-// Command is one command to a session, sent to its agent by request/reply.
-type Command struct {
-	// Op is one of the Op constants.
-	Op string `json:"op"`
-	// Prompt is the text of OpSend, Images its pasted images.
-	Prompt string  `json:"prompt,omitempty"`
-	Images []Image `json:"images,omitempty"`
-	// UUID is the message to withdraw (OpCancel); for OpSend an optional
-	// uuid of the message (one is made up when empty).
-	UUID string `json:"uuid,omitempty"`
-	// Approval is the approval's id (OpRespond).
-	Approval string `json:"approval,omitempty"`
-	// Behavior answers an approval: "allow", "allow_always" or "deny".
-	// With Answers set it may be empty (a question's answer).
-	Behavior string `json:"behavior,omitempty"`
-	// Message is the reason of a deny.
-	Message string `json:"message,omitempty"`
-	// Interrupt, with a deny, ends the turn too; with OpInterrupt, forces
-	// it (SIGINT, then a kill, when the CLI does not listen).
-	Interrupt bool `json:"interrupt,omitempty"`
-	// Answers answer a question: question text to label(s).
-	Answers map[string]string `json:"answers,omitempty"`
-	// Model is OpSetModel's model, Mode OpSetMode's permission mode.
-	Model string `json:"model,omitempty"`
-	Mode  string `json:"mode,omitempty"`
-}
-
-func (c *Command) validate() error {
-	switch c.Op {
-	case OpSend:
-		if strings.TrimSpace(c.Prompt) == "" && len(c.Images) == 0 {
-			return fmt.Errorf("send without a prompt")
-		}
-		for i, im := range c.Images {
-			if !slices.Contains(imageTypes, im.MediaType) {
-				return fmt.Errorf("image %d: media type not one of %s", i, strings.Join(imageTypes, ", "))
-			}
-			if _, err := base64.StdEncoding.DecodeString(im.Data); err != nil {
-				return fmt.Errorf("image %d: data is not base64", i)
-			}
-		}
-	case OpInterrupt, OpClose, opSnapshot:
-	case OpRespond:
-		if c.Approval == "" {
-			return fmt.Errorf("respond without an approval id")
-		}
-		switch c.Behavior {
-		case "allow", "allow_always", "deny":
-		case "":
-			if c.Answers == nil {
-				return fmt.Errorf("respond without a behavior or answers")
-			}
-		default:
-			return fmt.Errorf("unknown behavior %q", c.Behavior)
-		}
-	case OpCancel:
-		if c.UUID == "" {
-			return fmt.Errorf("cancel without a uuid")
-		}
-	case OpSetModel:
-		if c.Model == "" {
-			return fmt.Errorf("set_model without a model")
-		}
-	case OpSetMode:
-		if c.Mode == "" {
-			return fmt.Errorf("set_mode without a mode")
-		}
-	default:
-		return fmt.Errorf("unknown op %q", c.Op)
-	}
-	return nil
-}
-
-// Image is an image of a prompt.
-type Image struct {
-	MediaType string `json:"media_type"`
-	Data      string `json:"data"` // base64
-}
-
-var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 func (r *startReply) validate() error {
 	if r.Session != nil {
@@ -213,12 +139,11 @@ func (r *startReply) validate() error {
 
 func (r *commandReply) validate() error { return nil }
 
-// commandReply answers a command.
+// commandReply answers a command: host.Session.Do's result or error
+// (its stable code).
 type commandReply struct {
-	UUID     string          `json:"uuid,omitempty"`
-	Step     string          `json:"step,omitempty"` // how far a forced interrupt went
-	Snapshot json.RawMessage `json:"snapshot,omitempty"`
-	Error    *wireError      `json:"error,omitempty"`
+	Result *host.CommandResult `json:"result,omitempty"`
+	Error  *wireError          `json:"error,omitempty"`
 }
 
 // agentRecord is an agent's entry in BucketAgents, refreshed every

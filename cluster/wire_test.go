@@ -3,8 +3,11 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tetherhq/tether/host"
 )
 
 // FuzzDecodeCommand: whatever arrives on a command subject, decode either
@@ -12,15 +15,16 @@ import (
 // command that validates and survives a round trip.
 func FuzzDecodeCommand(f *testing.F) {
 	for _, s := range []string{
-		`{"op":"send","prompt":"hi"}`, `{"op":"respond","approval":"r1","behavior":"allow"}`,
-		`{"op":"respond","approval":"r1","answers":{"q":"a"}}`, `{"op":"interrupt","interrupt":true}`,
-		`{"op":"send","images":[{"media_type":"image/png","data":"aGk="}]}`, `{"op":"cancel","uuid":"u"}`,
-		`{"op":"set_model","model":"m"}`, `{"op":"close"}`, `{nope`, `{"op":"send"}{"op":"close"}`, `null`, `[]`,
+		`{"type":"send","text":"hi"}`, `{"type":"answer","approval":"r1","behavior":"allow"}`,
+		`{"type":"answer","approval":"r1","answers":{"q":"a"}}`, `{"type":"force_interrupt"}`,
+		`{"type":"send","images":[{"media_type":"image/png","data":"aGk="}]}`, `{"type":"cancel","uuid":"u"}`,
+		`{"type":"set_model","model":"m"}`, `{"type":"close"}`, `{nope`, `{"type":"send"}{"type":"close"}`, `null`, `[]`,
+		`{"type":"set_mode","mode":"plan"}`, `{"op":"send","prompt":"old shape"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var c Command
+		var c commandMsg
 		err := decode("tether.v1.cmd.x", data, MaxCommandSize, &c)
 		if err != nil {
 			var me *MessageError
@@ -36,7 +40,7 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("decoded an invalid command: %v", err)
 		}
 		again, _ := json.Marshal(&c)
-		var c2 Command
+		var c2 commandMsg
 		if err := decode("x", again, MaxCommandSize, &c2); err != nil {
 			t.Fatalf("round trip: %v", err)
 		}
@@ -71,6 +75,20 @@ func TestCommandErrorMatchesSentinels(t *testing.T) {
 		}
 		if w := wireErr(err); w.Code != code {
 			t.Errorf("%s round-trips as %s", code, w.Code)
+		}
+	}
+}
+
+// A refusal of host's crosses the bus as host's code and comes back as a
+// *host.CommandError matching host's sentinel.
+func TestHostCodesCrossTheWire(t *testing.T) {
+	for _, sentinel := range []error{host.ErrAlreadyAnswered, host.ErrNoApproval, host.ErrWithdrawn, host.ErrNotAQuestion,
+		host.ErrNotQueued, host.ErrForbidden, host.ErrBusy, host.ErrSessionClosed} {
+		w := wireErr(fmt.Errorf("wrapped: %w", sentinel))
+		back := w.err()
+		var ce *host.CommandError
+		if !errors.As(back, &ce) || ce.Code != w.Code || !errors.Is(back, sentinel) {
+			t.Errorf("%v crossed as %+v and came back as %#v", sentinel, w, back)
 		}
 	}
 }

@@ -49,6 +49,11 @@ type Options struct {
 	// MessageBuffer is how many messages a Messages subscriber may have
 	// unread before it is told it fell behind (0 = 8192): see Messages.
 	MessageBuffer int
+
+	// Commands is what Do accepts beyond a command's shape: images' size,
+	// the bypassPermissions mode, and an Authorize hook that sees every
+	// command. nil means defaults.
+	Commands *CommandPolicy
 }
 
 // RestartPolicy says when to restart a CLI that ended on its own.

@@ -18,7 +18,9 @@ import (
 type Backend interface {
 	// List returns the sessions, oldest first.
 	List(ctx context.Context) ([]SessionInfo, error)
-	// Start starts a session (new, resumed or forked).
+	// Start starts a session (new, resumed or forked). A backend whose
+	// starts can wait for room calls req.OnQueued while it waits, and
+	// fails with a *host.CommandError of code busy when no room came.
 	Start(ctx context.Context, req *StartRequest) (SessionInfo, error)
 	// Events yields the session's events after the given seq, with the
 	// contract of host.Session.Events (a *host.ResyncError when they are
@@ -27,9 +29,11 @@ type Backend interface {
 	Events(ctx context.Context, id string, after uint64) iter.Seq2[host.Event, error]
 	// Snapshot returns the session's snapshot.
 	Snapshot(ctx context.Context, id string) (*host.Snapshot, error)
-	// Do runs a command on the session. Its result (nil for none) is
-	// JSON-encoded into the reply.
-	Do(ctx context.Context, id string, cmd *Command) (any, error)
+	// Do runs a command on the session: host.Session.Do where the
+	// session runs, whatever the path (the local manager, or an agent
+	// across the cluster). CommandResume is the backend's own: it brings
+	// back a session whose CLI is gone (Result.Session).
+	Do(ctx context.Context, id string, cmd *host.Command) (*Result, error)
 	// DiskSessions lists the CLI's conversations on disk for a working
 	// directory, to resume or fork; most recently active first.
 	DiskSessions(ctx context.Context, cwd string) ([]DiskSession, error)
@@ -64,6 +68,12 @@ type StartRequest struct {
 	// new session id.
 	Resume string `json:"resume,omitempty"`
 	Fork   bool   `json:"fork,omitempty"`
+
+	// OnQueued, when set, is called while the start waits for room (a
+	// full cluster), with the request's place in the queue (1 = next);
+	// again when the place changes. Never called by a backend that does
+	// not queue.
+	OnQueued func(position int) `json:"-"`
 }
 
 // DiskSession is a conversation the CLI keeps on disk.
@@ -80,61 +90,35 @@ type DiskSession struct {
 	Size        int64     `json:"size"`
 }
 
-// Command is one command to a session (the "do" request's command).
-type Command struct {
-	// Type is send, interrupt, force_interrupt, answer, cancel,
-	// set_model, set_mode, close or resume.
-	//
-	// resume brings back a session whose CLI is gone (state
-	// disconnected): its result is a *ResumeResult. A session still
-	// running is refused (bad_request).
-	Type string `json:"type"`
-
-	Text   string  `json:"text,omitempty"`   // send
-	Images []Image `json:"images,omitempty"` // send
-	UUID   string  `json:"uuid,omitempty"`   // cancel
-
-	Approval  string            `json:"approval,omitempty"`  // answer
-	Behavior  string            `json:"behavior,omitempty"`  // answer: allow or deny
-	Always    bool              `json:"always,omitempty"`    // answer allow: apply the suggestions
-	Message   string            `json:"message,omitempty"`   // answer deny
-	Interrupt bool              `json:"interrupt,omitempty"` // answer deny: end the turn too
-	Answers   map[string]string `json:"answers,omitempty"`   // answer a question
-
-	Model string `json:"model,omitempty"` // set_model
-	Mode  string `json:"mode,omitempty"`  // set_mode
+// Result is the result of a command: host's (the uuid of a prompt sent,
+// the step of a forced interrupt) and, for CommandResume, the session
+// that continues the conversation. A backend may continue it under the
+// same id with its events' seq going on (the cluster's failover) or as a
+// new session that replaces the old one in the list (the local backend:
+// a new CLI started with --resume); a client follows Session.ID.
+type Result struct {
+	host.CommandResult
+	Session *SessionInfo `json:"session,omitempty"`
 }
 
-// ResumeResult is the result of the resume command: the session that
-// continues the conversation. A backend may continue it under the same
-// id with its events' seq going on (the cluster's failover) or as a new
-// session that replaces the old one in the list (the local backend: a
-// new CLI started with --resume); a client follows Session.ID.
-type ResumeResult struct {
-	Session SessionInfo `json:"session"`
-}
-
-// Image is an image pasted into a prompt.
-type Image struct {
-	MediaType string `json:"media_type"`
-	Data      string `json:"data"` // base64
-}
-
-// Error codes of the protocol (docs/serve-protocol.md).
+// Error codes of the protocol (docs/serve-protocol.md). Those of
+// commands are host's, passed on as they are.
 const (
-	CodeBadRequest         = "bad_request"
-	CodeUnknownType        = "unknown_type"
+	CodeBadRequest         = host.CodeBadRequest
+	CodeUnknownType        = host.CodeUnknownType
 	CodeUnsupportedVersion = "unsupported_version"
 	CodeNoSession          = "no_session"
-	CodeSessionClosed      = "session_closed"
-	CodeNoApproval         = "no_approval"
-	CodeAlreadyAnswered    = "already_answered"
-	CodeWithdrawn          = "withdrawn"
-	CodeNotAQuestion       = "not_a_question"
-	CodeNotQueued          = "not_queued"
-	CodeForbidden          = "forbidden"
-	CodeBusy               = "busy"
-	CodeInternal           = "internal"
+	CodeSessionClosed      = host.CodeSessionClosed
+	CodeNoApproval         = host.CodeNoApproval
+	CodeAlreadyAnswered    = host.CodeAlreadyAnswered
+	CodeWithdrawn          = host.CodeWithdrawn
+	CodeNotAQuestion       = host.CodeNotAQuestion
+	CodeNotQueued          = host.CodeNotQueued
+	CodeForbidden          = host.CodeForbidden
+	CodeBusy               = host.CodeBusy
+	CodeTimeout            = host.CodeTimeout
+	CodeUnavailable        = "unavailable"
+	CodeInternal           = host.CodeInternal
 	CodeUnauthorized       = "unauthorized"
 	CodeForbiddenHost      = "forbidden_host"
 	CodeForbiddenOrigin    = "forbidden_origin"
@@ -161,34 +145,32 @@ var (
 	ErrSessionClosed = errors.New("serve: session closed")
 	ErrForbidden     = errors.New("serve: forbidden by the server's policy")
 	ErrBadRequest    = errors.New("serve: bad request")
+	// ErrUnavailable: what the backend depends on is out of reach (the
+	// cluster's NATS); the request changed nothing.
+	ErrUnavailable = errors.New("serve: backend unavailable")
 )
 
-// protoError maps err to the protocol's error.
+// protoError maps err to the protocol's error: serve's sentinels, then
+// host's codes (which commands' errors carry, from wherever they ran).
 func protoError(err error) *Error {
 	var pe *Error
 	if errors.As(err, &pe) {
 		return pe
 	}
-	code := CodeInternal
+	var code string
 	switch {
 	case errors.Is(err, ErrNoSession):
 		code = CodeNoSession
-	case errors.Is(err, ErrSessionClosed), errors.Is(err, host.ErrManagerClosed):
+	case errors.Is(err, ErrSessionClosed):
 		code = CodeSessionClosed
 	case errors.Is(err, ErrForbidden):
 		code = CodeForbidden
 	case errors.Is(err, ErrBadRequest):
 		code = CodeBadRequest
-	case errors.Is(err, host.ErrNoApproval):
-		code = CodeNoApproval
-	case errors.Is(err, host.ErrAlreadyAnswered):
-		code = CodeAlreadyAnswered
-	case errors.Is(err, host.ErrWithdrawn):
-		code = CodeWithdrawn
-	case errors.Is(err, host.ErrNotAQuestion):
-		code = CodeNotAQuestion
-	case errors.Is(err, host.ErrNotQueued):
-		code = CodeNotQueued
+	case errors.Is(err, ErrUnavailable):
+		code = CodeUnavailable
+	default:
+		code = host.ErrorCode(err)
 	}
 	return &Error{Code: code, Message: err.Error()}
 }

@@ -36,10 +36,78 @@ type client struct {
 	infos  map[string]*SessionInfo // pending list updates; nil: removed
 	signal chan struct{}           // 1-buffered: infos changed
 
-	ordered chan func()   // start, send, cancel, set_*, close, disk_sessions: in order
-	quick   chan struct{} // semaphore for interrupt and answer
+	ordered chan func()   // host.LaneOrdered commands and disk_sessions: in order
+	quick   chan struct{} // semaphore for host.LaneQuick commands (interrupt, answer)
+	starts  chan struct{} // semaphore for starts, which may wait for room
 	wg      sync.WaitGroup
 }
+
+// The frames the server sends (docs/serve-protocol.md, section 2); event
+// frames are built by eventFrame without re-encoding their payload.
+type (
+	helloFrame struct {
+		Type        string `json:"type"` // "hello"
+		Protocol    int    `json:"protocol"`
+		Server      string `json:"server"`
+		HeartbeatMS int64  `json:"heartbeat_ms"`
+		DefaultCwd  string `json:"default_cwd,omitempty"`
+	}
+	sessionsFrame struct {
+		Type     string        `json:"type"` // "sessions"
+		Sessions []SessionInfo `json:"sessions"`
+	}
+	sessionFrame struct {
+		Type    string       `json:"type"` // "session"
+		Session *SessionInfo `json:"session"`
+	}
+	removedFrame struct {
+		Type    string `json:"type"` // "removed"
+		Session string `json:"session"`
+	}
+	replyFrame[T any] struct {
+		Type   string          `json:"type"` // "reply"
+		ID     json.RawMessage `json:"id"`
+		Result T               `json:"result"`
+	}
+	errorReplyFrame struct {
+		Type  string          `json:"type"` // "reply"
+		ID    json.RawMessage `json:"id"`
+		Error *Error          `json:"error"`
+	}
+	errorFrameT struct {
+		Type    string          `json:"type"` // "error"
+		ID      json.RawMessage `json:"id,omitempty"`
+		Session string          `json:"session,omitempty"`
+		Error   *Error          `json:"error"`
+	}
+	snapshotFrame struct {
+		Type     string        `json:"type"` // "snapshot"
+		Session  string        `json:"session"`
+		Snapshot *snapshotJSON `json:"snapshot"`
+	}
+	queuedFrame struct {
+		Type     string          `json:"type"` // "queued"
+		ID       json.RawMessage `json:"id,omitempty"`
+		Position int             `json:"position"`
+	}
+)
+
+// The results of requests, in reply frames.
+type (
+	listResult struct {
+		Sessions []SessionInfo `json:"sessions"`
+	}
+	diskResult struct {
+		Sessions []DiskSession `json:"sessions"`
+	}
+	subscribeResult struct {
+		Session string `json:"session"`
+	}
+	startResult struct {
+		Session SessionInfo `json:"session"`
+	}
+	noResult struct{}
+)
 
 type subscription struct {
 	cancel context.CancelFunc
@@ -68,7 +136,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c := &client{
 		s: s, ws: ws, out: make(chan []byte, s.opts.ClientQueue), ip: remoteIP(r),
 		subs: map[string]*subscription{}, infos: map[string]*SessionInfo{}, signal: make(chan struct{}, 1),
-		ordered: make(chan func(), 16), quick: make(chan struct{}, 16),
+		ordered: make(chan func(), 16), quick: make(chan struct{}, 16), starts: make(chan struct{}, 4),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	s.mu.Lock()
@@ -89,9 +157,13 @@ func (c *client) run() {
 	go c.writer()
 	go c.heartbeat()
 	go c.worker()
-	c.push(c.ctx, rawJSON(map[string]any{"type": "hello", "protocol": ProtocolVersion, "server": c.s.opts.Version, "heartbeat_ms": c.s.opts.Heartbeat.Milliseconds()}))
+	hello := helloFrame{Type: "hello", Protocol: ProtocolVersion, Server: c.s.opts.Version, HeartbeatMS: c.s.opts.Heartbeat.Milliseconds()}
+	if d, ok := c.s.b.(interface{ DefaultCwd() string }); ok {
+		hello.DefaultCwd = d.DefaultCwd()
+	}
+	c.push(c.ctx, rawJSON(hello))
 	if list, err := c.s.b.List(c.ctx); err == nil {
-		c.push(c.ctx, rawJSON(map[string]any{"type": "sessions", "sessions": list}))
+		c.push(c.ctx, rawJSON(sessionsFrame{Type: "sessions", Sessions: list}))
 	} else {
 		c.push(c.ctx, errorFrame(nil, protoError(err)))
 	}
@@ -142,9 +214,9 @@ func (c *client) writer() {
 			for id, info := range infos {
 				var b []byte
 				if info == nil {
-					b = rawJSON(map[string]any{"type": "removed", "session": id})
+					b = rawJSON(removedFrame{Type: "removed", Session: id})
 				} else {
-					b = rawJSON(map[string]any{"type": "session", "session": info})
+					b = rawJSON(sessionFrame{Type: "session", Session: info})
 				}
 				if !c.write(b) {
 					return
@@ -229,11 +301,13 @@ type request struct {
 	Session  string          `json:"session,omitempty"`
 	After    uint64          `json:"after,omitempty"`
 	Snapshot bool            `json:"snapshot,omitempty"`
-	Command  *Command        `json:"command,omitempty"`
+	Command  *host.Command   `json:"command,omitempty"`
 	StartRequest
 }
 
-func (c *client) reply(id json.RawMessage, result any, err error) {
+// reply answers a request: its result, or its error. A request without
+// an id gets no reply when it succeeds, and an error frame when it fails.
+func reply[T any](c *client, id json.RawMessage, result T, err error) {
 	if id == nil && err == nil {
 		return
 	}
@@ -242,22 +316,18 @@ func (c *client) reply(id json.RawMessage, result any, err error) {
 	case err != nil && id == nil:
 		b = errorFrame(nil, protoError(err))
 	case err != nil:
-		b = rawJSON(map[string]any{"type": "reply", "id": id, "error": protoError(err)})
+		b = rawJSON(errorReplyFrame{Type: "reply", ID: id, Error: protoError(err)})
 	default:
-		if result == nil {
-			result = struct{}{}
-		}
-		b = rawJSON(map[string]any{"type": "reply", "id": id, "result": result})
+		b = rawJSON(replyFrame[T]{Type: "reply", ID: id, Result: result})
 	}
 	c.push(c.ctx, b)
 }
 
+// fail answers a request with an error.
+func (c *client) fail(id json.RawMessage, err error) { reply[noResult](c, id, noResult{}, err) }
+
 func errorFrame(id json.RawMessage, e *Error) []byte {
-	m := map[string]any{"type": "error", "error": e}
-	if id != nil {
-		m["id"] = id
-	}
-	return rawJSON(m)
+	return rawJSON(errorFrameT{Type: "error", ID: id, Error: e})
 }
 
 // handle decodes and runs one frame.
@@ -278,53 +348,36 @@ func (c *client) handle(data []byte) {
 		return
 	}
 	if req.V != nil && *req.V != ProtocolVersion {
-		c.reply(req.ID, nil, errorf(CodeUnsupportedVersion, "protocol version %d is not supported; this server speaks %d", *req.V, ProtocolVersion))
+		c.fail(req.ID, errorf(CodeUnsupportedVersion, "protocol version %d is not supported; this server speaks %d", *req.V, ProtocolVersion))
 		return
 	}
 	switch req.Type {
 	case "list":
 		list, err := c.s.b.List(c.ctx)
-		if err != nil {
-			c.reply(req.ID, nil, err)
-			return
-		}
-		c.reply(req.ID, map[string]any{"sessions": list}, nil)
+		reply(c, req.ID, listResult{Sessions: list}, err)
 	case "subscribe":
 		c.subscribe(&req)
 	case "unsubscribe":
 		if req.Session == "" {
-			c.reply(req.ID, nil, errorf(CodeBadRequest, "unsubscribe needs session"))
+			c.fail(req.ID, errorf(CodeBadRequest, "unsubscribe needs session"))
 			return
 		}
 		c.unsubscribe(req.Session)
-		c.reply(req.ID, nil, nil)
+		reply(c, req.ID, noResult{}, nil)
 	case "start":
-		sr := req.StartRequest
-		c.enqueue(req.ID, func() {
-			info, err := c.s.b.Start(c.ctx, &sr)
-			if err == nil {
-				c.s.broadcast(info)
-				c.reply(req.ID, map[string]any{"session": info}, nil)
-				return
-			}
-			c.reply(req.ID, nil, err)
-		})
+		c.start(&req)
 	case "disk_sessions":
 		cwd := req.StartRequest.Cwd
 		c.enqueue(req.ID, func() {
 			list, err := c.s.b.DiskSessions(c.ctx, cwd)
-			if err != nil {
-				c.reply(req.ID, nil, err)
-				return
-			}
-			c.reply(req.ID, map[string]any{"sessions": list}, nil)
+			reply(c, req.ID, diskResult{Sessions: list}, err)
 		})
 	case "do":
 		c.do(&req)
 	case "":
-		c.reply(req.ID, nil, errorf(CodeBadRequest, "type is required"))
+		c.fail(req.ID, errorf(CodeBadRequest, "type is required"))
 	default:
-		c.reply(req.ID, nil, errorf(CodeUnknownType, "unknown request type %q", req.Type))
+		c.fail(req.ID, errorf(CodeUnknownType, "unknown request type %q", req.Type))
 	}
 }
 
@@ -361,34 +414,71 @@ func (c *client) enqueue(id json.RawMessage, f func()) {
 	select {
 	case c.ordered <- f:
 	default:
-		c.reply(id, nil, errorf(CodeBusy, "too many requests in flight on this connection"))
+		c.fail(id, errorf(CodeBusy, "too many requests in flight on this connection"))
 	}
+}
+
+// start starts a session beside the connection's other requests: a
+// start may wait long for room in a cluster (the client is told its
+// place in the queue with "queued" frames), and nothing else waits
+// behind it.
+func (c *client) start(req *request) {
+	select {
+	case c.starts <- struct{}{}:
+	default:
+		c.fail(req.ID, errorf(CodeBusy, "too many starts in flight on this connection"))
+		return
+	}
+	sr := req.StartRequest
+	id := req.ID
+	sr.OnQueued = func(position int) {
+		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() { <-c.starts }()
+		info, err := c.s.b.Start(c.ctx, &sr)
+		if err == nil {
+			c.s.broadcast(info)
+		}
+		reply(c, id, startResult{Session: info}, err)
+	}()
 }
 
 func (c *client) do(req *request) {
 	if req.Session == "" || req.Command == nil {
-		c.reply(req.ID, nil, errorf(CodeBadRequest, "do needs session and command"))
+		c.fail(req.ID, errorf(CodeBadRequest, "do needs session and command"))
 		return
 	}
 	id, cmd := req.Session, req.Command
+	// Refuse a malformed command at once, whatever lane it would take.
+	if err := cmd.Validate(&host.CommandPolicy{AllowBypassPermissions: true, MaxImageBytes: int(c.s.opts.MaxFrameBytes)}); err != nil {
+		c.fail(req.ID, err)
+		return
+	}
 	run := func() {
 		res, err := c.s.b.Do(c.ctx, id, cmd)
-		c.reply(req.ID, res, err)
-		if err == nil && cmd.Type == "close" {
+		if err != nil {
+			c.fail(req.ID, err)
+			return
+		}
+		reply(c, req.ID, res, nil)
+		if cmd.Type == host.CommandClose {
 			c.s.kickList()
 		}
-		if rr, ok := res.(*ResumeResult); ok && err == nil {
-			c.s.broadcast(rr.Session)
+		if res.Session != nil {
+			c.s.broadcast(*res.Session)
 			c.s.kickList()
 		}
 	}
-	switch cmd.Type {
-	case "interrupt", "force_interrupt", "answer":
+	switch cmd.Lane() {
+	case host.LaneQuick:
 		// Never behind a slow start or send: a person pressed Stop.
 		select {
 		case c.quick <- struct{}{}:
 		default:
-			c.reply(req.ID, nil, errorf(CodeBusy, "too many requests in flight on this connection"))
+			c.fail(req.ID, errorf(CodeBusy, "too many requests in flight on this connection"))
 			return
 		}
 		c.wg.Add(1)
@@ -405,13 +495,13 @@ func (c *client) do(req *request) {
 // subscribe replaces any subscription to the session with a new one.
 func (c *client) subscribe(req *request) {
 	if req.Session == "" {
-		c.reply(req.ID, nil, errorf(CodeBadRequest, "subscribe needs session"))
+		c.fail(req.ID, errorf(CodeBadRequest, "subscribe needs session"))
 		return
 	}
 	c.unsubscribe(req.Session)
 	list, err := c.s.b.List(c.ctx)
 	if err != nil {
-		c.reply(req.ID, nil, err)
+		c.fail(req.ID, err)
 		return
 	}
 	found := false
@@ -419,20 +509,20 @@ func (c *client) subscribe(req *request) {
 		found = found || si.ID == req.Session
 	}
 	if !found {
-		c.reply(req.ID, nil, errorf(CodeNoSession, "no session %q", req.Session))
+		c.fail(req.ID, errorf(CodeNoSession, "no session %q", req.Session))
 		return
 	}
 	c.mu.Lock()
 	if len(c.subs) >= c.s.opts.MaxSubscriptions {
 		c.mu.Unlock()
-		c.reply(req.ID, nil, errorf(CodeBusy, "at most %d subscriptions per connection", c.s.opts.MaxSubscriptions))
+		c.fail(req.ID, errorf(CodeBusy, "at most %d subscriptions per connection", c.s.opts.MaxSubscriptions))
 		return
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	sub := &subscription{cancel: cancel, done: make(chan struct{})}
 	c.subs[req.Session] = sub
 	c.mu.Unlock()
-	c.reply(req.ID, map[string]any{"session": req.Session}, nil)
+	reply(c, req.ID, subscribeResult{Session: req.Session}, nil)
 	go c.follow(ctx, sub, req.Session, req.After, req.Snapshot)
 }
 
@@ -464,11 +554,11 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 			sn, err := c.s.fullSnapshot(ctx, id)
 			if err != nil {
 				if ctx.Err() == nil {
-					c.push(ctx, rawJSON(map[string]any{"type": "error", "session": id, "error": protoError(err)}))
+					c.push(ctx, rawJSON(errorFrameT{Type: "error", Session: id, Error: protoError(err)}))
 				}
 				return
 			}
-			if !c.push(ctx, rawJSON(map[string]any{"type": "snapshot", "session": id, "snapshot": sn})) {
+			if !c.push(ctx, rawJSON(snapshotFrame{Type: "snapshot", Session: id, Snapshot: sn})) {
 				return
 			}
 			after = sn.Seq
@@ -484,7 +574,7 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 					break
 				}
 				if ctx.Err() == nil {
-					c.push(ctx, rawJSON(map[string]any{"type": "error", "session": id, "error": protoError(err)}))
+					c.push(ctx, rawJSON(errorFrameT{Type: "error", Session: id, Error: protoError(err)}))
 				}
 				return
 			}

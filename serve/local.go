@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"iter"
 	"maps"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // LocalOptions configures NewLocalBackend. A nil *LocalOptions means
@@ -87,19 +87,20 @@ func cmpOr[T comparable](v, def T) T {
 	return v
 }
 
-var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "auto", "bypassPermissions"}
-
 func (b *LocalBackend) checkMode(mode string) error {
-	if mode == "" {
-		return nil
+	return host.CheckPermissionMode(mode, b.opts.AllowBypassPermissions)
+}
+
+// policy is the command policy of the sessions started: the template's
+// (its Authorize hook), with this backend's bypass and image rules.
+func (b *LocalBackend) policy(tmpl *host.CommandPolicy) *host.CommandPolicy {
+	var p host.CommandPolicy
+	if tmpl != nil {
+		p = *tmpl
 	}
-	if !slices.Contains(permissionModes, mode) {
-		return errorf(CodeBadRequest, "unknown permission mode %q", mode)
-	}
-	if mode == string(claude.PermissionModeBypassPermissions) && !b.opts.AllowBypassPermissions {
-		return errorf(CodeForbidden, "bypassPermissions is not allowed by this server (start it with --allow-bypass-permissions)")
-	}
-	return nil
+	p.AllowBypassPermissions = b.opts.AllowBypassPermissions
+	p.MaxImageBytes = b.opts.MaxImageBytes
+	return &p
 }
 
 // Start implements Backend.
@@ -146,6 +147,7 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	}
 	co.IncludePartialMessages = true
 	o.CLI = &co
+	o.Commands = b.policy(o.Commands)
 	var title string
 	if req.Resume != "" {
 		if ds, err := b.DiskSessions(ctx, cwd); err == nil {
@@ -279,23 +281,27 @@ func (b *LocalBackend) defaultConfigDir(dir *string) bool {
 	return err == nil
 }
 
-// Do implements Backend.
-func (b *LocalBackend) Do(ctx context.Context, id string, cmd *Command) (any, error) {
+// DefaultCwd returns the working directory of a start request without
+// one.
+func (b *LocalBackend) DefaultCwd() string { return b.opts.DefaultCwd }
+
+// Do implements Backend: host.Session.Do, plus the list's bookkeeping
+// (a prompt names an untitled session; a closed session leaves the
+// list) and resume.
+func (b *LocalBackend) Do(ctx context.Context, id string, cmd *host.Command) (*Result, error) {
 	e, err := b.session(id)
 	if err != nil {
 		return nil, err
 	}
-	s := e.s
+	if cmd.Type == host.CommandResume {
+		return b.resume(ctx, id, e)
+	}
+	res, err := e.s.Do(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
 	switch cmd.Type {
-	case "send":
-		m, err := b.message(cmd)
-		if err != nil {
-			return nil, err
-		}
-		d, err := s.SendMessage(ctx, m)
-		if err != nil {
-			return nil, closedOr(s, err)
-		}
+	case host.CommandSend:
 		b.mu.Lock()
 		if t := strings.TrimSpace(cmd.Text); t != "" {
 			e.lastPrompt = clip(t, 200)
@@ -304,60 +310,18 @@ func (b *LocalBackend) Do(ctx context.Context, id string, cmd *Command) (any, er
 			}
 		}
 		b.mu.Unlock()
-		return map[string]string{"uuid": d.UUID}, nil
-	case "interrupt":
-		return nil, closedOr(s, s.Interrupt(ctx))
-	case "force_interrupt":
-		step, err := s.ForceInterrupt(ctx)
-		if err != nil {
-			return nil, closedOr(s, err)
-		}
-		name := strings.ToLower(step.String())
-		if step == host.InterruptNotNeeded {
-			name = "none"
-		}
-		return map[string]string{"step": name}, nil
-	case "answer":
-		return nil, answer(s, cmd)
-	case "cancel":
-		if cmd.UUID == "" {
-			return nil, errorf(CodeBadRequest, "cancel needs uuid")
-		}
-		return nil, s.CancelMessage(ctx, cmd.UUID)
-	case "set_model", "set_mode":
-		cs := s.Claude()
-		if cs == nil {
-			return nil, fmt.Errorf("%w: no CLI running", ErrSessionClosed)
-		}
-		if cmd.Type == "set_model" {
-			return nil, closedOr(s, cs.SetModel(ctx, cmd.Model))
-		}
-		if cmd.Mode == "" {
-			return nil, errorf(CodeBadRequest, "set_mode needs mode")
-		}
-		if err := b.checkMode(cmd.Mode); err != nil {
-			return nil, err
-		}
-		return nil, closedOr(s, cs.SetPermissionMode(ctx, claude.PermissionMode(cmd.Mode)))
-	case "close":
-		s.Close()
+	case host.CommandClose:
 		b.mu.Lock()
 		delete(b.entries, id)
 		b.order = slices.DeleteFunc(b.order, func(x string) bool { return x == id })
 		b.mu.Unlock()
-		return nil, nil
-	case "resume":
-		return b.resume(ctx, id, e)
-	case "":
-		return nil, errorf(CodeBadRequest, "command.type is required")
-	default:
-		return nil, errorf(CodeUnknownType, "unknown command %q", cmd.Type)
 	}
+	return &Result{CommandResult: *res}, nil
 }
 
 // resume starts a new CLI with --resume on the conversation of a session
 // whose CLI is gone, and puts it in the old one's place in the list.
-func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*ResumeResult, error) {
+func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*Result, error) {
 	if !isDone(e.s) {
 		if e.s.State().State != host.StateDisconnected {
 			return nil, errorf(CodeBadRequest, "the session is still running; only a disconnected session can be resumed")
@@ -403,15 +367,7 @@ func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*Resume
 		}
 		b.order = append(b.order, info.ID)
 	}
-	return &ResumeResult{Session: info}, nil
-}
-
-// closedOr maps errors of an ended session to ErrSessionClosed.
-func closedOr(s *host.Session, err error) error {
-	if err != nil && isDone(s) {
-		return fmt.Errorf("%w: %w", ErrSessionClosed, err)
-	}
-	return err
+	return &Result{Session: &info}, nil
 }
 
 func clip(s string, n int) string {
@@ -426,73 +382,6 @@ func clip(s string, n int) string {
 }
 
 func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
-
-var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
-
-// message builds a prompt from a send command.
-func (b *LocalBackend) message(cmd *Command) (*claude.UserMessage, error) {
-	if strings.TrimSpace(cmd.Text) == "" && len(cmd.Images) == 0 {
-		return nil, errorf(CodeBadRequest, "send needs text or images")
-	}
-	var blocks []claude.ContentBlock
-	for i, im := range cmd.Images {
-		if !slices.Contains(imageTypes, im.MediaType) {
-			return nil, errorf(CodeBadRequest, "image %d: media_type must be one of %s", i, strings.Join(imageTypes, ", "))
-		}
-		if base64.StdEncoding.DecodedLen(len(im.Data)) > b.opts.MaxImageBytes+3 {
-			return nil, errorf(CodeBadRequest, "image %d: larger than %d bytes", i, b.opts.MaxImageBytes)
-		}
-		data, err := base64.StdEncoding.DecodeString(im.Data)
-		if err != nil {
-			return nil, errorf(CodeBadRequest, "image %d: data is not base64", i)
-		}
-		blocks = append(blocks, claude.NewImageBlock(im.MediaType, data))
-	}
-	return claude.NewUserMessage(cmd.Text, blocks...), nil
-}
-
-// answer answers an approval.
-func answer(s *host.Session, cmd *Command) error {
-	if cmd.Approval == "" {
-		return errorf(CodeBadRequest, "answer needs approval")
-	}
-	switch {
-	case cmd.Answers != nil:
-		a, err := s.Approval(cmd.Approval)
-		if err != nil {
-			return err
-		}
-		return a.Answer(cmd.Answers)
-	case cmd.Behavior == "allow":
-		a, err := s.Approval(cmd.Approval)
-		if err != nil {
-			return err
-		}
-		if cmd.Always {
-			return a.AllowAlways(alwaysUpdates(a.Request.Suggestions)...)
-		}
-		return a.Allow()
-	case cmd.Behavior == "deny":
-		return s.Respond(cmd.Approval, &claude.PermissionDeny{Message: cmd.Message, Interrupt: cmd.Interrupt})
-	default:
-		return errorf(CodeBadRequest, `answer needs behavior "allow" or "deny", or answers`)
-	}
-}
-
-// alwaysUpdates is what "allow always" applies: the CLI's suggestions
-// as it made them (a settings file: they last), and each again for this
-// session, because the CLI ignores settings-file rules in a workspace it
-// does not trust, and a person who said "always" must not be asked again.
-func alwaysUpdates(sugg []claude.PermissionUpdate) []claude.PermissionUpdate {
-	out := slices.Clone(sugg)
-	for _, u := range sugg {
-		if u.Destination != claude.DestinationSession {
-			u.Destination = claude.DestinationSession
-			out = append(out, u)
-		}
-	}
-	return out
-}
 
 // DiskSessions implements Backend.
 func (b *LocalBackend) DiskSessions(ctx context.Context, cwd string) ([]DiskSession, error) {
@@ -529,4 +418,17 @@ func (b *LocalBackend) configDir() string {
 		return filepath.Join(h, ".claude")
 	}
 	return ""
+}
+
+// Ready implements Readier: the sessions' CLI can be found (the
+// template's CLIPath, or discovery as claude.Connect does it).
+func (b *LocalBackend) Ready(ctx context.Context) error {
+	path := ""
+	if b.opts.Session != nil && b.opts.Session.CLI != nil {
+		path = b.opts.Session.CLI.CLIPath
+	}
+	if _, _, err := proc.Find(path, os.Getenv); err != nil {
+		return fmt.Errorf("the Claude Code CLI: %w", err)
+	}
+	return nil
 }

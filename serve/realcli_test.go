@@ -114,7 +114,7 @@ func TestRealCLIResumeDisconnected(t *testing.T) {
 	if f.Error != nil {
 		t.Fatalf("resume: %v", f.Error)
 	}
-	var rr serve.ResumeResult
+	var rr serve.Result
 	json.Unmarshal(f.Result, &rr)
 	id2 := rr.Session.ID
 	if id2 == "" || rr.Session.Title != "remember the word tangerine" {

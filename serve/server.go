@@ -70,6 +70,7 @@ type Server struct {
 	cookie string // the cookie's value: HMAC(token, …)
 	log    *slog.Logger
 	ui     http.Handler
+	mux    *http.ServeMux
 
 	limiter limiter
 
@@ -122,6 +123,7 @@ func NewServer(b Backend, opts *Options) *Server {
 	}
 	s.ui = http.FileServerFS(ui)
 	s.limiter.init()
+	s.mux = s.routes()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -169,23 +171,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, CodeForbiddenOrigin, "Origin "+origin+" is not allowed")
 		return
 	}
-	switch p := r.URL.Path; {
-	case p == "/auth":
-		s.serveAuth(w, r)
-	case p == "/logout":
+	s.mux.ServeHTTP(w, r)
+}
+
+// routes are the server's endpoints (docs/serve-protocol.md, section 1).
+// Paths are patterns; the method is checked by each handler, so that a
+// wrong one gets the protocol's JSON error (405) like every refusal.
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/auth", s.serveAuth)
+	mux.HandleFunc("/logout", func(w http.ResponseWriter, r *http.Request) {
 		if !s.needMethod(w, r, http.MethodPost) || !s.authorized(w, r, true) {
 			return
 		}
 		http.SetCookie(w, s.newCookie("", -1))
 		w.WriteHeader(http.StatusNoContent)
-	case p == "/ws":
+	})
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, true) {
 			return
 		}
 		s.serveWS(w, r)
-	case p == "/healthz":
-		io.WriteString(w, "ok\n")
-	case p == "/api/sessions":
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if s.needMethod(w, r, http.MethodGet) {
+			io.WriteString(w, "ok\n")
+		}
+	})
+	mux.HandleFunc("/readyz", s.serveReady)
+	mux.HandleFunc("/api/sessions", func(w http.ResponseWriter, r *http.Request) {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
 			return
 		}
@@ -194,29 +208,58 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
-	case strings.HasPrefix(p, "/api/sessions/") && strings.HasSuffix(p, "/snapshot"):
+		writeJSON(w, http.StatusOK, listResult{Sessions: list})
+	})
+	mux.HandleFunc("/api/sessions/{id}/snapshot", func(w http.ResponseWriter, r *http.Request) {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
 			return
 		}
-		id := strings.TrimSuffix(strings.TrimPrefix(p, "/api/sessions/"), "/snapshot")
-		snap, err := s.fullSnapshot(r.Context(), id)
+		snap, err := s.fullSnapshot(r.Context(), r.PathValue("id"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, snap)
-	case strings.HasPrefix(p, "/api/"):
+	})
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint")
-	default:
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.refuse(w, r, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here")
 			return
 		}
+		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 		h.Set("Cache-Control", "no-cache")
 		s.ui.ServeHTTP(w, r)
+	})
+	return mux
+}
+
+// Readier is a Backend that can tell whether it is ready to serve:
+// /readyz asks it (a cluster: NATS reachable, its streams there, an agent
+// with room; a local backend: its CLI found). A Backend without it is
+// ready while the server runs.
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
+// serveReady is /readyz: 200 "ready", or 503 with the reason.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	if !s.needMethod(w, r, http.MethodGet) {
+		return
 	}
+	if rd, ok := s.b.(Readier); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		err := rd.Ready(ctx)
+		cancel()
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]*Error{"error": {Code: CodeUnavailable, Message: err.Error()}})
+			return
+		}
+	}
+	io.WriteString(w, "ready\n")
 }
 
 func (s *Server) needMethod(w http.ResponseWriter, r *http.Request, m string) bool {
@@ -356,6 +399,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusNotFound
 	case CodeBadRequest:
 		status = http.StatusBadRequest
+	case CodeForbidden:
+		status = http.StatusForbidden
+	case CodeUnavailable, CodeTimeout:
+		status = http.StatusServiceUnavailable
 	}
 	s.refuse(w, r, status, pe.Code, pe.Message)
 }

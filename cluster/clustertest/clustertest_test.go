@@ -30,7 +30,7 @@ func TestBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Do(ctx, info.ID, &serve.Command{Type: "send", Text: "hi"}); err != nil {
+	if _, err := b.Do(ctx, info.ID, &host.Command{Type: "send", Text: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	for ev, err := range b.Events(ctx, info.ID, 0) {
@@ -49,13 +49,13 @@ func TestBackend(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Owner == "" {
 		t.Fatalf("list: %+v, %v", list, err)
 	}
-	if _, err := b.Do(ctx, "nope", &serve.Command{Type: "interrupt"}); !errors.Is(err, serve.ErrNoSession) {
+	if _, err := b.Do(ctx, "nope", &host.Command{Type: "interrupt"}); !errors.Is(err, serve.ErrNoSession) {
 		t.Fatalf("a command to no session: %v", err)
 	}
 	c.Restart()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		_, err := b.Do(ctx, info.ID, &serve.Command{Type: "send", Text: "again"})
+		_, err := b.Do(ctx, info.ID, &host.Command{Type: "send", Text: "again"})
 		if err == nil {
 			break
 		}

@@ -44,7 +44,7 @@ func addNATSFlags(fs *flag.FlagSet, nf *natsFlags) {
 	fs.StringVar(&nf.cert, "nats-cert", "", "a client certificate (PEM) for NATS TLS; needs --nats-key")
 	fs.StringVar(&nf.key, "nats-key", "", "the client certificate's private key (PEM)")
 	fs.IntVar(&nf.replicas, "replicas", 1, "replicas of the streams and buckets when this process creates them (3 on a 3-node NATS cluster)")
-	fs.DurationVar(&nf.heartbeat, "heartbeat", time.Second, "agents' heartbeat when this process creates the registry: a dead agent's sessions show disconnected within 3 of them")
+	fs.DurationVar(&nf.heartbeat, "heartbeat", 0, "the agents' heartbeat: a dead agent's sessions show disconnected within 3 of them. One per cluster: unset uses the cluster's (1s when this process creates the registry); another value than the cluster's is refused")
 }
 
 // options turns the flags into nats.Connect options.
@@ -112,6 +112,7 @@ Flags:
 	mode := fs.String("permission-mode", "", "the permission mode of sessions that do not ask for one")
 	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
 	verbose := fs.Bool("v", false, "log what the agent does to stderr (ids and states, never prompts or secrets)")
+	allowBypass := fs.Bool("allow-bypass-permissions", false, "let commands switch a session to bypassPermissions (approvals off); tether serve must allow it too")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -146,10 +147,11 @@ Flags:
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tmpl := agentTemplate(path, dir, *model, *mode)
+	tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: *allowBypass}
 	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
 		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
-		Limits: nf.limits(), Logger: logger,
-		Session: agentTemplate(path, dir, *model, *mode),
+		Limits: nf.limits(), Logger: logger, Session: tmpl,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)

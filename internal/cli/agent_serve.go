@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/proc"
 	"github.com/tetherhq/tether/serve"
 )
@@ -42,11 +43,38 @@ func addServeNATSFlags(fs *flag.FlagSet) *serveNATSFlags {
 
 func (nsf *serveNATSFlags) enabled() bool { return nsf.url != "" || nsf.embedded }
 
+// check refuses cluster flags that would have no effect: the NATS ones
+// without --nats or --nats-embedded, the embedded server's without
+// --nats-embedded. A flag that does nothing must not look as if it did.
+func (nsf *serveNATSFlags) check(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		switch f.Name {
+		case "nats-listen", "nats-store", "capacity":
+			if !nsf.embedded {
+				err = fmt.Errorf("--%s goes with --nats-embedded", f.Name)
+			}
+		case "nats-creds", "nats-nkey", "nats-user", "nats-ca", "nats-cert", "nats-key", "replicas", "heartbeat":
+			if !nsf.enabled() {
+				err = fmt.Errorf("--%s goes with --nats or --nats-embedded", f.Name)
+			}
+		}
+	})
+	return err
+}
+
 // serveNATS is tether serve --nats / --nats-embedded: the browser UI over
 // the cluster.
 func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath, cwd, model, mode string, stdout, stderr io.Writer) int {
 	if nsf.url != "" && nsf.embedded {
 		fmt.Fprintln(stderr, "tether serve: --nats and --nats-embedded exclude each other")
+		return 2
+	}
+	if !nsf.embedded && cliPath != "" {
+		fmt.Fprintln(stderr, "tether serve: --cli has no effect with --nats: each agent runs its own CLI (tether agent --cli)")
 		return 2
 	}
 	nopts, err := nsf.options()
@@ -80,8 +108,10 @@ func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath
 		if dir == "" {
 			dir, _ = os.Getwd()
 		}
+		tmpl := agentTemplate(path, dir, model, mode)
+		tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: sf.allowBypass}
 		agent, err = cluster.NewAgent(ctx, &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity,
-			Limits: nsf.limits(), Session: agentTemplate(path, dir, model, mode)})
+			Limits: nsf.limits(), Session: tmpl})
 		if err != nil {
 			fmt.Fprintf(stderr, "tether serve: %v\n", err)
 			return 1
@@ -97,7 +127,8 @@ func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath
 	if cwd != "" {
 		cwd, _ = filepath.Abs(cwd)
 	}
-	sf.backend = cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: cwd, AllowBypassPermissions: sf.allowBypass})
+	sf.backend = cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: cwd, DefaultModel: model, DefaultPermissionMode: mode,
+		AllowBypassPermissions: sf.allowBypass})
 	return runServe(ctx, sf, &serve.LocalOptions{}, nil, stdout, stderr)
 }
 

@@ -113,7 +113,7 @@ func TestRealCLIAgentAndServeNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Command(ctx, info.ID, &cluster.Command{Op: cluster.OpSend, Prompt: "hello"}); err != nil {
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	for ev, err := range c.Events(ctx, info.ID, 0) {

@@ -61,6 +61,10 @@ Flags:
 		fmt.Fprintln(stderr, "tether serve: --permission-mode bypassPermissions needs --allow-bypass-permissions")
 		return 2
 	}
+	if err := nsf.check(fs); err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 2
+	}
 	if nsf.enabled() {
 		return serveNATS(ctx, sf, nsf, *cliPath, *cwd, *model, *mode, stdout, stderr)
 	}

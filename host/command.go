@@ -1,0 +1,461 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// CommandType names a Command.
+type CommandType string
+
+// The commands. Every front end (tether serve's protocol, the cluster's
+// bus, a program) sends these, unchanged, to Session.Do.
+const (
+	// CommandSend sends a prompt (Text and/or Images; UUID optional).
+	CommandSend CommandType = "send"
+	// CommandInterrupt interrupts the running turn.
+	CommandInterrupt CommandType = "interrupt"
+	// CommandForceInterrupt interrupts whatever it takes (a request,
+	// then SIGINT, then a kill); the result's Step says which worked.
+	CommandForceInterrupt CommandType = "force_interrupt"
+	// CommandAnswer answers an approval (Approval with Behavior "allow"
+	// or "deny") or a question (Approval with Answers).
+	CommandAnswer CommandType = "answer"
+	// CommandCancel withdraws a queued prompt (UUID).
+	CommandCancel CommandType = "cancel"
+	// CommandSetModel changes the model ("" = the CLI's default).
+	CommandSetModel CommandType = "set_model"
+	// CommandSetMode changes the permission mode (Mode).
+	CommandSetMode CommandType = "set_mode"
+	// CommandClose ends the session.
+	CommandClose CommandType = "close"
+	// CommandResume brings back a session whose CLI is gone. It is
+	// served by whatever keeps the sessions (tether serve's backends),
+	// not by Session.Do, which refuses it.
+	CommandResume CommandType = "resume"
+)
+
+// Command is one thing asked of a running session. It is a plain value
+// that travels as JSON as it is (the "command" of tether serve's "do"
+// request, the body of a cluster command), so that every path to a
+// session is the same path: Session.Do.
+type Command struct {
+	Type CommandType `json:"type"`
+
+	Text   string  `json:"text,omitempty"`   // send
+	Images []Image `json:"images,omitempty"` // send
+	// UUID is the message to withdraw (cancel); for send, the prompt's
+	// uuid ("" = a new one).
+	UUID string `json:"uuid,omitempty"`
+
+	Approval  string            `json:"approval,omitempty"`  // answer: the approval's id
+	Behavior  string            `json:"behavior,omitempty"`  // answer: "allow" or "deny"
+	Always    bool              `json:"always,omitempty"`    // answer allow: apply the suggestions
+	Message   string            `json:"message,omitempty"`   // answer deny: why, for the model
+	Interrupt bool              `json:"interrupt,omitempty"` // answer deny: end the turn too
+	Answers   map[string]string `json:"answers,omitempty"`   // answer a question: question → label(s)
+
+	Model string `json:"model,omitempty"` // set_model
+	Mode  string `json:"mode,omitempty"`  // set_mode
+}
+
+// Image is an image pasted into a prompt.
+type Image struct {
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"` // base64
+}
+
+// CommandResult is what a command returns besides its error.
+type CommandResult struct {
+	// UUID is the uuid of the prompt a send queued.
+	UUID string `json:"uuid,omitempty"`
+	// Step is how far a force_interrupt went: "request", "sigint",
+	// "kill", or "none" when no turn was running.
+	Step string `json:"step,omitempty"`
+}
+
+// Lane says how a command may be scheduled against others of the same
+// session. A server runs the ordered lane one command at a time in
+// arrival order, and the quick lane beside it, so that a person's Stop or
+// answer never waits behind a slow send.
+type Lane int
+
+const (
+	// LaneOrdered: send, cancel, set_model, set_mode, close, resume.
+	LaneOrdered Lane = iota
+	// LaneQuick: interrupt, force_interrupt, answer.
+	LaneQuick
+)
+
+// Lane returns the command's lane.
+func (c *Command) Lane() Lane {
+	switch c.Type {
+	case CommandInterrupt, CommandForceInterrupt, CommandAnswer:
+		return LaneQuick
+	}
+	return LaneOrdered
+}
+
+// CommandPolicy is what a session accepts from commands, beyond their
+// shape. A nil *CommandPolicy means defaults.
+type CommandPolicy struct {
+	// AllowBypassPermissions lets set_mode choose bypassPermissions. Off
+	// by default: a command cannot turn approvals off.
+	AllowBypassPermissions bool
+	// MaxImageBytes bounds one image of a send, decoded (0 = 5 MiB).
+	MaxImageBytes int
+	// Authorize, when set, is asked before every command a session runs,
+	// with the caller's ctx (which carries whatever identity the front
+	// end attached): a non-nil error refuses the command, and Do returns
+	// a *CommandError with code forbidden wrapping it. A panic in it
+	// refuses the command too.
+	Authorize func(ctx context.Context, s *Session, c *Command) error
+}
+
+// PermissionModes are the permission modes a command may name.
+var PermissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "auto", "bypassPermissions"}
+
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// Command error codes: stable, machine-readable names that every front
+// end passes on as they are (tether serve's protocol errors, the
+// cluster's replies). ErrorCode maps any error to one.
+const (
+	CodeBadRequest      = "bad_request"
+	CodeUnknownType     = "unknown_type"
+	CodeForbidden       = "forbidden"
+	CodeSessionClosed   = "session_closed"
+	CodeNoApproval      = "no_approval"
+	CodeAlreadyAnswered = "already_answered"
+	CodeWithdrawn       = "withdrawn"
+	CodeNotAQuestion    = "not_a_question"
+	CodeNotQueued       = "not_queued"
+	CodeBusy            = "busy"
+	CodeTimeout         = "timeout"
+	CodeInternal        = "internal"
+)
+
+// Sentinel errors of commands, matched with errors.Is (a *CommandError
+// unwraps to the one of its code).
+var (
+	// ErrBadCommand: the command is malformed (a missing or invalid
+	// field, an unknown type).
+	ErrBadCommand = errors.New("host: bad command")
+	// ErrForbidden: the session's CommandPolicy refused the command.
+	ErrForbidden = errors.New("host: command forbidden")
+	// ErrSessionClosed: the session has ended.
+	ErrSessionClosed = errors.New("host: session closed")
+	// ErrBusy: the command could not be taken now (a full queue).
+	ErrBusy = errors.New("host: busy")
+)
+
+var codeSentinels = map[string]error{
+	CodeBadRequest:      ErrBadCommand,
+	CodeUnknownType:     ErrBadCommand,
+	CodeForbidden:       ErrForbidden,
+	CodeSessionClosed:   ErrSessionClosed,
+	CodeNoApproval:      ErrNoApproval,
+	CodeAlreadyAnswered: ErrAlreadyAnswered,
+	CodeWithdrawn:       ErrWithdrawn,
+	CodeNotAQuestion:    ErrNotAQuestion,
+	CodeNotQueued:       ErrNotQueued,
+	CodeBusy:            ErrBusy,
+	CodeTimeout:         context.DeadlineExceeded,
+}
+
+// CommandError is a command refused or failed, with its stable code. It
+// unwraps to Err when set (the cause, on the side where it happened) and
+// else to the code's sentinel, so errors.Is(err, ErrAlreadyAnswered)
+// holds for an error that crossed the wire as a code.
+type CommandError struct {
+	Code    string
+	Message string
+	Err     error
+}
+
+func (e *CommandError) Error() string {
+	if e.Message == "" {
+		return "host: " + e.Code
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause, or the sentinel of the code.
+func (e *CommandError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return codeSentinels[e.Code]
+}
+
+// Is matches the sentinel of the code too, when Err is a cause of its own.
+func (e *CommandError) Is(target error) bool {
+	s, ok := codeSentinels[e.Code]
+	return ok && s == target
+}
+
+func commandErrorf(code, format string, args ...any) *CommandError {
+	return &CommandError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the stable code of err: the code of a *CommandError,
+// the code of a host or claude sentinel it wraps, "timeout" for an
+// expired ctx, else "internal". It is "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	switch {
+	case errors.Is(err, ErrNoApproval):
+		return CodeNoApproval
+	case errors.Is(err, ErrAlreadyAnswered):
+		return CodeAlreadyAnswered
+	case errors.Is(err, ErrWithdrawn):
+		return CodeWithdrawn
+	case errors.Is(err, ErrNotAQuestion):
+		return CodeNotAQuestion
+	case errors.Is(err, ErrNotQueued):
+		return CodeNotQueued
+	case errors.Is(err, ErrSessionClosed), errors.Is(err, ErrManagerClosed), errors.Is(err, claude.ErrClosed):
+		return CodeSessionClosed
+	case errors.Is(err, ErrBadCommand):
+		return CodeBadRequest
+	case errors.Is(err, ErrForbidden):
+		return CodeForbidden
+	case errors.Is(err, ErrBusy):
+		return CodeBusy
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout
+	}
+	return CodeInternal
+}
+
+// Validate checks the command's shape and the policy's rules (p may be
+// nil), without running it. Front ends call it to refuse early; Do calls
+// it again, so a command that skipped a front end is checked all the
+// same.
+func (c *Command) Validate(p *CommandPolicy) error {
+	if p == nil {
+		p = &CommandPolicy{}
+	}
+	switch c.Type {
+	case CommandSend:
+		if strings.TrimSpace(c.Text) == "" && len(c.Images) == 0 {
+			return commandErrorf(CodeBadRequest, "send needs text or images")
+		}
+		maxImage := cmpOr(p.MaxImageBytes, 5<<20)
+		for i, im := range c.Images {
+			if !slices.Contains(imageTypes, im.MediaType) {
+				return commandErrorf(CodeBadRequest, "image %d: media_type must be one of %s", i, strings.Join(imageTypes, ", "))
+			}
+			if base64.StdEncoding.DecodedLen(len(im.Data)) > maxImage+3 {
+				return commandErrorf(CodeBadRequest, "image %d: larger than %d bytes", i, maxImage)
+			}
+			if _, err := base64.StdEncoding.DecodeString(im.Data); err != nil {
+				return commandErrorf(CodeBadRequest, "image %d: data is not base64", i)
+			}
+		}
+	case CommandInterrupt, CommandForceInterrupt, CommandClose, CommandResume:
+	case CommandAnswer:
+		if c.Approval == "" {
+			return commandErrorf(CodeBadRequest, "answer needs approval")
+		}
+		if c.Answers == nil && c.Behavior != "allow" && c.Behavior != "deny" {
+			return commandErrorf(CodeBadRequest, `answer needs behavior "allow" or "deny", or answers`)
+		}
+	case CommandCancel:
+		if c.UUID == "" {
+			return commandErrorf(CodeBadRequest, "cancel needs uuid")
+		}
+	case CommandSetModel:
+	case CommandSetMode:
+		if c.Mode == "" {
+			return commandErrorf(CodeBadRequest, "set_mode needs mode")
+		}
+		if err := CheckPermissionMode(c.Mode, p.AllowBypassPermissions); err != nil {
+			return err
+		}
+	case "":
+		return commandErrorf(CodeBadRequest, "command.type is required")
+	default:
+		return commandErrorf(CodeUnknownType, "unknown command %q", c.Type)
+	}
+	return nil
+}
+
+// CheckPermissionMode refuses a permission mode that is not one of
+// PermissionModes (bad_request), and bypassPermissions unless allowed
+// (forbidden). "" is allowed: the default.
+func CheckPermissionMode(mode string, allowBypass bool) error {
+	if mode == "" {
+		return nil
+	}
+	if !slices.Contains(PermissionModes, mode) {
+		return commandErrorf(CodeBadRequest, "unknown permission mode %q", mode)
+	}
+	if mode == string(claude.PermissionModeBypassPermissions) && !allowBypass {
+		return commandErrorf(CodeForbidden, "bypassPermissions is not allowed by this server (approvals stay on)")
+	}
+	return nil
+}
+
+// Do runs a command on the session: the one entry point every front end
+// uses, so that the checks (shape, CommandPolicy, Authorize) apply to
+// every command whatever path it took. It returns a *CommandError for a
+// refusal (its code says which); other errors are the session's own
+// (ErrorCode maps them to codes).
+func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
+	if c == nil {
+		return nil, commandErrorf(CodeBadRequest, "no command")
+	}
+	p := s.opts.Commands
+	if err := c.Validate(p); err != nil {
+		return nil, err
+	}
+	if c.Type == CommandResume {
+		return nil, commandErrorf(CodeBadRequest, "resume is served by the session's keeper, not by the session")
+	}
+	if p != nil && p.Authorize != nil {
+		if err := authorize(ctx, p.Authorize, s, c); err != nil {
+			return nil, &CommandError{Code: CodeForbidden, Message: err.Error(), Err: err}
+		}
+	}
+	if isClosed(s) && c.Type != CommandClose {
+		return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
+	}
+	res, err := s.do(ctx, c)
+	if err != nil && isClosed(s) && ErrorCode(err) == CodeInternal {
+		err = &CommandError{Code: CodeSessionClosed, Message: "the session has ended: " + err.Error(), Err: err}
+	}
+	return res, err
+}
+
+func isClosed(s *Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// authorize calls the policy's Authorize, a panic refusing the command.
+func authorize(ctx context.Context, f func(context.Context, *Session, *Command) error, s *Session, c *Command) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("host: Authorize panicked: %v", p)
+		}
+	}()
+	return f(ctx, s, c)
+}
+
+func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
+	switch c.Type {
+	case CommandSend:
+		var blocks []claude.ContentBlock
+		for _, im := range c.Images {
+			data, _ := base64.StdEncoding.DecodeString(im.Data) // Validate checked it
+			blocks = append(blocks, claude.NewImageBlock(im.MediaType, data))
+		}
+		m := claude.NewUserMessage(c.Text, blocks...)
+		if c.UUID != "" {
+			m.UUID = c.UUID
+		}
+		d, err := s.SendMessage(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		return &CommandResult{UUID: d.UUID}, nil
+	case CommandInterrupt:
+		return &CommandResult{}, s.Interrupt(ctx)
+	case CommandForceInterrupt:
+		step, err := s.ForceInterrupt(ctx)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.ToLower(step.String())
+		if step == InterruptNotNeeded {
+			name = "none"
+		}
+		return &CommandResult{Step: name}, nil
+	case CommandAnswer:
+		return &CommandResult{}, s.answer(c)
+	case CommandCancel:
+		return &CommandResult{}, s.CancelMessage(ctx, c.UUID)
+	case CommandSetModel, CommandSetMode:
+		cs := s.Claude()
+		if cs == nil {
+			return nil, &CommandError{Code: CodeSessionClosed, Message: "no CLI running", Err: ErrSessionClosed}
+		}
+		if c.Type == CommandSetModel {
+			if err := cs.SetModel(ctx, c.Model); err != nil {
+				return nil, err
+			}
+			s.mu.Lock()
+			s.info.model = c.Model
+			s.mu.Unlock()
+			return &CommandResult{}, nil
+		}
+		if err := cs.SetPermissionMode(ctx, claude.PermissionMode(c.Mode)); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.info.mode = c.Mode
+		s.mu.Unlock()
+		return &CommandResult{}, nil
+	case CommandClose:
+		s.Close()
+		return &CommandResult{}, nil
+	}
+	return nil, commandErrorf(CodeUnknownType, "unknown command %q", c.Type)
+}
+
+// answer answers an approval or a question.
+func (s *Session) answer(c *Command) error {
+	switch {
+	case c.Answers != nil:
+		a, err := s.Approval(c.Approval)
+		if err != nil {
+			return err
+		}
+		return a.Answer(c.Answers)
+	case c.Behavior == "allow":
+		a, err := s.Approval(c.Approval)
+		if err != nil {
+			return err
+		}
+		if c.Always {
+			return a.AllowAlways(AlwaysUpdates(a.Request.Suggestions)...)
+		}
+		return a.Allow()
+	default:
+		return s.Respond(c.Approval, &claude.PermissionDeny{Message: c.Message, Interrupt: c.Interrupt})
+	}
+}
+
+// AlwaysUpdates is what "allow always" applies: the CLI's suggestions as
+// it made them (a settings file: they last), and each again for this
+// session, because the CLI ignores settings-file rules in a workspace it
+// does not trust, and a person who said "always" must not be asked again.
+func AlwaysUpdates(sugg []claude.PermissionUpdate) []claude.PermissionUpdate {
+	out := slices.Clone(sugg)
+	for _, u := range sugg {
+		if u.Destination != claude.DestinationSession {
+			u.Destination = claude.DestinationSession
+			out = append(out, u)
+		}
+	}
+	return out
+}
