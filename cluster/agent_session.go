@@ -33,17 +33,17 @@ type agentSession struct {
 	// The command lanes (agent_command.go).
 	ordered chan func()
 	quick   chan struct{}
-	wakeTx chan struct{} // the mirror: a turn ended
-	wg     sync.WaitGroup
+	wakeTx  chan struct{} // the mirror: a turn ended
+	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	rec      SessionInfo
-	rev      uint64
-	closed   bool // closed by a command: its registry entry goes
+	mu     sync.Mutex
+	rec    SessionInfo
+	rev    uint64
+	closed bool // closed by a command: its registry entry goes
 	// lanesClosed: finish began; the quick lane takes nothing more.
 	lanesClosed bool
-	mirror   mirrorState
-	restored int64 // bytes of the CLI session's file restored by a failover
+	mirror      mirrorState
+	restored    int64 // bytes of the CLI session's file restored by a failover
 	// fence: the next event must follow the stream's last one of the
 	// session as read then (a taken-over session's first event: a client
 	// may have appended "disconnected" since base was read; or the first

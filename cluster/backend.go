@@ -71,7 +71,6 @@ func serveInfo(s SessionInfo) serve.SessionInfo {
 	}
 }
 
-
 func (b *Backend) checkMode(mode string) error {
 	return host.CheckPermissionMode(mode, b.opts.AllowBypassPermissions)
 }

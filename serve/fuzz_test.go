@@ -28,7 +28,9 @@ func (stubBackend) Events(ctx context.Context, id string, after uint64) iter.Seq
 func (stubBackend) Snapshot(context.Context, string) (*host.Snapshot, error) {
 	return &host.Snapshot{ID: "s1"}, nil
 }
-func (stubBackend) Do(context.Context, string, *host.Command) (*Result, error) { return nil, ErrNoSession }
+func (stubBackend) Do(context.Context, string, *host.Command) (*Result, error) {
+	return nil, ErrNoSession
+}
 func (stubBackend) DiskSessions(context.Context, string) ([]DiskSession, error) {
 	return nil, nil
 }
