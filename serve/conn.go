@@ -89,7 +89,11 @@ func (c *client) run() {
 	go c.writer()
 	go c.heartbeat()
 	go c.worker()
-	c.push(c.ctx, rawJSON(map[string]any{"type": "hello", "protocol": ProtocolVersion, "server": c.s.opts.Version, "heartbeat_ms": c.s.opts.Heartbeat.Milliseconds()}))
+	hello := map[string]any{"type": "hello", "protocol": ProtocolVersion, "server": c.s.opts.Version, "heartbeat_ms": c.s.opts.Heartbeat.Milliseconds()}
+	if d, ok := c.s.b.(DefaultCwder); ok && d.DefaultCwd() != "" {
+		hello["default_cwd"] = d.DefaultCwd()
+	}
+	c.push(c.ctx, rawJSON(hello))
 	if list, err := c.s.b.List(c.ctx); err == nil {
 		c.push(c.ctx, rawJSON(map[string]any{"type": "sessions", "sessions": list}))
 	} else {

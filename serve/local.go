@@ -219,6 +219,11 @@ func (b *LocalBackend) info(e *entry) SessionInfo {
 	return si
 }
 
+// DefaultCwd is the working directory of a start request without one
+// (LocalOptions.DefaultCwd); the server tells clients in its hello frame
+// (DefaultCwder).
+func (b *LocalBackend) DefaultCwd() string { return b.opts.DefaultCwd }
+
 // List implements Backend.
 func (b *LocalBackend) List(ctx context.Context) ([]SessionInfo, error) {
 	b.mu.Lock()

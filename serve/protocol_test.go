@@ -467,3 +467,29 @@ func TestSessionOutlivesClients(t *testing.T) {
 	b.waitFrame(ctx, &bn, "idle", isState(id, "idle"))
 	seqs(t, b.eventsOf(id)[1:], snap.Snapshot.Seq+1)
 }
+
+// TestHelloDefaultCwd: the hello frame names the backend's default
+// working directory, where a start without cwd runs.
+func TestHelloDefaultCwd(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	e := newEnv(t, &envOptions{local: &serve.LocalOptions{DefaultCwd: dir}})
+	cl := e.dial(ctx)
+	n := 0
+	hello := cl.waitFrame(ctx, &n, "hello", func(f *frame) bool { return f.Type == "hello" })
+	var h struct {
+		DefaultCwd string `json:"default_cwd"`
+	}
+	json.Unmarshal(hello.raw, &h)
+	if h.DefaultCwd != dir {
+		t.Errorf("hello %s: default_cwd %q, want %q", hello.raw, h.DefaultCwd, dir)
+	}
+	// None configured: no field.
+	e2 := newEnv(t, nil)
+	cl2 := e2.dial(ctx)
+	n = 0
+	hello = cl2.waitFrame(ctx, &n, "hello", func(f *frame) bool { return f.Type == "hello" })
+	if strings.Contains(string(hello.raw), "default_cwd") {
+		t.Errorf("hello without a default: %s", hello.raw)
+	}
+}
