@@ -3,8 +3,10 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -126,20 +128,88 @@ func TestCookie(t *testing.T) {
 	}
 }
 
+// TestLoginRateLimited: wrong tokens are refused with 429 after ten
+// from one client, but the right token and a valid bearer still work:
+// the limiter only ever judges failures.
 func TestLoginRateLimited(t *testing.T) {
 	e := newEnv(t, nil)
-	for range 10 {
-		if s, _, _ := e.httpDo("POST", "/auth", `{"token":"guess"}`, map[string]string{"Origin": e.origin}); s != 401 {
-			t.Fatalf("wrong token: %d", s)
+	origin := map[string]string{"Origin": e.origin}
+	for i := range 20 {
+		s, code, resp := e.httpDo("POST", "/auth", `{"token":"guess"}`, origin)
+		switch {
+		case i < 10 && s != 401:
+			t.Fatalf("wrong token %d: %d", i, s)
+		case i >= 10 && (s != 429 || code != serve.CodeRateLimited || resp.Header.Get("Retry-After") == ""):
+			t.Fatalf("wrong token %d: %d %q Retry-After %q; want 429 with Retry-After", i, s, code, resp.Header.Get("Retry-After"))
 		}
 	}
-	// Now even the right token waits, and says for how long.
-	s, code, resp := e.httpDo("POST", "/auth", `{"token":"`+e.srv.Token()+`"}`, map[string]string{"Origin": e.origin})
-	if s != 429 || code != serve.CodeRateLimited || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("after 10 failures: %d %q Retry-After %q", s, code, resp.Header.Get("Retry-After"))
+	if s, _, _ := e.httpDo("GET", "/api/sessions", "", map[string]string{"Authorization": "Bearer nope"}); s != 429 {
+		t.Errorf("a wrong bearer while limited: %d", s)
 	}
-	if s, _, _ := e.httpDo("GET", "/api/sessions", "", map[string]string{"Authorization": "Bearer " + e.srv.Token()}); s != 429 {
-		t.Errorf("bearer while limited: %d", s)
+	// The right token after 20 wrong ones: in.
+	if s, code, _ := e.httpDo("POST", "/auth", `{"token":"`+e.srv.Token()+`"}`, origin); s != 204 {
+		t.Errorf("the right token after 20 wrong ones: %d %q", s, code)
+	}
+	if s, _, _ := e.httpDo("GET", "/api/sessions", "", map[string]string{"Authorization": "Bearer " + e.srv.Token()}); s != 200 {
+		t.Errorf("the right bearer while limited: %d", s)
+	}
+	if s, _, _ := e.httpDo("GET", "/api/sessions", "", map[string]string{"Cookie": e.cookie.String()}); s != 200 {
+		t.Errorf("the cookie while limited: %d", s)
+	}
+}
+
+// TestLoginLimitedPerClientBehindProxy: behind a trusted proxy the
+// client is the X-Forwarded-For hop the proxy added; one client's
+// failures do not lock out another.
+func TestLoginLimitedPerClientBehindProxy(t *testing.T) {
+	e := newEnv(t, &envOptions{serve: &serve.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
+	from := func(xff string) map[string]string {
+		return map[string]string{"Origin": e.origin, "X-Forwarded-For": xff}
+	}
+	// A client that forges a left-most hop is still the hop the proxy saw.
+	for i := range 10 {
+		if s, _, _ := e.httpDo("POST", "/auth", `{"token":"guess"}`, from(fmt.Sprintf("10.9.9.%d, 203.0.113.7", i))); s != 401 {
+			t.Fatalf("wrong token %d: %d", i, s)
+		}
+	}
+	if s, _, _ := e.httpDo("POST", "/auth", `{"token":"guess"}`, from("203.0.113.7")); s != 429 {
+		t.Errorf("the guessing client after 10 failures: %d, want 429", s)
+	}
+	// A second proxy hop (trusted) in between changes nothing.
+	if s, _, _ := e.httpDo("POST", "/auth", `{"token":"guess"}`, from("203.0.113.7, 127.0.0.2")); s != 429 {
+		t.Errorf("the guessing client through two proxies: %d, want 429", s)
+	}
+	if s, _, _ := e.httpDo("POST", "/auth", `{"token":"guess"}`, from("203.0.113.8")); s != 401 {
+		t.Errorf("another client's wrong token: %d, want 401 (not locked out)", s)
+	}
+	if s, _, _ := e.httpDo("POST", "/auth", `{"token":"`+e.srv.Token()+`"}`, from("203.0.113.7")); s != 204 {
+		t.Errorf("the right token from the locked-out client: %d", s)
+	}
+}
+
+// TestForwardedForFromUntrustedPeer: without trusted proxies the header
+// is ignored, so a guesser cannot escape the limit by varying it.
+func TestForwardedForFromUntrustedPeer(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		trusted []netip.Prefix
+	}{
+		{"none trusted", nil},
+		{"another proxy trusted", []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, &envOptions{serve: &serve.Options{TrustedProxies: c.trusted}})
+			for i := range 10 {
+				hdr := map[string]string{"Origin": e.origin, "X-Forwarded-For": fmt.Sprintf("198.51.100.%d", i)}
+				if s, _, _ := e.httpDo("POST", "/auth", `{"token":"guess"}`, hdr); s != 401 {
+					t.Fatalf("wrong token %d: %d", i, s)
+				}
+			}
+			hdr := map[string]string{"Origin": e.origin, "X-Forwarded-For": "198.51.100.99"}
+			if s, _, _ := e.httpDo("POST", "/auth", `{"token":"guess"}`, hdr); s != 429 {
+				t.Errorf("a forged X-Forwarded-For escaped the limit: %d, want 429", s)
+			}
+		})
 	}
 }
 

@@ -187,3 +187,10 @@ func rawJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// DefaultCwder is implemented by a Backend that starts sessions without a
+// cwd in a default directory; the server names it to clients in the hello
+// frame ("default_cwd"), so a UI can offer it rather than an empty field.
+type DefaultCwder interface {
+	DefaultCwd() string
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,8 @@ import (
 
 func browserFlows(t *testing.T, b *browser) {
 	t.Run("SignedOut", func(t *testing.T) { testSignedOut(t, b) })
+	t.Run("NewSessionDefaults", func(t *testing.T) { testNewSessionDefaults(t, b) })
+	t.Run("CostAndModel", func(t *testing.T) { testCostAndModel(t, b) })
 	t.Run("Streams", func(t *testing.T) { testStreams(t, b) })
 	t.Run("ApprovalAllowed", func(t *testing.T) { testApprovalAllowed(t, b) })
 	t.Run("ApprovalDenied", func(t *testing.T) { testApprovalDenied(t, b) })
@@ -350,12 +353,26 @@ func testInterrupt(t *testing.T, b *browser) {
 	tb.prompt("write forever")
 	tb.waitJS("partial text", `document.querySelector(".msg.assistant .text")?.innerText.length > 0`)
 	tb.waitState("streaming")
+	// The running turn's tokens are counted as they stream.
+	const spent = `/session \S+ · [1-9][\d.]*k? in/.test(document.querySelector("#s-cost").innerText)`
+	tb.waitJS("the running turn's tokens in the cost line", spent)
+	before := tb.text("#s-cost")
 	tb.shot("streaming")
 	tb.run(chromedp.Click("#stop-btn", chromedp.ByID))
 	tb.waitState("idle")
 	tb.waitTurns(1)
 	if !strings.Contains(tb.text("#transcript"), "Interrupted") {
 		t.Error("the transcript does not say the turn was interrupted")
+	}
+	// Stopping spends nothing back: the cost line keeps what was spent,
+	// and the stopped turn does not claim it cost 0 tokens.
+	var kept bool
+	tb.eval(spent, &kept)
+	if !kept {
+		t.Errorf("after Stop the cost line reads %q; before it read %q", tb.text("#s-cost"), before)
+	}
+	if end := tb.text("#transcript > .turn-end"); strings.Contains(end, "0 in · 0 out") {
+		t.Errorf("the stopped turn's summary claims nothing was spent: %q", end)
 	}
 	tb.shots("stopped")
 	// The session takes the next prompt at once.
@@ -461,9 +478,42 @@ func testTwoTabs(t *testing.T, b *browser) {
 	a.waitJS("the card in tab A", `document.querySelector(".approval:not(.answered)")`)
 	c.waitJS("the card in tab B", `document.querySelector(".approval:not(.answered)")`)
 	c.shot("before")
+	// The race, made certain: tab A gets the reply to its answer only
+	// after the approval_resolved event. The card that answered must
+	// still say it was answered here, and the other tab that it was
+	// answered elsewhere.
+	const record = `(() => {
+		window.__outcomes = [];
+		new MutationObserver(() => {
+			for (const o of document.querySelectorAll(".approval .outcome")) if (!window.__outcomes.includes(o.innerText)) window.__outcomes.push(o.innerText);
+		}).observe(document.querySelector("#approvals"), { childList: true, subtree: true });
+		return true;
+	})()`
+	a.eval(record, nil)
+	c.eval(record, nil)
+	a.eval(`(() => {
+		const ws = window.tether.conn.ws, deliver = ws.onmessage;
+		ws.onmessage = (e) => {
+			const m = JSON.parse(e.data);
+			if (m.type === "reply" || m.type === "error") setTimeout(() => deliver.call(ws, e), 400);
+			else deliver.call(ws, e);
+		};
+		return true;
+	})()`, nil)
 	a.run(chromedp.Click(".approval .allow", chromedp.ByQuery))
 	c.waitJS("tab B to see it answered", `!document.querySelector(".approval:not(.answered)")`)
 	c.shot("answered-elsewhere")
+	a.waitJS("tab A's outcome", `window.__outcomes.length > 0`)
+	c.waitJS("tab B's outcome", `window.__outcomes.length > 0`)
+	var outA, outB []string
+	a.eval(`window.__outcomes`, &outA)
+	c.eval(`window.__outcomes`, &outB)
+	if len(outA) != 1 || outA[0] != "Allowed" {
+		t.Errorf("the tab that allowed reads %q; want just \"Allowed\"", outA)
+	}
+	if len(outB) != 1 || outB[0] != "Allowed (answered elsewhere)" {
+		t.Errorf("the other tab reads %q; want \"Allowed (answered elsewhere)\"", outB)
+	}
 	a.waitText("done once")
 	c.waitText("done once")
 	// Answering again from tab B's console is refused.
@@ -696,11 +746,155 @@ func testSignedOut(t *testing.T, b *browser) {
 	if s := tb.text("#conn"); !strings.Contains(s, "signed out") {
 		t.Errorf("connection status %q; want it to say signed out", s)
 	}
+	// Nothing that needs the server is offered; the way in is.
+	var shown []string
+	tb.eval(`["#new-btn", "#resume-btn", "#welcome-new", "#welcome-resume"].filter((s) => {
+		const b = document.querySelector(s);
+		return b.offsetParent !== null && !b.disabled;
+	})`, &shown)
+	if len(shown) > 0 {
+		t.Errorf("signed out, the page still offers %v", shown)
+	}
+	var hints int
+	tb.eval(`[...document.querySelectorAll(".signed-out-note")].filter((e) => e.offsetParent !== null).length`, &hints)
+	if hints == 0 {
+		t.Error("signed out, no sign-in hint is shown")
+	}
+	tb.key("n")
+	tb.key("r")
+	var open bool
+	tb.eval(`!!document.querySelector("dialog[open]")`, &open)
+	if open {
+		t.Error("signed out, a key opened a dialog that cannot work")
+	}
 	tb.shots("signed-out")
 	tb.open(e)
+	tb.waitJS("the buttons back", `document.querySelector("#new-btn").offsetParent !== null && !document.querySelector("#new-btn").disabled`)
 	var hash string
 	tb.eval(`location.hash`, &hash)
 	if strings.Contains(hash, "token") {
 		t.Errorf("the token stayed in the address bar: %q", hash)
 	}
+}
+
+// testNewSessionDefaults: the New session dialog offers the server's
+// default directory and the recent ones, leaves the focus off the field,
+// and hands it to the prompt box once the session starts: "press New
+// session and type anything" puts the words in the prompt.
+func testNewSessionDefaults(t *testing.T, b *browser) {
+	e := newUIEnv(t, b, claudetest.TextReply("hello back"), claudetest.TextReply("hello from sub"))
+	sub := filepath.Join(e.cwd, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tb := b.newTab(t, e.origin, "new-session")
+	tb.open(e)
+	type dialog struct {
+		Cwd     string   `json:"cwd"`
+		Focus   string   `json:"focus"`
+		Options []string `json:"options"`
+	}
+	openDialog := func() dialog {
+		t.Helper()
+		tb.run(chromedp.Click("#new-btn", chromedp.ByID))
+		tb.waitJS("the new session dialog", `document.querySelector("#new-dlg").open`)
+		var d dialog
+		tb.eval(`({
+			cwd: document.querySelector("#new-cwd").value,
+			focus: document.activeElement.id,
+			options: [...document.querySelectorAll("#cwds option")].map((o) => o.value),
+		})`, &d)
+		return d
+	}
+	d := openDialog()
+	if d.Cwd != e.cwd {
+		t.Errorf("the cwd field holds %q; want the server's default %q", d.Cwd, e.cwd)
+	}
+	if d.Focus == "new-cwd" {
+		t.Error("the cwd field has the focus: a prompt typed at once would land there")
+	}
+	tb.shots("dialog")
+	// Enter starts it; what is typed next is the prompt.
+	tb.key(kb.Enter)
+	tb.waitJS("the session to open", `window.tether.view && !document.querySelector("#session").hidden && !document.querySelector("#new-dlg").open`)
+	tb.waitState("ready", "idle")
+	var focus string
+	tb.eval(`document.activeElement.id`, &focus)
+	if focus != "prompt" {
+		t.Errorf("after the start the focus is on %q; want the prompt box", focus)
+	}
+	tb.run(chromedp.KeyEvent("hi there"), chromedp.KeyEvent(kb.Enter))
+	tb.waitText("hello back")
+	if !requestsContain(e.api, "hi there") {
+		t.Error("the typed prompt did not reach the model")
+	}
+	// A second session elsewhere; then both directories are offered.
+	openDialog()
+	tb.run(chromedp.SetValue("#new-cwd", sub, chromedp.ByID), chromedp.Click("#new-submit", chromedp.ByID))
+	tb.waitJS("the second session", `window.tether.sessions.size === 2 && !document.querySelector("#new-dlg").open`)
+	tb.waitState("ready", "idle")
+	d = openDialog()
+	if d.Cwd != e.cwd {
+		t.Errorf("the third time the cwd field holds %q; want the server's default %q", d.Cwd, e.cwd)
+	}
+	for _, want := range []string{e.cwd, sub} {
+		if !slices.Contains(d.Options, want) {
+			t.Errorf("the recent directories %q lack %q", d.Options, want)
+		}
+	}
+	tb.shot("recent")
+	tb.key(kb.Escape)
+}
+
+// testCostAndModel: the model picker names the model as a person reads
+// it (the id in its tooltip), the cost line breaks only between phrases,
+// and a cost under a cent is not shown as $0.00.
+func testCostAndModel(t *testing.T, b *browser) {
+	e := newUIEnv(t, b, &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("cheap answer")}, Usage: claudetest.Usage{InputTokens: 12, OutputTokens: 3}})
+	tb := b.newTab(t, e.origin, "cost")
+	tb.open(e)
+	id := tb.newSession(e.cwd)
+	tb.prompt("be cheap")
+	tb.waitTurns(1)
+	tb.waitState("idle")
+	var m struct {
+		Value string `json:"value"`
+		Label string `json:"label"`
+		Title string `json:"title"`
+	}
+	tb.eval(`(() => {
+		const s = document.querySelector("#s-model"), o = s.selectedOptions[0];
+		return { value: s.value, label: o ? o.text : "", title: s.title + " " + (o ? o.title : "") };
+	})()`, &m)
+	if strings.HasPrefix(m.Value, "claude-") && (strings.Contains(m.Label, "claude-") || strings.Contains(m.Label, "[")) {
+		t.Errorf("the model picker shows the raw id %q", m.Label)
+	}
+	if m.Value != "" && !strings.Contains(m.Title, m.Value) {
+		t.Errorf("the model's full id %q is not in its tooltip %q", m.Value, m.Title)
+	}
+	// The list catches up with the turn's result within its interval.
+	get := fmt.Sprintf(`(window.tether.sessions.get(%q)?.cost_usd || 0)`, id)
+	tb.waitJS("the session's cost in the list", get+" > 0")
+	var usd float64
+	tb.eval(get, &usd)
+	if usd >= 0.01 {
+		t.Fatalf("the session cost $%g; the test needs one under a cent", usd)
+	}
+	want := fmt.Sprintf("$%.4f", usd)
+	if usd < 0.0001 {
+		want = "<$0.0001"
+	}
+	tb.waitJS("the cost in the list", fmt.Sprintf(`document.querySelector('#sessions li[data-id=%q] .usd')?.innerText === %q`, id, want))
+	for _, phone := range []bool{false, true} {
+		tb.view(phone, false)
+		var broken []string
+		tb.eval(`(() => {
+			const parts = [...document.querySelectorAll("#s-cost .part")];
+			return parts.length ? parts.filter((p) => p.getClientRects().length > 1).map((p) => p.innerText) : ["no phrases"];
+		})()`, &broken)
+		if len(broken) > 0 {
+			t.Errorf("phone=%v: the cost line breaks inside %q", phone, broken)
+		}
+	}
+	tb.shots("cost-and-model")
 }

@@ -326,7 +326,7 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 		backend = c.Backend(nil)
 	} else {
 		m = host.NewManager(nil)
-		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}})
+		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}, DefaultCwd: cli.Dir})
 		closeBackend = func() { m.Close() }
 	}
 	srv := serve.NewServer(backend, nil)
@@ -475,6 +475,7 @@ func testHelpers(t *testing.T, b *browser) {
 		const { partialJSON } = await import("./transcript.js");
 		const d = (a, b) => diffLines(a, b).map(([op, l]) => op + l).join("|");
 		const p = (s) => JSON.stringify(partialJSON(s));
+		const { fmtUSD, modelLabel } = await import("./transcript.js");
 		return {
 			edit: d("a\nb\nc\n", "a\nB\nc\n"),
 			add: d("", "x\ny"),
@@ -486,6 +487,17 @@ func testHelpers(t *testing.T, b *browser) {
 			nested: p('{"edits":[{"old_string":"x","new_'),
 			escape: p('{"a":"line\\'),
 			bad: p('{]'),
+			usdCent: fmtUSD(0.0123),
+			usdTiny: fmtUSD(0.0001),
+			usdTinier: fmtUSD(0.00002),
+			usdZero: fmtUSD(0),
+			usdBig: fmtUSD(12.345),
+			model1m: modelLabel("claude-opus-4-8[1m]"),
+			modelDated: modelLabel("claude-sonnet-4-5-20250929"),
+			modelOld: modelLabel("claude-3-5-haiku-20241022"),
+			modelAlias: modelLabel("sonnet"),
+			modelOther: modelLabel("my-proxy-model"),
+			modelNone: modelLabel(""),
 		};
 	})()`, &got)
 	want := map[string]string{
@@ -499,6 +511,19 @@ func testHelpers(t *testing.T, b *browser) {
 		"nested": `{"edits":[{"old_string":"x"}]}`,
 		"escape": `{"a":"line"}`,
 		"bad":    "",
+		// Small costs are not rounded to nothing.
+		"usdCent":   "$0.01",
+		"usdTiny":   "$0.0001",
+		"usdTinier": "<$0.0001",
+		"usdZero":   "$0",
+		"usdBig":    "$12.35",
+		// Model ids as a person reads them.
+		"model1m":    "Opus 4.8 · 1M",
+		"modelDated": "Sonnet 4.5",
+		"modelOld":   "Haiku 3.5",
+		"modelAlias": "Sonnet",
+		"modelOther": "my-proxy-model",
+		"modelNone":  "default",
 	}
 	for k, w := range want {
 		if got[k] != w {

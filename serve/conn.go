@@ -158,7 +158,7 @@ func (c *client) run() {
 	go c.heartbeat()
 	go c.worker()
 	hello := helloFrame{Type: "hello", Protocol: ProtocolVersion, Server: c.s.opts.Version, HeartbeatMS: c.s.opts.Heartbeat.Milliseconds()}
-	if d, ok := c.s.b.(interface{ DefaultCwd() string }); ok {
+	if d, ok := c.s.b.(DefaultCwder); ok {
 		hello.DefaultCwd = d.DefaultCwd()
 	}
 	c.push(c.ctx, rawJSON(hello))

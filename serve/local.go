@@ -221,6 +221,11 @@ func (b *LocalBackend) info(e *entry) SessionInfo {
 	return si
 }
 
+// DefaultCwd is the working directory of a start request without one
+// (LocalOptions.DefaultCwd); the server tells clients in its hello frame
+// (DefaultCwder).
+func (b *LocalBackend) DefaultCwd() string { return b.opts.DefaultCwd }
+
 // List implements Backend.
 func (b *LocalBackend) List(ctx context.Context) ([]SessionInfo, error) {
 	b.mu.Lock()
@@ -280,10 +285,6 @@ func (b *LocalBackend) defaultConfigDir(dir *string) bool {
 	*dir = d
 	return err == nil
 }
-
-// DefaultCwd returns the working directory of a start request without
-// one.
-func (b *LocalBackend) DefaultCwd() string { return b.opts.DefaultCwd }
 
 // Do implements Backend: host.Session.Do, plus the list's bookkeeping
 // (a prompt names an untitled session; a closed session leaves the

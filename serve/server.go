@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -34,6 +35,12 @@ type Options struct {
 	// TLS says the server is reached over HTTPS (directly or behind a
 	// proxy): the cookie is Secure and origins must be https.
 	TLS bool
+	// TrustedProxies are the peers (a TLS-terminating proxy) whose
+	// X-Forwarded-For header is believed: failed logins are then counted
+	// per client address taken from it (the right-most hop that is not a
+	// trusted proxy) instead of per proxy. From any other peer the header
+	// is ignored. Empty: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
 	// UI serves the web UI's files; nil means the embedded UI.
 	UI fs.FS
 	// Logger receives the server's log: requests refused and why,
@@ -271,15 +278,10 @@ func (s *Server) needMethod(w http.ResponseWriter, r *http.Request, m string) bo
 	return false
 }
 
-// serveAuth exchanges the token for the cookie.
+// serveAuth exchanges the token for the cookie. The right token always
+// works; only wrong ones are limited (per client, see limiter).
 func (s *Server) serveAuth(w http.ResponseWriter, r *http.Request) {
 	if !s.needMethod(w, r, http.MethodPost) {
-		return
-	}
-	ip := remoteIP(r)
-	if wait := s.limiter.blocked(ip); wait > 0 {
-		w.Header().Set("Retry-After", itoa(int(wait/time.Second)+1))
-		s.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, "too many failed logins; try again later")
 		return
 	}
 	var body struct {
@@ -296,12 +298,25 @@ func (s *Server) serveAuth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.tokenOK(body.Token) {
-		s.limiter.fail(ip)
-		s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, "wrong token")
+		s.failed(w, r, "wrong token")
 		return
 	}
 	http.SetCookie(w, s.newCookie(s.cookie, 0))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// failed answers a wrong credential: 401 and one more failure counted
+// for the client, or 429 with Retry-After once it has failed too often
+// (then the attempt is not judged at all).
+func (s *Server) failed(w http.ResponseWriter, r *http.Request, msg string) {
+	ip := s.clientIP(r)
+	if wait := s.limiter.blocked(ip); wait > 0 {
+		w.Header().Set("Retry-After", itoa(int(wait/time.Second)+1))
+		s.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, "too many failed logins; try again later")
+		return
+	}
+	s.limiter.fail(ip)
+	s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, msg)
 }
 
 func (s *Server) tokenOK(t string) bool {
@@ -316,19 +331,12 @@ func (s *Server) newCookie(v string, maxAge int) *http.Cookie {
 // taken with an Origin header (checked already) on state-changing
 // requests and upgrades: browsers always send one there.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request, changes bool) bool {
-	ip := remoteIP(r)
-	if wait := s.limiter.blocked(ip); wait > 0 {
-		w.Header().Set("Retry-After", itoa(int(wait/time.Second)+1))
-		s.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, "too many failed logins; try again later")
-		return false
-	}
 	if a := r.Header.Get("Authorization"); a != "" {
 		t, ok := strings.CutPrefix(a, "Bearer ")
 		if ok && s.tokenOK(t) {
 			return true
 		}
-		s.limiter.fail(ip)
-		s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, "wrong bearer token")
+		s.failed(w, r, "wrong bearer token")
 		return false
 	}
 	c, err := r.Cookie(cookieName)
@@ -337,8 +345,7 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request, changes bool
 		return false
 	}
 	if subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) != 1 {
-		s.limiter.fail(ip)
-		s.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, "the login cookie is no longer valid: open the URL the server printed")
+		s.failed(w, r, "the login cookie is no longer valid: open the URL the server printed")
 		return false
 	}
 	if changes && r.Header.Get("Origin") == "" {
@@ -387,7 +394,7 @@ func (s *Server) originAllowed(origin, host string) bool {
 // refuse answers an HTTP error with the protocol's JSON body and logs
 // it (path only: never a query, a token or a cookie).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	s.log.Info("serve: refused", "method", r.Method, "path", r.URL.Path, "status", status, "code", code, "remote", remoteIP(r))
+	s.log.Info("serve: refused", "method", r.Method, "path", r.URL.Path, "status", status, "code", code, "remote", s.clientIP(r))
 	writeJSON(w, status, map[string]any{"error": &Error{Code: code, Message: msg}})
 }
 

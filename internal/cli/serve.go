@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -91,6 +92,7 @@ type serveFlags struct {
 	backend         serve.Backend // serve --nats: the cluster instead of a local manager
 	addr, cert, key string
 	hosts           stringList
+	proxies         prefixList
 	plainHTTP       bool
 	allowBypass     bool
 	verbose         bool
@@ -102,6 +104,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&sf.cert, "tls-cert", "", "serve HTTPS with this certificate (PEM); needs --tls-key")
 	fs.StringVar(&sf.key, "tls-key", "", "the certificate's private key (PEM)")
 	fs.Var(&sf.hosts, "allow-host", "a host name (or name:port) browsers may reach the server by, besides the listen address (repeatable)")
+	fs.Var(&sf.proxies, "trusted-proxy", "a proxy (CIDR, or one address) whose X-Forwarded-For names the client, so failed logins are limited per client rather than per proxy (repeatable)")
 	fs.BoolVar(&sf.plainHTTP, "allow-plain-http", false, "allow a non-loopback address without TLS (only behind a TLS-terminating proxy)")
 	fs.BoolVar(&sf.allowBypass, "allow-bypass-permissions", false, "let clients choose the bypassPermissions mode (approvals off)")
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
@@ -112,6 +115,31 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// prefixList is a repeatable CIDR flag; a bare address is its own /32
+// (or /128).
+type prefixList []netip.Prefix
+
+func (l *prefixList) String() string {
+	var s []string
+	for _, p := range *l {
+		s = append(s, p.String())
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *prefixList) Set(v string) error {
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		a, aerr := netip.ParseAddr(v)
+		if aerr != nil {
+			return fmt.Errorf("%q is not a CIDR or an address", v)
+		}
+		p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+	}
+	*l = append(*l, p.Masked())
+	return nil
+}
 
 // ready, when not nil, receives the login URL once the server listens
 // (for tests).
@@ -153,10 +181,11 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		backend = sf.backend
 	}
 	srv := serve.NewServer(backend, &serve.Options{
-		AllowedHosts: allowedHosts(host_, ln.Addr().(*net.TCPAddr), sf.hosts),
-		TLS:          tls,
-		Logger:       logger,
-		Version:      "tether " + claude.Version,
+		AllowedHosts:   allowedHosts(host_, ln.Addr().(*net.TCPAddr), sf.hosts),
+		TLS:            tls,
+		TrustedProxies: sf.proxies,
+		Logger:         logger,
+		Version:        "tether " + claude.Version,
 	})
 	defer srv.Close()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}

@@ -145,3 +145,22 @@ func TestRealCLIDemoServe(t *testing.T) {
 	})
 	c.Close(websocket.StatusNormalClosure, "")
 }
+
+// TestServeTrustedProxyFlag: --trusted-proxy takes CIDRs and bare
+// addresses, and refuses anything else before listening.
+func TestServeTrustedProxyFlag(t *testing.T) {
+	var l prefixList
+	for _, v := range []string{"10.0.0.0/8", "127.0.0.1", "::1", "192.168.1.7/24"} {
+		if err := l.Set(v); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	if got := l.String(); got != "10.0.0.0/8,127.0.0.1/32,::1/128,192.168.1.0/24" {
+		t.Errorf("parsed %s", got)
+	}
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"serve", "--trusted-proxy", "proxy.example"}, strings.NewReader(""), &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "not a CIDR") {
+		t.Errorf("a bad --trusted-proxy: exit %d, stderr %q", code, errb.String())
+	}
+}

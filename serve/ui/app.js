@@ -8,7 +8,7 @@
 // the view is rebuilt from it and continues from its seq.
 
 import { Conn } from "./conn.js";
-import { Transcript, fmtTokens } from "./transcript.js";
+import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
 import * as approvals from "./approvals.js";
 import * as proto from "./proto.js";
 
@@ -59,6 +59,7 @@ const app = {
   intros: new Map(), // id -> a note for the top of its transcript (resumed, forked)
   current: null, // id of the open session
   view: null, // the open session's view state
+  defaultCwd: "", // where a session without a cwd starts (the hello frame)
 };
 
 function badge(state, tool) {
@@ -128,10 +129,17 @@ function showConn(s, info) {
     c.style.cursor = "pointer";
     c.onclick = () => conn.retryNow();
   }
+  // Starting or resuming needs the server: signed out, the buttons are
+  // hidden (CSS, body[data-conn=down]) and the sign-in hint shown;
+  // offline they wait, disabled.
+  for (const id of ["new-btn", "resume-btn", "welcome-new", "welcome-resume"]) $(id).disabled = s !== "live";
   updateComposer();
 }
 
 const handlers = {
+  hello(m) {
+    app.defaultCwd = m.default_cwd || "";
+  },
   sessions(list) {
     app.sessions.clear();
     for (const s of list || []) app.sessions.set(s.id, s);
@@ -212,7 +220,7 @@ function renderList() {
     t.dataset.t = s.last_event || "";
     r2.appendChild(t);
     const usd = s.cost?.usd ?? s.cost_usd;
-    if (usd) r1.appendChild(el("span", "usd", "$" + usd.toFixed(2)));
+    if (usd > 0) r1.appendChild(el("span", "usd", fmtUSD(usd))).title = "$" + usd;
     li.appendChild(r2);
     if (s.cwd) {
       // Long paths keep their end in view: the ellipsis eats the start.
@@ -244,8 +252,16 @@ function newView(id) {
     state: { state: "" },
     lastEvent: null,
     approvals: new Map(), // id -> {info, el}
+    // Approvals this tab answered (or is answering), by id: the resolved
+    // event may come before the reply to our answer, and must still read
+    // as answered here.
+    mine: new Set(),
     deliveries: new Map(), // uuid -> DeliveryInfo
     cost: null,
+    // The highest cumulative figures seen: a stopped turn's result counts
+    // nothing, and the host's running total falls back by the turn's
+    // tokens; what was spent stays spent.
+    costSeen: { usd: 0, in: 0, out: 0 },
     turn: null,
     ended: false,
     model: "",
@@ -437,8 +453,12 @@ function renderHead() {
   $("s-cwd").title = v.cwd || s.cwd || "";
   const model = v.model || s.model || "";
   const ms = $("s-model");
-  if (model && ![...ms.options].some((o) => o.value === model)) ms.appendChild(el("option", null, model)).value = model;
+  if (model && ![...ms.options].some((o) => o.value === model)) {
+    const o = ms.appendChild(el("option", null, modelLabel(model)));
+    o.value = o.title = model;
+  }
   ms.value = model;
+  ms.title = model ? "Model: " + model : "The CLI's default model";
   const mode = v.mode || s.permission_mode || "default";
   const sel = $("s-mode");
   if (![...sel.options].some((o) => o.value === mode)) sel.appendChild(el("option", null, mode)).value = mode;
@@ -464,18 +484,27 @@ function renderCost() {
   const c = v.cost;
   if (c) {
     const tk = c.tokens || {};
-    const total = (tk.input || 0) + (tk.cache_read || 0) + (tk.cache_creation || 0);
-    parts.push("session $" + (c.usd || 0).toFixed(4) + " · " + fmtTokens(total) + " in · " + fmtTokens(tk.output || 0) + " out");
+    const seen = v.costSeen;
+    seen.usd = Math.max(seen.usd, c.usd || 0);
+    seen.in = Math.max(seen.in, (tk.input || 0) + (tk.cache_read || 0) + (tk.cache_creation || 0));
+    seen.out = Math.max(seen.out, tk.output || 0);
+    parts.push("session " + fmtUSD(seen.usd), fmtTokens(seen.in) + " in · " + fmtTokens(seen.out) + " out");
     const run = c.turn;
     if (run && run.messages && busyStates.has(v.state.state)) {
       const t = run.tokens || {};
       parts.push("this turn " + fmtTokens((t.input || 0) + (t.cache_read || 0) + (t.cache_creation || 0)) + " in · " + fmtTokens(t.output || 0) + " out");
-    } else if (c.last_turn && c.turns) {
-      parts.push("last turn $" + (c.last_turn.usd || 0).toFixed(4));
+    } else if (c.last_turn && c.turns && c.last_turn.usd > 0) {
+      parts.push("last turn " + fmtUSD(c.last_turn.usd));
     }
   }
   if (v.turn && v.turn.ctx) parts.push("context " + Math.round((100 * v.turn.ctx.used) / v.turn.ctx.window) + "% of " + fmtTokens(v.turn.ctx.window));
-  $("s-cost").textContent = parts.join(" · ");
+  // Each phrase keeps together; the line breaks only between them.
+  const box = $("s-cost");
+  box.replaceChildren();
+  parts.forEach((p, i) => {
+    if (i) box.appendChild(document.createTextNode(" · "));
+    box.appendChild(el("span", "part", p));
+  });
 }
 
 function updateComposer() {
@@ -510,7 +539,13 @@ function addApproval(a) {
   app.asked++;
   const c = approvals.card(
     a,
-    (reply) => proto.answer(conn, v.id, a.id, reply),
+    (reply) => {
+      v.mine.add(a.id);
+      return proto.answer(conn, v.id, a.id, reply).catch((e) => {
+        v.mine.delete(a.id);
+        throw e;
+      });
+    },
     (toolUseID) => v.transcript.tools.get(toolUseID)?.inputValue,
   );
   v.approvals.set(a.id, { info: a, el: c });
@@ -531,7 +566,7 @@ function resolveApproval(r) {
     v.transcript.awaiting(a.info.tool_use_id, false);
     if (r.outcome === "denied") v.transcript.denied(a.info.tool_use_id);
   }
-  approvals.resolved(a.el, r);
+  approvals.resolved(a.el, r, v.mine.has(r.id));
   // Keep the outcome in view a moment, then let the transcript tell it.
   setTimeout(() => a.el.remove(), 1500);
   const next = [...v.approvals.values()][0];
@@ -756,12 +791,50 @@ function lastCwd() {
   return localStorage.getItem("tether.cwd") || "";
 }
 
+// recentCwds are the directories to offer for a new session: the open
+// session's, the listed sessions' (newest first), the ones started here
+// before, the server's default.
+function recentCwds() {
+  const out = [];
+  const add = (c) => {
+    if (c && !out.includes(c)) out.push(c);
+  };
+  add(app.view?.cwd);
+  const list = [...app.sessions.values()].sort((a, b) => (b.last_event || b.created || "").localeCompare(a.last_event || a.created || ""));
+  for (const s of list) add(s.cwd);
+  for (const c of storedCwds()) add(c);
+  add(app.defaultCwd);
+  return out.slice(0, 20);
+}
+
+function storedCwds() {
+  try {
+    const l = JSON.parse(localStorage.getItem("tether.cwds") || "[]");
+    return Array.isArray(l) ? l.filter((c) => typeof c === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+function rememberCwd(cwd) {
+  localStorage.setItem("tether.cwd", cwd);
+  localStorage.setItem("tether.cwds", JSON.stringify([cwd, ...storedCwds().filter((c) => c !== cwd)].slice(0, 10)));
+}
+
 function openNew() {
+  if (!conn.live) return;
   const d = $("new-dlg");
   $("new-err").textContent = "";
-  if (!$("new-cwd").value) $("new-cwd").value = lastCwd();
+  // The server's default unless this dialog was given another; the
+  // recent ones are a keystroke away (the datalist).
+  const cwd = $("new-cwd");
+  cwd.value = app.defaultCwd || lastCwd();
+  $("cwds").replaceChildren(...recentCwds().map((c) => Object.assign(el("option"), { value: c })));
   d.showModal();
-  $("new-cwd").focus();
+  // Focus on Start, not in the field: Enter starts the session (whose
+  // prompt box then has the focus), and text typed at once is not
+  // taken for a directory.
+  $("new-submit").focus();
 }
 $("new-btn").onclick = openNew;
 $("welcome-new").onclick = openNew;
@@ -773,10 +846,11 @@ $("new-form").addEventListener("submit", async (e) => {
   $("new-err").textContent = "";
   try {
     const info = await proto.start(conn, req);
-    if (req.cwd) localStorage.setItem("tether.cwd", req.cwd);
+    if (req.cwd) rememberCwd(req.cwd);
     $("new-dlg").close();
     handlers.session(info);
     openSession(info.id);
+    $("prompt").focus();
   } catch (err) {
     $("new-err").textContent = err.message;
   } finally {
@@ -785,8 +859,10 @@ $("new-form").addEventListener("submit", async (e) => {
 });
 
 function openResume() {
+  if (!conn.live) return;
   $("resume-err").textContent = "";
-  if (!$("resume-cwd").value) $("resume-cwd").value = lastCwd();
+  if (!$("resume-cwd").value) $("resume-cwd").value = lastCwd() || app.defaultCwd;
+  $("cwds").replaceChildren(...recentCwds().map((c) => Object.assign(el("option"), { value: c })));
   $("resume-dlg").showModal();
   $("resume-cwd").focus();
   if ($("resume-cwd").value) listDisk();
@@ -823,7 +899,7 @@ async function listDisk() {
           try {
             const s = await proto.start(conn, { cwd, resume: d.session_id, fork });
             app.intros.set(s.id, (fork ? "Forked from" : "Resumed") + " “" + (d.title || d.first_prompt || d.session_id) + "” (last active " + ago(d.modified) + ").");
-            localStorage.setItem("tether.cwd", cwd);
+            rememberCwd(cwd);
             $("resume-dlg").close();
             handlers.session(s);
             openSession(s.id);

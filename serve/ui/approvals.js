@@ -126,6 +126,7 @@ export function card(a, answer, toolInput_) {
       await answer(reply);
       c.answeredHere = true;
     } catch (e) {
+      if (refused(c)) return;
       err.textContent = e.message;
       buttons.forEach((b) => (b.disabled = false));
     }
@@ -226,6 +227,7 @@ function questionCard(a, input, answer) {
       await answer(reply);
       c.answeredHere = true;
     } catch (e) {
+      if (refused(c)) return;
       err.textContent = e.message;
       submit.disabled = skip.disabled = false;
     }
@@ -274,8 +276,13 @@ function questionCard(a, input, answer) {
   return c;
 }
 
-/** resolved marks a card answered (here or elsewhere) with its outcome. */
-export function resolved(c, r) {
+/**
+ * resolved marks a card answered with its outcome. mine says this tab
+ * answered it (its answer was sent, whether or not the reply has come
+ * yet: the resolved event and the reply race); otherwise the card says
+ * it was answered elsewhere.
+ */
+export function resolved(c, r, mine) {
   c.classList.add("answered");
   c.querySelectorAll("button, input").forEach((b) => (b.disabled = true));
   let text = r.outcome;
@@ -283,9 +290,24 @@ export function resolved(c, r) {
   else if (r.outcome === "answered") text = "Answered";
   else if (r.outcome === "denied") text = "Denied" + (r.message ? ": " + r.message : "");
   else if (r.outcome === "withdrawn") text = "Withdrawn by Claude";
-  if (r.outcome !== "withdrawn" && !c.answeredHere) text += " (answered elsewhere)";
+  const here = mine || c.answeredHere;
+  if (r.outcome !== "withdrawn" && !here) text += " (answered elsewhere)";
   const o = el("p", "outcome", text);
+  c.dataset.answered = r.outcome === "withdrawn" ? "withdrawn" : here ? "here" : "elsewhere";
   c.appendChild(o);
+}
+
+// refused handles our answer failing after the card was resolved as
+// ours: another tab's answer won the race, so say so. It reports whether
+// the card was resolved already.
+function refused(c) {
+  if (!c.classList.contains("answered")) return false;
+  const o = c.querySelector(".outcome");
+  if (c.dataset.answered === "here" && o) {
+    o.textContent += " (answered elsewhere)";
+    c.dataset.answered = "elsewhere";
+  }
+  return true;
 }
 
 function parse(v) {

@@ -82,6 +82,7 @@ export function dispatch(m, h) {
       break;
     case "hello":
       if (m.protocol !== 1) console.warn("tether: server speaks protocol", m.protocol);
+      h.hello?.(m);
       break;
   }
 }

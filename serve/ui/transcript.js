@@ -378,14 +378,21 @@ export class Transcript {
     }
     if (m.duration_ms != null) parts.push((m.duration_ms / 1000).toFixed(1) + " s");
     const u = m.usage || {};
-    if (u.input_tokens != null) {
+    // A stopped turn's result counts nothing (0 in, 0 out, $0): the CLI
+    // dropped the figures, the tokens were spent all the same. Say nothing
+    // rather than zero.
+    const dropped = m.is_error && !u.input_tokens && !u.output_tokens && !u.cache_read_input_tokens && !u.cache_creation_input_tokens;
+    if (u.input_tokens != null && !dropped) {
       parts.push(fmtTokens((u.input_tokens || 0) + (u.cache_read_input_tokens || 0) + (u.cache_creation_input_tokens || 0)) + " in · " + fmtTokens(u.output_tokens || 0) + " out");
     }
     let turnCost = null;
-    if (typeof m.total_cost_usd === "number") {
-      turnCost = Math.max(0, m.total_cost_usd - this.lastCostUSD);
+    // An interrupted turn's result reports 0 in all: that is no cost
+    // known, not the session's total falling to nothing.
+    if (typeof m.total_cost_usd === "number" && !(m.total_cost_usd === 0 && m.is_error)) {
+      // The total is the CLI process's; a restarted CLI counts anew.
+      turnCost = m.total_cost_usd >= this.lastCostUSD ? m.total_cost_usd - this.lastCostUSD : m.total_cost_usd;
       this.lastCostUSD = m.total_cost_usd;
-      parts.push("$" + turnCost.toFixed(4));
+      parts.push(fmtUSD(turnCost));
     }
     let ctx = null;
     const mu = m.modelUsage || {};
@@ -645,6 +652,42 @@ export function partialJSON(s) {
     }
   }
   return undefined;
+}
+
+/**
+ * fmtUSD shows a cost so that a small one is not rounded away: cents
+ * from a cent up, four decimals under a cent, "<$0.0001" below that.
+ */
+export function fmtUSD(usd) {
+  if (!(usd > 0)) return "$0";
+  if (usd >= 0.01) return "$" + usd.toFixed(2);
+  if (usd >= 0.0001) return "$" + usd.toFixed(4);
+  return "<$0.0001";
+}
+
+/**
+ * modelLabel is a model id as a person reads it: "claude-opus-4-8[1m]"
+ * is "Opus 4.8 · 1M", "claude-3-5-haiku-20241022" "Haiku 3.5", an alias
+ * "sonnet" "Sonnet". Anything else is shown as it is.
+ */
+export function modelLabel(id) {
+  if (!id) return "default";
+  let rest = String(id);
+  let tag = "";
+  const t = /\[([^\]]*)\]$/.exec(rest);
+  if (t) {
+    tag = t[1].toUpperCase();
+    rest = rest.slice(0, t.index);
+  }
+  rest = rest.replace(/^claude-/, "").replace(/-\d{8}$/, "");
+  const parts = rest.split("-");
+  const family = parts.filter((p) => /^[a-z]+$/i.test(p));
+  const nums = parts.filter((p) => /^\d{1,2}$/.test(p));
+  if (family.length !== 1 || family.length + nums.length !== parts.length || !/^(opus|sonnet|haiku)$/i.test(family[0])) return String(id);
+  let label = family[0][0].toUpperCase() + family[0].slice(1).toLowerCase();
+  if (nums.length) label += " " + nums.join(".");
+  if (tag) label += " · " + tag;
+  return label;
 }
 
 export function fmtTokens(n) {
