@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
 
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
 )
 
@@ -85,6 +89,10 @@ func TestRefusals(t *testing.T) {
 		{"unknown api", "GET", "/api/nope", "", nil, 404, serve.CodeNotFound},
 		{"post to the UI", "POST", "/", "", map[string]string{"Origin": good}, 405, serve.CodeMethodNotAllowed},
 		{"logout without origin", "POST", "/logout", "", map[string]string{"Cookie": cookie}, 403, serve.CodeForbiddenOrigin},
+		{"healthz by POST", "POST", "/healthz", "", map[string]string{"Origin": good}, 405, serve.CodeMethodNotAllowed},
+		{"readyz by POST", "POST", "/readyz", "", map[string]string{"Origin": good}, 405, serve.CodeMethodNotAllowed},
+		{"api list by POST", "POST", "/api/sessions", "", map[string]string{"Authorization": "Bearer " + e.srv.Token()}, 405, serve.CodeMethodNotAllowed},
+		{"snapshot by DELETE", "DELETE", "/api/sessions/x/snapshot", "", map[string]string{"Authorization": "Bearer " + e.srv.Token()}, 405, serve.CodeMethodNotAllowed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, code, resp := e.httpDo(c.method, c.path, c.body, c.hdr)
@@ -227,4 +235,35 @@ func TestWebSocketWithBearer(t *testing.T) {
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	_ = context.Background
+}
+
+// /healthz says the process is alive; /readyz whether the backend can
+// serve: for a local backend, whether its CLI is there.
+func TestHealthAndReadiness(t *testing.T) {
+	e := newEnv(t, nil)
+	if status, _, _ := e.httpDo("GET", "/healthz", "", nil); status != 200 {
+		t.Fatalf("/healthz: %d", status)
+	}
+	if status, code, _ := e.httpDo("GET", "/readyz", "", nil); status != 200 {
+		t.Fatalf("/readyz with a CLI: %d %s", status, code)
+	}
+	m := host.NewManager(nil)
+	defer m.Close()
+	missing := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{CLIPath: filepath.Join(t.TempDir(), "no-claude")}}})
+	srv := serve.NewServer(missing, nil)
+	defer srv.Close()
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	req, _ := http.NewRequest("GET", hs.URL+"/readyz", nil)
+	req.Host = "localhost"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Error *serve.Error }
+	json.NewDecoder(resp.Body).Decode(&body)
+	if resp.StatusCode != 503 || body.Error == nil || body.Error.Code != serve.CodeUnavailable || !strings.Contains(body.Error.Message, "CLI") {
+		t.Fatalf("/readyz without a CLI: %d %+v", resp.StatusCode, body.Error)
+	}
 }

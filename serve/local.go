@@ -422,10 +422,14 @@ func (b *LocalBackend) configDir() string {
 }
 
 // Ready implements Readier: the sessions' CLI can be found (the
-// template's CLIPath, or discovery as claude.Connect does it).
+// template's CLIPath, or discovery as claude.Connect does it). A template
+// with a Transport of its own needs no CLI.
 func (b *LocalBackend) Ready(ctx context.Context) error {
 	path := ""
 	if b.opts.Session != nil && b.opts.Session.CLI != nil {
+		if b.opts.Session.CLI.Transport != nil {
+			return nil
+		}
 		path = b.opts.Session.CLI.CLIPath
 	}
 	if _, _, err := proc.Find(path, os.Getenv); err != nil {

@@ -29,6 +29,22 @@ func TestAgentUsageErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, %s", args, code, stderr)
 		}
 	}
+	// Flags that would do nothing are refused with a message, before
+	// anything starts.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--cli", "/bin/true"}, "--cli has no effect with --nats"},
+		{[]string{"serve", "--capacity", "4"}, "--capacity goes with --nats-embedded"},
+		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--nats-store", "/tmp/x"}, "--nats-store goes with --nats-embedded"},
+		{[]string{"serve", "--heartbeat", "2s"}, "--heartbeat goes with --nats or --nats-embedded"},
+		{[]string{"serve", "--replicas", "3"}, "--replicas goes with --nats or --nats-embedded"},
+	} {
+		if code, _, stderr := tether(t, c.args...); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
 	if code, _, stderr := tether(t, "agent", "-h"); code != 0 || !strings.Contains(stderr, "tether agent --nats URL") {
 		t.Errorf("agent -h: %d %s", code, stderr)
 	}

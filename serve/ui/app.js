@@ -845,7 +845,9 @@ $("new-form").addEventListener("submit", async (e) => {
   $("new-submit").disabled = true;
   $("new-err").textContent = "";
   try {
-    const info = await proto.start(conn, req);
+    const info = await proto.start(conn, req, (pos) => {
+      $("new-err").textContent = `Every agent is busy: waiting for room (${pos === 1 ? "next in line" : "position " + pos}).`;
+    });
     if (req.cwd) rememberCwd(req.cwd);
     $("new-dlg").close();
     handlers.session(info);

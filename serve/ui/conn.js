@@ -57,6 +57,12 @@ export class Conn {
         console.warn("tether: bad frame from server");
         return;
       }
+      if (m && m.type === "queued" && m.id != null && this.pending.has(m.id)) {
+        // A start waiting for room in a cluster: tell whoever asked.
+        const p = this.pending.get(m.id);
+        if (p.onQueued) p.onQueued(m.position);
+        return;
+      }
       if (m && m.id != null && this.pending.has(m.id) && isReply(m)) {
         const p = this.pending.get(m.id);
         this.pending.delete(m.id);
@@ -108,8 +114,9 @@ export class Conn {
     return true;
   }
 
-  /** request sends m with a fresh id and resolves with the reply. */
-  request(m, timeoutMs = 30000) {
+  /** request sends m with a fresh id and resolves with the reply;
+   * onQueued(position) hears a start's "queued" frames. */
+  request(m, timeoutMs = 30000, onQueued) {
     if (!this.live) return Promise.reject(new Error("not connected"));
     const id = this.next++;
     return new Promise((resolve, reject) => {
@@ -118,6 +125,7 @@ export class Conn {
         reject(new Error("no reply from the server"));
       }, timeoutMs);
       this.pending.set(id, {
+        onQueued,
         resolve: (v) => {
           clearTimeout(t);
           resolve(v);

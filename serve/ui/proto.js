@@ -90,7 +90,9 @@ export function dispatch(m, h) {
 export const list = (c) => c.request({ type: "list" }).then((r) => r.sessions || r);
 export const subscribe = (c, id, after, snapshot) => c.request({ type: "subscribe", v: 1, session: id, after, snapshot: !!snapshot });
 export const unsubscribe = (c, id) => c.send({ type: "unsubscribe", session: id });
-export const start = (c, req) => c.request({ type: "start", ...req }).then((r) => r.session || r);
+// A start may wait for room in a cluster (the server ends it in "busy"
+// after its own bound), so it gets longer than other requests.
+export const start = (c, req, onQueued) => c.request({ type: "start", ...req }, 180000, onQueued).then((r) => r.session || r);
 export const disk = (c, cwd) => c.request({ type: "disk_sessions", cwd }).then((r) => r.sessions || r || []);
 const cmd = (c, id, command) => c.request({ type: "do", session: id, command });
 export const send = (c, id, text, images) => cmd(c, id, { type: "send", text, images });

@@ -1,0 +1,133 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+)
+
+// Malformed commands are refused with a stable code before anything
+// runs; the policy's rules apply to every command.
+func TestCommandValidate(t *testing.T) {
+	big := strings.Repeat("A", 8<<10)
+	for _, tc := range []struct {
+		cmd    host.Command
+		policy *host.CommandPolicy
+		code   string
+	}{
+		{host.Command{}, nil, host.CodeBadRequest},
+		{host.Command{Type: "format_disk"}, nil, host.CodeUnknownType},
+		{host.Command{Type: host.CommandSend}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandSend, Text: "  "}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandSend, Images: []host.Image{{MediaType: "image/svg+xml", Data: "aGk="}}}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandSend, Images: []host.Image{{MediaType: "image/png", Data: "%%%"}}}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandSend, Images: []host.Image{{MediaType: "image/png", Data: big}}}, &host.CommandPolicy{MaxImageBytes: 1024}, host.CodeBadRequest},
+		{host.Command{Type: host.CommandAnswer, Behavior: "allow"}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandAnswer, Approval: "a", Behavior: "maybe"}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandCancel}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandSetMode}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandSetMode, Mode: "yolo"}, nil, host.CodeBadRequest},
+		{host.Command{Type: host.CommandSetMode, Mode: "bypassPermissions"}, nil, host.CodeForbidden},
+		{host.Command{Type: host.CommandSetMode, Mode: "bypassPermissions"}, &host.CommandPolicy{AllowBypassPermissions: true}, ""},
+		{host.Command{Type: host.CommandSend, Text: "hi"}, nil, ""},
+		{host.Command{Type: host.CommandAnswer, Approval: "a", Answers: map[string]string{"q": "a"}}, nil, ""},
+	} {
+		err := tc.cmd.Validate(tc.policy)
+		if got := host.ErrorCode(err); got != tc.code {
+			t.Errorf("%+v: %v (code %q), want code %q", tc.cmd, err, got, tc.code)
+		}
+		if tc.code == host.CodeBadRequest && !errors.Is(err, host.ErrBadCommand) {
+			t.Errorf("%+v: %v does not match ErrBadCommand", tc.cmd, err)
+		}
+	}
+}
+
+// ErrorCode names every sentinel a command can end with.
+func TestErrorCode(t *testing.T) {
+	for err, want := range map[error]string{
+		nil: "", host.ErrAlreadyAnswered: host.CodeAlreadyAnswered, host.ErrNoApproval: host.CodeNoApproval,
+		host.ErrWithdrawn: host.CodeWithdrawn, host.ErrNotAQuestion: host.CodeNotAQuestion, host.ErrNotQueued: host.CodeNotQueued,
+		claude.ErrClosed: host.CodeSessionClosed, host.ErrManagerClosed: host.CodeSessionClosed, context.DeadlineExceeded: host.CodeTimeout,
+		host.ErrBusy: host.CodeBusy, errors.New("boom"): host.CodeInternal,
+	} {
+		if got := host.ErrorCode(fmt.Errorf("wrapped: %w", err)); err != nil && got != want {
+			t.Errorf("%v: %q, want %q", err, got, want)
+		}
+	}
+}
+
+// Do runs the command set on a live session: a send, the answer of its
+// approval (once), and the policy's Authorize sees every command, a
+// panicking one refusing it.
+func TestDo(t *testing.T) {
+	ctx := testCtx(t)
+	answer := make(chan json.RawMessage, 1)
+	var seen []host.CommandType
+	refuse := ""
+	o := &host.Options{Commands: &host.CommandPolicy{Authorize: func(ctx context.Context, s *host.Session, c *host.Command) error {
+		seen = append(seen, c.Type)
+		switch {
+		case c.Type == host.CommandSetModel && refuse == "panic":
+			panic("a bug in the hook")
+		case c.Type == host.CommandSetModel && refuse != "":
+			return errors.New(refuse)
+		}
+		return nil
+	}}}
+	s, l := start(t, o, toolTurn("Bash", map[string]string{"command": "ls"}, answer))
+	res, err := s.Do(ctx, &host.Command{Type: host.CommandSend, Text: "list", UUID: "11111111-2222-4333-8444-555555555555"})
+	if err != nil || res.UUID != "11111111-2222-4333-8444-555555555555" {
+		t.Fatalf("send: %+v, %v", res, err)
+	}
+	a := l.waitState(t, ctx, host.StateAwaitingApproval).Approval
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "deny"})
+	if host.ErrorCode(err) != host.CodeAlreadyAnswered {
+		t.Fatalf("second answer: %v", err)
+	}
+	if resp := <-answer; !strings.Contains(string(resp), `"allow"`) {
+		t.Fatalf("the CLI got %s", resp)
+	}
+	for _, r := range []string{"not you", "panic"} {
+		refuse = r
+		_, err = s.Do(ctx, &host.Command{Type: host.CommandSetModel, Model: "m"})
+		var ce *host.CommandError
+		if !errors.As(err, &ce) || ce.Code != host.CodeForbidden || !errors.Is(err, host.ErrForbidden) {
+			t.Fatalf("Authorize %s: %v, want forbidden", r, err)
+		}
+	}
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandResume}); host.ErrorCode(err) != host.CodeBadRequest {
+		t.Fatalf("resume on a session: %v", err)
+	}
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandClose}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandSend, Text: "again"}); host.ErrorCode(err) != host.CodeSessionClosed {
+		t.Fatalf("send after close: %v", err)
+	}
+	want := []host.CommandType{"send", "answer", "answer", "set_model", "set_model", "close", "send"}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("Authorize saw %v, want %v", seen, want)
+	}
+}
+
+// Lanes: a person's Stop and answers never queue behind prompts.
+func TestCommandLanes(t *testing.T) {
+	for typ, want := range map[host.CommandType]host.Lane{
+		host.CommandInterrupt: host.LaneQuick, host.CommandForceInterrupt: host.LaneQuick, host.CommandAnswer: host.LaneQuick,
+		host.CommandSend: host.LaneOrdered, host.CommandCancel: host.LaneOrdered, host.CommandSetMode: host.LaneOrdered,
+		host.CommandSetModel: host.LaneOrdered, host.CommandClose: host.LaneOrdered, host.CommandResume: host.LaneOrdered,
+	} {
+		if got := (&host.Command{Type: typ}).Lane(); got != want {
+			t.Errorf("%s: lane %v, want %v", typ, got, want)
+		}
+	}
+}
