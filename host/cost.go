@@ -141,11 +141,19 @@ func (c *costTracker) add(m claude.Message) {
 	case *claude.ResultMessage:
 		counted := c.counted()
 		c.last = TurnCost{Tokens: tokensOf(&m.Usage), Counted: counted, Messages: len(c.msgs)}
+		if c.last.Tokens == (Tokens{}) && counted != (Tokens{}) {
+			// An interrupted turn's result reports no usage although its
+			// messages used tokens: what was counted is the best figure,
+			// and a person watching the cost must not see it fall.
+			c.last.Tokens = counted
+		}
 		if m.TotalCostUSD >= c.procUSD {
 			c.last.USD = m.TotalCostUSD - c.procUSD
 			c.procUSD = m.TotalCostUSD
 		}
-		if m.ModelUsage != nil {
+		if len(m.ModelUsage) > 0 {
+			// The process's running totals; an empty map (an interrupted
+			// turn) says nothing new and must not erase them.
 			c.procMod = maps.Clone(m.ModelUsage)
 		}
 		c.ended = c.ended.add(c.last.Tokens)
