@@ -48,7 +48,12 @@ import (
 // is dropped, the CLI blocks on its writes, and control requests behind
 // the unread messages wait too. Receive continuously (package host always
 // does) to keep approvals flowing. Once Close has begun, lines past the
-// bound are discarded instead, so that the CLI can finish and exit.
+// bound are discarded instead, so that the CLI can finish and exit. Once
+// the CLI has exited (seen through an ExitNotifier transport, such as the
+// default one), the session reads the rest of its output past the bound
+// (up to 2 MiB more: what the pipe held) and ends: Done closes and Wait
+// returns even though nothing was received, and the messages stay for
+// Receive.
 type Session struct {
 	opts  Options
 	conn  Conn
@@ -81,11 +86,14 @@ type Session struct {
 	qmu     sync.Mutex
 	queue   []item
 	qhead   int
-	qbytes  int           // bytes queued (line sizes plus itemCost each)
-	qmax    int           // Options.MaxBufferedBytes or its default
-	rwait   bool          // the read loop waits for room
-	qroom   chan struct{} // 1-buffered: "there is room again"
-	qsignal chan struct{} // 1-buffered: "the queue changed"
+	qbytes  int             // bytes queued (line sizes plus itemCost each)
+	qmax    int             // Options.MaxBufferedBytes or its default
+	rwait   bool            // the read loop waits for room
+	exited  <-chan struct{} // closed when the CLI has exited (ExitNotifier); nil: not known
+	drain   bool            // the CLI has exited: the read loop reads the rest past qmax
+	drained int             // bytes of stdout queued since drain was set
+	qroom   chan struct{}   // 1-buffered: "there is room again"
+	qsignal chan struct{}   // 1-buffered: "the queue changed"
 
 	readDone chan struct{} // closed when the read loop has ended
 	termErr  error         // why it ended (nil: clean exit); set before readDone closes
@@ -292,6 +300,9 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 	if p, ok := conn.(PIDer); ok {
 		s.pid = p.PID()
 	}
+	if e, ok := conn.(ExitNotifier); ok {
+		s.exited = e.Exited()
+	}
 	if w, ok := conn.(ctxWriter); ok {
 		s.writeNow = w.writesHonourContext()
 	}
@@ -456,6 +467,10 @@ func (s *Session) endedErr() error {
 // after a terminal error: a *ProcessError when the CLI died, ErrClosed
 // once Close was called, or ctx.Err(). When the CLI exits cleanly the
 // stream ends with no error.
+//
+// Messages the CLI wrote before it exited are yielded first, in order,
+// even when the session has already ended (Done closed) with them unread:
+// the terminal error comes after the last of them.
 func (s *Session) Receive(ctx context.Context) iter.Seq2[Message, error] {
 	return s.receive(ctx, false)
 }
@@ -581,6 +596,9 @@ func (s *Session) enqueue(it item) {
 	}
 	s.queue = append(s.queue, it)
 	s.qbytes += it.size()
+	if s.drain {
+		s.drained += len(it.line) + 1
+	}
 	s.qmu.Unlock()
 	select {
 	case s.qsignal <- struct{}{}:
@@ -588,20 +606,47 @@ func (s *Session) enqueue(it item) {
 	}
 }
 
+// exitDrainMax bounds what the read loop reads past Options.MaxBufferedBytes
+// once the CLI has exited: the rest of its output, which it can no longer
+// add to. For the CommandTransport that is what the stdout pipe held (64 KiB
+// by default on Linux, at most 1 MiB for an unprivileged process, plus
+// the 64 KiB the line reader buffers). Past it (output that keeps coming
+// after the exit: a process that escaped the CLI's group writing to its
+// stdout, or a transport that buffers more) the bound holds again.
+const exitDrainMax = 2 << 20
+
 // waitRoom blocks the read loop while the unreceived messages exceed the
 // bound, until Receive has taken half of them or Close is called. The CLI
 // meanwhile blocks on its stdout writes: back pressure, nothing lost.
+//
+// Once the CLI has exited (the Conn is an ExitNotifier), nothing pushes
+// back any more: the loop reads the rest of the output, up to exitDrainMax
+// past the bound, so that it sees the end of stdout and the session ends
+// (Done, Wait) however far behind Receive is. The messages stay queued for
+// Receive, in order.
 func (s *Session) waitRoom() {
 	s.qmu.Lock()
-	for s.qbytes > s.qmax && !s.closing.Load() {
+	for s.qbytes > s.qmax && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
 		s.rwait = true
+		ex := s.exited // nil, never ready, when the transport cannot tell
+		if s.drain {
+			ex = nil // past exitDrainMax: back pressure again
+		}
 		s.qmu.Unlock()
+		exited := false
 		select {
 		case <-s.qroom:
 		case <-s.hctx.Done():
+		case <-ex:
+			exited = true
 		}
 		s.qmu.Lock()
+		if exited && !s.drain {
+			s.drain = true
+			s.log.Debug("claude: the CLI exited with output unreceived; reading the rest past MaxBufferedBytes", "buffered", s.qbytes)
+		}
 	}
+	s.rwait = false
 	s.qmu.Unlock()
 }
 
@@ -1045,9 +1090,11 @@ func (s *Session) CloseInput(ctx context.Context) error {
 // exit (status 0, also after Close or CloseInput when the CLI exited on
 // its own), a *ProcessError when it died, failed, or had to be signalled
 // by Close (Signal says which signal ended it). The CLI's end is read
-// from stdout after the messages before it, so with more than
-// Options.MaxBufferedBytes of them unreceived, Wait waits for Receive (or
-// Close) too.
+// from stdout after the messages before it. With more than
+// Options.MaxBufferedBytes of them unreceived, a transport that reports
+// the exit (an ExitNotifier, as the default one is) lets the session read
+// the rest anyway, so Wait returns without Receive; with any other, Wait
+// waits for Receive (or Close) to catch up.
 func (s *Session) Wait() error {
 	<-s.readDone
 	if s.closing.Load() {
@@ -1056,8 +1103,15 @@ func (s *Session) Wait() error {
 	return s.termErr
 }
 
-// Done is closed when the CLI's output has ended (it exited or Close was
-// called).
+// Done is closed when the session has ended: the CLI exited and its
+// output was read to the end, or Close was called. It does not wait for
+// Receive: when the CLI exits with more than Options.MaxBufferedBytes of
+// messages unreceived, the session reads the rest past the bound (the CLI
+// can write no more) and Done closes; Receive still yields those
+// messages, then the terminal error. This needs a transport that reports
+// the exit (ExitNotifier; the default CommandTransport does); with another
+// one Done waits for Receive to catch up, as the CLI's end comes after
+// the unread messages on its stdout.
 func (s *Session) Done() <-chan struct{} { return s.readDone }
 
 func waitTimeout(wait func(), d time.Duration, onTimeout func()) {
