@@ -69,8 +69,8 @@ type Session struct {
 	handoff handoff // answers on the reading goroutine (handoff.go)
 
 	// Re-delivered requests (pending.go).
-	answered answeredSet // ids of CLI requests answered
-	initIDs  sync.Map    // ids of our initialize requests awaiting their answer
+	memo    answerMemo // CLI requests served and answered, by id, for repeats
+	initIDs sync.Map   // ids of our initialize requests awaiting their answer
 
 	// The writer (writer.go) writes to conn, or a caller does when nothing
 	// is queued (tryWriteNow); pen makes it one at a time.
@@ -753,6 +753,7 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 		return s.inbound(env.RequestID, env.Request)
 	case "control_cancel_request":
 		s.observeControl(&ControlEvent{Type: ControlEventCancel, RequestID: env.RequestID})
+		s.memo.cancel(env.RequestID)
 		s.in.Cancel(env.RequestID)
 	}
 	return nil
@@ -760,11 +761,22 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 
 // inbound takes a request from the CLI and returns the work that answers
 // it (nil when there is none).
+//
+// A request_id the session has seen before gets the first request's
+// answer again, and its callback does not run twice (pending.go).
 func (s *Session) inbound(id string, req json.RawMessage) (answer func()) {
-	if s.seen(id) {
-		// Already served from an initialize answer's pending list.
-		s.log.Debug("claude: a CLI request delivered twice; served once", "request_id", id)
+	switch state, line := s.memo.arrive(id); state {
+	case memoServing:
+		s.log.Debug("claude: a CLI request repeated while being served; answered with it", "request_id", id)
 		return nil
+	case memoAnswered:
+		s.log.Debug("claude: a CLI request repeated; answered again", "request_id", id)
+		return func() { s.send(id, line) }
+	case memoNotKept:
+		s.log.Debug("claude: a CLI request repeated after its answer was let go", "request_id", id)
+		return func() {
+			s.send(id, control.EncodeError(id, "claude: request "+id+" was already answered; the answer is no longer kept"))
+		}
 	}
 	if s.opts.ObserveControl != nil {
 		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: id, Subtype: control.Subtype(req), Request: req})
@@ -808,8 +820,8 @@ var inboundHandlers = map[string]inboundHandler{
 	"mcp_message":   (*Session).serveMCPMessage,
 }
 
-// serve registers a CLI request and returns the work that answers it,
-// which the read loop runs (answerReading).
+// serve returns the work that answers a CLI request registered in
+// s.memo, which the read loop runs (answerReading).
 func (s *Session) serve(id string, req json.RawMessage) func() {
 	subtype := control.Subtype(req)
 	h, ok := inboundHandlers[subtype]
@@ -833,11 +845,15 @@ func (s *Session) serve(id string, req json.RawMessage) func() {
 			}()
 			payload, err = h(s, ctx, id, req)
 		}()
-		// Remembered while still running, so that no re-delivery slips
-		// between the two.
-		s.answered.add(id)
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), control.ErrCancelled) {
-			// The CLI withdrew the request and ignores late answers.
+			// The CLI withdrew the request and ignores late answers; it
+			// gets one only for repeats sent after the cancel.
+			if n := s.memo.finish(id, nil); n > 0 {
+				line := control.EncodeError(id, "claude: request "+id+" was cancelled by the CLI before it was answered")
+				for range n {
+					s.send(id, line)
+				}
+			}
 			return
 		}
 		s.reply(id, payload, err)
@@ -852,6 +868,9 @@ type preEncoded []byte
 // PermissionRequest hook's decision).
 func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
 
+// reply answers CLI request id, and the repeats of it that came
+// meanwhile, with the same line; the line is remembered for later repeats
+// before it goes, so that none slips between the two.
 func (s *Session) reply(id string, payload any, herr error) {
 	var line []byte
 	if herr != nil {
@@ -872,9 +891,17 @@ func (s *Session) reply(id string, payload any, herr error) {
 			line = control.EncodeSuccess(id, raw)
 		}
 	}
-	// Bounded by the session's life, not by a timeout: the CLI waits for
-	// this answer, so dropping it would hang the CLI for good, and a
-	// timer here would wake the runtime's poller on every answer.
+	repeats := s.memo.finish(id, line)
+	for range 1 + repeats {
+		s.send(id, line)
+	}
+}
+
+// send writes an answer to CLI request id. Bounded by the session's life,
+// not by a timeout: the CLI waits for this answer, so dropping it would
+// hang the CLI for good, and a timer here would wake the runtime's poller
+// on every answer. line is not modified, so one line can go several times.
+func (s *Session) send(id string, line []byte) {
 	if err := s.write(s.hctx, line); err != nil && !errors.Is(err, ErrClosed) {
 		s.log.Warn("claude: answering a CLI request", "request_id", id, "err", err)
 	}
