@@ -12,7 +12,9 @@ import (
 // is forgotten, and only repeats after the cancel are counted.
 func TestAnswerMemoBounds(t *testing.T) {
 	var a answerMemo
-	line := func(i, size int) []byte { return append([]byte(fmt.Sprintf("%d:", i)), bytes.Repeat([]byte("x"), size)...) }
+	line := func(i, size int) []byte {
+		return append([]byte(fmt.Sprintf("%d:", i)), bytes.Repeat([]byte("x"), size)...)
+	}
 	for i := range answeredMax + 10 {
 		id := fmt.Sprint("r", i)
 		if st, _ := a.arrive(id); st != memoNew {
