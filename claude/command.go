@@ -61,6 +61,9 @@ type commandConn struct {
 
 func (c *commandConn) PID() int { return c.p.PID() }
 
+// Exited is closed once the CLI has been reaped (ExitNotifier).
+func (c *commandConn) Exited() <-chan struct{} { return c.p.Exited() }
+
 func (c *commandConn) Read(ctx context.Context) ([]byte, error) {
 	line, err := c.r.ReadLine()
 	if err == nil || errors.Is(err, wire.ErrLineTooLong) {

@@ -99,6 +99,15 @@
 //   - Query ends when the CLI has nothing left running: background tasks
 //     (2.1.330 runs the Agent tool in the background) and the turn the CLI
 //     starts for their reports, bounded by Options.QueryTaskTimeout.
+//     Cancelling its ctx ends the iterator within half a second, whatever
+//     the CLI does; a CLI slow to go is closed in the background (within
+//     CloseTimeout plus 1 s, reaped, its group killed).
+//   - A CLI that exits is seen at once, even with more than
+//     Options.MaxBufferedBytes of messages unreceived: Done closes, Wait
+//     returns, and Receive still yields those messages, then the error.
+//   - Every request from the CLI is answered, also one whose request_id
+//     repeats an earlier one (the same answer again, the callback run
+//     once).
 //
 // # Permissions
 //

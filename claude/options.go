@@ -195,7 +195,10 @@ type Options struct {
 	// nothing is lost, the CLI blocks on its writes, and the control
 	// requests behind those messages (permission, hook and MCP requests,
 	// answers to Interrupt, SetModel, …) wait too. Receive continuously to
-	// have them served. 0 means DefaultMaxBufferedBytes (1 MiB).
+	// have them served. Once the CLI has exited, the bound no longer holds
+	// the session back: it reads what the CLI wrote before exiting (up to
+	// 2 MiB past the bound) so that Done and Wait report the exit, and
+	// keeps it for Receive. 0 means DefaultMaxBufferedBytes (1 MiB).
 	MaxBufferedBytes int
 	// QueryTaskTimeout bounds how long Query keeps the CLI running after a
 	// result while background tasks (agents run in the background, which

@@ -23,8 +23,9 @@ func pendingLine(id, subtype string, body map[string]any) json.RawMessage {
 
 // TestPendingRequestsRedelivered: the requests an initialize answer lists
 // as pending reach the same callbacks as live ones and get the same
-// answers; one listed twice, or listed and then sent live, is served once;
-// entries of the wrong kind are ignored.
+// answers; one listed twice, or listed and then sent live, is served once
+// (sent live, it gets the same answer again, byte for byte); entries of
+// the wrong kind are ignored.
 func TestPendingRequestsRedelivered(t *testing.T) {
 	perm := map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "ls"}, "tool_use_id": "toolu_1"}
 	dialog := map[string]any{"dialog_kind": "confirm", "payload": map[string]any{"text": "Sure?"}}
@@ -88,15 +89,20 @@ func TestPendingRequestsRedelivered(t *testing.T) {
 			return err
 		}
 		got := map[string]string{}
+		var p1 []byte
 		for len(got) < 3 {
 			l, err := c.Expect(ctx, "control_response")
 			if err != nil {
 				return err
 			}
 			got[l.Response.RequestID] = string(l.Response.Response)
+			if l.Response.RequestID == "p1" {
+				p1 = l.Raw
+			}
 		}
-		// p1 again, live: no second answer. Then the same three live
-		// under new ids, whose answers must equal the re-delivered ones.
+		// p1 again, live: the same answer again, its callback not run
+		// again. Then the same three live under new ids, whose answers
+		// must equal the re-delivered ones.
 		if err := c.Write(control.EncodeRequest("p1", mustBody("can_use_tool", perm))); err != nil {
 			return err
 		}
@@ -113,13 +119,18 @@ func TestPendingRequestsRedelivered(t *testing.T) {
 			g[r.sub] = string(raw)
 		}
 		live <- g
-		// The next line must be the prompt: a second answer to p1 would
-		// come first.
+		// The repeated p1's answer, then the prompt: nothing else.
+		if l, err = c.Read(ctx); err != nil {
+			return err
+		}
+		if l.Type != "control_response" || string(l.Raw) != string(p1) {
+			return fmt.Errorf("host wrote %s, want the first answer to p1 again: %s", l.Raw, p1)
+		}
 		if l, err = c.Read(ctx); err != nil {
 			return err
 		}
 		if l.Type != "user" {
-			return fmt.Errorf("host wrote %s before the prompt: a request answered twice?", l.Raw)
+			return fmt.Errorf("host wrote %s before the prompt: a request answered once too often?", l.Raw)
 		}
 		return nil
 	})

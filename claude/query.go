@@ -28,7 +28,18 @@ import (
 //
 // The CLI's stdin stays open to the end, so permission, hook and MCP
 // requests can be answered throughout. The iterator is single-use.
-// Cancelling ctx interrupts the turn and closes the CLI.
+//
+// When the loop ends on its own or the caller stops early, the CLI is
+// closed (Session.Close) before the iterator returns, so its session file
+// is complete by then. Cancelling ctx interrupts the turn and closes the
+// CLI too, but the iterator does not wait for a CLI that takes its time:
+// it returns once the CLI is gone or after half a second,
+// whichever comes first, whatever the CLI does (stopped, ignoring its
+// closed stdin and SIGTERM). The rest of the shutdown (the interrupt,
+// the CLI's grace period, SIGTERM, SIGKILL, reaping; see Session.Close)
+// goes on in the background and ends within Options.CloseTimeout plus
+// about 1 s: the process is reaped and its process group killed, nothing
+// is left running.
 func Query(ctx context.Context, prompt string, opts *Options) iter.Seq2[Message, error] {
 	return QueryMessage(ctx, NewUserMessage(prompt), opts)
 }
@@ -55,7 +66,7 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 			yield(nil, err)
 			return
 		}
-		defer s.Close()
+		defer closeQuery(ctx, s)
 		if err := s.SendMessage(ctx, m); err != nil {
 			yield(nil, err)
 			return
@@ -115,6 +126,33 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 		}
 		// Close (deferred) interrupts a turn still running before the CLI
 		// goes, whether ctx was cancelled or the caller stopped early.
+	}
+}
+
+// queryCancelWait bounds how long Query waits for the CLI's shutdown once
+// its ctx is cancelled: a real CLI is gone in a few tens of milliseconds;
+// one that ignores its closed stdin and SIGTERM is left to finish closing
+// in the background.
+const queryCancelWait = 500 * time.Millisecond
+
+// closeQuery closes Query's session: at once when ctx is live, in the
+// background past queryCancelWait when the caller has cancelled it.
+func closeQuery(ctx context.Context, s *Session) {
+	if ctx.Err() == nil {
+		s.Close()
+		return
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		s.Close() // bounded: CloseTimeout plus about 1 s
+	}()
+	t := time.NewTimer(queryCancelWait)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		s.log.Debug("claude: Query cancelled; the CLI is still closing, in the background")
 	}
 }
 

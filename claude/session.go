@@ -48,7 +48,12 @@ import (
 // is dropped, the CLI blocks on its writes, and control requests behind
 // the unread messages wait too. Receive continuously (package host always
 // does) to keep approvals flowing. Once Close has begun, lines past the
-// bound are discarded instead, so that the CLI can finish and exit.
+// bound are discarded instead, so that the CLI can finish and exit. Once
+// the CLI has exited (seen through an ExitNotifier transport, such as the
+// default one), the session reads the rest of its output past the bound
+// (up to 2 MiB more: what the pipe held) and ends: Done closes and Wait
+// returns even though nothing was received, and the messages stay for
+// Receive.
 type Session struct {
 	opts  Options
 	conn  Conn
@@ -64,8 +69,8 @@ type Session struct {
 	handoff handoff // answers on the reading goroutine (handoff.go)
 
 	// Re-delivered requests (pending.go).
-	answered answeredSet // ids of CLI requests answered
-	initIDs  sync.Map    // ids of our initialize requests awaiting their answer
+	memo    answerMemo // CLI requests served and answered, by id, for repeats
+	initIDs sync.Map   // ids of our initialize requests awaiting their answer
 
 	// The writer (writer.go) writes to conn, or a caller does when nothing
 	// is queued (tryWriteNow); pen makes it one at a time.
@@ -81,11 +86,14 @@ type Session struct {
 	qmu     sync.Mutex
 	queue   []item
 	qhead   int
-	qbytes  int           // bytes queued (line sizes plus itemCost each)
-	qmax    int           // Options.MaxBufferedBytes or its default
-	rwait   bool          // the read loop waits for room
-	qroom   chan struct{} // 1-buffered: "there is room again"
-	qsignal chan struct{} // 1-buffered: "the queue changed"
+	qbytes  int             // bytes queued (line sizes plus itemCost each)
+	qmax    int             // Options.MaxBufferedBytes or its default
+	rwait   bool            // the read loop waits for room
+	exited  <-chan struct{} // closed when the CLI has exited (ExitNotifier); nil: not known
+	drain   bool            // the CLI has exited: the read loop reads the rest past qmax
+	drained int             // bytes of stdout queued since drain was set
+	qroom   chan struct{}   // 1-buffered: "there is room again"
+	qsignal chan struct{}   // 1-buffered: "the queue changed"
 
 	readDone chan struct{} // closed when the read loop has ended
 	termErr  error         // why it ended (nil: clean exit); set before readDone closes
@@ -292,6 +300,9 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 	if p, ok := conn.(PIDer); ok {
 		s.pid = p.PID()
 	}
+	if e, ok := conn.(ExitNotifier); ok {
+		s.exited = e.Exited()
+	}
 	if w, ok := conn.(ctxWriter); ok {
 		s.writeNow = w.writesHonourContext()
 	}
@@ -456,6 +467,10 @@ func (s *Session) endedErr() error {
 // after a terminal error: a *ProcessError when the CLI died, ErrClosed
 // once Close was called, or ctx.Err(). When the CLI exits cleanly the
 // stream ends with no error.
+//
+// Messages the CLI wrote before it exited are yielded first, in order,
+// even when the session has already ended (Done closed) with them unread:
+// the terminal error comes after the last of them.
 func (s *Session) Receive(ctx context.Context) iter.Seq2[Message, error] {
 	return s.receive(ctx, false)
 }
@@ -581,6 +596,9 @@ func (s *Session) enqueue(it item) {
 	}
 	s.queue = append(s.queue, it)
 	s.qbytes += it.size()
+	if s.drain {
+		s.drained += len(it.line) + 1
+	}
 	s.qmu.Unlock()
 	select {
 	case s.qsignal <- struct{}{}:
@@ -588,20 +606,47 @@ func (s *Session) enqueue(it item) {
 	}
 }
 
+// exitDrainMax bounds what the read loop reads past Options.MaxBufferedBytes
+// once the CLI has exited: the rest of its output, which it can no longer
+// add to. For the CommandTransport that is what the stdout pipe held (64 KiB
+// by default on Linux, at most 1 MiB for an unprivileged process, plus
+// the 64 KiB the line reader buffers). Past it (output that keeps coming
+// after the exit: a process that escaped the CLI's group writing to its
+// stdout, or a transport that buffers more) the bound holds again.
+const exitDrainMax = 2 << 20
+
 // waitRoom blocks the read loop while the unreceived messages exceed the
 // bound, until Receive has taken half of them or Close is called. The CLI
 // meanwhile blocks on its stdout writes: back pressure, nothing lost.
+//
+// Once the CLI has exited (the Conn is an ExitNotifier), nothing pushes
+// back any more: the loop reads the rest of the output, up to exitDrainMax
+// past the bound, so that it sees the end of stdout and the session ends
+// (Done, Wait) however far behind Receive is. The messages stay queued for
+// Receive, in order.
 func (s *Session) waitRoom() {
 	s.qmu.Lock()
-	for s.qbytes > s.qmax && !s.closing.Load() {
+	for s.qbytes > s.qmax && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
 		s.rwait = true
+		ex := s.exited // nil, never ready, when the transport cannot tell
+		if s.drain {
+			ex = nil // past exitDrainMax: back pressure again
+		}
 		s.qmu.Unlock()
+		exited := false
 		select {
 		case <-s.qroom:
 		case <-s.hctx.Done():
+		case <-ex:
+			exited = true
 		}
 		s.qmu.Lock()
+		if exited && !s.drain {
+			s.drain = true
+			s.log.Debug("claude: the CLI exited with output unreceived; reading the rest past MaxBufferedBytes", "buffered", s.qbytes)
+		}
 	}
+	s.rwait = false
 	s.qmu.Unlock()
 }
 
@@ -708,6 +753,7 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 		return s.inbound(env.RequestID, env.Request)
 	case "control_cancel_request":
 		s.observeControl(&ControlEvent{Type: ControlEventCancel, RequestID: env.RequestID})
+		s.memo.cancel(env.RequestID)
 		s.in.Cancel(env.RequestID)
 	}
 	return nil
@@ -715,11 +761,22 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 
 // inbound takes a request from the CLI and returns the work that answers
 // it (nil when there is none).
+//
+// A request_id the session has seen before gets the first request's
+// answer again, and its callback does not run twice (pending.go).
 func (s *Session) inbound(id string, req json.RawMessage) (answer func()) {
-	if s.seen(id) {
-		// Already served from an initialize answer's pending list.
-		s.log.Debug("claude: a CLI request delivered twice; served once", "request_id", id)
+	switch state, line := s.memo.arrive(id); state {
+	case memoServing:
+		s.log.Debug("claude: a CLI request repeated while being served; answered with it", "request_id", id)
 		return nil
+	case memoAnswered:
+		s.log.Debug("claude: a CLI request repeated; answered again", "request_id", id)
+		return func() { s.send(id, line) }
+	case memoNotKept:
+		s.log.Debug("claude: a CLI request repeated after its answer was let go", "request_id", id)
+		return func() {
+			s.send(id, control.EncodeError(id, "claude: request "+id+" was already answered; the answer is no longer kept"))
+		}
 	}
 	if s.opts.ObserveControl != nil {
 		s.observeControl(&ControlEvent{Type: ControlEventRequest, RequestID: id, Subtype: control.Subtype(req), Request: req})
@@ -763,8 +820,8 @@ var inboundHandlers = map[string]inboundHandler{
 	"mcp_message":   (*Session).serveMCPMessage,
 }
 
-// serve registers a CLI request and returns the work that answers it,
-// which the read loop runs (answerReading).
+// serve returns the work that answers a CLI request registered in
+// s.memo, which the read loop runs (answerReading).
 func (s *Session) serve(id string, req json.RawMessage) func() {
 	subtype := control.Subtype(req)
 	h, ok := inboundHandlers[subtype]
@@ -788,11 +845,15 @@ func (s *Session) serve(id string, req json.RawMessage) func() {
 			}()
 			payload, err = h(s, ctx, id, req)
 		}()
-		// Remembered while still running, so that no re-delivery slips
-		// between the two.
-		s.answered.add(id)
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), control.ErrCancelled) {
-			// The CLI withdrew the request and ignores late answers.
+			// The CLI withdrew the request and ignores late answers; it
+			// gets one only for repeats sent after the cancel.
+			if n := s.memo.finish(id, nil); n > 0 {
+				line := control.EncodeError(id, "claude: request "+id+" was cancelled by the CLI before it was answered")
+				for range n {
+					s.send(id, line)
+				}
+			}
 			return
 		}
 		s.reply(id, payload, err)
@@ -807,6 +868,9 @@ type preEncoded []byte
 // PermissionRequest hook's decision).
 func (p preEncoded) MarshalJSON() ([]byte, error) { return p, nil }
 
+// reply answers CLI request id, and the repeats of it that came
+// meanwhile, with the same line; the line is remembered for later repeats
+// before it goes, so that none slips between the two.
 func (s *Session) reply(id string, payload any, herr error) {
 	var line []byte
 	if herr != nil {
@@ -827,9 +891,17 @@ func (s *Session) reply(id string, payload any, herr error) {
 			line = control.EncodeSuccess(id, raw)
 		}
 	}
-	// Bounded by the session's life, not by a timeout: the CLI waits for
-	// this answer, so dropping it would hang the CLI for good, and a
-	// timer here would wake the runtime's poller on every answer.
+	repeats := s.memo.finish(id, line)
+	for range 1 + repeats {
+		s.send(id, line)
+	}
+}
+
+// send writes an answer to CLI request id. Bounded by the session's life,
+// not by a timeout: the CLI waits for this answer, so dropping it would
+// hang the CLI for good, and a timer here would wake the runtime's poller
+// on every answer. line is not modified, so one line can go several times.
+func (s *Session) send(id string, line []byte) {
 	if err := s.write(s.hctx, line); err != nil && !errors.Is(err, ErrClosed) {
 		s.log.Warn("claude: answering a CLI request", "request_id", id, "err", err)
 	}
@@ -1045,9 +1117,11 @@ func (s *Session) CloseInput(ctx context.Context) error {
 // exit (status 0, also after Close or CloseInput when the CLI exited on
 // its own), a *ProcessError when it died, failed, or had to be signalled
 // by Close (Signal says which signal ended it). The CLI's end is read
-// from stdout after the messages before it, so with more than
-// Options.MaxBufferedBytes of them unreceived, Wait waits for Receive (or
-// Close) too.
+// from stdout after the messages before it. With more than
+// Options.MaxBufferedBytes of them unreceived, a transport that reports
+// the exit (an ExitNotifier, as the default one is) lets the session read
+// the rest anyway, so Wait returns without Receive; with any other, Wait
+// waits for Receive (or Close) to catch up.
 func (s *Session) Wait() error {
 	<-s.readDone
 	if s.closing.Load() {
@@ -1056,8 +1130,15 @@ func (s *Session) Wait() error {
 	return s.termErr
 }
 
-// Done is closed when the CLI's output has ended (it exited or Close was
-// called).
+// Done is closed when the session has ended: the CLI exited and its
+// output was read to the end, or Close was called. It does not wait for
+// Receive: when the CLI exits with more than Options.MaxBufferedBytes of
+// messages unreceived, the session reads the rest past the bound (the CLI
+// can write no more) and Done closes; Receive still yields those
+// messages, then the terminal error. This needs a transport that reports
+// the exit (ExitNotifier; the default CommandTransport does); with another
+// one Done waits for Receive to catch up, as the CLI's end comes after
+// the unread messages on its stdout.
 func (s *Session) Done() <-chan struct{} { return s.readDone }
 
 func waitTimeout(wait func(), d time.Duration, onTimeout func()) {

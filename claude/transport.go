@@ -80,6 +80,20 @@ type InputCloser interface {
 	CloseInput() error
 }
 
+// An ExitNotifier is a Conn that can tell when the CLI has exited before
+// its output has been read to the end. A Session stops reading the CLI's
+// stdout while more than Options.MaxBufferedBytes of messages are
+// unreceived; with an ExitNotifier it still learns of the exit at once,
+// reads the rest of the output (the CLI writes no more), and ends: Done
+// closes and Wait returns whether or not Receive keeps up. Without one,
+// the exit is seen only once Receive has caught up. CommandTransport's
+// connections implement it.
+type ExitNotifier interface {
+	// Exited is closed once the CLI has exited. What it wrote before may
+	// still be unread: Read keeps returning it, then the terminal error.
+	Exited() <-chan struct{}
+}
+
 // PIDer is implemented by connections to a local process.
 type PIDer interface {
 	PID() int

@@ -114,6 +114,10 @@ func (p *pipeConn) Write(ctx context.Context, line []byte) error {
 	return p.w.WriteLineContext(ctx, line)
 }
 
+// Exited is closed once the script has returned: the fake CLI has
+// exited (claude.ExitNotifier).
+func (p *pipeConn) Exited() <-chan struct{} { return p.done }
+
 // CloseInput closes the fake's stdin: the script reads io.EOF.
 func (p *pipeConn) CloseInput() error { return p.hostW.Close() }
 

@@ -529,6 +529,13 @@ func (p *Process) PID() int { return p.pid }
 // the queued lines.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
+// Exited is closed once the process has exited and been reaped, and its
+// process group killed; unlike Done it does not wait for stderr. What the
+// process wrote to Stdout before it exited may still be unread: a reader
+// that stopped reading (its consumer is slow) can learn from Exited that
+// nothing more will come than what the pipe holds.
+func (p *Process) Exited() <-chan struct{} { return p.reaped }
+
 // Exit returns how the process ended. It is valid once Done is closed; before
 // that it returns the zero ExitStatus.
 func (p *Process) Exit() ExitStatus {
