@@ -26,6 +26,7 @@ import (
 // per event; sessions publish in parallel.
 func (s *agentSession) publishEvents() {
 	defer s.wg.Done()
+	s.nonce = randomID(4)
 	evc := make(chan host.Event, 1024)
 	s.wg.Add(1)
 	go s.readJournal(evc)
@@ -310,7 +311,11 @@ func (s *agentSession) eventMsgs(seq uint64, data []byte) []*nats.Msg {
 		if len(parts) > 1 {
 			m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
 		}
-		m.Header.Set(hdrMsgID, s.id+"."+seqs+"."+strconv.Itoa(i))
+		// The id dedups a retry of this very message (a lost ack, a NATS
+		// restart). It names the number, which is never stored twice, and
+		// this attachment's nonce, so that a message of someone else
+		// cannot pass for it.
+		m.Header.Set(hdrMsgID, s.id+"."+seqs+"."+strconv.Itoa(i)+"."+s.nonce)
 		msgs[i] = m
 	}
 	return msgs
