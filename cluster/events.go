@@ -54,8 +54,9 @@ func (c *Client) Skipped() uint64 { return c.skipped.Load() }
 // not stamped by an agent that owns or owned the session (the registry's
 // Agent and Owners), a marker that is not a "disconnected" state event at
 // the next number. Skips are counted (Client.Skipped) and logged once per
-// subscription. So a forged event far ahead of the stream's numbers is
-// not mistaken for a gap.
+// subscription (the first one; the count at Debug level when it ends). So
+// a forged event far ahead of the stream's numbers is not mistaken for a
+// gap.
 //
 // While it runs, the session's agent is watched: when it dies, a
 // "disconnected" state event is appended for it (once, whoever notices
@@ -222,7 +223,7 @@ func (r *eventReader) skip(subject, why string) {
 
 func (r *eventReader) summary() {
 	if r.skipped > 1 {
-		r.c.log.Warn("skipped messages on a session's events", "session", r.id, "count", r.skipped, "first", r.first)
+		r.c.log.Debug("skipped messages on a session's events", "session", r.id, "count", r.skipped, "first", r.first)
 	}
 }
 
