@@ -509,6 +509,12 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 	if err != nil {
 		return rec, 0, 0, err
 	}
+	if rec.Agent != "" && rec.Agent != a.id {
+		rec.Owners = append(rec.Owners, rec.Agent)
+		if n := len(rec.Owners); n > maxOwners {
+			rec.Owners = rec.Owners[n-maxOwners:]
+		}
+	}
 	rec.Agent = a.id
 	rec.State = host.StateStarting.String()
 	rec.Orphaned = false

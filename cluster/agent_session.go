@@ -50,6 +50,11 @@ type agentSession struct {
 	// after this agent took its own session back from a client that had
 	// given it up during a NATS outage).
 	fence atomic.Bool
+	// lastStream is the stream sequence of the session's last message as
+	// the publisher knows it: its next publish expects it (publisher only).
+	lastStream uint64
+	// nonce makes this attachment's message ids its own (publisher only).
+	nonce string
 	// deposed: another agent took the session over; publish nothing more.
 	deposed    atomic.Bool
 	lastPut    []byte // the record last written, Updated zeroed

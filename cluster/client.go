@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -56,6 +57,8 @@ type Client struct {
 	mu      sync.Mutex
 	watched map[string]int // sessions with a subscriber: liveness is checked
 	closed  bool
+
+	skipped atomic.Uint64 // messages event readers skipped (Skipped)
 }
 
 // NewClient connects and sets up the streams and buckets if needed. ctx

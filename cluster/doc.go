@@ -13,8 +13,10 @@
 //     time and only while it has room (AgentOptions.Capacity);
 //   - publishes every event of each session's host journal, with the
 //     journal's sequence numbers, to the session's subject of one stream,
-//     deduplicated by message id (so retries after a NATS restart store
-//     nothing twice);
+//     each publish fenced on the session's last message there (so no
+//     number is ever used twice, even after a client marked the session
+//     disconnected while the agent was frozen) and deduplicated by message
+//     id (so retries after a NATS restart store nothing twice);
 //   - serves commands (send, interrupt, answer an approval, cancel a queued
 //     prompt, set model or mode, close, snapshot) by request/reply on the
 //     session's subject;
@@ -28,7 +30,9 @@
 //
 // A Client uses the cluster from anywhere: Sessions and Agents list it,
 // Start asks for a session, Events follows one from any sequence number
-// with the host journal's resync contract, Snapshot, Command, and Resume
+// with the host journal's resync contract (skipping, and counting in
+// Skipped, messages it cannot decode or that the session's agents did not
+// publish), Snapshot, Command, and Resume
 // fails a session of a dead agent over. NewBackend makes a Client the
 // serve.Backend of `tether serve --nats`.
 //

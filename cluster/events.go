@@ -14,6 +14,32 @@ import (
 	"github.com/tetherhq/tether/host"
 )
 
+// Where a session's events live, and who may write them.
+//
+// The agent that owns a session publishes its events on subjectEvents+id,
+// each message stamped with hdrAgent (its id). A client that finds the
+// agent gone appends the "disconnected" marker on subjectGone+id, a
+// subject agents never use, so that a deployment can let serve processes
+// publish markers and nothing else (docs/cluster.md, "NATS
+// permissions"). Both subjects are in StreamEvents and share one
+// numbering: every publish on either is fenced on the stream's last
+// message matching sessionFilter(id), so no number is used twice.
+const (
+	// subjectGone + id: "disconnected" markers appended by clients.
+	subjectGone = subjectPrefix + "gone."
+	// hdrAgent names the agent that published an event.
+	hdrAgent = "Tether-Agent"
+)
+
+// sessionFilter matches a session's events and markers (and nothing else
+// in StreamEvents).
+func sessionFilter(id string) string { return subjectPrefix + "*." + id }
+
+// Skipped returns how many messages this client's event readers skipped
+// since it was created: messages on a session's subjects that do not
+// decode, or that the session's owner did not publish (see Events).
+func (c *Client) Skipped() uint64 { return c.skipped.Load() }
+
 // Events yields the session's events with Seq > after, in order, live,
 // from the events stream (whichever agent runs the session, and across
 // failovers), until the session ends (its EventClosed is the last value)
@@ -22,10 +48,21 @@ import (
 // it yields a *host.ResyncError (errors.Is(err, host.ErrResync)) and ends;
 // take Snapshot and subscribe again after its Seq.
 //
+// A message it cannot use is skipped, never fatal: one that does not
+// decode (no or a bad Tether-Seq or Tether-Part header, not an event, an
+// event whose seq differs from its header's), one on the event subject
+// not stamped by an agent that owns or owned the session (the registry's
+// Agent and Owners), a marker that is not a "disconnected" state event at
+// the next number. Skips are counted (Client.Skipped) and logged once per
+// subscription (the first one; the count at Debug level when it ends). So
+// a forged event far ahead of the stream's numbers is not mistaken for a
+// gap.
+//
 // While it runs, the session's agent is watched: when it dies, a
 // "disconnected" state event is appended for it (once, whoever notices
 // first), so that a UI following the events does not show "thinking"
-// forever. The iterator is single-use.
+// forever. The iterator is single-use; the consumer it reads with is
+// deleted from the server whichever way it ends.
 func (c *Client) Events(ctx context.Context, id string, after uint64) iter.Seq2[host.Event, error] {
 	return c.events(ctx, id, after, true)
 }
@@ -36,109 +73,338 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 			yield(host.Event{}, &CommandError{Code: codeNoSession, Message: "bad session id"})
 			return
 		}
-		if _, _, err := c.record(ctx, id); err != nil {
-			yield(host.Event{}, err)
-			return
-		}
-		subj := subjectEvents + id
-		start, err := c.b.seek(ctx, subj, after)
+		rec, _, err := c.record(ctx, id)
 		if err != nil {
 			yield(host.Event{}, err)
 			return
 		}
-		cons, err := c.b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{subj}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq: start, InactiveThreshold: time.Minute,
-		})
-		if err != nil {
-			yield(host.Event{}, err)
-			return
-		}
-		it, err := cons.Messages(jetstream.PullMaxMessages(256))
-		if err != nil {
-			yield(host.Event{}, err)
-			return
-		}
-		defer it.Stop()
-		stop := context.AfterFunc(ctx, it.Stop)
-		defer stop()
+		filter := sessionFilter(id)
+		r := &eventReader{c: c, id: id, expect: after + 1}
+		r.setOwners(rec)
+		defer r.summary()
 		if watch {
 			c.watch(id, 1)
 			defer c.watch(id, -1)
 		}
-		expect := after + 1
-		var (
-			parts   []byte
-			partSeq uint64
-		)
+		start, err := c.b.seek(ctx, filter, after)
+		if err != nil {
+			yield(host.Event{}, err)
+			return
+		}
 		for {
-			m, err := it.Next()
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					return
-				}
-				if errors.Is(err, nats.ErrConnectionClosed) {
-					yield(host.Event{}, ErrClosed)
-					return
-				}
-				// Missed heartbeats while NATS restarts: the ordered
-				// consumer recreates itself; carry on.
-				c.log.Debug("events", "session", id, "err", err)
+			err := c.readEvents(ctx, filter, start, r, yield)
+			var re *host.ResyncError
+			if errors.As(err, &re) && start > 1 && !r.rescanned {
+				r.parts = nil
+				// The binary search assumes the stream's numbers grow;
+				// messages that are not the agent's can mislead it. Read
+				// again from the first message kept before calling a gap.
+				r.rescanned = true
+				start = 1
 				continue
 			}
-			seq, err := strconv.ParseUint(m.Headers().Get(hdrSeq), 10, 64)
 			if err != nil {
-				yield(host.Event{}, &MessageError{Subject: subj, Reason: "no sequence header", Err: ErrMalformed})
-				return
+				yield(host.Event{}, err)
 			}
-			if seq < expect {
-				continue // before `after` (or a part of one)
-			}
-			data := m.Data()
-			if h := m.Headers().Get(hdrPart); h != "" {
-				i, n, ok := parsePart(h)
-				if !ok {
-					yield(host.Event{}, &MessageError{Subject: subj, Reason: "bad part header", Err: ErrMalformed})
-					return
-				}
-				if i == 1 {
-					parts, partSeq = nil, seq
-				}
-				if partSeq != seq || i > 1 && parts == nil {
-					continue // the rest of an event whose start was dropped
-				}
-				parts = append(parts, data...)
-				if i < n {
-					continue
-				}
-				data, parts = parts, nil
-			}
-			if seq != expect {
-				yield(host.Event{}, &host.ResyncError{After: expect - 1, Oldest: seq, Latest: seq})
-				return
-			}
-			var ev host.Event
-			if err := json.Unmarshal(data, &ev); err != nil || ev.Seq != seq {
-				yield(host.Event{}, &MessageError{Subject: subj, Reason: "bad event", Err: ErrMalformed})
-				return
-			}
-			if !yield(ev, nil) {
-				return
-			}
-			expect = seq + 1
-			if ev.Kind == host.EventClosed {
-				return
-			}
+			return
 		}
 	}
 }
 
-// seek finds the stream sequence to read a subject's events with Seq >
-// after from: the stream keeps a session's events in order, so a binary
+// readEvents reads a session's messages from stream sequence start into
+// r, yielding events; it returns nil when done, else the error to yield
+// (a *host.ResyncError is yielded by the caller, or read again).
+func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r *eventReader, yield func(host.Event, error) bool) error {
+	cons, err := c.b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq: start, InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return err
+	}
+	// The ordered consumer leaves its server-side consumer behind when
+	// stopped (until InactiveThreshold); delete it whichever way this
+	// ends, so that subscriptions never pile up on the server.
+	defer c.b.deleteConsumer(cons)
+	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				return ErrClosed
+			}
+			// Missed heartbeats while NATS restarts: the ordered
+			// consumer recreates itself; carry on.
+			c.log.Debug("events", "session", r.id, "err", err)
+			continue
+		}
+		ev, ok, err := r.take(ctx, m.Subject(), m.Headers(), m.Data())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if !yield(ev, nil) || ev.Kind == host.EventClosed {
+			return nil
+		}
+	}
+}
+
+// eventReader turns a session's messages into its events, in order,
+// skipping what it cannot use.
+type eventReader struct {
+	c      *Client
+	id     string
+	expect uint64 // the next event's seq
+
+	owners    map[string]bool // the session's agents, current and earlier
+	refreshed time.Time       // when owners was last read
+
+	parts   []byte // an event in parts, being joined
+	partSeq uint64
+	partBy  string
+
+	skipped   int
+	first     string // why the first skipped message was
+	rescanned bool   // read again from the start once, before a gap
+}
+
+func (r *eventReader) setOwners(rec SessionInfo) {
+	r.owners = map[string]bool{}
+	if rec.Agent != "" {
+		r.owners[rec.Agent] = true
+	}
+	for _, a := range rec.Owners {
+		r.owners[a] = true
+	}
+	r.refreshed = time.Now()
+}
+
+// owns reports whether agent runs or ran the session. An unknown name
+// reads the registry again (a takeover since the last read) when the
+// event is the next one, else at most once a heartbeat: forged messages
+// cost few reads.
+func (r *eventReader) owns(ctx context.Context, agent string, next bool) bool {
+	if agent == "" {
+		return false
+	}
+	if r.owners[agent] {
+		return true
+	}
+	if !next && time.Since(r.refreshed) < r.c.b.ttl/3 {
+		return false
+	}
+	rec, _, err := r.c.record(ctx, r.id)
+	if err != nil {
+		return false
+	}
+	r.setOwners(rec)
+	return r.owners[agent]
+}
+
+func (r *eventReader) skip(subject, why string) {
+	r.skipped++
+	r.c.skipped.Add(1)
+	if r.skipped == 1 {
+		r.first = why
+		r.c.log.Warn("skipping a message on a session's events (further ones are counted)", "session", r.id, "subject", subject, "reason", why)
+	}
+}
+
+func (r *eventReader) summary() {
+	if r.skipped > 1 {
+		r.c.log.Debug("skipped messages on a session's events", "session", r.id, "count", r.skipped, "first", r.first)
+	}
+}
+
+// take reads one message: the event it completes (ok), nothing (a part,
+// an event before `after`, a skipped message), or a *host.ResyncError
+// when an event of the session's agent is missing.
+func (r *eventReader) take(ctx context.Context, subject string, h nats.Header, data []byte) (ev host.Event, ok bool, err error) {
+	seq, perr := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
+	if perr != nil || seq == 0 {
+		r.skip(subject, "no sequence header")
+		return ev, false, nil
+	}
+	if seq < r.expect {
+		return ev, false, nil // before `after` (or a part of one)
+	}
+	marker := subject == subjectGone+r.id
+	by := h.Get(hdrAgent)
+	if !marker {
+		if subject != subjectEvents+r.id {
+			r.skip(subject, "unexpected subject")
+			return ev, false, nil
+		}
+		if !r.owns(ctx, by, seq == r.expect) {
+			r.skip(subject, "not published by the session's agent")
+			return ev, false, nil
+		}
+	}
+	if p := h.Get(hdrPart); p != "" {
+		i, n, pok := parsePart(p)
+		if !pok || marker {
+			r.skip(subject, "bad part header")
+			return ev, false, nil
+		}
+		if i == 1 {
+			r.parts, r.partSeq, r.partBy = nil, seq, by
+		}
+		if r.partSeq != seq || r.partBy != by || (i > 1 && r.parts == nil) {
+			r.skip(subject, "a part of no event")
+			return ev, false, nil
+		}
+		r.parts = append(r.parts, data...)
+		if i < n {
+			return ev, false, nil
+		}
+		data, r.parts = r.parts, nil
+	}
+	if json.Unmarshal(data, &ev) != nil || ev.Seq != seq {
+		r.skip(subject, "not an event of its sequence number")
+		return host.Event{}, false, nil
+	}
+	if marker {
+		var st host.StateInfo
+		if seq != r.expect || ev.Kind != host.EventState || json.Unmarshal(ev.Data, &st) != nil || st.State != host.StateDisconnected.String() {
+			r.skip(subject, "not a disconnected marker at the next number")
+			return host.Event{}, false, nil
+		}
+	}
+	if seq != r.expect {
+		// The agent's own numbering has a gap: its journal dropped events
+		// before they were published, or retention dropped them here.
+		return host.Event{}, false, &host.ResyncError{After: r.expect - 1, Oldest: seq, Latest: seq}
+	}
+	r.expect = seq + 1
+	return ev, true, nil
+}
+
+// maxScan bounds the messages lastEvent reads when the session's last
+// message is not an event of its agents.
+const maxScan = 20000
+
+// lastSeq returns the number of the session's last event or marker in
+// the stream that readers accept, and the stream sequence of its last
+// message of any kind (what a publish fences on); 0, 0 when it has none.
+func (b *bus) lastSeq(ctx context.Context, id string) (seq, stream uint64, err error) {
+	owners := map[string]bool{}
+	if e, err := b.sessions.Get(ctx, id); err == nil {
+		var rec SessionInfo
+		if decode(BucketSessions+"."+id, e.Value(), MaxRecordSize, &rec) == nil {
+			owners[rec.Agent] = true
+			for _, a := range rec.Owners {
+				owners[a] = true
+			}
+		}
+	}
+	return b.lastEvent(ctx, id, func(a string) bool { return a != "" && owners[a] }, 0, 0)
+}
+
+// lastEvent is lastSeq for a publisher that knows the session's
+// messages up to stream sequence from, numbered up to fromSeq: when the
+// last message is not an event of one of the agents owns accepts, it
+// reads the messages after from (at most maxScan), so that junk, a
+// forged number or a marker out of place never sets the numbering.
+func (b *bus) lastEvent(ctx context.Context, id string, owns func(string) bool, from, fromSeq uint64) (seq, stream uint64, err error) {
+	filter := sessionFilter(id)
+	last, err := b.events.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fromSeq, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if last.Sequence <= from {
+		return fromSeq, last.Sequence, nil
+	}
+	if n, ok := agentEvent(id, last.Subject, last.Header, owns); ok {
+		return n, last.Sequence, nil
+	}
+	seq = fromSeq
+	pos := from + 1
+	for range maxScan {
+		if pos > last.Sequence {
+			break
+		}
+		m, err := b.events.GetMsg(ctx, pos, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		pos = m.Sequence + 1
+		if n, ok := agentEvent(id, m.Subject, m.Header, owns); ok && n > seq {
+			seq = n
+		} else if n, ok := markerEvent(id, m.Subject, m.Header, m.Data); ok && n == seq+1 {
+			seq = n
+		}
+	}
+	return seq, last.Sequence, nil
+}
+
+// agentEvent reports whether a message is an event published by an agent
+// owns accepts, and its number.
+func agentEvent(id, subject string, h nats.Header, owns func(string) bool) (uint64, bool) {
+	if subject != subjectEvents+id || !owns(h.Get(hdrAgent)) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
+	return n, err == nil && n > 0
+}
+
+// markerEvent reports whether a message is a well-formed "disconnected"
+// marker, and its number.
+func markerEvent(id, subject string, h nats.Header, data []byte) (uint64, bool) {
+	if subject != subjectGone+id || h.Get(hdrPart) != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	var ev host.Event
+	var st host.StateInfo
+	if json.Unmarshal(data, &ev) != nil || ev.Seq != n || ev.Kind != host.EventState ||
+		json.Unmarshal(ev.Data, &st) != nil || st.State != host.StateDisconnected.String() {
+		return 0, false
+	}
+	return n, true
+}
+
+// deleteConsumer deletes an ordered consumer's current server-side
+// consumer (the library only stops reading from it).
+func (b *bus) deleteConsumer(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	if !b.nc.IsConnected() {
+		return // NATS is away: InactiveThreshold removes it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// A failure leaves it to InactiveThreshold.
+	_ = b.js.DeleteConsumer(ctx, StreamEvents, info.Name)
+}
+
+// seek finds the stream sequence to read a session's events (filter:
+// sessionFilter) with Seq > after from: the stream keeps a session's events in order, so a binary
 // search over direct gets finds it in a few requests, however many
 // events there are. When the oldest event kept is already past after+1
 // it returns the oldest's: the caller sees the gap and resyncs.
-func (b *bus) seek(ctx context.Context, subj string, after uint64) (uint64, error) {
+func (b *bus) seek(ctx context.Context, filter string, after uint64) (uint64, error) {
 	if after == 0 {
 		return 1, nil
 	}
@@ -146,7 +412,7 @@ func (b *bus) seek(ctx context.Context, subj string, after uint64) (uint64, erro
 		s, _ := strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
 		return s
 	}
-	last, err := b.events.GetLastMsgForSubject(ctx, subj)
+	last, err := b.events.GetLastMsgForSubject(ctx, filter)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 1, nil
 	}
@@ -159,7 +425,7 @@ func (b *bus) seek(ctx context.Context, subj string, after uint64) (uint64, erro
 	lo, hi := uint64(1), last.Sequence // the answer is in [lo, hi]
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, err := b.events.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(subj))
+		m, err := b.events.GetMsg(ctx, mid, jetstream.WithGetMsgSubject(filter))
 		if err != nil {
 			return 0, err
 		}
@@ -230,10 +496,12 @@ func (c *Client) monitor() {
 }
 
 // reap marks a session of a dead agent disconnected: in the registry (at
-// its revision, so one client does it) and with a state event appended to
-// its events (expecting the stream's last message of the session to be
-// the one read, so that it never lands between events of an agent that
-// took the session over).
+// its revision, so one client does it) and with a "disconnected" state
+// event appended on the session's marker subject, numbered after the
+// session's last message and fenced on it, so that it never takes a number
+// an agent used, nor lands between events of an agent that took the
+// session over. An agent that comes back fences its next event on what the
+// stream holds, and numbers it after the marker.
 func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64) {
 	now := time.Now()
 	r.State = host.StateDisconnected.String()
@@ -244,24 +512,19 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 		return // someone else did, or the session was taken over
 	}
 	c.log.Info("agent gone; session disconnected", "session", id, "agent", r.Agent)
-	subj := subjectEvents + id
-	var lastStream, lastSeq uint64
-	m, err := c.b.events.GetLastMsgForSubject(ctx, subj)
-	if err == nil {
-		lastStream = m.Sequence
-		lastSeq, _ = strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
-	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+	lastSeq, lastStream, err := c.b.lastSeq(ctx, id)
+	if err != nil {
 		return
 	}
 	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: "agent " + r.Agent + " is gone"})
 	ev := host.Event{Seq: lastSeq + 1, Time: now, Kind: host.EventState, Data: info}
 	evData, _ := json.Marshal(ev)
-	msg := nats.NewMsg(subj)
+	msg := nats.NewMsg(subjectGone + id)
 	msg.Data = evData
 	seq := strconv.FormatUint(ev.Seq, 10)
 	msg.Header.Set(hdrSeq, seq)
 	msg.Header.Set(hdrMsgID, id+"."+seq+".reaped")
-	if _, err := c.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(lastStream)); err != nil {
+	if _, err := c.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(lastStream, sessionFilter(id))); err != nil {
 		c.log.Debug("disconnected event not appended", "session", id, "err", err)
 	}
 }

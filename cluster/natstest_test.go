@@ -106,14 +106,17 @@ func newNATSCluster(t testing.TB) ([]*natsServer, string) {
 		}()
 	}
 	wg.Wait()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		ready, leader := 0, false
 		for _, n := range nodes {
 			if n.s.ReadyForConnections(10*time.Millisecond) && n.s.JetStreamIsClustered() && n.s.NumRoutes() >= 2 && n.s.JetStreamIsCurrent() {
 				ready++
 			}
-			if n.s.JetStreamIsLeader() {
+			// The meta leader places a replicated stream only on peers
+			// it has stats from: until all three reported, creating an
+			// R3 stream fails ("insufficient resources").
+			if n.s.JetStreamIsLeader() && len(n.s.JetStreamClusterPeers()) == 3 {
 				leader = true
 			}
 		}
@@ -133,4 +136,26 @@ func newNATSCluster(t testing.TB) ([]*natsServer, string) {
 		u += n.URL()
 	}
 	return nodes, u
+}
+
+// streamsLed reports whether every one of the cluster's streams (the
+// buckets' included) has a leader among nodes and is current on each of
+// them: a node can go away without the streams waiting on an election
+// or a replica catching up.
+func streamsLed(nodes []*natsServer, streams ...string) bool {
+	for _, st := range streams {
+		led := false
+		for _, n := range nodes {
+			if n.s == nil || !n.s.JetStreamIsStreamCurrent("$G", st) {
+				return false
+			}
+			if n.s.JetStreamIsStreamLeader("$G", st) {
+				led = true
+			}
+		}
+		if !led {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,14 +17,16 @@ import (
 )
 
 // publishEvents copies the host journal to the events stream. A reader
-// takes the journal's events into a bounded queue; the publisher sends
-// what the queue holds as one pipelined batch (asynchronous publishes,
-// then their acks), so a busy session costs one round trip per batch,
-// not per event, and a quiet one one round trip per event. A batch with
-// a failed publish is sent again in order, one at a time, until stored;
-// the message ids make the copies already stored no-ops.
+// takes the journal's events into a bounded queue; the publisher stores
+// them one message at a time, each publish fenced on the stream's last
+// message of the session (JetStream's expected last sequence for the
+// session's subjects): a number is never used twice, even when a client
+// appended a "disconnected" marker while this agent was frozen or cut off
+// (see publishMsg). Publishing one message at a time costs a round trip
+// per event; sessions publish in parallel.
 func (s *agentSession) publishEvents() {
 	defer s.wg.Done()
+	s.nonce = randomID(4)
 	evc := make(chan host.Event, 1024)
 	s.wg.Add(1)
 	go s.readJournal(evc)
@@ -52,17 +55,19 @@ func (s *agentSession) publishEvents() {
 				break fill
 			}
 		}
-		if s.a.gone() || s.deposed.Load() {
-			return
-		}
-		if err := s.publishBatch(batch); err != nil {
-			return
-		}
-		last := batch[len(batch)-1]
-		s.mu.Lock()
-		s.rec.Seq = s.base + last.Seq
-		s.mu.Unlock()
 		for _, ev := range batch {
+			if s.a.gone() || s.deposed.Load() {
+				return
+			}
+			if err := s.publishEvent(ev); err != nil {
+				if s.ctx.Err() == nil && !errors.Is(err, errDeposed) {
+					s.log.Error("publishing an event", "err", err)
+				}
+				return
+			}
+			s.mu.Lock()
+			s.rec.Seq = s.base + ev.Seq
+			s.mu.Unlock()
 			switch ev.Kind {
 			case host.EventState, host.EventCost, host.EventClosed:
 				s.poke()
@@ -75,7 +80,7 @@ func (s *agentSession) publishEvents() {
 	}
 }
 
-// maxBatch bounds the events published before waiting for their acks.
+// maxBatch bounds the events taken from the queue at once.
 const maxBatch = 256
 
 // readJournal feeds the host journal's events to the publisher. When the
@@ -118,58 +123,178 @@ func (s *agentSession) readJournal(evc chan<- host.Event) {
 	}
 }
 
-// publishBatch stores a batch of events: pipelined, then in order one by
-// one if any publish failed.
-func (s *agentSession) publishBatch(batch []host.Event) error {
-	var msgs []*nats.Msg
-	for _, ev := range batch {
+// errDeposed: another agent owns the session now; this one stops
+// publishing and closes its CLI.
+var errDeposed = errors.New("cluster: session taken over by another agent")
+
+// errFenced: the stream's last message of the session is not the one the
+// publisher expected (someone appended; or the one expected expired).
+var errFenced = errors.New("cluster: events fenced")
+
+// publishEvent stores one journal event (in parts when it is big) after
+// the session's last message in the stream. When the fence fails it asks
+// the registry who owns the session: another agent (a takeover) deposes
+// this one; else (a client marked the session disconnected while this
+// agent was away) the event is renumbered after what the stream holds
+// (s.base grows, never shrinks) and published again, with the events
+// after it.
+func (s *agentSession) publishEvent(ev host.Event) error {
+	for {
 		if s.fence.Load() {
-			if err := s.publishFenced(ev); err != nil {
+			if err := s.rebase(ev.Seq); err != nil {
 				return err
 			}
 			s.fence.Store(false)
-			continue
 		}
 		s.mu.Lock()
-		ev.Seq += s.base
+		e := ev
+		e.Seq += s.base
 		s.mu.Unlock()
-		data, err := json.Marshal(ev)
+		data, err := json.Marshal(e)
 		if err != nil {
 			return err
 		}
-		msgs = append(msgs, s.eventMsgs(ev.Seq, data)...)
-	}
-	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
-	failed := false
-	for _, m := range msgs {
-		f, err := s.a.b.js.PublishMsgAsync(m)
-		if err != nil {
-			failed = true
-			break
-		}
-		futures = append(futures, f)
-	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case <-f.Err():
-			failed = true
-		case <-s.ctx.Done():
-			return s.ctx.Err()
-		}
-	}
-	if !failed {
-		return nil
-	}
-	for _, m := range msgs {
-		if err := s.a.b.publishRetry(s.ctx, m); err != nil {
-			if s.ctx.Err() == nil {
-				s.log.Error("publishing an event", "err", err)
+		fenced := false
+		for _, m := range s.eventMsgs(e.Seq, data) {
+			seq, err := s.publishMsg(m, s.lastStream)
+			if errors.Is(err, errFenced) {
+				fenced = true
+				break
 			}
+			if err != nil {
+				return err
+			}
+			s.lastStream = seq
+		}
+		if !fenced {
+			return nil
+		}
+		if err := s.stillOwner(); err != nil {
+			return err
+		}
+		s.log.Info("events fenced: renumbering after the stream's last one", "seq", e.Seq)
+		s.fence.Store(true)
+	}
+}
+
+// rebase reads the session's last message in the stream and numbers the
+// journal's event jseq after it.
+func (s *agentSession) rebase(jseq uint64) error {
+	for {
+		s.mu.Lock()
+		known := s.base + jseq - 1 // the last number this agent used
+		owners := slices.Clone(s.rec.Owners)
+		s.mu.Unlock()
+		if s.lastStream == 0 {
+			known = 0 // nothing published here yet: read the whole session
+		}
+		// What follows this agent's last message and names it is not its:
+		// only earlier owners' events (and markers) count.
+		owns := func(a string) bool { return a != s.a.id && slices.Contains(owners, a) }
+		last, stream, err := s.a.b.lastEvent(s.ctx, s.id, owns, s.lastStream, known)
+		if err == nil {
+			s.mu.Lock()
+			if last+1 > jseq+s.base {
+				s.base = last + 1 - jseq
+			}
+			s.mu.Unlock()
+			s.lastStream = stream
+			return nil
+		}
+		if err := s.pause(250 * time.Millisecond); err != nil {
 			return err
 		}
 	}
-	return nil
+}
+
+// stillOwner reads the registry after a fence failed: it returns
+// errDeposed (and closes the session here) when another agent runs the
+// session now.
+func (s *agentSession) stillOwner() error {
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		e, err := s.a.b.sessions.Get(ctx, s.id)
+		cancel()
+		if err == nil {
+			var cur SessionInfo
+			if err := decode(BucketSessions+"."+s.id, e.Value(), MaxRecordSize, &cur); err != nil {
+				return err
+			}
+			if cur.Agent != s.a.id {
+				s.deposed.Store(true)
+				s.log.Warn("session taken over by another agent; closing it here", "by", cur.Agent)
+				go s.hs.Close()
+				return errDeposed
+			}
+			return nil
+		}
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return nil // its entry went (closed): nobody else owns it
+		}
+		if err := s.pause(250 * time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *agentSession) pause(d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+// publishMsg stores one message of the session, expecting the stream's
+// last message of the session (both its subjects) at stream sequence
+// after, and returns its stream sequence. It retries until stored while
+// NATS is away; a retry of a message stored whose ack was lost is
+// recognised by its message id (the first message after `after` is this
+// one). It returns errFenced when another message follows `after`, or
+// when `after` is no longer the last (retention) and nothing follows.
+func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
+	b := s.a.b
+	filter := sessionFilter(s.id)
+	wait := 50 * time.Millisecond
+	misses := 0
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		ack, err := b.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(after, filter))
+		cancel()
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		if s.ctx.Err() != nil {
+			return 0, s.ctx.Err()
+		}
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			next, gerr := b.events.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(filter))
+			cancel()
+			switch {
+			case gerr == nil && next.Header.Get(hdrMsgID) == m.Header.Get(hdrMsgID):
+				return next.Sequence, nil // stored before; its ack was lost
+			case gerr == nil:
+				return 0, errFenced
+			case errors.Is(gerr, jetstream.ErrMsgNotFound):
+				// Nothing after `after`: our own publish still in flight
+				// (a cluster's), or `after` expired. Try again a few
+				// times, then read the stream afresh.
+				if misses++; misses > 5 {
+					return 0, errFenced
+				}
+			}
+		case errors.As(err, &apiErr) && apiErr.Code == 400:
+			return 0, err // refused (too big, wrong subject…): retrying will not help
+		}
+		if err := s.pause(wait); err != nil {
+			return 0, err
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // eventMsgs are the messages of one event: one, or its parts when it is
@@ -182,10 +307,15 @@ func (s *agentSession) eventMsgs(seq uint64, data []byte) []*nats.Msg {
 		m := nats.NewMsg(subjectEvents + s.id)
 		m.Data = p
 		m.Header.Set(hdrSeq, seqs)
+		m.Header.Set(hdrAgent, s.a.id)
 		if len(parts) > 1 {
 			m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
 		}
-		m.Header.Set(hdrMsgID, s.id+"."+seqs+"."+strconv.Itoa(i))
+		// The id dedups a retry of this very message (a lost ack, a NATS
+		// restart). It names the number, which is never stored twice, and
+		// this attachment's nonce, so that a message of someone else
+		// cannot pass for it.
+		m.Header.Set(hdrMsgID, s.id+"."+seqs+"."+strconv.Itoa(i)+"."+s.nonce)
 		msgs[i] = m
 	}
 	return msgs
@@ -199,75 +329,6 @@ func isResult(line json.RawMessage) bool {
 		Type string `json:"type"`
 	}
 	return json.Unmarshal(line, &t) == nil && t.Type == "result"
-}
-
-// publishFenced publishes an event right after the stream's last event of
-// the session, renumbering from there (base) when someone appended in
-// between.
-func (s *agentSession) publishFenced(ev host.Event) error {
-	var sent string // the id of a try whose ack was lost
-	for {
-		last, err := s.a.b.events.GetLastMsgForSubject(s.ctx, subjectEvents+s.id)
-		var lastSeq, stream uint64
-		switch {
-		case err == nil:
-			if sent != "" && last.Header.Get(hdrMsgID) == sent {
-				return nil // it was stored after all
-			}
-			stream = last.Sequence
-			lastSeq, err = strconv.ParseUint(last.Header.Get(hdrSeq), 10, 64)
-			if err != nil {
-				return err
-			}
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-		default:
-			return err
-		}
-		// ev is the journal's event ev.Seq: it becomes lastSeq+1.
-		base := lastSeq + 1 - min(ev.Seq, lastSeq+1)
-		s.mu.Lock()
-		s.base = base
-		s.mu.Unlock()
-		e := ev
-		e.Seq += base
-		data, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		m := nats.NewMsg(subjectEvents + s.id)
-		m.Data = data
-		seq := strconv.FormatUint(e.Seq, 10)
-		m.Header.Set(hdrSeq, seq)
-		m.Header.Set(hdrMsgID, s.id+"."+seq+".0")
-		if len(data) > s.a.b.maxPart() {
-			// Too big to fence in one message (never the first event in
-			// practice): publish it unfenced.
-			for _, m := range s.eventMsgs(e.Seq, data) {
-				if err := s.a.b.publishRetry(s.ctx, m); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		sent = s.id + "." + seq + ".0"
-		_, err = s.a.b.js.PublishMsg(s.ctx, m, jetstream.WithExpectLastSequencePerSubject(stream))
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			continue
-		}
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return err
-			}
-			select {
-			case <-time.After(100 * time.Millisecond):
-				continue
-			case <-s.ctx.Done():
-				return s.ctx.Err()
-			}
-		}
-		return nil
-	}
 }
 
 // publishRetry publishes to JetStream until the message is acknowledged

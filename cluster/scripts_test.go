@@ -23,6 +23,7 @@ import (
 //	"approve"  asks permission for a Bash call, then says what it got;
 //	"hold"     starts a reply and streams until interrupted;
 //	"recall"   answers with every earlier prompt of the conversation;
+//	"stream N" streams a reply of N ten-character deltas (streamReply);
 //	anything   else is echoed ("echo: …").
 func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 	sid, resumed := "", false
@@ -98,6 +99,10 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 		// Like the real CLI, the prompt is in the file before the reply.
 		if err := remember(prompt); err != nil {
 			return err
+		}
+		if n, ok := streamPrompt(prompt); ok {
+			streamReply(c, n)
+			continue
 		}
 		switch prompt {
 		case "approve":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,7 +135,7 @@ func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, e
 			Description: "tether: start requests, taken by agents with room",
 		}},
 		{&b.events, jetstream.StreamConfig{
-			Name: StreamEvents, Subjects: []string{subjectEvents + ">"}, Storage: storage, Replicas: l.Replicas,
+			Name: StreamEvents, Subjects: []string{subjectEvents + ">", subjectGone + ">"}, Storage: storage, Replicas: l.Replicas,
 			MaxMsgsPerSubject: l.EventsPerSession, MaxAge: l.EventsMaxAge, MaxMsgSize: maxMsg,
 			Duplicates:  2 * time.Minute,
 			Description: "tether: session events, one subject per session",
@@ -149,6 +150,9 @@ func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, e
 		st, err := js.CreateStream(ctx, s.cfg)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			st, err = js.Stream(ctx, s.cfg.Name)
+		}
+		if err == nil {
+			st, err = addSubjects(ctx, js, st, s.cfg.Subjects)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", s.cfg.Name, err)
@@ -206,6 +210,23 @@ func (e *HeartbeatError) Error() string {
 }
 
 func (e *HeartbeatError) Unwrap() error { return ErrHeartbeatMismatch }
+
+// addSubjects adds the subjects a stream created by an earlier version
+// lacks (the events stream's marker subject), keeping its other settings.
+func addSubjects(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, want []string) (jetstream.Stream, error) {
+	cfg := st.CachedInfo().Config
+	missing := false
+	for _, w := range want {
+		if !slices.Contains(cfg.Subjects, w) {
+			cfg.Subjects = append(cfg.Subjects, w)
+			missing = true
+		}
+	}
+	if !missing {
+		return st, nil
+	}
+	return js.UpdateStream(ctx, cfg)
+}
 
 func (b *bus) close() {
 	if b.ownConn {

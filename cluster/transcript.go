@@ -159,17 +159,3 @@ func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo) (int64,
 	a.log.Info("transcript restored", "session", rec.ID, "bytes", len(data))
 	return int64(len(data)), nil
 }
-
-// lastSeq returns the seq of the last event of a session in the stream
-// and its stream sequence (0, 0 when none).
-func (b *bus) lastSeq(ctx context.Context, id string) (seq, stream uint64, err error) {
-	m, err := b.events.GetLastMsgForSubject(ctx, subjectEvents+id)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, 0, nil
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	seq, err = strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
-	return seq, m.Sequence, err
-}

@@ -192,7 +192,15 @@ type SessionInfo struct {
 	Orphaned bool `json:"orphaned,omitempty"`
 	// Takeovers counts failovers of the session.
 	Takeovers int `json:"takeovers,omitempty"`
+	// Owners are the agents that ran the session before Agent (the
+	// latest maxOwners): event readers accept the session's earlier
+	// events from them.
+	Owners []string `json:"owners,omitempty"`
 }
+
+// maxOwners bounds SessionInfo.Owners; events of agents older than that
+// are skipped by readers.
+const maxOwners = 16
 
 func (r *SessionInfo) validate() error {
 	if !validID(r.ID) || (r.Agent != "" && !validID(r.Agent)) {

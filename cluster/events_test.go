@@ -1,0 +1,230 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+)
+
+// rawBus is a plain NATS connection for tests that write on the bus behind
+// the package's back, as a buggy or hostile participant would.
+type rawBus struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+func newRawBus(t *testing.T, url string) *rawBus {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rawBus{nc: nc, js: js}
+}
+
+func (r *rawBus) publish(t *testing.T, subject string, data []byte, hdr map[string]string) {
+	t.Helper()
+	m := nats.NewMsg(subject)
+	m.Data = data
+	for k, v := range hdr {
+		m.Header.Set(k, v)
+	}
+	if _, err := r.js.PublishMsg(testCtx(t), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storedSeqs returns the Tether-Seq of every message on a session's
+// subjects that decodes as an event of that number, in stream order, and
+// the subjects they came on.
+func (r *rawBus) storedSeqs(t *testing.T, id string) (seqs []uint64, subjects []string) {
+	t.Helper()
+	st, err := r.js.Stream(testCtx(t), cluster.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := uint64(1)
+	for {
+		m, err := st.GetMsg(testCtx(t), pos, jetstream.WithGetMsgSubject("tether.v1.*."+id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return seqs, subjects
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = m.Sequence + 1
+		n, err := strconv.ParseUint(m.Header.Get("Tether-Seq"), 10, 64)
+		var ev host.Event
+		if err != nil || json.Unmarshal(m.Data, &ev) != nil || ev.Seq != n || m.Header.Get("Tether-Part") != "" {
+			continue
+		}
+		seqs = append(seqs, n)
+		subjects = append(subjects, m.Subject)
+	}
+}
+
+// consumers returns how many consumers the events stream has.
+func (r *rawBus) consumers(t *testing.T) int {
+	t.Helper()
+	st, err := r.js.Stream(testCtx(t), cluster.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Consumers
+}
+
+func eventData(t *testing.T, ev host.Event) []byte {
+	t.Helper()
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestBadMessagesAreSkipped: junk and forged messages on a session's
+// subjects (not JSON, no sequence header, a bad part header, an event far
+// ahead that no agent of the session published, one at the next number
+// from an agent that never owned it, a marker that is not one) neither
+// end a subscription nor make it resync: the readers skip and count them,
+// the agent's events go on with contiguous numbers, and every
+// subscription's consumer is gone from the server once it ends.
+func TestBadMessagesAreSkipped(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	first := f.wait(t, "a turn", result("echo: one"))
+	waitFor(t, "the turn's events stored", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.State == "idle" && s.Seq > first.Seq
+	})
+	s, _ := c.Session(ctx, info.ID)
+	next := strconv.FormatUint(s.Seq+1, 10)
+	subj := "tether.v1.ev." + info.ID
+	forged := host.Event{Seq: 1000, Time: time.Now(), Kind: host.EventState, Data: json.RawMessage(`{"state":"idle"}`)}
+	raw.publish(t, subj, []byte("not json"), map[string]string{"Tether-Seq": next, "Tether-Agent": "a1"})
+	raw.publish(t, subj, eventData(t, forged), nil)
+	raw.publish(t, subj, []byte("{}"), map[string]string{"Tether-Seq": next, "Tether-Part": "x/y", "Tether-Agent": "a1"})
+	raw.publish(t, subj, eventData(t, forged), map[string]string{"Tether-Seq": "1000"})
+	forged.Seq = s.Seq + 1
+	raw.publish(t, subj, eventData(t, forged), map[string]string{"Tether-Seq": next, "Tether-Agent": "mallory"})
+	raw.publish(t, "tether.v1.gone."+info.ID, eventData(t, forged), map[string]string{"Tether-Seq": next})
+
+	send(t, c, info.ID, "two")
+	f.wait(t, "the turn after the junk", result("echo: two"))
+	checkSeqs(t, f.list(), 1)
+	// A new subscriber from the start, and one from the middle, read
+	// through the junk too, without a resync.
+	g := follow(t, c, info.ID, 0)
+	g.wait(t, "the second turn, from the start", result("echo: two"))
+	checkSeqs(t, g.list(), 1)
+	h := follow(t, c, info.ID, first.Seq)
+	h.wait(t, "the second turn, from the middle", result("echo: two"))
+	checkSeqs(t, h.list(), first.Seq+1)
+	if c.Skipped() == 0 {
+		t.Fatal("nothing counted as skipped")
+	}
+	// The stream holds the agent's numbers once each, contiguous.
+	seqs, _ := raw.storedSeqs(t, info.ID)
+	var agents []uint64
+	for _, n := range seqs {
+		if n != 1000 && (len(agents) == 0 || n != agents[len(agents)-1]) {
+			agents = append(agents, n)
+		}
+	}
+	for i, n := range agents {
+		if n != uint64(i+1) {
+			t.Fatalf("stored numbers %v: want 1.. contiguous", agents)
+		}
+	}
+
+	f.stop()
+	g.stop()
+	h.stop()
+	waitFor(t, "no consumer left on the events stream", func() bool { return raw.consumers(t) == 0 })
+	// And subscribing again, many times, works.
+	for i := range 20 {
+		sub := follow(t, c, info.ID, first.Seq)
+		sub.wait(t, "a resubscription "+strconv.Itoa(i), result("echo: two"))
+		sub.stop()
+	}
+	waitFor(t, "no consumer left after resubscribing", func() bool { return raw.consumers(t) == 0 })
+}
+
+// TestMarkerNeverTakesAnAgentsNumber: a "disconnected" marker appended
+// while the agent does not know it (the agent was frozen, or its
+// heartbeats could not reach NATS, and it has not looked at the registry
+// since) takes the next number; the agent's next events are fenced on it
+// and numbered after it: no number is stored twice, none is lost.
+func TestMarkerNeverTakesAnAgentsNumber(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	f.wait(t, "a turn", result("echo: one"))
+	waitFor(t, "the session idle", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.State == "idle"
+	})
+	seqs, _ := raw.storedSeqs(t, info.ID)
+	last := seqs[len(seqs)-1]
+	// The marker, as a client appends it (without the registry update
+	// the agent would notice).
+	st, err := raw.js.Stream(ctx, cluster.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := st.GetLastMsgForSubject(ctx, "tether.v1.*."+info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := host.Event{Seq: last + 1, Time: time.Now(), Kind: host.EventState, Data: json.RawMessage(`{"state":"disconnected","since":"2026-01-01T00:00:00Z"}`)}
+	m := nats.NewMsg("tether.v1.gone." + info.ID)
+	m.Data = eventData(t, marker)
+	m.Header.Set("Tether-Seq", strconv.FormatUint(last+1, 10))
+	if _, err := raw.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(lm.Sequence, "tether.v1.*."+info.ID)); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "the marker", state("disconnected"))
+	send(t, c, info.ID, "two")
+	f.wait(t, "the turn after the marker", result("echo: two"))
+	checkSeqs(t, f.list(), 1)
+	seqs, _ = raw.storedSeqs(t, info.ID)
+	for i, n := range seqs {
+		if n != uint64(i+1) {
+			t.Fatalf("stored numbers %v: want each once, from 1", seqs)
+		}
+	}
+}

@@ -1,0 +1,471 @@
+package cluster_test
+
+// Fault tests with real OS processes: the NATS server and the agents run
+// as processes of their own (this test binary run again, TestMain
+// dispatching on faultRoleEnv), so that a test can freeze one (SIGSTOP),
+// thaw it (SIGCONT), stop it or kill it (SIGKILL) as an operator, the
+// kernel or a VM pause would, while the client under test runs here.
+//
+// The agents run the fake CLI (memoryCLI) in their own process rather than
+// the real CLI on the fake Messages API: "stream N" scripts a reply of
+// exactly N numbered ten-character deltas at a steady pace, so a test can
+// freeze or kill the agent in the middle of a turn and then account for
+// every character, and a frozen agent freezes its CLI with it, as a
+// stopped VM would.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proctree"
+)
+
+const (
+	faultRoleEnv  = "TETHER_CLUSTER_FAULT_ROLE"
+	faultReadyEnv = "TETHER_CLUSTER_FAULT_READY" // a file the child writes once ready
+	faultPortEnv  = "TETHER_CLUSTER_FAULT_PORT"
+	faultStoreEnv = "TETHER_CLUSTER_FAULT_STORE"
+	faultURLEnv   = "TETHER_CLUSTER_FAULT_URL"
+	faultIDEnv    = "TETHER_CLUSTER_FAULT_ID"
+	faultDirEnv   = "TETHER_CLUSTER_FAULT_DIR"
+
+	// lapse is how long an agent's registry entry outlives its last beat.
+	lapse = 3 * heartbeat
+)
+
+// runFaultRole is the child's main: a NATS server or an agent, until
+// SIGTERM.
+func runFaultRole(role string) int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
+	ready := func() int {
+		if err := os.WriteFile(os.Getenv(faultReadyEnv), []byte("ready"), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		<-term
+		return 0
+	}
+	switch role {
+	case "nats":
+		port, _ := strconv.Atoi(os.Getenv(faultPortEnv))
+		s, err := server.NewServer(&server.Options{ServerName: "n1", Host: "127.0.0.1", Port: port, JetStream: true,
+			StoreDir: os.Getenv(faultStoreEnv), NoLog: true, NoSigs: true})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		s.Start()
+		if !s.ReadyForConnections(30 * time.Second) {
+			fmt.Fprintln(os.Stderr, "NATS server not ready")
+			return 2
+		}
+		code := ready()
+		s.Shutdown()
+		s.WaitForShutdown()
+		return code
+	case "agent":
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
+			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: 2, Limits: limits,
+			MirrorInterval: 20 * time.Millisecond, Logger: testLogger(),
+			Session: &host.Options{CLI: &claude.Options{
+				Transport: &claudetest.FakeCLI{Script: memoryCLI},
+				Env:       map[string]string{claude.EnvConfigDir: os.Getenv(faultDirEnv)},
+			}},
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		code := ready()
+		a.Close()
+		return code
+	}
+	fmt.Fprintln(os.Stderr, "unknown role", role)
+	return 2
+}
+
+// child is a process of the fault tests.
+type child struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{} // closed once Wait returned
+}
+
+// spawn runs this test binary again in a role and waits until it is ready.
+func spawn(t *testing.T, name, role string, env ...string) *child {
+	t.Helper()
+	readyFile := filepath.Join(t.TempDir(), "ready")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, faultRoleEnv+"="+role, faultReadyEnv+"="+readyFile)...)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	// The child dies with this process, whatever happens to it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{t: t, name: name, cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(c.stop)
+	deadline := time.After(time.Minute)
+	for {
+		if _, err := os.Stat(readyFile); err == nil {
+			return c
+		}
+		select {
+		case <-c.done:
+			t.Fatalf("%s exited before it was ready: %s", name, out.String())
+		case <-deadline:
+			t.Fatalf("%s not ready: %s", name, out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (c *child) signal(sig syscall.Signal) {
+	c.t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		c.t.Fatalf("%s: %v", c.name, err)
+	}
+}
+
+// freeze stops the process (SIGSTOP) for d, then lets it go on.
+func (c *child) freeze(d time.Duration) {
+	c.t.Helper()
+	c.signal(syscall.SIGSTOP)
+	time.Sleep(d) // the fault itself lasts this long
+	c.signal(syscall.SIGCONT)
+}
+
+// kill ends the process at once (SIGKILL) and waits for it.
+func (c *child) kill() {
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.done
+}
+
+// stop ends the process as an operator would (SIGTERM; SIGKILL after a
+// minute) and waits for it.
+func (c *child) stop() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	c.cmd.Process.Signal(syscall.SIGCONT)
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(time.Minute):
+		c.t.Errorf("%s did not stop on SIGTERM: %s", c.name, c.out.String())
+		c.kill()
+	}
+}
+
+// natsProc is a NATS server process on a port and store of its own, which
+// a test can stop and start again.
+type natsProc struct {
+	t     *testing.T
+	port  int
+	store string
+	p     *child
+}
+
+func spawnNATS(t *testing.T) *natsProc {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	n := &natsProc{t: t, port: port, store: t.TempDir()}
+	n.start()
+	return n
+}
+
+func (n *natsProc) start() {
+	n.t.Helper()
+	n.p = spawn(n.t, "nats", "nats", faultPortEnv+"="+strconv.Itoa(n.port), faultStoreEnv+"="+n.store)
+}
+
+func (n *natsProc) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port) }
+
+func spawnAgent(t *testing.T, url, id string) *child {
+	t.Helper()
+	return spawn(t, id, "agent", faultURLEnv+"="+url, faultIDEnv+"="+id, faultDirEnv+"="+t.TempDir())
+}
+
+// checkNoProcessLeft fails if a process this test started still runs
+// (checked once every child was stopped, through /proc).
+func checkNoProcessLeft(t *testing.T) {
+	t.Helper()
+	waitFor(t, "every child process gone", func() bool {
+		tree, err := proctree.Tree(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(tree) == 1 // this process only
+	})
+}
+
+// streamed is the text "stream n" replies with.
+func streamed(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(streamChunk(i))
+	}
+	return b.String()
+}
+
+// deltaText returns the text of a text-delta event.
+func deltaText(ev host.Event) (string, bool) {
+	if ev.Kind != host.EventMessage {
+		return "", false
+	}
+	var m struct {
+		Type  string `json:"type"`
+		Event struct {
+			Type  string `json:"type"`
+			Delta struct {
+				Text string `json:"text"`
+			} `json:"delta"`
+		} `json:"event"`
+	}
+	if json.Unmarshal(ev.Data, &m) != nil || m.Type != "stream_event" || m.Event.Type != "content_block_delta" {
+		return "", false
+	}
+	return m.Event.Delta.Text, true
+}
+
+// textAfter is the streamed text of the events from index from on.
+func textAfter(evs []host.Event, from int) string {
+	var b strings.Builder
+	for _, ev := range evs[from:] {
+		if s, ok := deltaText(ev); ok {
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// deltas counts the text deltas a follower has seen from index from on.
+func (f *follower) deltas(from int) int {
+	n := 0
+	for _, ev := range f.list()[from:] {
+		if _, ok := deltaText(ev); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// checkStored fails unless the stream holds every number from 1 up
+// exactly once (the agents' events and the markers).
+func checkStored(t *testing.T, raw *rawBus, id string) {
+	t.Helper()
+	seqs, subjects := raw.storedSeqs(t, id)
+	for i, n := range seqs {
+		if n != uint64(i+1) {
+			t.Fatalf("stored numbers %v (%v): want each once, from 1", seqs, subjects)
+		}
+	}
+}
+
+// faultTurn starts a session on the agent processes, streams a long reply
+// and runs fault in the middle of it; the reply must arrive whole, the
+// numbers contiguous and stored once each, and the session must go on.
+func faultTurn(t *testing.T, ns *natsProc, fault func(owner string)) (*cluster.Client, *follower, string) {
+	ctx := testCtx(t)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "stream 100")
+	from := len(f.list())
+	waitFor(t, "a quarter of the reply", func() bool { return f.deltas(from) >= 25 })
+	fault(info.Agent)
+	return c, f, info.ID
+}
+
+// TestFaultAgentFrozen: an agent process stopped (SIGSTOP) for three
+// times the heartbeat lapse in the middle of a streamed reply is declared
+// gone and its session marked disconnected; thawed, it carries on: every
+// character of the reply arrives, once, the marker's number is never
+// used again, and the session takes commands again.
+func TestFaultAgentFrozen(t *testing.T) {
+	ns := spawnNATS(t)
+	a1 := spawnAgent(t, ns.URL(), "a1")
+	raw := newRawBus(t, ns.URL())
+	c, f, id := faultTurn(t, ns, func(string) { a1.freeze(3 * lapse) })
+	f.wait(t, "the whole reply", result(streamed(100)))
+	if got := textAfter(f.list(), 0); got != streamed(100) {
+		t.Fatalf("streamed text: got %d chars, want %d:\n%q", len(got), len(streamed(100)), got)
+	}
+	checkSeqs(t, f.list(), 1)
+	f.wait(t, "the disconnected marker", state("disconnected"))
+	waitFor(t, "the agent back", func() bool {
+		s, err := c.Session(testCtx(t), id)
+		return err == nil && s.Agent == "a1" && !s.Orphaned
+	})
+	send(t, c, id, "after")
+	f.wait(t, "a turn after the freeze", result("echo: after"))
+	checkSeqs(t, f.list(), 1)
+	checkStored(t, raw, id)
+	f.stop()
+	a1.stop()
+	ns.p.stop()
+	checkNoProcessLeft(t)
+}
+
+// TestFaultNATSFrozen: the NATS server process stopped (SIGSTOP) for three
+// times the heartbeat lapse mid-reply: nothing is lost or numbered twice.
+func TestFaultNATSFrozen(t *testing.T) {
+	ns := spawnNATS(t)
+	a1 := spawnAgent(t, ns.URL(), "a1")
+	raw := newRawBus(t, ns.URL())
+	c, f, id := faultTurn(t, ns, func(string) { ns.p.freeze(3 * lapse) })
+	f.wait(t, "the whole reply", result(streamed(100)))
+	if got := textAfter(f.list(), 0); got != streamed(100) {
+		t.Fatalf("streamed text: got %d chars, want %d", len(got), len(streamed(100)))
+	}
+	waitFor(t, "a command through", func() bool {
+		_, err := c.Command(testCtx(t), id, &host.Command{Type: host.CommandSend, Text: "after"})
+		return err == nil
+	})
+	f.wait(t, "a turn after the outage", result("echo: after"))
+	checkSeqs(t, f.list(), 1)
+	checkStored(t, raw, id)
+	f.stop()
+	a1.stop()
+	ns.p.stop()
+	checkNoProcessLeft(t)
+}
+
+// TestFaultNATSStopped: the NATS server process stopped (SIGTERM) and
+// started again on its store after three times the heartbeat lapse,
+// mid-reply: nothing acknowledged is lost, nothing numbered twice.
+func TestFaultNATSStopped(t *testing.T) {
+	ns := spawnNATS(t)
+	a1 := spawnAgent(t, ns.URL(), "a1")
+	c, f, id := faultTurn(t, ns, func(string) {
+		ns.p.stop()
+		time.Sleep(3 * lapse) // the outage
+		ns.start()
+	})
+	raw := newRawBus(t, ns.URL())
+	f.wait(t, "the whole reply", result(streamed(100)))
+	if got := textAfter(f.list(), 0); got != streamed(100) {
+		t.Fatalf("streamed text: got %d chars, want %d", len(got), len(streamed(100)))
+	}
+	waitFor(t, "a command through", func() bool {
+		_, err := c.Command(testCtx(t), id, &host.Command{Type: host.CommandSend, Text: "after"})
+		return err == nil
+	})
+	f.wait(t, "a turn after the outage", result("echo: after"))
+	checkSeqs(t, f.list(), 1)
+	checkStored(t, raw, id)
+	f.stop()
+	a1.stop()
+	ns.p.stop()
+	checkNoProcessLeft(t)
+}
+
+// TestFaultAgentKilled: the agent process running a session is killed
+// (SIGKILL) mid-reply; the session shows disconnected, fails over to the
+// other agent process with its conversation, and its events go on with
+// contiguous numbers, stored once each.
+func TestFaultAgentKilled(t *testing.T) {
+	ns := spawnNATS(t)
+	agents := map[string]*child{"a1": spawnAgent(t, ns.URL(), "a1"), "a2": spawnAgent(t, ns.URL(), "a2")}
+	raw := newRawBus(t, ns.URL())
+	var owner string
+	c, f, id := faultTurn(t, ns, func(o string) {
+		owner = o
+		agents[o].kill()
+	})
+	f.wait(t, "the disconnected marker", state("disconnected"))
+	ctx := testCtx(t)
+	info, err := c.Resume(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Agent == owner || info.Agent == "" {
+		t.Fatalf("resumed on %q, the killed agent was %q", info.Agent, owner)
+	}
+	send(t, c, id, "recall")
+	f.wait(t, "the conversation carried over", result("remember: stream 100"))
+	from := len(f.list())
+	send(t, c, id, "stream 30")
+	f.wait(t, "a whole reply after the takeover", result(streamed(30)))
+	if got := textAfter(f.list(), from); got != streamed(30) {
+		t.Fatalf("streamed text after the takeover: got %q", got)
+	}
+	checkSeqs(t, f.list(), 1)
+	checkStored(t, raw, id)
+	f.stop()
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.stop()
+		}()
+	}
+	wg.Wait()
+	ns.p.stop()
+	checkNoProcessLeft(t)
+}
+
+// streamPrompt parses "stream N".
+func streamPrompt(prompt string) (int, bool) {
+	s, ok := strings.CutPrefix(prompt, "stream ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0 && n <= 10000
+}
+
+// streamChunk is the i-th delta of a streamed reply: ten characters.
+func streamChunk(i int) string { return fmt.Sprintf("%09d|", i) }
+
+// streamReply streams n deltas, one every 10 ms (so that a fault lands in
+// the middle of the turn), then the whole text as the message and result.
+func streamReply(c *claudetest.CLI, n int) {
+	c.Write(c.SystemInit(), textStart(c))
+	for i := range n {
+		c.Write(c.TextDelta(0, streamChunk(i)))
+		time.Sleep(10 * time.Millisecond)
+	}
+	text := streamed(n)
+	c.Write(c.AssistantText(text), c.ResultSuccess(text))
+}
