@@ -53,6 +53,10 @@ type AgentOptions struct {
 	// CLAUDE_CONFIG_DIR or HOME/.claude of the Session template's CLI
 	// environment, else claude.ConfigDir.
 	ConfigDir string
+	// HandoverWait is how long a session Drain hands over waits in the
+	// work queue for an agent with room (0 = 10 min); past it the session
+	// stays disconnected until someone resumes it.
+	HandoverWait time.Duration
 	// MirrorInterval is how often a session's transcript file is checked
 	// for new lines to mirror (0 = the heartbeat). A turn's end is always
 	// mirrored at once.
@@ -80,12 +84,21 @@ type Agent struct {
 
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
+	// takeCtx ends the loop taking start requests (Close, Drain).
+	takeCtx    context.Context
+	takeCancel context.CancelFunc
 	slots  chan struct{} // a token per session running or starting
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*agentSession
 	closed   bool
+	draining bool // Drain was called: no more sessions taken
+	// drainAsked: a drain was requested over the bus; drainReq is closed
+	// then.
+	drainAsked bool
+	drainReq   chan struct{}
+	ctlSub     *nats.Subscription
 	crashed  bool // test hook: the agent vanished without a word
 }
 
@@ -138,7 +151,17 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 	a.configDir = a.cliConfigDir()
 	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout})
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.takeCtx, a.takeCancel = context.WithCancel(a.ctx)
+	a.drainReq = make(chan struct{})
+	if sub, err := b.nc.Subscribe(subjectControl+a.id, a.serveControl); err == nil {
+		a.ctlSub = sub
+	} else {
+		log.Warn("subscribing to control requests", "err", err)
+	}
 	if err := a.heartbeat(ctx); err != nil {
+		if a.ctlSub != nil {
+			a.ctlSub.Unsubscribe()
+		}
 		a.cancel()
 		a.m.Close()
 		b.close()
@@ -176,6 +199,9 @@ func (a *Agent) Close() error {
 	}
 	a.closed = true
 	a.mu.Unlock()
+	if a.ctlSub != nil {
+		a.ctlSub.Unsubscribe()
+	}
 	a.cancel()
 	err := a.m.Close()
 	a.wg.Wait()
@@ -240,7 +266,12 @@ func (a *Agent) heartbeats() {
 }
 
 func (a *Agent) heartbeat(ctx context.Context) error {
-	rec := agentRecord{ID: a.id, Capacity: a.capacity, Sessions: a.Sessions(), Heartbeat: time.Now(), Started: a.started}
+	n := a.Sessions()
+	capacity := a.capacity
+	if a.Draining() {
+		capacity = n // no room: clients do not count on it
+	}
+	rec := agentRecord{ID: a.id, Capacity: capacity, Sessions: n, Heartbeat: time.Now(), Started: a.started}
 	data, _ := json.Marshal(rec)
 	_, err := a.b.agents.Put(ctx, a.id, data)
 	return err
@@ -254,7 +285,7 @@ func (a *Agent) take() {
 	for {
 		select {
 		case a.slots <- struct{}{}:
-		case <-a.ctx.Done():
+		case <-a.takeCtx.Done():
 			return
 		}
 		msg, ok := a.next()
@@ -274,10 +305,10 @@ func (a *Agent) take() {
 // next waits for a start request until the agent closes.
 func (a *Agent) next() (jetstream.Msg, bool) {
 	for {
-		ctx, cancel := context.WithTimeout(a.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(a.takeCtx, 5*time.Second)
 		msg, err := a.cons.Next(jetstream.FetchContext(ctx))
 		cancel()
-		if a.ctx.Err() != nil {
+		if a.takeCtx.Err() != nil {
 			if msg != nil {
 				msg.Nak()
 			}
@@ -291,7 +322,7 @@ func (a *Agent) next() (jetstream.Msg, bool) {
 			a.log.Debug("waiting for start requests", "err", err)
 			select {
 			case <-time.After(250 * time.Millisecond):
-			case <-a.ctx.Done():
+			case <-a.takeCtx.Done():
 			}
 		}
 	}
@@ -517,7 +548,7 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 	}
 	rec.Agent = a.id
 	rec.State = host.StateStarting.String()
-	rec.Orphaned = false
+	rec.Orphaned, rec.Moving = false, false
 	rec.Takeovers++
 	rec.Updated = time.Now()
 	rec.Seq = base

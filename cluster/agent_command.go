@@ -124,6 +124,9 @@ func (s *agentSession) do(ctx context.Context, c *host.Command) (*host.CommandRe
 		return nil, &CommandError{Code: codeNoSession, Message: "the session has ended"}
 	default:
 	}
+	if c.Type == host.CommandSend && s.moving.Load() {
+		return nil, errMoving
+	}
 	if c.Type == host.CommandClose {
 		s.mu.Lock()
 		s.closed = true // before the session ends: its last record says so

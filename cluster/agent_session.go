@@ -55,6 +55,11 @@ type agentSession struct {
 	lastStream uint64
 	// nonce makes this attachment's message ids its own (publisher only).
 	nonce string
+	// moving: the agent drains; prompts are refused (Drain).
+	moving atomic.Bool
+	// handedOver: Drain gave the session up; its registry entry is not
+	// this agent's to write any more (s.mu).
+	handedOver bool
 	// deposed: another agent took the session over; publish nothing more.
 	deposed    atomic.Bool
 	lastPut    []byte // the record last written, Updated zeroed
@@ -183,7 +188,10 @@ func (s *agentSession) keepRecord() {
 // one whose agent shuts down stays as it is (it shows disconnected once
 // the agent has left, and can fail over).
 func (s *agentSession) lastRecord() {
-	if s.a.gone() {
+	s.mu.Lock()
+	handedOver := s.handedOver
+	s.mu.Unlock()
+	if s.a.gone() || handedOver {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -202,6 +210,12 @@ func (s *agentSession) lastRecord() {
 // putRecord writes the registry entry if it changed, at the revision the
 // agent last wrote: a failed update means another agent took over.
 func (s *agentSession) putRecord(ctx context.Context) {
+	s.mu.Lock()
+	handedOver := s.handedOver
+	s.mu.Unlock()
+	if handedOver {
+		return
+	}
 	r := s.record()
 	r.Updated = time.Time{}
 	data, _ := json.Marshal(r)

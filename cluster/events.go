@@ -485,7 +485,7 @@ func (c *Client) monitor() {
 					continue
 				}
 				owner[id] = r.Agent
-				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned {
+				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned || r.Moving {
 					continue
 				}
 				c.reap(ctx, id, r, rev)

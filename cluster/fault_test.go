@@ -47,6 +47,8 @@ const (
 	faultURLEnv   = "TETHER_CLUSTER_FAULT_URL"
 	faultIDEnv    = "TETHER_CLUSTER_FAULT_ID"
 	faultDirEnv   = "TETHER_CLUSTER_FAULT_DIR"
+	faultCapEnv   = "TETHER_CLUSTER_FAULT_CAPACITY"
+	faultDrainEnv = "TETHER_CLUSTER_FAULT_DRAIN" // SIGTERM drains first
 
 	// lapse is how long an agent's registry entry outlives its last beat.
 	lapse = 3 * heartbeat
@@ -86,8 +88,9 @@ func runFaultRole(role string) int {
 	case "agent":
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		capacity, _ := strconv.Atoi(os.Getenv(faultCapEnv))
 		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
-			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: 2, Limits: limits,
+			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: max(capacity, 2), Limits: limits,
 			MirrorInterval: 20 * time.Millisecond, Logger: testLogger(),
 			Session: &host.Options{CLI: &claude.Options{
 				Transport: &claudetest.FakeCLI{Script: memoryCLI},
@@ -99,6 +102,14 @@ func runFaultRole(role string) int {
 			return 2
 		}
 		code := ready()
+		if os.Getenv(faultDrainEnv) != "" {
+			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if err := a.Drain(dctx); err != nil {
+				fmt.Fprintln(os.Stderr, "drain:", err)
+				code = 1
+			}
+			cancel()
+		}
 		a.Close()
 		return code
 	}

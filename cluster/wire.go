@@ -190,6 +190,9 @@ type SessionInfo struct {
 	// Orphaned: its agent is gone and a client has marked it so (with a
 	// "disconnected" event); a takeover clears it.
 	Orphaned bool `json:"orphaned,omitempty"`
+	// Moving: its agent drained and handed it over; an agent with room
+	// takes it over from the work queue (a takeover clears it).
+	Moving bool `json:"moving,omitempty"`
 	// Takeovers counts failovers of the session.
 	Takeovers int `json:"takeovers,omitempty"`
 	// Owners are the agents that ran the session before Agent (the

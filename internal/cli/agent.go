@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -112,6 +113,8 @@ Flags:
 	mode := fs.String("permission-mode", "", "the permission mode of sessions that do not ask for one")
 	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
 	verbose := fs.Bool("v", false, "log what the agent does to stderr (ids and states, never prompts or secrets)")
+	drainTimeout := fs.Duration("drain-timeout", 5*time.Minute, "on SIGTERM: how long running turns may take to finish before the sessions are handed to other agents anyway")
+	drainID := fs.String("drain", "", "ask the running agent with this id to drain (its sessions move to other agents, then it exits), and wait until it has left")
 	allowBypass := fs.Bool("allow-bypass-permissions", false, "let commands switch a session to bypassPermissions (approvals off); tether serve must allow it too")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -126,6 +129,14 @@ Flags:
 	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions {
 		fmt.Fprintln(stderr, "tether agent: the bypassPermissions default is refused: approvals stay on")
 		return 2
+	}
+	if *drainID != "" {
+		nopts, err := nf.options()
+		if err != nil {
+			fmt.Fprintf(stderr, "tether agent: %v\n", err)
+			return 2
+		}
+		return drainOther(ctx, nf.url, nopts, *drainID, *drainTimeout, stdout, stderr)
 	}
 	nopts, err := nf.options()
 	if err != nil {
@@ -145,8 +156,16 @@ Flags:
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C stops at once (the sessions show disconnected and can be
+	// resumed elsewhere); SIGTERM, what a service manager sends, drains.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	intr := make(chan os.Signal, 1)
+	signal.Notify(intr, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(intr)
 	tmpl := agentTemplate(path, dir, *model, *mode)
 	tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: *allowBypass}
 	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
@@ -157,8 +176,14 @@ Flags:
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "tether agent %s: taking up to %d sessions from %s (Ctrl-C stops it and its sessions)\n", a.ID(), *capacity, redactURL(nf.url))
-	<-ctx.Done()
+	fmt.Fprintf(stdout, "tether agent %s: taking up to %d sessions from %s (SIGTERM drains it: its sessions move to other agents; Ctrl-C stops it and its sessions)\n", a.ID(), *capacity, redactURL(nf.url))
+	select {
+	case <-ctx.Done():
+	case <-term:
+		drain(a, *drainTimeout, intr, stdout, stderr)
+	case <-a.DrainRequested():
+		drain(a, *drainTimeout, intr, stdout, stderr)
+	}
 	if err := a.Close(); err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 1
@@ -188,4 +213,63 @@ func redactURL(u string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// drain empties the agent for a restart: its sessions finish their turns
+// (within timeout) and move to other agents. A second signal stops
+// waiting.
+func drain(a *cluster.Agent, timeout time.Duration, intr <-chan os.Signal, stdout, stderr io.Writer) {
+	fmt.Fprintf(stdout, "tether agent %s: draining (up to %v for running turns; a second signal stops at once)\n", a.ID(), timeout)
+	// The signal that started the drain may be in intr too: drop it.
+	select {
+	case <-intr:
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-intr:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := a.Drain(ctx); err != nil {
+		fmt.Fprintf(stderr, "tether agent: drain: %v\n", err)
+		return
+	}
+	fmt.Fprintf(stdout, "tether agent %s: drained\n", a.ID())
+}
+
+// drainOther is tether agent --drain ID: it asks that agent to drain and
+// waits until it has left the registry.
+func drainOther(ctx context.Context, url string, nopts []nats.Option, id string, timeout time.Duration, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: url, NATS: nopts})
+	if err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 1
+	}
+	defer c.Close()
+	if err := c.DrainAgent(ctx, id); err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "tether agent: %s is draining\n", id)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		agents, err := c.Agents(ctx)
+		if err == nil && !slices.ContainsFunc(agents, func(a cluster.AgentInfo) bool { return a.ID == id }) {
+			fmt.Fprintf(stdout, "tether agent: %s has left\n", id)
+			return 0
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "tether agent: %s still there: %v\n", id, ctx.Err())
+			return 1
+		}
+	}
 }

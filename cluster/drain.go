@@ -1,0 +1,279 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/host"
+)
+
+// Drain empties the agent without losing a turn, for an upgrade or a
+// scale-down: it stops taking start requests (the agent shows no room),
+// refuses new prompts (busy: "moving"), lets the running turns finish
+// (answers and interrupts still work), then hands each session to
+// another agent through its transcript mirror: the session keeps its id,
+// its subscribers their subscription, and its events' numbers go on
+// after the last one this agent published. A turn still running when ctx
+// ends is handed over as it is and lost (its prompt must be sent again);
+// Drain then returns ctx's error. A session that no agent takes over
+// (none has room) waits in the work queue for one, and shows
+// disconnected meanwhile; Resume works on it as on a dead agent's.
+//
+// Drain returns once every session was handed over; Close the agent
+// then. It is safe to call more than once and concurrently with Close.
+func (a *Agent) Drain(ctx context.Context) error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return ErrClosed
+	}
+	already := a.draining
+	a.draining = true
+	a.mu.Unlock()
+	if !already {
+		a.stopTaking()
+		hctx, cancel := context.WithTimeout(ctx, a.b.ttl/3)
+		if err := a.heartbeat(hctx); err != nil {
+			a.log.Warn("heartbeat", "err", err)
+		}
+		cancel()
+		a.log.Info("draining")
+	}
+	var errs []error
+	for _, s := range a.sessionList() {
+		s.moving.Store(true)
+	}
+	for _, s := range a.sessionList() {
+		if err := s.awaitQuiet(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: its turn did not end: %w", s.id, err))
+		}
+		if err := s.handOver(); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: %w", s.id, err))
+		}
+	}
+	a.log.Info("drained", "errors", len(errs))
+	return errors.Join(errs...)
+}
+
+// Draining reports whether Drain was called.
+func (a *Agent) Draining() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.draining
+}
+
+func (a *Agent) sessionList() []*agentSession {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*agentSession, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// errMoving refuses a prompt to a session that is being handed over.
+var errMoving = &host.CommandError{Code: host.CodeBusy, Err: host.ErrBusy,
+	Message: "the session is moving to another agent (this one is draining); send the prompt again in a moment"}
+
+// awaitQuiet waits until the session's turn has ended and no prompt
+// waits for one, and its events are all published.
+func (s *agentSession) awaitQuiet(ctx context.Context) error {
+	for l := range s.hs.Watch(ctx) {
+		if !l.State.Busy() && !s.queued() {
+			break
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The publisher catches up with the journal.
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		last := s.hs.Snapshot().Seq
+		s.mu.Lock()
+		done := s.rec.Seq >= s.base+last
+		s.mu.Unlock()
+		if done || s.deposed.Load() || s.ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// queued reports whether a prompt waits for the CLI to take it.
+func (s *agentSession) queued() bool {
+	for _, d := range s.hs.Deliveries() {
+		if d.Status() == host.DeliveryQueued {
+			return true
+		}
+	}
+	return false
+}
+
+// handOver gives the session up to another agent: its publisher stops,
+// its transcript is mirrored to the last byte, its registry entry is
+// freed (this agent named among its owners, so that readers keep
+// accepting the events it published), its CLI is closed, and a failover
+// request is queued for an agent with room.
+func (s *agentSession) handOver() error {
+	a := s.a
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.deposed.Store(true) // nothing more is published from here
+	s.mirrorOnce(ctx)
+	s.mu.Lock()
+	s.handedOver = true
+	rec := s.rec
+	rev := s.rev
+	s.mu.Unlock()
+	rec.Owners = append(rec.Owners, a.id)
+	if n := len(rec.Owners); n > maxOwners {
+		rec.Owners = rec.Owners[n-maxOwners:]
+	}
+	rec.Agent = ""
+	rec.Moving = true
+	rec.State = host.StateDisconnected.String()
+	rec.Updated = time.Now()
+	data, _ := json.Marshal(rec)
+	if _, err := a.b.sessions.Update(ctx, s.id, data, rev); err != nil {
+		// Someone else changed it (a client marking it orphaned): read
+		// again and free it at that revision.
+		e, gerr := a.b.sessions.Get(ctx, s.id)
+		if gerr != nil {
+			return fmt.Errorf("freeing the registry entry: %w", err)
+		}
+		var cur SessionInfo
+		if derr := decode(BucketSessions+"."+s.id, e.Value(), MaxRecordSize, &cur); derr != nil {
+			return derr
+		}
+		if cur.Agent != a.id && cur.Agent != "" {
+			go s.hs.Close() // another agent has it already
+			return nil
+		}
+		cur.Owners, cur.Agent, cur.Moving, cur.State, cur.Updated = rec.Owners, "", true, rec.State, rec.Updated
+		data, _ = json.Marshal(cur)
+		if _, err := a.b.sessions.Update(ctx, s.id, data, e.Revision()); err != nil {
+			return fmt.Errorf("freeing the registry entry: %w", err)
+		}
+	}
+	s.hs.Close()
+	req := startRequest{ID: s.id, Failover: true, Expires: time.Now().Add(a.handoverWait())}
+	body, _ := json.Marshal(&req)
+	m := nats.NewMsg(subjectStart)
+	m.Data = body
+	m.Header.Set(hdrMsgID, "handover."+s.id+"."+randomID(8))
+	if err := a.b.publishRetry(ctx, m); err != nil {
+		return fmt.Errorf("queueing the handover: %w", err)
+	}
+	s.log.Info("session handed over")
+	return nil
+}
+
+// handoverWait is how long a handed-over session's failover request
+// waits in the queue for an agent with room.
+func (a *Agent) handoverWait() time.Duration {
+	if a.opts.HandoverWait > 0 {
+		return a.opts.HandoverWait
+	}
+	return 10 * time.Minute
+}
+
+// stopTaking ends the loop that pulls start requests.
+func (a *Agent) stopTaking() {
+	a.takeCancel()
+}
+
+// Ready reports whether the agent takes sessions: connected to NATS, its
+// streams there, and not draining.
+func (a *Agent) Ready(ctx context.Context) error {
+	if a.Draining() {
+		return errors.New("cluster: agent draining")
+	}
+	if !a.b.nc.IsConnected() {
+		return fmt.Errorf("%w: not connected (%s)", ErrUnavailable, a.b.nc.Status())
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for _, name := range []string{StreamStart, StreamEvents, StreamTranscripts} {
+		if _, err := a.b.js.Stream(ctx, name); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("cluster: stream %s: %w", name, err)
+			}
+			return fmt.Errorf("%w: stream %s: %w", ErrUnavailable, name, err)
+		}
+	}
+	return nil
+}
+
+// subjectControl + agent id: requests to an agent itself (drain).
+const subjectControl = subjectPrefix + "ctl."
+
+// DrainRequested is closed when someone asked the agent to drain over
+// the bus (Client.DrainAgent): the program that runs the agent then
+// calls Drain and Close, as on SIGTERM. The agent has begun draining by
+// then.
+func (a *Agent) DrainRequested() <-chan struct{} { return a.drainReq }
+
+// serveControl answers requests to the agent itself.
+func (a *Agent) serveControl(msg *nats.Msg) {
+	var req struct {
+		Op string `json:"op"`
+	}
+	if err := json.Unmarshal(msg.Data, &req); err != nil || req.Op != "drain" {
+		msg.Respond([]byte(`{"error":{"code":"malformed","message":"unknown request"}}`))
+		return
+	}
+	a.log.Info("drain requested over the bus")
+	a.mu.Lock()
+	first := !a.drainAsked
+	a.drainAsked = true
+	a.mu.Unlock()
+	if first {
+		// Stop taking sessions now; the owner of the agent finishes the
+		// drain with its own timeout.
+		a.mu.Lock()
+		a.draining = true
+		a.mu.Unlock()
+		a.stopTaking()
+		close(a.drainReq)
+	}
+	msg.Respond([]byte(`{}`))
+}
+
+// DrainAgent asks an agent to drain (Agent.Drain, then exit where it runs
+// as tether agent). It returns once the agent has acknowledged; the
+// agent leaves the registry when it is done (Agents).
+func (c *Client) DrainAgent(ctx context.Context, id string) error {
+	if !validID(id) {
+		return &MessageError{Subject: subjectControl + id, Reason: "bad agent id", Err: ErrMalformed}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	r, err := c.b.nc.RequestWithContext(ctx, subjectControl+id, []byte(`{"op":"drain"}`))
+	if errors.Is(err, nats.ErrNoResponders) {
+		return &CommandError{Code: codeNoSession, Message: "no live agent " + id}
+	}
+	if err != nil {
+		return c.unavailable(err)
+	}
+	var rep commandReply
+	if err := json.Unmarshal(r.Data, &rep); err != nil {
+		return &MessageError{Subject: subjectControl + id, Reason: jsonReason(err), Err: ErrMalformed}
+	}
+	return rep.Error.err()
+}
