@@ -87,8 +87,8 @@ type Agent struct {
 	// takeCtx ends the loop taking start requests (Close, Drain).
 	takeCtx    context.Context
 	takeCancel context.CancelFunc
-	slots  chan struct{} // a token per session running or starting
-	wg     sync.WaitGroup
+	slots      chan struct{} // a token per session running or starting
+	wg         sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[string]*agentSession
@@ -99,7 +99,7 @@ type Agent struct {
 	drainAsked bool
 	drainReq   chan struct{}
 	ctlSub     *nats.Subscription
-	crashed  bool // test hook: the agent vanished without a word
+	crashed    bool // test hook: the agent vanished without a word
 }
 
 // NewAgent connects, sets up the streams and buckets if needed, registers
