@@ -88,6 +88,9 @@ func CheckShapes(sh *Shapes, rows []Row, goShapes *GoShapes) (problems []string,
 			}
 		}
 		for _, f := range sh.Types[t] {
+			if fr, ok := types[t+"."+f]; ok && fr.Status == Gap && have[f] {
+				problems = append(problems, fmt.Sprintf("%s: a gap no more: a field of %s has the JSON name %q (remove the row)", where(fr), strings.Join(structs, ", "), f))
+			}
 			if _, ok := types[t+"."+f]; ok || have[f] {
 				continue
 			}
