@@ -40,6 +40,55 @@ type AgentDefinition struct {
 	// started: the Agent tool returns at once and the model is told when
 	// the agent is done.
 	Background bool `json:"background,omitempty"`
+	// MCPServers are MCP servers for this agent: by name (one the session
+	// already has) or as a configuration of its own. An in-process server
+	// (MCPSDKServer) belongs in Options.MCPServers, not here: the CLI
+	// ignores it in an agent.
+	MCPServers []AgentMCPServer `json:"mcpServers,omitempty"`
+	// InitialPrompt is sent as the first user turn when this agent is the
+	// session's own (Options.Agent); slash commands in it run.
+	InitialPrompt string `json:"initialPrompt,omitempty"`
+	// AutoCompactWindow is the token count at which the agent, as a
+	// subagent, compacts its own conversation (0 = what it inherits; it can
+	// only lower that).
+	AutoCompactWindow int `json:"autoCompactWindow,omitempty"`
+	// OmitClaudeMd runs the agent, as a subagent, without the user,
+	// project and local CLAUDE.md files (managed ones are kept).
+	OmitClaudeMd bool `json:"omitClaudeMd,omitempty"`
+	// Memory is where the agent's memory files load from: "user",
+	// "project" or "local" ("" = none).
+	Memory string `json:"memory,omitempty"`
+	// Observer names the agent type (or up to four, comma-separated)
+	// started as a read-only background observer whenever this agent runs;
+	// ObserverMessage is appended to each digest it is sent.
+	Observer        string `json:"observer,omitempty"`
+	ObserverMessage string `json:"observerMessage,omitempty"`
+	// CriticalSystemReminderExperimental is added to the agent's system
+	// prompt. Experimental in the CLI.
+	CriticalSystemReminderExperimental string `json:"criticalSystemReminder_EXPERIMENTAL,omitempty"`
+}
+
+// AgentMCPServer is one entry of AgentDefinition.MCPServers: Name alone
+// refers to a server the session has; Servers defines servers of the
+// agent's own, by name.
+type AgentMCPServer struct {
+	Name    string
+	Servers map[string]MCPServerConfig
+}
+
+// MarshalJSON writes the name, or the servers' configurations.
+func (a AgentMCPServer) MarshalJSON() ([]byte, error) {
+	if a.Servers == nil {
+		return json.Marshal(a.Name)
+	}
+	wire := make(map[string]any, len(a.Servers))
+	for name, c := range a.Servers {
+		if c == nil {
+			return nil, fmt.Errorf("claude: AgentMCPServer: server %q has no configuration", name)
+		}
+		wire[name] = c.wire(name)
+	}
+	return json.Marshal(wire)
 }
 
 // Effort is how much effort the model puts into a response: the API's

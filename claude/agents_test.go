@@ -31,6 +31,15 @@ func TestInitializeCarriesPromptsAndAgents(t *testing.T) {
 			},
 			"toolless": {Description: "Thinks", Prompt: "Think.", Tools: []string{}},
 			"inherits": {Description: "Inherits", Prompt: "Do."},
+			"full": {
+				Description: "Every field", Prompt: "All.",
+				MCPServers: []claude.AgentMCPServer{
+					{Name: "shared"},
+					{Servers: map[string]claude.MCPServerConfig{"own": &claude.MCPStdioServer{Command: "own-server"}}},
+				},
+				InitialPrompt: "/review", AutoCompactWindow: 50000, OmitClaudeMd: true, Memory: "project",
+				Observer: "watcher", ObserverMessage: "be brief", CriticalSystemReminderExperimental: "stay on task",
+			},
 		},
 	})
 	want := map[string]any{
@@ -50,6 +59,12 @@ func TestInitializeCarriesPromptsAndAgents(t *testing.T) {
 			// out (all the session's tools).
 			"toolless": map[string]any{"description": "Thinks", "prompt": "Think.", "tools": []any{}},
 			"inherits": map[string]any{"description": "Inherits", "prompt": "Do."},
+			"full": map[string]any{
+				"description": "Every field", "prompt": "All.",
+				"mcpServers": []any{"shared", map[string]any{"own": map[string]any{"type": "stdio", "command": "own-server"}}},
+				"initialPrompt": "/review", "autoCompactWindow": float64(50000), "omitClaudeMd": true, "memory": "project",
+				"observer": "watcher", "observerMessage": "be brief", "criticalSystemReminder_EXPERIMENTAL": "stay on task",
+			},
 		},
 	}
 	if diff := cmp.Diff(want, init); diff != "" {

@@ -39,6 +39,8 @@ const (
 	// ThinkingDisplayOmitted returns thinking blocks with no text (the
 	// signature only), which saves the time to stream it.
 	ThinkingDisplayOmitted ThinkingDisplay = "omitted"
+	// ThinkingDisplayHighlights returns highlights of the thinking.
+	ThinkingDisplayHighlights ThinkingDisplay = "highlights"
 )
 
 // ThinkingConfig is Options.Thinking.

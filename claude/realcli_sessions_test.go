@@ -101,18 +101,18 @@ func sessSetMaxThinkingTokensScenario() scenario {
 	const budget = 2048
 	return scenario{
 		name:   "set_max_thinking_tokens",
-		guards: "SetModel(sessModel) then SetMaxThinkingTokens(N): the next API call asks for thinking {type:enabled, budget_tokens:N}.",
+		guards: "SetModel(sessModel) then SetMaxThinkingTokens(N, \"\"): the next API call asks for thinking {type:enabled, budget_tokens:N}, with the CLI's own display (none on 2.1.197, updates on 2.1.330); SetMaxThinkingTokens(N, summarized) then asks for display summarized, as the TypeScript SDK's thinkingDisplay does.",
 		record: true,
 		api: func() *claudetest.MessagesOptions {
 			return &claudetest.MessagesOptions{
-				Replies: []*claudetest.Reply{claudetest.TextReply("thought within budget")},
+				Replies: []*claudetest.Reply{claudetest.TextReply("thought within budget"), claudetest.TextReply("summarized")},
 			}
 		},
 		run: func(t *testing.T, h *harness) {
 			if err := h.S.SetModel(h.Ctx, sessModel); err != nil {
 				t.Fatalf("SetModel: %v", err)
 			}
-			if err := h.S.SetMaxThinkingTokens(h.Ctx, budget); err != nil {
+			if err := h.S.SetMaxThinkingTokens(h.Ctx, budget, ""); err != nil {
 				t.Fatalf("SetMaxThinkingTokens: %v", err)
 			}
 			msgs := h.turn(t, "think a little")
@@ -129,13 +129,33 @@ func sessSetMaxThinkingTokensScenario() scenario {
 				if len(reqs) != 1 {
 					t.Fatalf("the API got %d requests, want 1", len(reqs))
 				}
-				// Display is the CLI's own: "" in 2.1.197, "updates" in
-				// 2.1.330.
-				if th := reqs[0].Params.Thinking; th == nil || th.Type != "enabled" || th.BudgetTokens != budget {
-					t.Errorf("thinking = %+v, want {type:enabled budget_tokens:%d}", th, budget)
+				// Without a display the CLI picks its own: none in
+				// 2.1.197, "updates" in 2.1.330.
+				wantDisplay := "updates"
+				if in.ClaudeCodeVersion == "2.1.197" {
+					wantDisplay = ""
+				}
+				if th := reqs[0].Params.Thinking; th == nil || th.Type != "enabled" || th.BudgetTokens != budget || th.Display != wantDisplay {
+					t.Errorf("thinking = %+v, want {type:enabled budget_tokens:%d display:%q}", th, budget, wantDisplay)
 				}
 				if reqs[0].Params.Model != sessModel {
 					t.Errorf("model = %q, want %q", reqs[0].Params.Model, sessModel)
+				}
+			}
+			// With a display, the CLI asks the API for it.
+			if err := h.S.SetMaxThinkingTokens(h.Ctx, budget, claude.ThinkingDisplaySummarized); err != nil {
+				t.Fatalf("SetMaxThinkingTokens with a display: %v", err)
+			}
+			if r := result(t, h.turn(t, "think and summarize")); r.IsError || r.Result != "summarized" {
+				t.Errorf("result = %+v", r)
+			}
+			if h.Real() {
+				reqs := h.API.MessagesRequests()
+				if len(reqs) != 2 {
+					t.Fatalf("the API got %d requests, want 2", len(reqs))
+				}
+				if th := reqs[1].Params.Thinking; th == nil || th.Type != "enabled" || th.BudgetTokens != budget || th.Display != "summarized" {
+					t.Errorf("thinking with display summarized = %+v, want {type:enabled budget_tokens:%d display:summarized}", th, budget)
 				}
 			}
 		},

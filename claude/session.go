@@ -1019,14 +1019,20 @@ func (s *Session) SetPermissionMode(ctx context.Context, mode PermissionMode) er
 }
 
 // SetMaxThinkingTokens sets the thinking budget for the next API calls;
-// n <= 0 clears it (the model's default).
-func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int) error {
+// n <= 0 clears it (the model's default). display is how the thinking
+// comes back (the API's thinking.display); "" leaves it to the CLI, which
+// differs by version: 2.1.197 sends no display, 2.1.330 asks for
+// "updates". The TypeScript SDK's setMaxThinkingTokens passes its
+// thinkingDisplay the same way.
+func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int, display ThinkingDisplay) error {
 	var req struct {
-		MaxThinkingTokens *int `json:"max_thinking_tokens"`
+		MaxThinkingTokens *int            `json:"max_thinking_tokens"`
+		ThinkingDisplay   ThinkingDisplay `json:"thinking_display,omitempty"`
 	}
 	if n > 0 {
 		req.MaxThinkingTokens = &n
 	}
+	req.ThinkingDisplay = display
 	_, err := s.request(ctx, "set_max_thinking_tokens", req)
 	return err
 }

@@ -445,11 +445,17 @@ func TestControlRequests(t *testing.T) {
 	if l := <-reqs; string(l.Request) != `{"subtype":"set_model","model":"claude-sonnet-4-5"}` {
 		t.Errorf("set_model request = %s", l.Request)
 	}
-	if err := s.SetMaxThinkingTokens(ctx, 2048); err != nil {
+	if err := s.SetMaxThinkingTokens(ctx, 2048, ""); err != nil {
 		t.Fatal(err)
 	}
 	if l := <-reqs; string(l.Request) != `{"subtype":"set_max_thinking_tokens","max_thinking_tokens":2048}` {
 		t.Errorf("set_max_thinking_tokens request = %s", l.Request)
+	}
+	if err := s.SetMaxThinkingTokens(ctx, 1024, claude.ThinkingDisplaySummarized); err != nil {
+		t.Fatal(err)
+	}
+	if l := <-reqs; string(l.Request) != `{"subtype":"set_max_thinking_tokens","max_thinking_tokens":1024,"thinking_display":"summarized"}` {
+		t.Errorf("set_max_thinking_tokens request with a display = %s", l.Request)
 	}
 	if err := s.Interrupt(ctx); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
 fi
 # The TypeScript SDK's declarations, for the parity test (internal/parity).
-scripts/install-sdk.sh 0.3.330 >/dev/null
+scripts/install-sdk.sh 0.3.331 >/dev/null
 
 go vet ./...
 echo "== go test -race ./... (CLI ${versions[0]})"

@@ -19,13 +19,26 @@ const (
 	SectionHookOutputs = "Hook outputs"     // output fields: "field" or "Event.field"
 	SectionToolInputs  = "Built-in tool inputs"
 	SectionToolOutputs = "Built-in tool outputs"
+	// SectionTypes holds a row per object type ("AgentDefinition": the Go
+	// types whose JSON fields stand for its fields) and a row per field
+	// those Go types lack ("AgentDefinition.memory"). CheckShapes reads it.
+	SectionTypes = "Types"
+	// SectionParams holds a row per parameter of a method or function
+	// that its Go counterpart's parameters do not match by name
+	// ("Query.setMaxThinkingTokens(thinkingDisplay)").
+	SectionParams = "Parameters"
 )
 
 // Sections lists every section in table order.
 var Sections = []string{
 	SectionOptions, SectionQuery, SectionFunctions, SectionControl, SectionMessages,
 	SectionHookEvents, SectionHookOutputs, SectionToolInputs, SectionToolOutputs,
+	SectionTypes, SectionParams,
 }
+
+// nameSections are the sections Check compares name by name with
+// Extract's lists; the others are CheckShapes's.
+func nameSection(s string) bool { return s != SectionTypes && s != SectionParams }
 
 // Names maps each section to the names the declarations hold, sorted.
 type Names map[string][]string

@@ -13,8 +13,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // SDKVersion is the pinned @anthropic-ai/claude-agent-sdk the table is
-// checked against (it bundles CLI 2.1.330). scripts/test.sh installs it.
-const SDKVersion = "0.3.330"
+// checked against (it bundles CLI 2.1.331). scripts/test.sh installs it.
+const SDKVersion = "0.3.331"
 
 const tablePath = "../../docs/parity.md"
 
@@ -35,6 +35,22 @@ func goNames(t *testing.T) GoNames {
 	return names
 }
 
+// goShapes reads the JSON fields and parameters of the same packages.
+func goShapes(t *testing.T) *GoShapes {
+	t.Helper()
+	sh := &GoShapes{}
+	for _, p := range []struct{ dir, prefix string }{
+		{"../../claude", ""},
+		{"../../claude/claudetest", "claudetest."},
+		{"../../host", "host."},
+	} {
+		if err := ReadGoShapes(p.dir, p.prefix, sh); err != nil {
+			t.Fatalf("reading %s: %v", p.dir, err)
+		}
+	}
+	return sh
+}
+
 func readTable(t *testing.T) []Row {
 	t.Helper()
 	f, err := os.Open(tablePath)
@@ -51,7 +67,7 @@ func readTable(t *testing.T) []Row {
 
 // loadSDK parses the pinned SDK's declarations, or skips (fails under
 // CI=true) when the package is not installed.
-func loadSDK(t *testing.T) Names {
+func loadSDK(t *testing.T) (Names, *Shapes) {
 	t.Helper()
 	dir := SDKDir(SDKVersion)
 	sdk, err := os.ReadFile(filepath.Join(dir, "sdk.d.ts"))
@@ -78,7 +94,18 @@ func loadSDK(t *testing.T) Names {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return names
+	shapes, err := ExtractShapes(fs, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names[SectionTypes] = sortedKeys(shapes.Types)
+	names[SectionParams] = nil
+	for _, m := range sortedKeys(shapes.Params) {
+		for _, p := range trimUnderscores(shapes.Params[m]) {
+			names[SectionParams] = append(names[SectionParams], m+"("+p+")")
+		}
+	}
+	return names, shapes
 }
 
 // TestParityTable checks the table on its own, without the SDK: every row
@@ -93,13 +120,17 @@ func TestParityTable(t *testing.T) {
 // TestParity checks that docs/parity.md lists every name the pinned SDK
 // declares: an Options field, a Query method, a function, a control
 // request, a message, a hook event or output field, a built-in tool's
-// input or output. It fails on a name the table misses, a row for a name
-// the SDK does not declare, and a Tether name that does not exist; it
-// reports the gaps.
+// input or output; and, down to fields and parameters, every field of
+// every object type and every parameter of every method and function
+// (CheckShapes). It fails on a name or field the table misses, a row for
+// a name the SDK does not declare, a Tether name that does not exist, and
+// a Go type whose JSON fields do not match; it reports the gaps.
 func TestParity(t *testing.T) {
-	declared := loadSDK(t)
+	declared, shapes := loadSDK(t)
 	rows := readTable(t)
 	problems, gaps := Check(declared, rows, goNames(t))
+	p2, g2 := CheckShapes(shapes, rows, goShapes(t))
+	problems, gaps = append(problems, p2...), append(gaps, g2...)
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -114,7 +145,7 @@ func TestParity(t *testing.T) {
 	fmt.Fprintf(&b, "parity with @anthropic-ai/claude-agent-sdk %s:\n", SDKVersion)
 	for _, s := range Sections {
 		c := count[s]
-		fmt.Fprintf(&b, "  %-22s %3d names: %3d covered, %3d declined, %3d gaps\n", s, len(declared[s]), c[Covered], c[Declined], c[Gap])
+		fmt.Fprintf(&b, "  %-22s %4d names: %4d rows covered, %4d declined, %4d gaps\n", s, len(declared[s]), c[Covered], c[Declined], c[Gap])
 	}
 	if testing.Verbose() {
 		b.WriteString("gaps:\n")

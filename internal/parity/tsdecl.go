@@ -177,7 +177,18 @@ type Literal struct{ Value string }
 type Array struct{ Elem Node }
 
 // Func is a function or constructor type.
-type Func struct{ Result Node }
+type Func struct {
+	Params []Param
+	Result Node
+}
+
+// Param is one parameter of a function or method. A destructured
+// parameter ({a, b}: T) is named "{}"; a rest parameter keeps its name.
+type Param struct {
+	Name     string
+	Optional bool
+	Type     Node
+}
 
 // Opaque is anything the reader does not model (tuples, mapped and
 // conditional types, keyof, typeof, numbers, templates…).
@@ -355,15 +366,16 @@ func (p *tsParser) statement(f *File) {
 		p.i++
 		p.skipTypeParams()
 		var res Node = &Opaque{Text: "void"}
+		var params []Param
 		if p.is("(") {
-			p.skipBalanced()
+			params = p.params()
 			if p.accept(":") {
-				res = p.typeExpr()
+				res = p.returnType()
 			}
 		}
 		p.accept(";")
 		if _, dup := f.Decls[name]; !dup { // overloads: keep the first
-			add(&Decl{Name: name, Kind: "function", Type: &Func{Result: res}})
+			add(&Decl{Name: name, Kind: "function", Type: &Func{Params: params, Result: res}})
 		}
 	default:
 		p.skipStatement()
@@ -546,9 +558,9 @@ func (p *tsParser) primary() Node {
 		return &Opaque{Text: p.skipBalanced()} // a tuple
 	case t.text == "(":
 		if p.isFuncType() {
-			p.skipBalanced()
+			params := p.params()
 			p.accept("=>")
-			return &Func{Result: p.returnType()}
+			return &Func{Params: params, Result: p.returnType()}
 		}
 		p.i++
 		in := p.typeExpr()
@@ -632,6 +644,63 @@ func (p *tsParser) qualifiedName() string {
 		p.i++
 	}
 	return strings.Join(parts, ".")
+}
+
+// params reads a parameter list, "(" to ")": name, optional mark and
+// type of each. A parameter it cannot read is skipped to the next comma
+// at its depth, so one odd parameter costs only itself.
+func (p *tsParser) params() []Param {
+	p.enter()
+	defer p.leave()
+	var out []Param
+	if !p.accept("(") {
+		return nil
+	}
+	for !p.eof() && !p.is(")") {
+		start := p.i
+		p.accept("...")
+		for p.is("readonly") || p.is("public") || p.is("private") || p.is("protected") {
+			if k := p.peekAt(1); k.kind == tokIdent || k.text == "{" || k.text == "[" {
+				p.i++
+				continue
+			}
+			break
+		}
+		var pm Param
+		switch t := p.peek(); {
+		case t.kind == tokIdent:
+			pm.Name = t.text
+			p.i++
+		case t.text == "{" || t.text == "[":
+			pm.Name = "{}"
+			p.skipBalanced()
+		}
+		if pm.Name != "" {
+			pm.Optional = p.accept("?")
+			if p.accept(":") {
+				pm.Type = p.typeExpr()
+			} else {
+				pm.Type = &Opaque{Text: "any"}
+			}
+			if pm.Name != "this" {
+				out = append(out, pm)
+			}
+		}
+		// To the next parameter: skip what is left of this one.
+		for !p.eof() && !p.is(",") && !p.is(")") {
+			if p.is("(") || p.is("[") || p.is("{") || p.is("<") {
+				p.skipBalanced()
+				continue
+			}
+			p.i++
+		}
+		p.accept(",")
+		if p.i == start {
+			p.i++
+		}
+	}
+	p.accept(")")
+	return out
 }
 
 // isFuncType reports whether the "(" at the cursor opens a parameter
@@ -723,14 +792,15 @@ func (p *tsParser) member() (Field, bool) {
 			f.Type = p.typeExpr()
 		case p.is("(") || p.is("<"):
 			p.skipTypeParams()
+			var params []Param
 			if p.is("(") {
-				p.skipBalanced()
+				params = p.params()
 			}
 			var res Node = &Opaque{Text: "void"}
 			if p.accept(":") {
 				res = p.returnType()
 			}
-			f.Type = &Func{Result: res}
+			f.Type = &Func{Params: params, Result: res}
 		default:
 			f.Type = &Opaque{Text: "any"}
 		}

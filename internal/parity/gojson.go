@@ -1,0 +1,181 @@
+package parity
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"strings"
+)
+
+// GoShapes is what the Types and Parameters sections are checked
+// against, read from the Go source: each struct type's JSON field names,
+// each Go field's own JSON name, and each function's and method's
+// parameters.
+type GoShapes struct {
+	// JSON maps a struct type ("AgentDefinition", "host.Session") to the
+	// JSON names of its fields, those promoted from embedded structs
+	// included. A field without a json tag has its Go name, as
+	// encoding/json gives it; a field tagged "-" has none.
+	JSON map[string]map[string]bool
+	// FieldJSON maps "Type.Field" to the JSON name of its json tag, for
+	// the tagged fields.
+	FieldJSON map[string]string
+	// Fields holds every exported struct field, as "Type.Field".
+	Fields map[string]bool
+	// Params maps a function ("ListSessions") or method
+	// ("Session.SetModel") to its parameters: each name, lower-cased, and
+	// for a parameter whose type is a struct of the same package, that
+	// type's name (its fields count as parameters too).
+	Params map[string][]GoParam
+}
+
+// GoParam is one parameter of a Go function.
+type GoParam struct {
+	Name string // as written
+	Type string // the named type, without pointer or package; "" if none
+}
+
+// ReadGoShapes adds the package in dir to into, with names prefixed by
+// prefix as ReadGoNames does.
+func ReadGoShapes(dir, prefix string, into *GoShapes) error {
+	if into.JSON == nil {
+		into.JSON = map[string]map[string]bool{}
+		into.FieldJSON = map[string]string{}
+		into.Fields = map[string]bool{}
+		into.Params = map[string][]GoParam{}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return err
+	}
+	fset := token.NewFileSet()
+	structs := map[string]*ast.StructType{}
+	bodies := map[string]*ast.BlockStmt{} // exported function → body
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if ts, ok := s.(*ast.TypeSpec); ok {
+						if st, ok := ts.Type.(*ast.StructType); ok {
+							structs[ts.Name.Name] = st
+						}
+					}
+				}
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				name := d.Name.Name
+				if d.Recv != nil && len(d.Recv.List) > 0 {
+					name = recvName(d.Recv.List[0].Type) + "." + name
+				}
+				var ps []GoParam
+				for _, p := range d.Type.Params.List {
+					typ := recvName(p.Type)
+					if el, ok := p.Type.(*ast.Ellipsis); ok {
+						typ = recvName(el.Elt)
+					}
+					if len(p.Names) == 0 {
+						ps = append(ps, GoParam{Type: typ})
+					}
+					for _, n := range p.Names {
+						ps = append(ps, GoParam{Name: n.Name, Type: typ})
+					}
+				}
+				into.Params[prefix+name] = ps
+				if d.Body != nil {
+					bodies[name] = d.Body
+				}
+			}
+		}
+	}
+	var jsonNames func(name string, depth int) map[string]bool
+	jsonNames = func(name string, depth int) map[string]bool {
+		out := map[string]bool{}
+		st := structs[name]
+		if st == nil || depth > 10 {
+			return out
+		}
+		for _, f := range st.Fields.List {
+			tag := ""
+			if f.Tag != nil {
+				tag = reflect.StructTag(strings.Trim(f.Tag.Value, "`")).Get("json")
+			}
+			jname, _, _ := strings.Cut(tag, ",")
+			if len(f.Names) == 0 { // embedded
+				e := recvName(f.Type)
+				if jname == "" && tag != "-" {
+					for k := range jsonNames(e, depth+1) {
+						out[k] = true
+					}
+					continue
+				}
+				if jname != "-" && jname != "" {
+					out[jname] = true
+				}
+				continue
+			}
+			for _, n := range f.Names {
+				if !n.IsExported() || tag == "-" {
+					continue
+				}
+				j := jname
+				if j == "" {
+					j = n.Name
+				}
+				out[j] = true
+				if name != "\x00" {
+					into.Fields[prefix+name+"."+n.Name] = true
+				}
+				if name != "\x00" && jname != "" {
+					into.FieldJSON[prefix+name+"."+n.Name] = j
+				}
+			}
+		}
+		return out
+	}
+	for name := range structs {
+		if ast.IsExported(name) {
+			into.JSON[prefix+name] = jsonNames(name, 0)
+		}
+	}
+	// A function's JSON names: those of the struct types written in its
+	// body (the anonymous structs a control request is built from) and of
+	// the named struct types it mentions. They let a control request's
+	// row name the method that sends it.
+	for name, body := range bodies {
+		out := map[string]bool{}
+		ast.Inspect(body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.StructType:
+				st := &ast.StructType{Fields: n.Fields}
+				structs["\x00"] = st
+				for k := range jsonNames("\x00", 0) {
+					out[k] = true
+				}
+				delete(structs, "\x00")
+			case *ast.Ident:
+				if _, ok := structs[n.Name]; ok {
+					for k := range jsonNames(n.Name, 0) {
+						out[k] = true
+					}
+				}
+			}
+			return true
+		})
+		if len(out) > 0 {
+			into.JSON[prefix+name] = out
+		}
+	}
+	return nil
+}
