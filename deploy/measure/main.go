@@ -26,14 +26,15 @@ func main() {
 	cli := flag.String("cli", "", "the Claude Code CLI (default: the pinned one in the cache)")
 	turns := flag.Int("turns", 10, "turns to run, each with one Bash tool call")
 	idle := flag.Duration("idle", 30*time.Second, "how long to watch the idle session")
+	reply := flag.Int("reply-bytes", 4096, "the size of each turn's final text reply")
 	flag.Parse()
-	if err := run(*cli, *turns, *idle); err != nil {
+	if err := run(*cli, *turns, *idle, *reply); err != nil {
 		fmt.Fprintln(os.Stderr, "measure:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cli string, turns int, idle time.Duration) error {
+func run(cli string, turns int, idle time.Duration, replyBytes int) error {
 	if cli == "" {
 		p, err := claudetest.FindCLI(claudetest.DefaultCLIVersion)
 		if err != nil {
@@ -49,7 +50,7 @@ func run(cli string, turns int, idle time.Duration) error {
 				return claudetest.ToolUseReply(fmt.Sprintf("toolu_%d", n), "Bash",
 					map[string]string{"command": "ls -la / | wc -l", "description": "count"})
 			}
-			return claudetest.TextReply("done")
+			return claudetest.TextReply(strings.Repeat("All done here. ", replyBytes/15+1)[:replyBytes])
 		},
 	})
 	defer api.Close()
@@ -91,8 +92,8 @@ func run(cli string, turns int, idle time.Duration) error {
 		}
 	}
 	wall := time.Since(t1)
-	fmt.Printf("%d turns (1 Bash call each) in %v: CPU %.3fs per turn, RSS %d MiB, peak RSS %d MiB\n",
-		turns, wall.Round(time.Millisecond), (cpu()-c0)/float64(turns), rss("VmRSS")/1024, rss("VmHWM")/1024)
+	fmt.Printf("%d turns (1 Bash call and a %d-byte reply each) in %v: CPU %.3fs per turn, RSS %d MiB, peak RSS %d MiB\n",
+		turns, replyBytes, wall.Round(time.Millisecond), (cpu()-c0)/float64(turns), rss("VmRSS")/1024, rss("VmHWM")/1024)
 	return nil
 }
 
