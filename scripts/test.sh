@@ -21,6 +21,13 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
 fi
+# The deploy/ and image tests: promtool (prometheus), systemd-analyze
+# (systemd), bubblewrap to run the image's rootfs, and a package index for
+# `apt-get download` of the image's base (internal/ociimage).
+if command -v apt-get >/dev/null 2>&1 && ! { command -v promtool && command -v systemd-analyze && command -v bwrap; } >/dev/null 2>&1; then
+  sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends prometheus systemd bubblewrap >/dev/null
+fi
 # The TypeScript SDK's declarations, for the parity test (internal/parity).
 scripts/install-sdk.sh 0.3.331 >/dev/null
 
