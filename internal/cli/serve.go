@@ -33,6 +33,10 @@ Runs Claude Code sessions on this machine and serves a web UI for them.
 It prints a URL to open once; the token in it (after #) logs the browser
 in. Sessions keep running when every browser is gone.
 
+The token is random, made at start, unless $TETHER_SERVE_TOKEN sets one
+(at least 32 characters; replicas behind one address share it), which is
+then never printed.
+
 Secure by default: it listens on loopback only; another address needs
 TLS (--tls-cert and --tls-key) or --allow-plain-http behind a TLS proxy.
 Every request's Host and Origin are checked. Approvals stay on: the
@@ -86,6 +90,14 @@ Flags:
 		DefaultCwd: dir,
 	}, nil, stdout, stderr)
 }
+
+// envServeToken is the login token of tether serve when the operator
+// sets one (replicas behind one address share it); else a random one is
+// made at start and printed once.
+const (
+	envServeToken = "TETHER_SERVE_TOKEN"
+	minServeToken = 32
+)
 
 // serveFlags are the flags tether serve and tether demo --serve share.
 type serveFlags struct {
@@ -180,7 +192,16 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	if sf.backend != nil {
 		backend = sf.backend
 	}
+	// A token of the operator's (shared by replicas behind one address,
+	// kept in a secret store) or a random one made now.
+	token := os.Getenv(envServeToken)
+	if token != "" && len(token) < minServeToken {
+		ln.Close()
+		fmt.Fprintf(stderr, "tether serve: $%s is %d characters; use at least %d random ones (e.g. from: head -c 32 /dev/urandom | base64)\n", envServeToken, len(token), minServeToken)
+		return 2
+	}
 	srv := serve.NewServer(backend, &serve.Options{
+		Token:          token,
 		AllowedHosts:   allowedHosts(host_, ln.Addr().(*net.TCPAddr), sf.hosts),
 		TLS:            tls,
 		TrustedProxies: sf.proxies,
@@ -206,8 +227,14 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	if shown.IP.IsUnspecified() {
 		name = "127.0.0.1"
 	}
-	url := srv.LoginURL(scheme + "://" + net.JoinHostPort(name, fmt.Sprint(shown.Port)))
-	fmt.Fprintf(stdout, "tether serve: listening on %s\n  open %s\n  (the link logs you in; keep it private. Ctrl-C stops the server and its sessions.)\n", ln.Addr(), url)
+	base := scheme + "://" + net.JoinHostPort(name, fmt.Sprint(shown.Port))
+	url := srv.LoginURL(base)
+	if token != "" {
+		// The operator's token stays out of the log: they have it.
+		fmt.Fprintf(stdout, "tether serve: listening on %s\n  open %s/#token=<$%s>\n  (Ctrl-C stops the server and its sessions.)\n", ln.Addr(), base, envServeToken)
+	} else {
+		fmt.Fprintf(stdout, "tether serve: listening on %s\n  open %s\n  (the link logs you in; keep it private. Ctrl-C stops the server and its sessions.)\n", ln.Addr(), url)
+	}
 	if ready != nil {
 		ready(url)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
 )
 
 func TestServeRefusesNonLoopbackWithoutTLS(t *testing.T) {
@@ -162,5 +164,50 @@ func TestServeTrustedProxyFlag(t *testing.T) {
 	code := Main(context.Background(), []string{"serve", "--trusted-proxy", "proxy.example"}, strings.NewReader(""), &out, &errb)
 	if code != 2 || !strings.Contains(errb.String(), "not a CIDR") {
 		t.Errorf("a bad --trusted-proxy: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TETHER_SERVE_TOKEN is the login token when set (replicas share it): a
+// short one is refused, and the token never reaches the log.
+func TestServeTokenFromEnv(t *testing.T) {
+	requireCLI(t)
+	path, _ := claudetest.FindCLI("")
+	var out, errb bytes.Buffer
+	t.Setenv(envServeToken, "short")
+	if code := Main(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--cli", path}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "at least 32") {
+		t.Fatalf("a short token: exit %d, %q", code, errb.String())
+	}
+	token := strings.Repeat("k", 40)
+	t.Setenv(envServeToken, token)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	urls := make(chan string, 1)
+	sf := &serveFlags{addr: "127.0.0.1:0"}
+	m := host.NewManager(nil)
+	defer m.Close()
+	out.Reset()
+	done := make(chan int, 1)
+	go func() {
+		done <- runServe(ctx, sf, &serve.LocalOptions{DefaultCwd: t.TempDir()}, func(u string) { urls <- u }, &out, &errb)
+	}()
+	u := <-urls
+	if !strings.HasSuffix(u, "#token="+token) {
+		t.Fatalf("login URL %q does not carry the operator's token", u)
+	}
+	base := strings.TrimSuffix(u, "/#token="+token)
+	req, _ := http.NewRequest("GET", base+"/api/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the operator's token: %d", resp.StatusCode)
+	}
+	cancel()
+	<-done
+	if strings.Contains(out.String(), token) || strings.Contains(errb.String(), token) {
+		t.Fatalf("the token reached the log: %q %q", out.String(), errb.String())
 	}
 }
