@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,10 +10,12 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/cluster"
@@ -113,6 +116,7 @@ Flags:
 	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
 	verbose := fs.Bool("v", false, "log what the agent does to stderr (ids and states, never prompts or secrets)")
 	allowBypass := fs.Bool("allow-bypass-permissions", false, "let commands switch a session to bypassPermissions (approvals off); tether serve must allow it too")
+	httpAddr := fs.String("http-addr", "127.0.0.1:9464", `serve /metrics (Prometheus), /healthz and /readyz here, without login ("" or "off": no listener)`)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -149,15 +153,42 @@ Flags:
 	defer stop()
 	tmpl := agentTemplate(path, dir, *model, *mode)
 	tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: *allowBypass}
-	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
+	// The operations port is bound first: a port in use is refused
+	// before the agent takes any work.
+	var reg *prometheus.Registry
+	var agent atomic.Pointer[cluster.Agent]
+	if !opsOff(*httpAddr) {
+		reg = newRegistry()
+		ops, err := listenOps(*httpAddr, agentOps(reg, func(ctx context.Context) error {
+			if a := agent.Load(); a != nil {
+				return a.Ready(ctx)
+			}
+			return errors.New("the agent is starting")
+		}))
+		if err != nil {
+			fmt.Fprintf(stderr, "tether agent: --http-addr: %v\n", err)
+			return 1
+		}
+		defer ops.stop() // after the agent's Close below
+		*httpAddr = ops.addr().String()
+	}
+	ao := &cluster.AgentOptions{
 		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
 		Limits: nf.limits(), Logger: logger, Session: tmpl,
-	})
+	}
+	if reg != nil {
+		ao.Registerer = reg
+	}
+	a, err := cluster.NewAgent(ctx, ao)
 	if err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 1
 	}
+	agent.Store(a)
 	fmt.Fprintf(stdout, "tether agent %s: taking up to %d sessions from %s (Ctrl-C stops it and its sessions)\n", a.ID(), *capacity, redactURL(nf.url))
+	if reg != nil {
+		fmt.Fprintf(stdout, "  metrics and health: http://%s/metrics /healthz /readyz\n", *httpAddr)
+	}
 	<-ctx.Done()
 	if err := a.Close(); err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
