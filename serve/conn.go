@@ -235,8 +235,10 @@ func (c *client) write(b []byte) bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.opts.WriteTimeout)
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
-		if ctx.Err() != nil && c.ctx.Err() == nil {
-			c.s.metrics.SlowDropped() // the write timed out, not the connection
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The write timed out (before anything else ended the
+			// connection: a cancelled c.ctx makes ctx.Err Canceled).
+			c.s.metrics.SlowDropped()
 		}
 		c.s.log.Info("serve: client write failed; disconnecting", "remote", c.ip, "err", err)
 		return false
