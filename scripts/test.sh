@@ -15,11 +15,12 @@ cd "$(dirname "$0")/.."
 
 versions=(2.1.197 2.1.330)
 scripts/install-cli.sh "${versions[@]}" >/dev/null
-# The browser tests (package serve) drive headless Chromium, the Debian
-# package; install it when missing (CI runs as root).
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+# The browser tests (package serve) drive headless Chromium, and the
+# metrics test (package cluster) a real prometheus server: the Debian
+# packages; install them when missing (CI runs as root).
+if { ! command -v chromium || ! command -v prometheus; } >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium prometheus >/dev/null
 fi
 # The TypeScript SDK's declarations, for the parity test (internal/parity).
 scripts/install-sdk.sh 0.3.330 >/dev/null
