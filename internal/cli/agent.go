@@ -95,8 +95,9 @@ func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 Runs Claude Code sessions on this machine for a cluster: it takes "start
 session" requests from NATS JetStream while it has room, publishes every
 session's events, serves their commands and mirrors their transcripts so
-that another agent can resume them if this one dies. It only dials out:
-no port is opened on this machine. Browsers reach the sessions through
+that another agent can resume them if this one dies. It dials out; its
+one listener is /metrics, /healthz and /readyz (--http-addr, loopback by
+default). Browsers reach the sessions through
 "tether serve --nats URL" anywhere. See docs/cluster.md.
 
 Flags:

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -95,5 +96,25 @@ func TestNilIsOff(t *testing.T) {
 	c.Release()
 	if NewHost(nil, nil, nil) != nil || NewServe(nil) != nil || NewAgent(nil, nil, 1, nil) != nil || NewClusterClient(nil, nil) != nil {
 		t.Error("a nil Registerer made metrics")
+	}
+}
+
+// BenchmarkResultHooks is what metrics add per result (a turn's time and
+// one model's usage), on and off (nil):
+//
+//	go test ./internal/telemetry -run '^$' -bench ResultHooks
+func BenchmarkResultHooks(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprint("on=", on), func(b *testing.B) {
+			var h *Host
+			if on {
+				h = NewHost(prometheus.NewRegistry(), []string{"idle"}, func(*Counts) {})
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.TurnEnded(1500 * time.Millisecond)
+				h.Used("claude-opus-4-8", Usage{Input: 100, Output: 200, CacheRead: 50, USD: 0.01})
+			}
+		})
 	}
 }
