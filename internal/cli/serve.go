@@ -199,7 +199,11 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		fmt.Fprintf(stdout, "tether serve: metrics (no login) at http://%s/metrics\n", ops.addr())
 		metrics = nil // only there
 	}
-	m := host.NewManager(&host.ManagerOptions{Registerer: reg})
+	mo := &host.ManagerOptions{}
+	if sf.backend == nil {
+		mo.Registerer = reg // with --nats the agents count the sessions
+	}
+	m := host.NewManager(mo)
 	defer m.Close()
 	var logger *slog.Logger
 	if sf.verbose {
