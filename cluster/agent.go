@@ -15,9 +15,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // AgentOptions configures an Agent. A nil *AgentOptions means defaults.
@@ -64,6 +66,9 @@ type AgentOptions struct {
 	// Logger gets what the agent does (ids, states, sizes: never prompts
 	// or payloads); nil logs nothing.
 	Logger *slog.Logger
+	// Registerer, when set, gets the agent's metrics (cluster/metrics.go)
+	// and its sessions' (host.ManagerOptions.Registerer). nil: none.
+	Registerer prometheus.Registerer
 }
 
 // An Agent runs sessions for the cluster on one machine: it wraps a
@@ -81,6 +86,7 @@ type Agent struct {
 	cons      jetstream.Consumer
 	configDir string
 	started   time.Time
+	metrics   *telemetry.Cluster
 
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
@@ -149,7 +155,8 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		started: time.Now(),
 	}
 	a.configDir = a.cliConfigDir()
-	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout})
+	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout, Registerer: o.Registerer})
+	a.metrics = telemetry.NewAgent(o.Registerer, b.nc.IsConnected, o.Capacity, a.Sessions)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.takeCtx, a.takeCancel = context.WithCancel(a.ctx)
 	a.drainReq = make(chan struct{})
@@ -163,6 +170,7 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 			a.ctlSub.Unsubscribe()
 		}
 		a.cancel()
+		a.metrics.Release()
 		a.m.Close()
 		b.close()
 		return nil, fmt.Errorf("cluster: registering agent: %w", err)
@@ -203,6 +211,7 @@ func (a *Agent) Close() error {
 		a.ctlSub.Unsubscribe()
 	}
 	a.cancel()
+	a.metrics.Release()
 	err := a.m.Close()
 	a.wg.Wait()
 	a.mu.Lock()

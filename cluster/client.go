@@ -15,8 +15,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // ClientOptions configures a Client. A nil *ClientOptions means defaults.
@@ -34,6 +36,8 @@ type ClientOptions struct {
 	MaxSnapshot int
 	// Logger; nil logs nothing.
 	Logger *slog.Logger
+	// Registerer, when set, gets tether_nats_connected. nil: none.
+	Registerer prometheus.Registerer
 }
 
 // A Client uses the cluster from anywhere: it lists the sessions of every
@@ -59,6 +63,7 @@ type Client struct {
 	closed  bool
 
 	skipped atomic.Uint64 // messages event readers skipped (Skipped)
+	metrics *telemetry.Cluster
 }
 
 // NewClient connects and sets up the streams and buckets if needed. ctx
@@ -90,6 +95,7 @@ func NewClient(ctx context.Context, opts *ClientOptions) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{opts: o, b: b, log: log, watched: map[string]int{}}
+	c.metrics = telemetry.NewClusterClient(o.Registerer, b.nc.IsConnected)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(3)
 	go c.monitor()
@@ -109,6 +115,7 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.cancel()
+	c.metrics.Release()
 	c.wg.Wait()
 	c.b.close()
 	return nil

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/host"
 )
@@ -193,28 +192,6 @@ func (a *Agent) handoverWait() time.Duration {
 // stopTaking ends the loop that pulls start requests.
 func (a *Agent) stopTaking() {
 	a.takeCancel()
-}
-
-// Ready reports whether the agent takes sessions: connected to NATS, its
-// streams there, and not draining.
-func (a *Agent) Ready(ctx context.Context) error {
-	if a.Draining() {
-		return errors.New("cluster: agent draining")
-	}
-	if !a.b.nc.IsConnected() {
-		return fmt.Errorf("%w: not connected (%s)", ErrUnavailable, a.b.nc.Status())
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	for _, name := range []string{StreamStart, StreamEvents, StreamTranscripts} {
-		if _, err := a.b.js.Stream(ctx, name); err != nil {
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("cluster: stream %s: %w", name, err)
-			}
-			return fmt.Errorf("%w: stream %s: %w", ErrUnavailable, name, err)
-		}
-	}
-	return nil
 }
 
 // subjectControl + agent id: requests to an agent itself (drain).

@@ -82,7 +82,7 @@ func TestDrainRequestedOverTheBus(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the drain request did not arrive")
 	}
-	if err := a1.Ready(ctx); err == nil {
+	if err := a1.Ready(ctx); !errors.Is(err, cluster.ErrDraining) {
 		t.Fatal("a draining agent says it is ready")
 	}
 	if err := c.DrainAgent(ctx, "nobody"); !errors.Is(err, cluster.ErrNoSession) {

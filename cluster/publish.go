@@ -65,6 +65,7 @@ func (s *agentSession) publishEvents() {
 				}
 				return
 			}
+			s.a.metrics.Published(time.Since(ev.Time))
 			s.mu.Lock()
 			s.rec.Seq = s.base + ev.Seq
 			s.mu.Unlock()
@@ -290,6 +291,7 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 		case errors.As(err, &apiErr) && apiErr.Code == 400:
 			return 0, err // refused (too big, wrong subject…): retrying will not help
 		}
+		s.a.metrics.Retried()
 		if err := s.pause(wait); err != nil {
 			return 0, err
 		}

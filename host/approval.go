@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // Errors refusing an answer to an approval. They come wrapped in an
@@ -169,14 +170,15 @@ func (s *Session) Respond(id string, r claude.PermissionResult) error {
 	if !ok || !a.announced {
 		return &ApprovalError{ID: id, Err: ErrNoApproval}
 	}
-	return s.answerLocked(a, r)
+	return s.answerLocked(a, r, telemetry.ByPerson)
 }
 
-func (s *Session) answerLocked(a *Approval, r claude.PermissionResult) error {
+func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by string) error {
 	if err := a.refusal(); err != nil {
 		return err
 	}
 	a.status = approvalAnswered
+	s.metrics.ApprovalEnded(by, time.Since(a.Asked))
 	a.answer <- r
 	s.recordResolved(a, r)
 	s.forget(a)
@@ -224,6 +226,7 @@ func (s *Session) withdrawAll() {
 func (a *Approval) withdrawLocked() {
 	if a.status == approvalPending {
 		a.status = approvalWithdrawn
+		a.s.metrics.ApprovalEnded(telemetry.ByWithdrawn, time.Since(a.Asked))
 		a.s.recordResolved(a, nil)
 	}
 }
@@ -267,7 +270,7 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 		}
 		if r != nil {
 			s.mu.Lock()
-			err := s.answerLocked(a, r)
+			err := s.answerLocked(a, r, telemetry.ByPolicy)
 			s.mu.Unlock()
 			if err == nil {
 				return <-a.answer, nil

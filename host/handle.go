@@ -104,6 +104,7 @@ func (s *Session) handle(m claude.Message, merr error) {
 		}
 	}
 	s.acc.Add(m)
+	s.countResult(m) // before costs.add: it reads the totals before m
 	s.costs.add(m)
 	s.transition()
 	s.recordCost(m)
@@ -116,6 +117,7 @@ func (s *Session) handle(m claude.Message, merr error) {
 func (s *Session) beginTurn() {
 	if !s.turn {
 		s.turn = true
+		s.turnStart = time.Now()
 		if s.turnBegun != nil {
 			close(s.turnBegun) // an Interrupt was waiting for this turn
 			s.turnBegun = nil

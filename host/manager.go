@@ -6,6 +6,10 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // ManagerOptions configures a Manager. A nil *ManagerOptions means
@@ -22,6 +26,11 @@ type ManagerOptions struct {
 	// idle or error) with no word from its CLI for this long. 0 means
 	// never.
 	IdleTimeout time.Duration
+	// Registerer, when set, gets the sessions' metrics (host/metrics.go):
+	// sessions by state, CLI starts and exits, turn and approval times,
+	// tokens and cost. nil means no metrics, at no cost. Sessions started
+	// with Start outside a Manager are not counted.
+	Registerer prometheus.Registerer
 }
 
 // ErrManagerClosed is returned by Start after Manager.Close.
@@ -34,7 +43,8 @@ var ErrManagerClosed = errors.New("host: manager closed")
 //
 // Every method is safe for concurrent use.
 type Manager struct {
-	opts ManagerOptions
+	opts    ManagerOptions
+	metrics *telemetry.Host
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -54,6 +64,7 @@ func NewManager(opts *ManagerOptions) *Manager {
 	if opts != nil {
 		m.opts = *opts
 	}
+	m.metrics = telemetry.NewHost(m.opts.Registerer, stateNames[:], m.count)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.Lock()
 	m.refill()
@@ -89,7 +100,7 @@ func (m *Manager) Start(ctx context.Context, opts *Options) (*Session, error) {
 		opts = m.opts.Session
 	}
 	m.mu.Unlock()
-	s, err := Start(ctx, opts)
+	s, err := start(ctx, opts, m.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +147,7 @@ func (m *Manager) refill() {
 		go func() {
 			defer m.wg.Done()
 			ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
-			s, err := Start(ctx, m.opts.Session)
+			s, err := start(ctx, m.opts.Session, m.metrics)
 			cancel()
 			m.mu.Lock()
 			defer m.mu.Unlock()
@@ -218,6 +229,7 @@ func (m *Manager) Close() error {
 	m.spares = nil
 	m.mu.Unlock()
 	m.cancel()
+	m.metrics.Release()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/safelog"
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // Options configures a host Session. A nil *Options means defaults; the
@@ -124,6 +125,9 @@ type Session struct {
 	done chan struct{}
 	wg   sync.WaitGroup // run loops and restarts
 
+	metrics   *telemetry.Host // nil: none (set before the CLI starts)
+	turnStart time.Time       // when the running turn began (metrics)
+
 	// turnBegun is closed by beginTurn (s.mu held); an Interrupt waiting
 	// for the turn of a sent prompt makes it.
 	turnBegun chan struct{}
@@ -134,7 +138,13 @@ type toolRun struct{ id, name string }
 // Start starts a CLI and returns once it is ready for prompts (see
 // claude.Connect for the errors). ctx bounds the start only.
 func Start(ctx context.Context, opts *Options) (*Session, error) {
+	return start(ctx, opts, nil)
+}
+
+// start is Start counting into mt (a Manager's metrics).
+func start(ctx context.Context, opts *Options, mt *telemetry.Host) (*Session, error) {
 	s := newSession(opts)
+	s.metrics = mt
 	if err := s.connect(ctx, false); err != nil {
 		s.mu.Lock()
 		s.closed, s.gone, s.cause = true, true, err
@@ -214,6 +224,7 @@ func (s *Session) connect(ctx context.Context, resume bool) error {
 		o.Resume, o.Continue, o.ForkSession, o.SessionID = sid, false, false, ""
 	}
 	cs, err := claude.Connect(ctx, &o)
+	s.metrics.CLIStarted(err)
 	if err != nil {
 		return err
 	}
@@ -354,6 +365,7 @@ func (s *Session) disconnected(cs *claude.Session, cause error) {
 		cause = claude.ErrClosed
 	}
 	s.cause = cause
+	s.metrics.CLIExited(exitReason(cause, s.closed))
 	s.resetTurn()
 	s.withdrawAll()
 	s.failDeliveries(cause)

@@ -15,18 +15,19 @@ cd "$(dirname "$0")/.."
 
 versions=(2.1.197 2.1.330)
 scripts/install-cli.sh "${versions[@]}" >/dev/null
-# The browser tests (package serve) drive headless Chromium, the Debian
-# package; install it when missing (CI runs as root).
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+# Debian packages the tests drive, installed when missing (CI runs as
+# root): Chromium for the browser tests (serve); prometheus (the server
+# that scrapes us in cluster's metrics test, and promtool for deploy/);
+# systemd-analyze for deploy/'s units; bubblewrap to run the image's
+# rootfs (internal/ociimage). The update also gives `apt-get download`,
+# which builds the image's base, a package index.
+need=()
+for c in chromium:chromium prometheus:prometheus promtool:prometheus systemd-analyze:systemd bwrap:bubblewrap; do
+  command -v "${c%%:*}" >/dev/null 2>&1 || need+=("${c##*:}")
+done
+if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
-fi
-# The deploy/ and image tests: promtool (prometheus), systemd-analyze
-# (systemd), bubblewrap to run the image's rootfs, and a package index for
-# `apt-get download` of the image's base (internal/ociimage).
-if command -v apt-get >/dev/null 2>&1 && ! { command -v promtool && command -v systemd-analyze && command -v bwrap; } >/dev/null 2>&1; then
-  sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends prometheus systemd bubblewrap >/dev/null
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
 fi
 # The TypeScript SDK's declarations, for the parity test (internal/parity).
 scripts/install-sdk.sh 0.3.331 >/dev/null

@@ -143,6 +143,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.clients[c] = struct{}{}
 	s.startHub()
 	s.mu.Unlock()
+	s.metrics.Connected(1)
+	defer s.metrics.Connected(-1)
 	s.log.Info("serve: client connected", "remote", c.ip)
 	c.run()
 	s.mu.Lock()
@@ -233,6 +235,11 @@ func (c *client) write(b []byte) bool {
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.opts.WriteTimeout)
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The write timed out (before anything else ended the
+			// connection: a cancelled c.ctx makes ctx.Err Canceled).
+			c.s.metrics.SlowDropped()
+		}
 		c.s.log.Info("serve: client write failed; disconnecting", "remote", c.ip, "err", err)
 		return false
 	}
@@ -570,6 +577,7 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 		for e, err := range c.s.b.Events(ctx, id, after) {
 			if err != nil {
 				if errors.Is(err, host.ErrResync) {
+					c.s.metrics.Resynced()
 					snap = true
 					break
 				}

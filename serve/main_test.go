@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/tetherhq/tether/claude"
@@ -114,6 +115,7 @@ type envOptions struct {
 	serve   *serve.Options
 	journal *host.JournalOptions
 	local   *serve.LocalOptions
+	reg     *prometheus.Registry // the manager's metrics (serve.Options.Registerer is the server's)
 }
 
 func newEnv(t testing.TB, eo *envOptions) *env {
@@ -122,7 +124,11 @@ func newEnv(t testing.TB, eo *envOptions) *env {
 		eo = &envOptions{}
 	}
 	fake := &claudetest.FakeCLI{Script: fakeCLI}
-	m := host.NewManager(nil)
+	mo := &host.ManagerOptions{}
+	if eo.reg != nil {
+		mo.Registerer = eo.reg
+	}
+	m := host.NewManager(mo)
 	lo := serve.LocalOptions{}
 	if eo.local != nil {
 		lo = *eo.local

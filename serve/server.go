@@ -20,6 +20,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // Options configures a Server. A nil *Options means defaults.
@@ -65,6 +69,16 @@ type Options struct {
 	ListInterval time.Duration
 	// MaxSubscriptions bounds the subscriptions of one socket (0 = 64).
 	MaxSubscriptions int
+
+	// Registerer, when set, gets the server's metrics: open WebSockets,
+	// resyncs, slow clients dropped (tether_browser_*). nil: none.
+	Registerer prometheus.Registerer
+	// Metrics, when set, is served at /metrics (e.g. promhttp.HandlerFor
+	// the registry), behind the same login as /api/: a scraper sends the
+	// token as a bearer. nil: no /metrics route. An unauthenticated
+	// listener for internal scraping is the caller's own (tether serve
+	// --metrics-addr).
+	Metrics http.Handler
 }
 
 // Server is the tether serve HTTP handler: the UI, the login, the
@@ -80,6 +94,7 @@ type Server struct {
 	mux    *http.ServeMux
 
 	limiter limiter
+	metrics *telemetry.Serve
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -130,6 +145,7 @@ func NewServer(b Backend, opts *Options) *Server {
 	}
 	s.ui = http.FileServerFS(ui)
 	s.limiter.init()
+	s.metrics = telemetry.NewServe(o.Registerer)
 	s.mux = s.routes()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -228,6 +244,13 @@ func (s *Server) routes() *http.ServeMux {
 		}
 		writeJSON(w, http.StatusOK, snap)
 	})
+	if m := s.opts.Metrics; m != nil {
+		mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+			if s.needMethod(w, r, http.MethodGet) && s.authorized(w, r, false) {
+				m.ServeHTTP(w, r)
+			}
+		})
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint")
 	})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,10 +11,12 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/cluster"
@@ -93,8 +96,9 @@ func agentCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 Runs Claude Code sessions on this machine for a cluster: it takes "start
 session" requests from NATS JetStream while it has room, publishes every
 session's events, serves their commands and mirrors their transcripts so
-that another agent can resume them if this one dies. It only dials out:
-no port is opened on this machine. Browsers reach the sessions through
+that another agent can resume them if this one dies. It dials out; its
+one listener is /metrics, /healthz and /readyz (--http-addr, loopback by
+default). Browsers reach the sessions through
 "tether serve --nats URL" anywhere. See docs/cluster.md.
 
 Flags:
@@ -116,6 +120,7 @@ Flags:
 	drainTimeout := fs.Duration("drain-timeout", 5*time.Minute, "on SIGTERM: how long running turns may take to finish before the sessions are handed to other agents anyway")
 	drainID := fs.String("drain", "", "ask the running agent with this id to drain (its sessions move to other agents, then it exits), and wait until it has left")
 	allowBypass := fs.Bool("allow-bypass-permissions", false, "let commands switch a session to bypassPermissions (approvals off); tether serve must allow it too")
+	httpAddr := fs.String("http-addr", "127.0.0.1:9464", `serve /metrics (Prometheus), /healthz and /readyz here, without login ("" or "off": no listener)`)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -168,15 +173,42 @@ Flags:
 	defer signal.Stop(intr)
 	tmpl := agentTemplate(path, dir, *model, *mode)
 	tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: *allowBypass}
-	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
+	// The operations port is bound first: a port in use is refused
+	// before the agent takes any work.
+	var reg *prometheus.Registry
+	var agent atomic.Pointer[cluster.Agent]
+	if !opsOff(*httpAddr) {
+		reg = newRegistry()
+		ops, err := listenOps(*httpAddr, agentOps(reg, func(ctx context.Context) error {
+			if a := agent.Load(); a != nil {
+				return a.Ready(ctx)
+			}
+			return errors.New("the agent is starting")
+		}))
+		if err != nil {
+			fmt.Fprintf(stderr, "tether agent: --http-addr: %v\n", err)
+			return 1
+		}
+		defer ops.stop() // after the agent's Close below
+		*httpAddr = ops.addr().String()
+	}
+	ao := &cluster.AgentOptions{
 		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
 		Limits: nf.limits(), Logger: logger, Session: tmpl,
-	})
+	}
+	if reg != nil {
+		ao.Registerer = reg
+	}
+	a, err := cluster.NewAgent(ctx, ao)
 	if err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 1
 	}
+	agent.Store(a)
 	fmt.Fprintf(stdout, "tether agent %s: taking up to %d sessions from %s (SIGTERM drains it: its sessions move to other agents; Ctrl-C stops it and its sessions)\n", a.ID(), *capacity, redactURL(nf.url))
+	if reg != nil {
+		fmt.Fprintf(stdout, "  metrics and health: http://%s/metrics /healthz /readyz\n", *httpAddr)
+	}
 	select {
 	case <-ctx.Done():
 	case <-term:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,13 +92,19 @@ func TestRealCLIAgentAndServeNATS(t *testing.T) {
 	go func() {
 		defer aoutW.Close()
 		agentDone <- Main(actx, []string{"agent", "--nats", ns.ClientURL(), "--id", "cli-agent", "--cli", cli.Path,
-			"--cwd", cli.Dir, "--capacity", "1", "--heartbeat", "300ms"}, strings.NewReader(""), aoutW, io.Discard)
+			"--cwd", cli.Dir, "--capacity", "1", "--heartbeat", "300ms", "--http-addr", "127.0.0.1:0"}, strings.NewReader(""), aoutW, io.Discard)
 	}()
-	line, err := bufio.NewReader(aout).ReadString('\n')
+	ar := bufio.NewReader(aout)
+	line, err := ar.ReadString('\n')
 	if err != nil || !strings.Contains(line, "tether agent cli-agent") {
 		t.Fatalf("agent said %q, %v", line, err)
 	}
-	go io.Copy(io.Discard, aout)
+	line, err = ar.ReadString('\n')
+	agentOps, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "metrics and health: "), "/metrics")
+	if err != nil || !ok || !strings.HasPrefix(agentOps, "http://127.0.0.1:") {
+		t.Fatalf("agent said %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, ar)
 
 	sctx, stopServe := context.WithCancel(ctx)
 	serveDone := make(chan int, 1)
@@ -160,6 +167,28 @@ func TestRealCLIAgentAndServeNATS(t *testing.T) {
 	if len(list.Sessions) != 1 || list.Sessions[0].ID != info.ID || list.Sessions[0].Owner != "cli-agent" {
 		t.Errorf("serve lists %+v", list.Sessions)
 	}
+	// The agent's operations port: metrics of the real CLI's turn (tokens
+	// by model from its result), health and readiness, without login.
+	if code, body := httpGet(t, ctx, agentOps+"/healthz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("agent /healthz: %d %q", code, body)
+	}
+	if code, body := httpGet(t, ctx, agentOps+"/readyz", ""); code != 200 || body != "ready\n" {
+		t.Errorf("agent /readyz: %d %q", code, body)
+	}
+	_, metrics := httpGet(t, ctx, agentOps+"/metrics", "")
+	for _, re := range []string{`(?m)^tether_cli_starts_total 1$`, `(?m)^tether_agent_capacity 1$`, `(?m)^tether_nats_connected 1$`,
+		`(?m)^tether_tokens_total\{kind="input",model="[a-z0-9.-]+"\} [1-9]`, `(?m)^tether_events_published_total [1-9]`, `(?m)^go_goroutines `} {
+		if !regexp.MustCompile(re).MatchString(metrics) {
+			t.Errorf("agent /metrics lacks %s:\n%.3000s", re, metrics)
+		}
+	}
+	// serve's /metrics is on its main port, behind the token.
+	if code, _ := httpGet(t, ctx, base+"/metrics", ""); code != http.StatusUnauthorized {
+		t.Errorf("serve /metrics without the token: %d", code)
+	}
+	if code, metrics := httpGet(t, ctx, base+"/metrics", token); code != 200 || !strings.Contains(metrics, "\ntether_nats_connected 1\n") {
+		t.Errorf("serve /metrics: %d\n%.3000s", code, metrics)
+	}
 	stopServe()
 	stopAgent()
 	if code := <-serveDone; code != 0 {
@@ -169,6 +198,23 @@ func TestRealCLIAgentAndServeNATS(t *testing.T) {
 		t.Errorf("agent exited %d", code)
 	}
 	c.Close()
+}
+
+// httpGet GETs u (with a bearer token unless "") and returns the status
+// and the body.
+func httpGet(t *testing.T, ctx context.Context, u, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func mustNATSOptions(t *testing.T) []nats.Option {

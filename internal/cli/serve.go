@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/proc"
@@ -108,6 +110,17 @@ type serveFlags struct {
 	plainHTTP       bool
 	allowBypass     bool
 	verbose         bool
+	metricsAddr     string
+	reg             *prometheus.Registry // made by registry()
+}
+
+// registry is the server's metrics registry, shared by its manager, the
+// server and, with --nats, the cluster client and embedded agent.
+func (sf *serveFlags) registry() *prometheus.Registry {
+	if sf.reg == nil {
+		sf.reg = newRegistry()
+	}
+	return sf.reg
 }
 
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
@@ -119,6 +132,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.Var(&sf.proxies, "trusted-proxy", "a proxy (CIDR, or one address) whose X-Forwarded-For names the client, so failed logins are limited per client rather than per proxy (repeatable)")
 	fs.BoolVar(&sf.plainHTTP, "allow-plain-http", false, "allow a non-loopback address without TLS (only behind a TLS-terminating proxy)")
 	fs.BoolVar(&sf.allowBypass, "allow-bypass-permissions", false, "let clients choose the bypassPermissions mode (approvals off)")
+	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus) on this separate address WITHOUT login, for loopback or internal scraping (default: /metrics on --addr, which needs the token as a bearer)")
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
 	return sf
 }
@@ -182,7 +196,26 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		return 1
 	}
 	lo.AllowBypassPermissions = sf.allowBypass
-	m := host.NewManager(nil)
+	reg := sf.registry()
+	var metrics http.Handler = metricsHandler(reg)
+	if !opsOff(sf.metricsAddr) {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics)
+		ops, err := listenOps(sf.metricsAddr, mux)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "tether serve: --metrics-addr: %v\n", err)
+			return 1
+		}
+		defer ops.stop()
+		fmt.Fprintf(stdout, "tether serve: metrics (no login) at http://%s/metrics\n", ops.addr())
+		metrics = nil // only there
+	}
+	mo := &host.ManagerOptions{}
+	if sf.backend == nil {
+		mo.Registerer = reg // with --nats the agents count the sessions
+	}
+	m := host.NewManager(mo)
 	defer m.Close()
 	var logger *slog.Logger
 	if sf.verbose {
@@ -207,6 +240,8 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		TrustedProxies: sf.proxies,
 		Logger:         logger,
 		Version:        "tether " + claude.Version,
+		Registerer:     reg,
+		Metrics:        metrics,
 	})
 	defer srv.Close()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}

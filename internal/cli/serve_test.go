@@ -211,3 +211,52 @@ func TestServeTokenFromEnv(t *testing.T) {
 		t.Fatalf("the token reached the log: %q %q", out.String(), errb.String())
 	}
 }
+
+// TestServeMetricsAddr: with --metrics-addr, /metrics is served there
+// without login, and not on the main port.
+func TestServeMetricsAddr(t *testing.T) {
+	requireCLI(t)
+	path, _ := claudetest.FindCLI("")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srvCtx, stop := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Main(srvCtx, []string{"serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--cli", path, "--cwd", t.TempDir()},
+			strings.NewReader(""), pw, &errb)
+		pw.Close()
+	}()
+	defer func() {
+		stop()
+		if code := <-exit; code != 0 {
+			t.Errorf("exit code %d; stderr %s", code, errb.String())
+		}
+	}()
+	var metricsURL, link string
+	sc := bufio.NewScanner(pr)
+	for link == "" && sc.Scan() {
+		if m := regexp.MustCompile(`metrics \(no login\) at (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			metricsURL = m[1]
+		}
+		if m := regexp.MustCompile(`open (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			link = m[1]
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if metricsURL == "" || link == "" {
+		t.Fatalf("metrics %q, link %q; stderr %s", metricsURL, link, errb.String())
+	}
+	code, body := httpGet(t, ctx, metricsURL, "")
+	for _, want := range []string{"\ntether_browser_connections 0\n", "\ntether_sessions{state=\"idle\"} 0\n", "\ngo_goroutines "} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d, lacks %q:\n%.2000s", metricsURL, code, want, body)
+		}
+	}
+	u, _ := url.Parse(link)
+	token := strings.TrimPrefix(u.Fragment, "token=")
+	if code, body := httpGet(t, ctx, u.Scheme+"://"+u.Host+"/metrics", token); strings.Contains(body, "tether_") {
+		t.Errorf("the main port serves /metrics too: %d", code)
+	}
+}

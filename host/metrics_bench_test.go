@@ -1,0 +1,71 @@
+package host_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+)
+
+// benchDeltas is the text deltas of one benchmark turn.
+const benchDeltas = 200
+
+// benchTurns answers each prompt with a turn of benchDeltas text deltas
+// and a result with per-model totals (what the metrics count).
+func benchTurns(ctx context.Context, c *claudetest.CLI) error {
+	bg := context.Background()
+	if _, err := c.HandleInitialize(bg); err != nil {
+		return err
+	}
+	for n := int64(1); ; n++ {
+		if _, err := c.ReadUser(bg); err != nil {
+			return nil
+		}
+		c.Write(c.SystemInit(), textStart(c))
+		for range benchDeltas {
+			c.Write(c.TextDelta(0, "token "))
+		}
+		c.Write(c.AssistantText("done"), c.ResultSuccess("done").With("modelUsage", map[string]any{
+			"claude-opus-4-8": map[string]any{"inputTokens": 100 * n, "outputTokens": 200 * n, "costUSD": 0.01 * float64(n)}}))
+	}
+}
+
+// BenchmarkMetricsMessagePath is the cost of metrics on the message path:
+// one turn (benchDeltas + 4 messages through Session.handle) per
+// iteration, with metrics off (no Registerer) and on. Compare ns/msg:
+//
+//	go test ./host -run '^$' -bench MetricsMessagePath -count 6 | tee m.txt   # benchstat m.txt
+func BenchmarkMetricsMessagePath(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		reg  prometheus.Registerer
+	}{{"off", nil}, {"on", prometheus.NewRegistry()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			m := host.NewManager(&host.ManagerOptions{Registerer: bc.reg})
+			defer m.Close()
+			s, err := m.Start(ctx, &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: benchTurns}, IncludePartialMessages: true}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				d, err := s.Send(ctx, "go")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := d.Wait(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(benchDeltas+4)), "ns/msg")
+		})
+	}
+}
