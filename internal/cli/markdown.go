@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/glamour"
+	"github.com/mattn/go-runewidth"
 	"github.com/muesli/termenv"
 )
 
@@ -15,13 +16,13 @@ import (
 //
 // Streaming: the text arrives in small deltas, and a Markdown block
 // cannot be rendered until it is complete (a fence may close, a
-// paragraph may turn into a table). So the renderer keeps the text of the
-// block being written and renders each block as soon as it is complete:
-// a paragraph at the blank line after it, a fenced code block at its
-// closing fence, a heading at its end of line; what is left when the
-// text block stops is rendered then. Nothing already on the screen is
-// rewritten, so scrollback stays as it was; the status line (redrawn in
-// place) shows the turn is alive meanwhile.
+// paragraph may turn into a table). So the block being written is shown
+// live, as raw text, and once it is complete (a paragraph at the blank
+// line after it, a fenced code block at its closing fence, a heading at
+// its end of line, anything left when the text block stops) the raw
+// rows are erased and its rendering written in their place. Raw text
+// grown taller than maxLiveRows is left as written: its first rows may
+// have scrolled off the screen, where they cannot be erased.
 
 // markdownStyle uses only the terminal's own 16 colours (and bold,
 // italic, faint), so it reads on a dark background and a light one
@@ -194,4 +195,27 @@ func completeBlocks(s string) (done, rest string) {
 		pos = end
 	}
 	return s[:cut], s[cut:]
+}
+
+// maxLiveRows bounds the rows of live raw text that are taken back to
+// put the rendering in their place: 23 fit on the smallest usual
+// terminal (24 rows, one for the status line), so the text to erase is
+// still on the screen. A block taller than that stays as written.
+const maxLiveRows = 23
+
+// screenRows counts the terminal rows s takes from the start of a line
+// to the cursor after it, on a terminal width columns wide: each line
+// wraps every width columns, and a line that ends exactly at the edge
+// leaves the cursor on its last row until more is written.
+func screenRows(s string, width int) int {
+	if width <= 0 {
+		width = 80
+	}
+	lines := strings.Split(s, "\n")
+	rows := 0
+	for _, l := range lines {
+		w := runewidth.StringWidth(sgrRe.ReplaceAllString(l, ""))
+		rows += max(1, (w+width-1)/width)
+	}
+	return rows
 }

@@ -80,6 +80,9 @@ type renderer struct {
 	md        *markdown
 	mdPending strings.Builder
 	mdBlocks  int
+	mdLive    strings.Builder // the raw text of the pending block, as on the screen
+	mdKept    bool            // the live text grew too tall to replace
+	mdSep     bool            // a blank line was written before the live text
 
 	readFile func(string) ([]byte, error) // reads a file an Edit changes, for its diff
 
@@ -110,8 +113,10 @@ func (r *renderer) termWidth() int {
 	return 80
 }
 
-// textDelta takes streamed text of the main thread: written at once
-// without Markdown rendering, else kept until its block is complete.
+// textDelta takes streamed text of the main thread. Without Markdown
+// rendering it is written as it comes. With it, the block being written
+// is shown live as raw text and, once complete, replaced in place by its
+// rendering (see markdown.go).
 func (r *renderer) textDelta(s string) {
 	if r.md == nil {
 		r.write(s)
@@ -120,11 +125,68 @@ func (r *renderer) textDelta(s string) {
 	r.mdPending.WriteString(s)
 	done, rest := completeBlocks(r.mdPending.String())
 	if done == "" {
+		r.writeLive(s)
 		return
 	}
 	r.mdPending.Reset()
 	r.mdPending.WriteString(rest)
-	r.writeMarkdown(done)
+	if r.eraseLive() {
+		r.writeMarkdown(done)
+	}
+	r.writeLive(rest)
+}
+
+// writeLive writes raw text of the block still being written, keeping
+// what it put on the screen so eraseLive can take it back.
+func (r *renderer) writeLive(s string) {
+	if s == "" {
+		return
+	}
+	if r.mdLive.Len() == 0 && r.mdBlocks > 0 && !r.mdKept {
+		r.newline()
+		r.write("\n") // the blank line between blocks, as glamour puts within one
+		r.mdSep = true
+	}
+	s = strings.ReplaceAll(s, "\t", "    ") // a known width, to count the rows
+	r.mdLive.WriteString(s)
+	r.write(s)
+	if screenRows(r.mdLive.String(), r.termWidth()) > maxLiveRows {
+		r.mdKept = true // too tall to take back: it stays as written
+	}
+}
+
+// eraseLive takes the live raw text off the screen, so its rendering can
+// take its place. It returns false when the text is to stay: it grew
+// taller than can be taken back, and the rendering is skipped.
+func (r *renderer) eraseLive() bool {
+	live := r.mdLive.String()
+	r.mdLive.Reset()
+	sep := r.mdSep
+	r.mdSep = false
+	if r.mdKept {
+		r.mdKept = false
+		r.mdBlocks++
+		r.newline()
+		return false
+	}
+	if live == "" {
+		if sep {
+			r.mdBlocks++ // the blank line written stays; count the block so none is added
+		}
+		return true
+	}
+	r.hideStatus()
+	up := screenRows(live, r.termWidth()) - 1
+	if sep {
+		up++ // the blank line before it goes too: writeMarkdown puts it back
+	}
+	seq := "\r"
+	if up > 0 {
+		seq += fmt.Sprintf("\x1b[%dA", up)
+	}
+	io.WriteString(r.w, seq+"\x1b[J")
+	r.col = 0
+	return true
 }
 
 // flushText renders what is left of the streamed text.
@@ -134,7 +196,7 @@ func (r *renderer) flushText() {
 	}
 	s := r.mdPending.String()
 	r.mdPending.Reset()
-	if strings.TrimSpace(s) != "" {
+	if r.eraseLive() && strings.TrimSpace(s) != "" {
 		r.writeMarkdown(s)
 	}
 	r.mdBlocks = 0

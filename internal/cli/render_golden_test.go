@@ -6,6 +6,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,7 +135,7 @@ func TestRenderMarkdown(t *testing.T) {
 		r := newRenderer(&out, true, true, thinkingCollapsed, nil)
 		r.width = func() int { return 72 }
 		streamText(t, r, mdReply, n)
-		return out.String()
+		return screen(out.String())
 	}
 	tty := render(7)
 	golden(t, "markdown-tty.golden", tty)
@@ -145,9 +147,74 @@ func TestRenderMarkdown(t *testing.T) {
 	if strings.Contains(tty, "```") || strings.Contains(tty, "**fix**") {
 		t.Errorf("Markdown markup left on the terminal:\n%s", tty)
 	}
+	// The block being written shows live, as written, before it is
+	// complete (then its rendering takes its place).
+	var live bytes.Buffer
+	r := newRenderer(&live, true, true, thinkingCollapsed, nil)
+	feed(t, r,
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_live","content":[]}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Still **writ"}}}`,
+	)
+	if !strings.Contains(screen(live.String()), "Still **writ") {
+		t.Errorf("the text being written is not shown live: %q", live.String())
+	}
+	feed(t, r, `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ing**."}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_stop","index":0}}`)
+	if got := screen(live.String()); got != "Still \x1b[1mwriting\x1b[0m.\n" {
+		t.Errorf("the live text was not replaced by its rendering: %q", got)
+	}
 	for _, n := range []int{1, 3, 1000} {
 		if got := render(n); got != tty {
 			t.Errorf("deltas of %d bytes render differently:\n%s", n, cmp.Diff(tty, got))
 		}
 	}
+}
+
+// cursorRe matches the cursor movements and erasures the renderer
+// writes: up n rows, erase to the end of the screen, erase the line.
+var cursorRe = regexp.MustCompile(`\x1b\[(\d*)A|\x1b\[J|\x1b\[2K|\r`)
+
+// screen is what a terminal shows after out, for output whose lines do
+// not wrap: text (style codes kept) by rows, with the renderer's cursor
+// moves and erasures applied.
+func screen(out string) string {
+	rows := []string{""}
+	row := 0
+	text := func(s string) {
+		for i, part := range strings.Split(s, "\n") {
+			if i > 0 {
+				row++
+				if row == len(rows) {
+					rows = append(rows, "")
+				}
+			}
+			rows[row] += part
+		}
+	}
+	for out != "" {
+		loc := cursorRe.FindStringSubmatchIndex(out)
+		if loc == nil {
+			text(out)
+			break
+		}
+		text(out[:loc[0]])
+		switch m := out[loc[0]:loc[1]]; {
+		case m == "\r":
+			// Only ever before an erasure or a move: the column is not kept.
+		case m == "\x1b[J":
+			rows = rows[:row+1]
+			rows[row] = ""
+		case m == "\x1b[2K":
+			rows[row] = ""
+		default:
+			n, err := strconv.Atoi(out[loc[2]:loc[3]])
+			if err != nil {
+				n = 1
+			}
+			row = max(row-n, 0)
+		}
+		out = out[loc[1]:]
+	}
+	return strings.Join(rows, "\n")
 }

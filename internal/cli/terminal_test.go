@@ -257,8 +257,12 @@ func TestRealCLIRunEditDiff(t *testing.T) {
 	if code := term.exitCode(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-	if strings.Contains(term.text(), "```") || strings.Contains(term.text(), "**default**") {
-		t.Error("the reply's Markdown was not rendered")
+	// The reply showed live as written, then its rendering took its
+	// place: what follows the last (rendered) code line has no fence.
+	text := term.text()
+	tail := text[strings.LastIndex(text, "name = \"world\""):]
+	if strings.Contains(tail, "```") || !strings.Contains(term.raw(), "\x1b[J") {
+		t.Errorf("the reply's Markdown was not rendered in place of its text:\n%s", tail)
 	}
 	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "name = \"world\"") {
 		t.Errorf("greet.go = %q, %v", b, err)
