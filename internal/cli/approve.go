@@ -54,15 +54,12 @@ func (r *renderer) showApproval(k *asking) {
 	if req.Description != "" {
 		r.println("  ", styleDim, req.Description)
 	}
-	for _, l := range inputLines(req) {
-		switch {
-		case strings.HasPrefix(l, "+"):
-			r.println("    ", styleGreen, l)
-		case strings.HasPrefix(l, "-"):
-			r.println("    ", styleRed, l)
-		default:
+	if d, ok := toolDiff(req, r.readFile); ok {
+		for _, l := range d.lines(r.color) {
 			r.println("    ", "", l)
 		}
+	} else {
+		r.inputLines(req)
 	}
 	if req.DecisionReason != "" {
 		r.println("  ", styleDim, "why: "+req.DecisionReason)
@@ -76,31 +73,28 @@ func (r *renderer) showApproval(k *asking) {
 
 func (r *renderer) prompt() { r.write(r.style(styleBold, "> ")) }
 
-// inputLines shows a tool call's input: a diff for Edit and Write, the
-// command for Bash, else the JSON, indented.
-func inputLines(req *claude.ToolPermissionRequest) []string {
-	diff := func(prefix, s string) []string {
+// inputLines shows the input of a tool call that is not a file edit
+// (those show as diffs: toolDiff): the command for Bash, else the JSON,
+// indented.
+func (r *renderer) inputLines(req *claude.ToolPermissionRequest) {
+	for _, l := range inputText(req) {
+		r.println("    ", "", l)
+	}
+}
+
+// inputText is a tool call's input as lines: the command for Bash, else
+// the JSON.
+func inputText(req *claude.ToolPermissionRequest) []string {
+	prefixed := func(prefix, s string) []string {
 		var out []string
 		for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
 			out = append(out, prefix+l)
 		}
 		return out
 	}
-	switch req.ToolName {
-	case "Bash":
+	if req.ToolName == "Bash" {
 		if in, err := claude.DecodeInput[claude.BashInput](req.Input); err == nil && in.Command != "" {
-			return diff("$ ", in.Command)
-		}
-	case "Edit":
-		if in, err := claude.DecodeInput[claude.EditInput](req.Input); err == nil {
-			out := []string{"--- " + in.FilePath, "+++ " + in.FilePath}
-			out = append(out, diff("-", in.OldString)...)
-			return append(out, diff("+", in.NewString)...)
-		}
-	case "Write":
-		if in, err := claude.DecodeInput[claude.WriteInput](req.Input); err == nil {
-			out := []string{"+++ " + in.FilePath + " (whole file)"}
-			return append(out, diff("+", in.Content)...)
+			return prefixed("$ ", in.Command)
 		}
 	}
 	var v any

@@ -74,18 +74,149 @@ type renderer struct {
 
 	width func() int // the terminal's width; nil when unknown
 
+	// md renders the assistant's Markdown (nil: the text is written as
+	// it comes); mdPending is the streamed text of blocks not yet
+	// complete, mdBlocks how many blocks of the open text were written.
+	md        *markdown
+	mdPending strings.Builder
+	mdBlocks  int
+	mdLive    strings.Builder // the raw text of the pending block, as on the screen
+	mdKept    bool            // the live text grew too tall to replace
+	mdSep     bool            // a blank line was written before the live text
+
+	readFile func(string) ([]byte, error) // reads a file an Edit changes, for its diff
+
 	live      host.Liveness
 	turnStart time.Time
 	cost      func() host.Cost
 }
 
 func newRenderer(w io.Writer, tty, color bool, thinking thinkingMode, cost func() host.Cost) *renderer {
-	return &renderer{w: w, tty: tty, color: color, thinking: thinking, cost: cost,
-		streamed: map[string]int{}, completed: map[string]int{}, tools: map[string]string{}}
+	r := &renderer{w: w, tty: tty, color: color, thinking: thinking, cost: cost,
+		streamed: map[string]int{}, completed: map[string]int{}, tools: map[string]string{},
+		readFile: readSmallFile}
+	if color {
+		// Markdown is rendered only where colours are: on a terminal
+		// without NO_COLOR. Elsewhere it stays as written.
+		r.md = &markdown{}
+	}
+	return r
+}
+
+// termWidth is the terminal's width, or 80 when it is not known.
+func (r *renderer) termWidth() int {
+	if r.width != nil {
+		if w := r.width(); w > 0 {
+			return w
+		}
+	}
+	return 80
+}
+
+// textDelta takes streamed text of the main thread. Without Markdown
+// rendering it is written as it comes. With it, the block being written
+// is shown live as raw text and, once complete, replaced in place by its
+// rendering (see markdown.go).
+func (r *renderer) textDelta(s string) {
+	if r.md == nil {
+		r.write(s)
+		return
+	}
+	r.mdPending.WriteString(s)
+	done, rest := completeBlocks(r.mdPending.String())
+	if done == "" {
+		r.writeLive(s)
+		return
+	}
+	r.mdPending.Reset()
+	r.mdPending.WriteString(rest)
+	if r.eraseLive() {
+		r.writeMarkdown(done)
+	}
+	r.writeLive(rest)
+}
+
+// writeLive writes raw text of the block still being written, keeping
+// what it put on the screen so eraseLive can take it back.
+func (r *renderer) writeLive(s string) {
+	if s == "" {
+		return
+	}
+	if r.mdLive.Len() == 0 && r.mdBlocks > 0 && !r.mdKept {
+		r.newline()
+		r.write("\n") // the blank line between blocks, as glamour puts within one
+		r.mdSep = true
+	}
+	s = strings.ReplaceAll(s, "\t", "    ") // a known width, to count the rows
+	r.mdLive.WriteString(s)
+	r.write(s)
+	if screenRows(r.mdLive.String(), r.termWidth()) > maxLiveRows {
+		r.mdKept = true // too tall to take back: it stays as written
+	}
+}
+
+// eraseLive takes the live raw text off the screen, so its rendering can
+// take its place. It returns false when the text is to stay: it grew
+// taller than can be taken back, and the rendering is skipped.
+func (r *renderer) eraseLive() bool {
+	live := r.mdLive.String()
+	r.mdLive.Reset()
+	sep := r.mdSep
+	r.mdSep = false
+	if r.mdKept {
+		r.mdKept = false
+		r.mdBlocks++
+		r.newline()
+		return false
+	}
+	if live == "" {
+		if sep {
+			r.mdBlocks++ // the blank line written stays; count the block so none is added
+		}
+		return true
+	}
+	r.hideStatus()
+	up := screenRows(live, r.termWidth()) - 1
+	if sep {
+		up++ // the blank line before it goes too: writeMarkdown puts it back
+	}
+	seq := "\r"
+	if up > 0 {
+		seq += fmt.Sprintf("\x1b[%dA", up)
+	}
+	io.WriteString(r.w, seq+"\x1b[J")
+	r.col = 0
+	return true
+}
+
+// flushText renders what is left of the streamed text.
+func (r *renderer) flushText() {
+	if r.md == nil {
+		return
+	}
+	s := r.mdPending.String()
+	r.mdPending.Reset()
+	if r.eraseLive() && strings.TrimSpace(s) != "" {
+		r.writeMarkdown(s)
+	}
+	r.mdBlocks = 0
+}
+
+func (r *renderer) writeMarkdown(src string) {
+	out := r.md.render(src, r.termWidth())
+	if out == "" {
+		return
+	}
+	r.newline()
+	if r.mdBlocks > 0 {
+		r.write("\n") // a blank line between blocks, as glamour puts within one
+	}
+	r.mdBlocks++
+	r.write(out)
 }
 
 func (r *renderer) style(s, text string) string {
-	if !r.color || text == "" {
+	if !r.color || text == "" || s == "" {
 		return text
 	}
 	return s + text + styleReset
@@ -220,8 +351,8 @@ func (r *renderer) stream(e *claude.StreamEvent) {
 		switch b := ev.ContentBlock.(type) {
 		case *claude.TextBlock:
 			r.newline()
-			r.open = "text"
-			r.write(b.Text)
+			r.open, r.mdBlocks = "text", 0
+			r.textDelta(b.Text)
 		case *claude.ThinkingBlock:
 			r.newline()
 			r.open, r.thinkLen = "thinking", 0
@@ -241,7 +372,7 @@ func (r *renderer) stream(e *claude.StreamEvent) {
 		switch d := ev.Delta.(type) {
 		case *claude.TextDelta:
 			if r.open == "text" {
-				r.write(d.Text)
+				r.textDelta(d.Text)
 			}
 		case *claude.ThinkingDelta:
 			if r.open == "thinking" {
@@ -269,6 +400,8 @@ func (r *renderer) closeBlock() {
 	switch r.open {
 	case "":
 		return
+	case "text":
+		r.flushText()
 	case "thinking":
 		if r.thinking == thinkingCollapsed {
 			r.newline()
@@ -301,7 +434,11 @@ func (r *renderer) assistant(m *claude.AssistantMessage) {
 	for _, b := range m.Message.Content {
 		switch b := b.(type) {
 		case *claude.TextBlock:
-			r.println(prefix, "", b.Text)
+			text := b.Text
+			if r.md != nil {
+				text = r.md.render(text, r.termWidth()-6) // room for a subagent's prefix
+			}
+			r.println(prefix, "", text)
 		case *claude.ThinkingBlock:
 			switch r.thinking {
 			case thinkingFull:

@@ -217,3 +217,55 @@ func requireCLI(t *testing.T) {
 		t.Skip(err)
 	}
 }
+
+// An Edit approval in a terminal shows a unified diff of the file (hunk
+// header, the file's own line numbers, context), coloured; the reply's
+// Markdown is rendered, its Go block highlighted, no fence left showing.
+func TestRealCLIRunEditDiff(t *testing.T) {
+	t.Parallel()
+	requireCLI(t)
+	ctx, api, cli := realCLI(t, nil)
+	file := filepath.Join(cli.Dir, "greet.go")
+	before := "package greet\n\nimport \"strings\"\n\n// greet says hello.\nfunc greet(name string) string {\n\treturn \"hello, \" + name\n}\n\n// shout says it louder.\nfunc shout(name string) string {\n\treturn strings.ToUpper(greet(name))\n}\n"
+	if err := os.WriteFile(file, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api.Enqueue(
+		claudetest.ToolUseReply("toolu_read", "Read", map[string]any{"file_path": file}),
+		claudetest.ToolUseReply("toolu_edit", "Edit", map[string]any{
+			"file_path":  file,
+			"old_string": "\treturn \"hello, \" + name\n",
+			"new_string": "\tif name == \"\" {\n\t\tname = \"world\"\n\t}\n\treturn \"hello, \" + name + \"!\"\n",
+		}),
+		claudetest.TextReply("Done. The **default** is now:\n\n```go\nif name == \"\" {\n\tname = \"world\"\n}\n```\n"),
+	)
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "default the name")...)
+	term.waitFor("? Edit wants to run")
+	term.waitFor("@@ -4,7 +4,10 @@")
+	term.waitFor(" 6  6  func greet(name string) string {")
+	term.waitFor(" 7    -\treturn \"hello, \" + name")
+	term.waitFor("   10 +\treturn \"hello, \" + name + \"!\"")
+	term.waitFor("[y] allow")
+	if !strings.Contains(term.raw(), styleRed+"-\treturn") || !strings.Contains(term.raw(), styleGreen+"+\tif name") {
+		t.Error("the diff's lines are not red and green on a terminal")
+	}
+	term.typeLine("y")
+	term.waitFor("allowed Edit")
+	term.waitFor("Done. The default is now:")
+	term.waitFor("if name == \"\" {")
+	term.waitFor("✓ done")
+	if code := term.exitCode(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	// The reply showed live as written, then its rendering took its
+	// place: what follows the last (rendered) code line has no fence.
+	text := term.text()
+	tail := text[strings.LastIndex(text, "name = \"world\""):]
+	if strings.Contains(tail, "```") || !strings.Contains(term.raw(), "\x1b[J") {
+		t.Errorf("the reply's Markdown was not rendered in place of its text:\n%s", tail)
+	}
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "name = \"world\"") {
+		t.Errorf("greet.go = %q, %v", b, err)
+	}
+	noProcessIn(t, cli.Dir)
+}

@@ -11,6 +11,12 @@
 // tables, rules, and inline code, bold, italic, strike and links. It is
 // called again with the whole text as more tokens arrive, so an open
 // code fence renders as code until it closes.
+//
+// A fenced block whose info word names a known language is coloured by
+// highlight.js (see highlight.js here: its output is rebuilt from text
+// and hljs-* spans only, never inserted as HTML).
+
+import { highlightCode } from "./highlight.js";
 
 /**
  * render returns a DocumentFragment for the Markdown text.
@@ -59,7 +65,8 @@ function blocks(lines, parent) {
       while (i < lines.length && !lines[i].trim().startsWith(fence)) body.push(lines[i++]);
       i++; // closing fence (or past the end while it streams)
       const pre = el("pre");
-      const code = el("code", null, body.join("\n"));
+      const code = el("code");
+      highlightCode(code, body.join("\n"), m[2]);
       if (m[2]) code.dataset.lang = m[2];
       pre.appendChild(code);
       parent.appendChild(pre);

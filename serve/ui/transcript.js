@@ -12,6 +12,7 @@
 
 import { render as markdown } from "./md.js";
 import { diffLines } from "./diff.js";
+import { highlightLines, languageOfPath } from "./highlight.js";
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -493,16 +494,16 @@ export function toolInput(name, v, raw, final) {
         break;
       case "Edit":
         if (v.old_string != null || v.new_string != null) {
-          frag.appendChild(diffView(v.old_string || "", v.new_string || ""));
+          frag.appendChild(diffView(v.old_string || "", v.new_string || "", v.file_path));
           return frag;
         }
         break;
       case "MultiEdit":
-        for (const ed of v.edits || []) frag.appendChild(diffView(ed.old_string || "", ed.new_string || ""));
+        for (const ed of v.edits || []) frag.appendChild(diffView(ed.old_string || "", ed.new_string || "", v.file_path));
         return frag;
       case "Write":
         if (v.content != null) {
-          frag.appendChild(diffView("", v.content));
+          frag.appendChild(diffView("", v.content, v.file_path));
           return frag;
         }
         break;
@@ -550,11 +551,31 @@ export function toolInput(name, v, raw, final) {
   return frag;
 }
 
-function diffView(a, b) {
+/**
+ * diffView shows the line diff of a into b, each line coloured as the
+ * language of path (by its extension) when it is known: the old and new
+ * texts are highlighted whole, so a line inside a block comment or a
+ * string keeps its colour, and each diff line takes its own line's
+ * colours from the side it comes from.
+ */
+function diffView(a, b, path) {
   const pre = el("pre", "diff");
+  const lang = languageOfPath(path || "");
+  const split = (s) => (s === "" ? "" : s.replace(/\n$/, ""));
+  const old = lang ? highlightLines(split(a), lang) : null;
+  const neu = lang ? highlightLines(split(b), lang) : null;
+  if (old && neu) pre.classList.add("hljs");
+  let i = 0; // the next line of a
+  let j = 0; // the next line of b
   for (const [op, line] of diffLines(a, b)) {
     const cls = op === "+" ? "add" : op === "-" ? "del" : "ctx";
-    const span = el("span", cls, op + " " + line + "\n");
+    const span = el("span", cls, op + " ");
+    const colored = op === "+" ? neu && neu[j] : old && old[i];
+    if (colored && old && neu) span.appendChild(colored);
+    else span.appendChild(document.createTextNode(line));
+    span.appendChild(document.createTextNode("\n"));
+    if (op !== "+") i++;
+    if (op !== "-") j++;
     pre.appendChild(span);
   }
   return pre;
