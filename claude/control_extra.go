@@ -115,6 +115,13 @@ type MCPCallParams struct {
 	// ones a model turn would see (CLIs listing
 	// "mcp_call_result_not_for_model_v1"; others ignore it).
 	ResultNotForModel bool `json:"result_not_for_model,omitempty"`
+	// SoftErrorResult asks for the tool's own error result: a tool that
+	// failed (CallToolResult.isError) then answers with IsError set and
+	// its content, not a *ControlError carrying its text. Only CLIs that
+	// list "mcp_call_soft_error_result_v1" in their capabilities honour it
+	// (2.1.331 and later); others ignore it, so check IsError and the
+	// error alike.
+	SoftErrorResult bool `json:"soft_error_result,omitempty"`
 }
 
 // MCPCallResult is an MCP tool's result, as the CLI got it.
@@ -125,7 +132,10 @@ type MCPCallResult struct {
 	// StructuredContent is the tool's structured output, if it has one.
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	Meta              json.RawMessage `json:"_meta,omitempty"`
-	Raw               json.RawMessage `json:"-"`
+	// IsError is the tool's own failure, reported as a result with
+	// MCPCallParams.SoftErrorResult.
+	IsError bool            `json:"isError,omitempty"`
+	Raw     json.RawMessage `json:"-"`
 }
 
 // MCPContentBlock is one content block of an MCPCallResult.

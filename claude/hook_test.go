@@ -192,6 +192,9 @@ func TestHookOutputsOnTheWire(t *testing.T) {
 		{"pre tool use deny", claude.HookEventPreToolUse, &claude.HookOutput{Event: &claude.PreToolUseHookOutput{
 			PermissionDecision: claude.HookPermissionDecisionDeny, PermissionDecisionReason: "no",
 		}}, `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no"}}`},
+		{"pre tool use defer", claude.HookEventPreToolUse, &claude.HookOutput{Event: &claude.PreToolUseHookOutput{
+			PermissionDecision: claude.HookPermissionDecisionDefer,
+		}}, `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}}`},
 		{"pre tool use allow with input", claude.HookEventPreToolUse, &claude.HookOutput{Event: &claude.PreToolUseHookOutput{
 			PermissionDecision: claude.HookPermissionDecisionAllow, UpdatedInput: json.RawMessage(`{"command":"ls"}`),
 			AdditionalContext: "rewritten",

@@ -59,6 +59,8 @@ type MCPSSEServer struct {
 	// Timeout and AlwaysLoad are as for MCPStdioServer.
 	Timeout    time.Duration
 	AlwaysLoad bool
+	// Tools is the host's permission policy per tool of the server.
+	Tools []MCPToolPolicy
 }
 
 // MCPHTTPServer is an MCP server the CLI reaches over streamable HTTP.
@@ -68,6 +70,8 @@ type MCPHTTPServer struct {
 	// Timeout and AlwaysLoad are as for MCPStdioServer.
 	Timeout    time.Duration
 	AlwaysLoad bool
+	// Tools is the host's permission policy per tool of the server.
+	Tools []MCPToolPolicy
 }
 
 // MCPSDKServer is an MCP server running in this process: an *mcp.Server
@@ -89,6 +93,11 @@ type MCPSDKServer struct {
 	// gets, which keeps them out of ToolSearch (see MCPStdioServer and
 	// MCPToolMeta).
 	AlwaysLoad bool
+	// Tools is the host's permission policy per tool: only
+	// MCPToolAlwaysAsk and MCPToolAlwaysDeny take effect here (CLI
+	// 2.1.330 on, through initialize.sdkMcpServerConfigs and
+	// SetMCPServers).
+	Tools []MCPToolPolicy
 }
 
 // SDKServer attaches an in-process MCP server:
@@ -112,6 +121,38 @@ type MCPSDKServer struct {
 // works on both.
 func SDKServer(srv *mcp.Server) *MCPSDKServer { return &MCPSDKServer{Server: srv} }
 
+// MCPToolPermission is a per-tool permission policy.
+type MCPToolPermission string
+
+// Per-tool permission policies.
+const (
+	// MCPToolAlwaysAsk makes the CLI ask the host (CanUseTool) before each
+	// call of the tool, even where an allow rule, AllowedTools or
+	// bypassPermissions would let it run; under dontAsk the call is
+	// denied.
+	MCPToolAlwaysAsk MCPToolPermission = "always_ask"
+	// MCPToolAlwaysDeny denies every call of the tool.
+	MCPToolAlwaysDeny MCPToolPermission = "always_deny"
+	// MCPToolAlwaysAllow allows every call; remote (http, sse) servers
+	// only: the CLI ignores it on in-process servers, where AllowedTools
+	// or CanUseTool grants.
+	MCPToolAlwaysAllow MCPToolPermission = "always_allow"
+)
+
+// MCPToolPolicy is the host's permission policy for one tool of an MCP
+// server (the TypeScript SDK's McpServerToolPolicy). The CLI reads it
+// for remote servers and in-process ones (initialize's
+// sdkMcpServerConfigs and SetMCPServers), not for stdio servers.
+type MCPToolPolicy struct {
+	// Name is the tool's name on its server (not mcp__server__tool).
+	Name             string            `json:"name"`
+	PermissionPolicy MCPToolPermission `json:"permission_policy,omitempty"`
+	// OrgMaxPermission is an organisation's ceiling for the tool:
+	// "allow", "ask" or "blocked"; "ask" makes even auto mode ask. The
+	// CLI ignores it on in-process servers.
+	OrgMaxPermission string `json:"org_max_permission,omitempty"`
+}
+
 type mcpStdioWire struct {
 	Type       string            `json:"type"`
 	Command    string            `json:"command"`
@@ -127,31 +168,34 @@ type mcpRemoteWire struct {
 	Headers    map[string]string `json:"headers,omitempty"`
 	Timeout    int64             `json:"timeout,omitempty"`
 	AlwaysLoad bool              `json:"alwaysLoad,omitempty"`
+	Tools      []MCPToolPolicy   `json:"tools,omitempty"`
 }
 
 type mcpSDKWire struct {
-	Type    string `json:"type"`
-	Name    string `json:"name"`
-	Timeout int64  `json:"timeout,omitempty"`
+	Type    string          `json:"type"`
+	Name    string          `json:"name"`
+	Timeout int64           `json:"timeout,omitempty"`
+	Tools   []MCPToolPolicy `json:"tools,omitempty"`
 }
 
 // mcpSDKSettings is an in-process server's entry in
 // initialize.sdkMcpServerConfigs (2.1.330).
 type mcpSDKSettings struct {
-	Timeout int64 `json:"timeout,omitempty"`
+	Timeout int64           `json:"timeout,omitempty"`
+	Tools   []MCPToolPolicy `json:"tools,omitempty"`
 }
 
 func (c *MCPStdioServer) wire(string) any {
 	return mcpStdioWire{Type: "stdio", Command: c.Command, Args: c.Args, Env: c.Env, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad}
 }
 func (c *MCPSSEServer) wire(string) any {
-	return mcpRemoteWire{Type: "sse", URL: c.URL, Headers: c.Headers, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad}
+	return mcpRemoteWire{Type: "sse", URL: c.URL, Headers: c.Headers, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad, Tools: c.Tools}
 }
 func (c *MCPHTTPServer) wire(string) any {
-	return mcpRemoteWire{Type: "http", URL: c.URL, Headers: c.Headers, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad}
+	return mcpRemoteWire{Type: "http", URL: c.URL, Headers: c.Headers, Timeout: c.Timeout.Milliseconds(), AlwaysLoad: c.AlwaysLoad, Tools: c.Tools}
 }
 func (c *MCPSDKServer) wire(name string) any {
-	return mcpSDKWire{Type: "sdk", Name: name, Timeout: c.Timeout.Milliseconds()}
+	return mcpSDKWire{Type: "sdk", Name: name, Timeout: c.Timeout.Milliseconds(), Tools: c.Tools}
 }
 
 // checkTimeout refuses a timeout the CLI would silently ignore.

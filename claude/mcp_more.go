@@ -136,11 +136,11 @@ func (o *Options) mcpInitialize(r *initializeRequest) {
 		r.MCPServers = o.externalMCPWire()
 	}
 	for _, name := range sortedKeys(o.MCPServers) {
-		if c, ok := o.MCPServers[name].(*MCPSDKServer); ok && c.Timeout > 0 {
+		if c, ok := o.MCPServers[name].(*MCPSDKServer); ok && (c.Timeout > 0 || len(c.Tools) > 0) {
 			if r.SDKMCPServerConfigs == nil {
 				r.SDKMCPServerConfigs = map[string]any{}
 			}
-			r.SDKMCPServerConfigs[name] = mcpSDKSettings{Timeout: c.Timeout.Milliseconds()}
+			r.SDKMCPServerConfigs[name] = mcpSDKSettings{Timeout: c.Timeout.Milliseconds(), Tools: c.Tools}
 		}
 	}
 }

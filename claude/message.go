@@ -33,7 +33,7 @@ import (
 //     *ToolUseSummaryMessage, *KeepAliveMessage, *PromptSuggestionMessage,
 //     *CommandLifecycleMessage, *StreamlinedTextMessage,
 //     *StreamlinedToolUseSummaryMessage, *ConversationResetMessage,
-//     *TranscriptMirrorMessage
+//     *TranscriptMirrorMessage, *ActiveGoalMessage
 //   - *UnknownMessage: a type this version of Tether does not know.
 //
 // The CLI grows new types and subtypes between versions; they arrive as
@@ -232,6 +232,8 @@ func DecodeMessage(line []byte) (Message, error) {
 		m = new(ConversationResetMessage)
 	case "transcript_mirror":
 		m = new(TranscriptMirrorMessage)
+	case "active_goal":
+		m = new(ActiveGoalMessage)
 	default:
 		return unknown(line, typ)
 	}

@@ -70,6 +70,10 @@ task's output (2.1.330); SetHasSubscribers is accepted (2.1.330); SetColor is un
 				func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 					return nil, echoOut{Echoed: "echo: " + in.Text}, nil
 				})
+			mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Fail as a tool"},
+				func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "tool-failed: " + in.Text}}}, nil, nil
+				})
 			hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 			extraServers.Store(o, func() {
 				hs.CloseClientConnections()
@@ -158,6 +162,17 @@ func runControlExtra(t *testing.T, h *harness) {
 	var so struct{ Echoed string }
 	if err := json.Unmarshal(mc.StructuredContent, &so); err != nil || so.Echoed != "echo: hi" {
 		t.Errorf("CallMCPTool structured content = %s", mc.StructuredContent)
+	}
+	// soft_error_result: a CLI with mcp_call_soft_error_result_v1
+	// answers the tool's failure as a result with isError; one without
+	// ignores the member and the failure is a *ControlError with the text.
+	soft, err := h.S.CallMCPTool(h.Ctx, &claude.MCPCallParams{Tool: "mcp__echoer__fail", Arguments: json.RawMessage(`{"text":"x"}`), SoftErrorResult: true})
+	if h.S.HasCapability("mcp_call_soft_error_result_v1") {
+		if err != nil || !soft.IsError || !strings.Contains(string(soft.Content), "tool-failed: x") {
+			t.Errorf("CallMCPTool(SoftErrorResult) on a failing tool = %+v, %v; want IsError with the tool's text", soft, err)
+		}
+	} else if !errors.As(err, &ce) || !strings.Contains(ce.Message, "tool-failed: x") {
+		t.Errorf("CallMCPTool(SoftErrorResult) on a CLI without the capability = %+v, %v; want a *ControlError with the tool's text", soft, err)
 	}
 	if _, err := h.S.CallMCPTool(h.Ctx, &claude.MCPCallParams{Tool: "mcp__nosuch__tool"}); !errors.As(err, &ce) || errors.Is(err, claude.ErrUnsupportedRequest) {
 		t.Errorf("CallMCPTool on an unknown server: %v, want a *ControlError", err)

@@ -39,6 +39,10 @@ type ResultMessage struct {
 	PermissionDenials []PermissionDenial    `json:"permission_denials"`
 	// StructuredOutput is the JSON the model produced for --json-schema.
 	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	// DeferredToolUse is the tool call a PreToolUse hook deferred
+	// (HookOutput's PermissionDecision "defer"): the turn stopped before
+	// running it, and the host decides what happens to it. Nil otherwise.
+	DeferredToolUse *DeferredToolUse `json:"deferred_tool_use,omitempty"`
 
 	TTFTMS        int64  `json:"ttft_ms,omitempty"`
 	FastModeState string `json:"fast_mode_state,omitempty"`
@@ -52,6 +56,14 @@ type ResultMessage struct {
 	// ResumeReason says why this turn continued one a restart
 	// interrupted.
 	ResumeReason string `json:"resume_reason,omitempty"`
+}
+
+// DeferredToolUse is a tool call a hook deferred: the model asked for it,
+// and the CLI ended the turn without running it.
+type DeferredToolUse struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
 }
 
 // ResultSubtype is how a turn ended.

@@ -26,6 +26,25 @@ type ConversationResetMessage struct {
 	Timestamp       string `json:"timestamp,omitempty"`
 }
 
+// ActiveGoalMessage (active_goal) reports the /goal the session works
+// towards, each time its Stop hook judges it: Value is nil when the goal
+// was met and cleared, else the goal with its iteration count and the
+// hook's last reason. A goal indicator re-renders from it.
+type ActiveGoalMessage struct {
+	Meta
+	Value *ActiveGoal `json:"value"`
+}
+
+// ActiveGoal is the goal of an ActiveGoalMessage.
+type ActiveGoal struct {
+	Condition  string `json:"condition"`
+	Iterations int    `json:"iterations"`
+	// SetAt is when the goal was set, in Unix milliseconds.
+	SetAt         int64  `json:"set_at"`
+	TokensAtStart int64  `json:"tokens_at_start"`
+	LastReason    string `json:"last_reason,omitempty"`
+}
+
 // TranscriptMirrorMessage (transcript_mirror) carries entries the CLI
 // appended to a session file, for a host that mirrors transcripts
 // elsewhere. The CLI writes them only when started with --session-mirror.
@@ -196,6 +215,7 @@ type MessageOrigin struct {
 
 func (*ConversationResetMessage) isMessage()      {}
 func (*TranscriptMirrorMessage) isMessage()       {}
+func (*ActiveGoalMessage) isMessage()             {}
 func (*ModelRefusalFallbackMessage) isMessage()   {}
 func (*ModelRefusalNoFallbackMessage) isMessage() {}
 func (*ControlRequestProgressMessage) isMessage() {}

@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SDK_VERSION=0.3.330
+SDK_VERSION=0.3.331
 N=${N:-100000}
 RUNS=${RUNS:-5}
 CACHE=${TETHER_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether/bench}

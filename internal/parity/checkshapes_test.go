@@ -118,3 +118,18 @@ func TestCheckShapesParams(t *testing.T) {
 		t.Fatalf("problems = %q", problems)
 	}
 }
+
+// TestGoShapesCodecs: a type's JSON names include those its JSON methods
+// and decode functions write and read (wire structs, map keys), which
+// its untagged fields do not show.
+func TestGoShapesCodecs(t *testing.T) {
+	_, gs := shapesFor(t)
+	for _, name := range []string{"session_id", "memory", "extra", "tool"} {
+		if !gs.JSON["Wired"][name] {
+			t.Errorf("Wired has no JSON name %q: %v", name, gs.JSON["Wired"])
+		}
+	}
+	if gs.JSON["Plain"]["session_id"] || !gs.JSON["Plain"]["SessionID"] {
+		t.Errorf("Plain = %v, want only its Go field name", gs.JSON["Plain"])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -52,7 +53,8 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 	}
 	fset := token.NewFileSet()
 	structs := map[string]*ast.StructType{}
-	bodies := map[string]*ast.BlockStmt{} // exported function → body
+	bodies := map[string]*ast.BlockStmt{}   // exported function → body
+	codecs := map[string][]*ast.BlockStmt{} // type → bodies of its JSON methods
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
@@ -72,6 +74,18 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 					}
 				}
 			case *ast.FuncDecl:
+				if d.Recv != nil && len(d.Recv.List) > 0 && jsonMethods[d.Name.Name] && d.Body != nil {
+					r := recvName(d.Recv.List[0].Type)
+					codecs[r] = append(codecs[r], d.Body)
+				}
+				// decodeHookInput(…) (*HookInput, error) reads a HookInput
+				// from the wire: its body says how one looks in JSON.
+				if d.Recv == nil && d.Body != nil && strings.HasPrefix(d.Name.Name, "decode") &&
+					d.Type.Results != nil && len(d.Type.Results.List) > 0 {
+					if r := recvName(d.Type.Results.List[0].Type); r != "" {
+						codecs[r] = append(codecs[r], d.Body)
+					}
+				}
 				if !d.Name.IsExported() {
 					continue
 				}
@@ -144,17 +158,12 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 		}
 		return out
 	}
-	for name := range structs {
-		if ast.IsExported(name) {
-			into.JSON[prefix+name] = jsonNames(name, 0)
-		}
-	}
-	// A function's JSON names: those of the struct types written in its
-	// body (the anonymous structs a control request is built from) and of
-	// the named struct types it mentions. They let a control request's
-	// row name the method that sends it.
-	for name, body := range bodies {
-		out := map[string]bool{}
+	// bodyNames are the JSON names a function body writes: those of the
+	// struct types written in it (the anonymous structs a control request
+	// is built from, the wire struct a MarshalJSON fills), of the named
+	// struct types it mentions, and the string keys of the maps it builds
+	// (map[string]any{"command": …}, m["env"] = …).
+	bodyNames := func(body *ast.BlockStmt, out map[string]bool) {
 		ast.Inspect(body, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.StructType:
@@ -170,12 +179,63 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 						out[k] = true
 					}
 				}
+			case *ast.CompositeLit:
+				if _, ok := n.Type.(*ast.MapType); ok {
+					for _, e := range n.Elts {
+						if kv, ok := e.(*ast.KeyValueExpr); ok {
+							if k, ok := stringLit(kv.Key); ok {
+								out[k] = true
+							}
+						}
+					}
+				}
+			case *ast.AssignStmt:
+				for _, l := range n.Lhs {
+					if ix, ok := l.(*ast.IndexExpr); ok {
+						if k, ok := stringLit(ix.Index); ok {
+							out[k] = true
+						}
+					}
+				}
 			}
 			return true
 		})
+	}
+	for name := range structs {
+		if ast.IsExported(name) {
+			js := jsonNames(name, 0)
+			// A type with its own JSON methods has the names they
+			// write and read, which its untagged fields do not show.
+			for _, b := range codecs[name] {
+				bodyNames(b, js)
+			}
+			into.JSON[prefix+name] = js
+		}
+	}
+	// A function's JSON names let a control request's row name the
+	// method that sends it.
+	for name, body := range bodies {
+		out := map[string]bool{}
+		bodyNames(body, out)
 		if len(out) > 0 {
 			into.JSON[prefix+name] = out
 		}
 	}
 	return nil
+}
+
+// jsonMethods are the methods whose bodies say how a type looks in JSON.
+var jsonMethods = map[string]bool{
+	"MarshalJSON": true, "UnmarshalJSON": true, "MarshalJSONTo": true, "UnmarshalJSONFrom": true,
+	"decode": true, "encode": true, "wire": true, "toWire": true,
+}
+
+// stringLit returns the value of a string literal.
+func stringLit(e ast.Expr) (string, bool) {
+	b, ok := e.(*ast.BasicLit)
+	if !ok || b.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(b.Value)
+	return s, err == nil
 }

@@ -111,7 +111,9 @@ func loadSDK(t *testing.T) (Names, *Shapes) {
 // TestParityTable checks the table on its own, without the SDK: every row
 // is well formed and every Tether name it gives exists.
 func TestParityTable(t *testing.T) {
-	problems, _ := Check(nil, readTable(t), goNames(t))
+	rows := readTable(t)
+	problems, _ := Check(nil, rows, goNames(t))
+	problems = append(problems, CheckIdentifiers(rows)...)
 	for _, p := range problems {
 		t.Error(p)
 	}
