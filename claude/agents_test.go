@@ -61,7 +61,7 @@ func TestInitializeCarriesPromptsAndAgents(t *testing.T) {
 			"inherits": map[string]any{"description": "Inherits", "prompt": "Do."},
 			"full": map[string]any{
 				"description": "Every field", "prompt": "All.",
-				"mcpServers": []any{"shared", map[string]any{"own": map[string]any{"type": "stdio", "command": "own-server"}}},
+				"mcpServers":    []any{"shared", map[string]any{"own": map[string]any{"type": "stdio", "command": "own-server"}}},
 				"initialPrompt": "/review", "autoCompactWindow": float64(50000), "omitClaudeMd": true, "memory": "project",
 				"observer": "watcher", "observerMessage": "be brief", "criticalSystemReminder_EXPERIMENTAL": "stay on task",
 			},
