@@ -101,13 +101,21 @@ func (bc *benchClient) waitResults(ctx context.Context, n int) error {
 // to a client's socket, the same for session 0's readers (beside the
 // stalled one), and the process's RSS (server and clients together).
 // Every client checks that it got every event once and in order.
+// backend=local is a lone tether serve; backend=nats is tether serve
+// --nats with the sessions on an agent, every event crossing JetStream
+// (an embedded NATS server and the agent share this process).
 //
 //	go test ./serve -run '^$' -bench BenchmarkServe -benchtime 20x
 func BenchmarkServe(b *testing.B) {
+	b.Run("backend=local", func(b *testing.B) { benchServe(b, false) })
+	b.Run("backend=nats", func(b *testing.B) { benchServe(b, true) })
+}
+
+func benchServe(b *testing.B, overNATS bool) {
 	const sessions, perSession, deltas = 50, 3, 20
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	e := newEnv(b, nil)
+	e := newEnv(b, &envOptions{cluster: overNATS})
 	ctl := e.dial(ctx)
 	ids := make([]string, sessions)
 	for i := range ids {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/cluster/clustertest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
 )
@@ -116,6 +118,9 @@ type envOptions struct {
 	journal *host.JournalOptions
 	local   *serve.LocalOptions
 	reg     *prometheus.Registry // the manager's metrics (serve.Options.Registerer is the server's)
+	// cluster serves the sessions of an in-process cluster (NATS, an
+	// agent on the same fake CLI) instead of a local manager: serve --nats.
+	cluster bool
 }
 
 func newEnv(t testing.TB, eo *envOptions) *env {
@@ -134,7 +139,11 @@ func newEnv(t testing.TB, eo *envOptions) *env {
 		lo = *eo.local
 	}
 	lo.Session = &host.Options{CLI: &claude.Options{Transport: fake}, Journal: eo.journal}
-	b := serve.NewLocalBackend(m, &lo)
+	var b serve.Backend = serve.NewLocalBackend(m, &lo)
+	if eo.cluster {
+		c := clustertest.New(t, &clustertest.Options{Capacity: 64, Session: &host.Options{CLI: &claude.Options{Transport: fake}, Journal: eo.journal}})
+		b = c.Backend(&cluster.BackendOptions{DefaultCwd: lo.DefaultCwd})
+	}
 	srv := serve.NewServer(b, eo.serve)
 	hs := httptest.NewServer(srv)
 	e := &env{t: t, srv: srv, http: hs, m: m, fake: fake, origin: hs.URL, cwd: t.TempDir()}
