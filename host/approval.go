@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tetherhq/tether/claude"
 )
 
@@ -66,6 +68,8 @@ type Approval struct {
 	answer    chan claude.PermissionResult // 1-buffered; read by the callback
 	status    approvalStatus               // under s.mu
 	announced bool                         // seen in stream order: listed
+	span      trace.Span                   // the wait's; ended by endApproval
+	byPolicy  bool                         // the session's policy is answering
 }
 
 type approvalStatus int
@@ -177,6 +181,7 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult) error {
 		return err
 	}
 	a.status = approvalAnswered
+	endApproval(a, r)
 	a.answer <- r
 	s.recordResolved(a, r)
 	s.forget(a)
@@ -224,6 +229,7 @@ func (s *Session) withdrawAll() {
 func (a *Approval) withdrawLocked() {
 	if a.status == approvalPending {
 		a.status = approvalWithdrawn
+		endApproval(a, nil)
 		a.s.recordResolved(a, nil)
 	}
 }
@@ -244,6 +250,7 @@ func (s *Session) approvalLocked(req *claude.ToolPermissionRequest) *Approval {
 		a.Questions = in.Questions
 	}
 	s.byID[req.RequestID] = a
+	s.startApproval(a)
 	return a
 }
 
@@ -267,6 +274,7 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 		}
 		if r != nil {
 			s.mu.Lock()
+			a.byPolicy = true
 			err := s.answerLocked(a, r)
 			s.mu.Unlock()
 			if err == nil {

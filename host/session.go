@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/safelog"
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // Options configures a host Session. A nil *Options means defaults; the
@@ -54,6 +57,12 @@ type Options struct {
 	// the bypassPermissions mode, and an Authorize hook that sees every
 	// command. nil means defaults.
 	Commands *CommandPolicy
+
+	// TracerProvider records the session's spans (session start, cli
+	// start, turns, tool calls, approval waits; see docs/cluster.md).
+	// nil means otel.GetTracerProvider(): a no-op unless the program set
+	// one.
+	TracerProvider trace.TracerProvider
 }
 
 // RestartPolicy says when to restart a CLI that ended on its own.
@@ -82,6 +91,7 @@ type Session struct {
 	base   claude.Options // the CLI options, with the host's wiring
 	policy claude.CanUseToolFunc
 	log    *slog.Logger
+	tracer trace.Tracer
 
 	lastEvent atomic.Int64 // unix nanoseconds
 
@@ -129,13 +139,19 @@ type Session struct {
 	turnBegun chan struct{}
 }
 
-type toolRun struct{ id, name string }
+type toolRun struct {
+	id, name string
+	span     trace.Span // ended by endTool
+}
 
 // Start starts a CLI and returns once it is ready for prompts (see
 // claude.Connect for the errors). ctx bounds the start only.
 func Start(ctx context.Context, opts *Options) (*Session, error) {
 	s := newSession(opts)
+	ctx, span := s.tracer.Start(ctx, "session start", trace.WithAttributes(attrSession.String(s.id)))
+	defer span.End()
 	if err := s.connect(ctx, false); err != nil {
+		telemetry.SetError(span, err, ErrorCode(err))
 		s.mu.Lock()
 		s.closed, s.gone, s.cause = true, true, err
 		s.transition()
@@ -143,6 +159,7 @@ func Start(ctx context.Context, opts *Options) (*Session, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
+	span.SetAttributes(attrCLISess.String(s.SessionID()))
 	return s, nil
 }
 
@@ -160,6 +177,7 @@ func newSession(opts *Options) *Session {
 		opts:     o,
 		policy:   base.CanUseTool,
 		log:      safelog.New(base.Logger), // a panicking handler must not crash us
+		tracer:   telemetry.Tracer(o.TracerProvider),
 		byID:     map[string]*Approval{},
 		watchers: map[*watcher]struct{}{},
 		subs:     map[*subscriber]struct{}{},
@@ -213,10 +231,14 @@ func (s *Session) connect(ctx context.Context, resume bool) error {
 		s.mu.Unlock()
 		o.Resume, o.Continue, o.ForkSession, o.SessionID = sid, false, false, ""
 	}
-	cs, err := claude.Connect(ctx, &o)
+	ctx, span := s.tracer.Start(ctx, "cli start", trace.WithAttributes(attrSession.String(s.id), attrResume.Bool(resume)))
+	defer span.End()
+	cs, err := claude.Connect(ctx, &o) // the CLI's TRACEPARENT: this span
 	if err != nil {
+		telemetry.SetError(span, err, ErrorCode(err))
 		return err
 	}
+	span.SetAttributes(attrPID.Int(cs.PID()))
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -501,6 +523,9 @@ func (s *Session) endErr() error {
 // resetTurn forgets the turn in progress (s.mu held).
 func (s *Session) resetTurn() {
 	s.turn, s.interrupting = false, false
+	for _, t := range s.tools {
+		endTool(t, nil)
+	}
 	s.phase, s.attempt, s.tool, s.tools = StateRequesting, 0, "", nil
 }
 
