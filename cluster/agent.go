@@ -15,9 +15,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // AgentOptions configures an Agent. A nil *AgentOptions means defaults.
@@ -60,6 +62,11 @@ type AgentOptions struct {
 	// Logger gets what the agent does (ids, states, sizes: never prompts
 	// or payloads); nil logs nothing.
 	Logger *slog.Logger
+	// TracerProvider records the agent's span of each start request and
+	// command (the child of the client's, whose context comes in the NATS
+	// message's headers) and is the sessions' (host.ManagerOptions). nil
+	// means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // An Agent runs sessions for the cluster on one machine: it wraps a
@@ -72,6 +79,7 @@ type Agent struct {
 	id        string
 	capacity  int
 	log       *slog.Logger
+	tr        trace.Tracer
 	b         *bus
 	m         *host.Manager
 	cons      jetstream.Consumer
@@ -133,10 +141,11 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 	a := &Agent{
 		opts: o, id: o.ID, capacity: o.Capacity, log: log, b: b, cons: cons,
 		slots: make(chan struct{}, o.Capacity), sessions: map[string]*agentSession{},
-		started: time.Now(),
+		started: time.Now(), tr: telemetry.Tracer(o.TracerProvider),
 	}
 	a.configDir = a.cliConfigDir()
-	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout})
+	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout,
+		TracerProvider: o.TracerProvider})
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if err := a.heartbeat(ctx); err != nil {
 		a.cancel()
@@ -336,7 +345,9 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 	}
 	ctx, cancel := context.WithDeadline(a.ctx, req.Expires)
 	defer cancel()
+	ctx, span := startServerSpan(ctx, a.tr, "agent start", a.id, req.ID, msg.Headers(), attrFail.Bool(req.Failover))
 	info, err := a.startSession(ctx, &req, msg)
+	endSpan(span, err)
 	if err != nil {
 		log.Warn("start failed", "err", err)
 		msg.Term()

@@ -20,6 +20,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tetherhq/tether/internal/telemetry"
 )
 
 // Options configures a Server. A nil *Options means defaults.
@@ -65,6 +69,10 @@ type Options struct {
 	ListInterval time.Duration
 	// MaxSubscriptions bounds the subscriptions of one socket (0 = 64).
 	MaxSubscriptions int
+	// TracerProvider records a span per WebSocket start and do request,
+	// the root of the trace the backend's spans join. nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the tether serve HTTP handler: the UI, the login, the
@@ -76,6 +84,7 @@ type Server struct {
 	token  string
 	cookie string // the cookie's value: HMAC(token, …)
 	log    *slog.Logger
+	tr     trace.Tracer
 	ui     http.Handler
 	mux    *http.ServeMux
 
@@ -120,6 +129,7 @@ func NewServer(b Backend, opts *Options) *Server {
 	mac := hmac.New(sha256.New, []byte(s.token))
 	mac.Write([]byte("tether serve cookie v1"))
 	s.cookie = hex.EncodeToString(mac.Sum(nil))
+	s.tr = telemetry.Tracer(o.TracerProvider)
 	s.log = o.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
