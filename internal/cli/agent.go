@@ -145,13 +145,19 @@ Flags:
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
+	tp, stopTracing, err := startTracing(ctx, "tether-agent", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 2
+	}
+	defer stopTracing() // after the agent's Close: its last spans go too
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tmpl := agentTemplate(path, dir, *model, *mode)
 	tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: *allowBypass}
 	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
 		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
-		Limits: nf.limits(), Logger: logger, Session: tmpl,
+		Limits: nf.limits(), Logger: logger, Session: tmpl, TracerProvider: tp,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/proc"
@@ -66,6 +68,13 @@ Flags:
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
 		return 2
 	}
+	tp, stopTracing, err := startTracing(ctx, "tether-serve", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 2
+	}
+	defer stopTracing()
+	sf.tp = tp
 	if nsf.enabled() {
 		return serveNATS(ctx, sf, nsf, *cliPath, *cwd, *model, *mode, stdout, stderr)
 	}
@@ -89,7 +98,8 @@ Flags:
 
 // serveFlags are the flags tether serve and tether demo --serve share.
 type serveFlags struct {
-	backend         serve.Backend // serve --nats: the cluster instead of a local manager
+	backend         serve.Backend        // serve --nats: the cluster instead of a local manager
+	tp              trace.TracerProvider // from the OTEL_ environment; nil: the global
 	addr, cert, key string
 	hosts           stringList
 	proxies         prefixList
@@ -170,7 +180,7 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		return 1
 	}
 	lo.AllowBypassPermissions = sf.allowBypass
-	m := host.NewManager(nil)
+	m := host.NewManager(&host.ManagerOptions{TracerProvider: sf.tp})
 	defer m.Close()
 	var logger *slog.Logger
 	if sf.verbose {
@@ -186,6 +196,7 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		TrustedProxies: sf.proxies,
 		Logger:         logger,
 		Version:        "tether " + claude.Version,
+		TracerProvider: sf.tp,
 	})
 	defer srv.Close()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}

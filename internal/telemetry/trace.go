@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -97,6 +99,15 @@ type TraceSetup struct {
 	Provider *sdktrace.TracerProvider
 }
 
+// TracerProvider returns the provider to hand to Tether's options: nil
+// (the global, a no-op) when tracing is off.
+func (s *TraceSetup) TracerProvider() trace.TracerProvider {
+	if !s.Enabled() {
+		return nil
+	}
+	return s.Provider
+}
+
 // Enabled reports whether spans are exported.
 func (s *TraceSetup) Enabled() bool { return s != nil && s.Provider != nil }
 
@@ -177,10 +188,33 @@ func SetupTracing(ctx context.Context, service string, log *slog.Logger) (*Trace
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("telemetry: exporting traces", "err", err)
-	}))
+	otel.SetErrorHandler(&errorLog{log: log})
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	return &TraceSetup{Provider: tp}, nil
+}
+
+// errorLog logs OpenTelemetry's errors (a collector out of reach): the
+// first at once, then at most one a minute with the count of those left
+// out, so that a down collector does not flood the log.
+type errorLog struct {
+	log *slog.Logger
+
+	mu      sync.Mutex
+	last    time.Time
+	dropped int
+}
+
+func (e *errorLog) Handle(err error) {
+	e.mu.Lock()
+	now := time.Now()
+	if !e.last.IsZero() && now.Sub(e.last) < time.Minute {
+		e.dropped++
+		e.mu.Unlock()
+		return
+	}
+	dropped := e.dropped
+	e.last, e.dropped = now, 0
+	e.mu.Unlock()
+	e.log.Warn("telemetry: exporting traces", "err", err, "errors_not_logged", dropped)
 }
