@@ -442,7 +442,9 @@ func (c *client) start(req *request) {
 		defer c.wg.Done()
 		defer func() { <-c.starts }()
 		info, err := c.s.b.Start(ctx, &sr)
-		span.SetAttributes(attrSession.String(info.ID))
+		if info.ID != "" {
+			span.SetAttributes(attrSession.String(info.ID))
+		}
 		endSpan(span, err)
 		if err == nil {
 			c.s.broadcast(info)

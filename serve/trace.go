@@ -16,7 +16,11 @@ import (
 
 // startSpan opens the root span of a request.
 func (s *Server) startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return s.tr.Start(ctx, name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	tr := s.tr
+	if tr == nil { // a Server not made by NewServer
+		tr = telemetry.Tracer(nil)
+	}
+	return tr.Start(ctx, name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 }
 
 // endSpan ends span, failed with err's protocol code when err is not nil.
