@@ -39,7 +39,10 @@ type Options struct {
 	Cwd string
 	// Env is added to the host's environment for the CLI (it wins on
 	// conflicts). CLAUDECODE is always removed, or the CLI would refuse to
-	// start inside another Claude Code.
+	// start inside another Claude Code. When Connect's ctx carries an
+	// OpenTelemetry span, TRACEPARENT and TRACESTATE are set to its W3C
+	// trace context (the CLI's own telemetry then joins the trace),
+	// unless Env sets either.
 	Env map[string]string
 	// EnvOnly makes Env the CLI's whole environment: nothing of the host's
 	// is passed on (no credentials, proxies or provider switches it may

@@ -200,6 +200,8 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The CLI joins the caller's trace: TRACEPARENT of ctx's span.
+	o.Env = withTraceContext(ctx, o.Env)
 	conn, err := tr.Connect(ctx, o.launch(path))
 	if err != nil {
 		if restored != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
@@ -69,6 +70,11 @@ type AgentOptions struct {
 	// Registerer, when set, gets the agent's metrics (cluster/metrics.go)
 	// and its sessions' (host.ManagerOptions.Registerer). nil: none.
 	Registerer prometheus.Registerer
+	// TracerProvider records the agent's span of each start request and
+	// command (the child of the client's, whose context comes in the NATS
+	// message's headers) and is the sessions' (host.ManagerOptions). nil
+	// means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // An Agent runs sessions for the cluster on one machine: it wraps a
@@ -81,6 +87,7 @@ type Agent struct {
 	id        string
 	capacity  int
 	log       *slog.Logger
+	tr        trace.Tracer
 	b         *bus
 	m         *host.Manager
 	cons      jetstream.Consumer
@@ -152,10 +159,11 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 	a := &Agent{
 		opts: o, id: o.ID, capacity: o.Capacity, log: log, b: b, cons: cons,
 		slots: make(chan struct{}, o.Capacity), sessions: map[string]*agentSession{},
-		started: time.Now(),
+		started: time.Now(), tr: telemetry.Tracer(o.TracerProvider),
 	}
 	a.configDir = a.cliConfigDir()
-	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout, Registerer: o.Registerer})
+	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout,
+		Registerer: o.Registerer, TracerProvider: o.TracerProvider})
 	a.metrics = telemetry.NewAgent(o.Registerer, b.nc.IsConnected, o.Capacity, a.Sessions)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.takeCtx, a.takeCancel = context.WithCancel(a.ctx)
@@ -376,7 +384,9 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 	}
 	ctx, cancel := context.WithDeadline(a.ctx, req.Expires)
 	defer cancel()
+	ctx, span := startServerSpan(ctx, a.tr, "agent start", a.id, req.ID, msg.Headers(), attrFail.Bool(req.Failover))
 	info, err := a.startSession(ctx, &req, msg)
+	endSpan(span, err)
 	if err != nil {
 		log.Warn("start failed", "err", err)
 		msg.Term()

@@ -106,6 +106,11 @@ func (s *agentSession) serve(msg *nats.Msg, c *host.Command) {
 	}()
 	ctx, cancel := context.WithTimeout(s.ctx, commandLimit)
 	defer cancel()
+	// The client's span is the parent; the turn a send opens, this
+	// span's child.
+	ctx, span := startServerSpan(ctx, s.a.tr, spanName("agent command", c), s.a.id, s.id, msg.Header, attrCommand.String(string(c.Type)))
+	var err error
+	defer func() { endSpan(span, err) }() // before the recover: a panic ends it too
 	s.log.Debug("command", "type", c.Type)
 	res, err := s.do(ctx, c)
 	if err != nil {
@@ -172,6 +177,8 @@ func clip(s string, n int) string {
 // snapshot answers with the session's snapshot, its sequence numbers
 // shifted like the events', in as many parts as it takes.
 func (s *agentSession) snapshot(msg *nats.Msg) {
+	_, span := startServerSpan(context.Background(), s.a.tr, "agent snapshot", s.a.id, s.id, msg.Header)
+	defer span.End()
 	snap := s.hs.Snapshot()
 	s.mu.Lock()
 	snap.Seq += s.base

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/telemetry"
@@ -38,6 +39,10 @@ type ClientOptions struct {
 	Logger *slog.Logger
 	// Registerer, when set, gets tether_nats_connected. nil: none.
 	Registerer prometheus.Registerer
+	// TracerProvider records a span per command, start and snapshot, and
+	// passes its context to the agent in the message's headers. nil
+	// means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // A Client uses the cluster from anywhere: it lists the sessions of every
@@ -50,6 +55,7 @@ type Client struct {
 	opts ClientOptions
 	b    *bus
 	log  *slog.Logger
+	tr   trace.Tracer
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -94,7 +100,7 @@ func NewClient(ctx context.Context, opts *ClientOptions) (*Client, error) {
 		}
 		return nil, err
 	}
-	c := &Client{opts: o, b: b, log: log, watched: map[string]int{}}
+	c := &Client{opts: o, b: b, log: log, tr: telemetry.Tracer(o.TracerProvider), watched: map[string]int{}}
 	c.metrics = telemetry.NewClusterClient(o.Registerer, b.nc.IsConnected)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.wg.Add(3)
@@ -303,7 +309,10 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 	return c.start(ctx, &startRequest{ID: id, Failover: true})
 }
 
-func (c *Client) start(ctx context.Context, req *startRequest) (SessionInfo, error) {
+func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, err error) {
+	m := nats.NewMsg(subjectStart)
+	ctx, span := startClientSpan(ctx, c.tr, "cluster start", subjectStart, req.ID, m.Header, attrFail.Bool(req.Failover))
+	defer func() { endSpan(span, err) }()
 	parent, began := ctx, time.Now()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -329,7 +338,6 @@ func (c *Client) start(ctx context.Context, req *startRequest) (SessionInfo, err
 		return SessionInfo{}, c.unavailable(err)
 	}
 	defer sub.Unsubscribe()
-	m := nats.NewMsg(subjectStart)
 	m.Data = data
 	m.Header.Set(hdrReply, inbox)
 	// One id per call: a retried publish is stored once.
@@ -504,6 +512,14 @@ func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*ho
 	if err := (&commandMsg{*cmd}).validate(); err != nil {
 		return nil, &MessageError{Subject: subjectCommand + id, Reason: err.Error(), Err: ErrMalformed}
 	}
+	return c.command(ctx, id, cmd)
+}
+
+// command is Command once the command was checked, in its span.
+func (c *Client) command(ctx context.Context, id string, cmd *host.Command) (_ *host.CommandResult, err error) {
+	msg := nats.NewMsg(subjectCommand + id)
+	ctx, span := startClientSpan(ctx, c.tr, spanName("cluster command", cmd), msg.Subject, id, msg.Header, attrCommand.String(string(cmd.Type)))
+	defer func() { endSpan(span, err) }()
 	data, _ := json.Marshal(cmd)
 	if max := min(MaxCommandSize, int(c.b.nc.MaxPayload())); len(data) > max {
 		return nil, &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), max), Err: ErrTooLarge}
@@ -513,7 +529,8 @@ func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*ho
 		ctx, cancel = context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 	}
-	r, err := c.b.nc.RequestWithContext(ctx, subjectCommand+id, data)
+	msg.Data = data
+	r, err := c.b.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, c.noOwner(ctx, id)
 	}
@@ -557,10 +574,13 @@ func (c *Client) noOwner(ctx context.Context, id string) error {
 // numbering of the session's events. A session whose agent is gone gets
 // a snapshot rebuilt from the registry and the events still kept: its
 // state, cost and transcript (Dropped counts what retention lost).
-func (c *Client) Snapshot(ctx context.Context, id string) (*host.Snapshot, error) {
+func (c *Client) Snapshot(ctx context.Context, id string) (_ *host.Snapshot, err error) {
 	if !validID(id) {
 		return nil, &CommandError{Code: codeNoSession, Message: "bad session id"}
 	}
+	req := nats.NewMsg(subjectCommand + id)
+	ctx, span := startClientSpan(ctx, c.tr, "cluster snapshot", req.Subject, id, req.Header)
+	defer func() { endSpan(span, err) }()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Minute)
@@ -573,7 +593,6 @@ func (c *Client) Snapshot(ctx context.Context, id string) (*host.Snapshot, error
 	}
 	defer sub.Unsubscribe()
 	sub.SetPendingLimits(-1, c.opts.MaxSnapshot+(1<<20))
-	req := nats.NewMsg(subjectCommand + id)
 	req.Reply = inbox
 	req.Header.Set(hdrOp, opSnapshot)
 	if err := c.b.nc.PublishMsg(req); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/telemetry"
 )
@@ -67,6 +69,7 @@ type Approval struct {
 	answer    chan claude.PermissionResult // 1-buffered; read by the callback
 	status    approvalStatus               // under s.mu
 	announced bool                         // seen in stream order: listed
+	span      trace.Span                   // the wait's; ended by endApproval
 }
 
 type approvalStatus int
@@ -179,6 +182,7 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by string
 	}
 	a.status = approvalAnswered
 	s.metrics.ApprovalEnded(by, time.Since(a.Asked))
+	endApproval(a, r, by)
 	a.answer <- r
 	s.recordResolved(a, r)
 	s.forget(a)
@@ -227,6 +231,7 @@ func (a *Approval) withdrawLocked() {
 	if a.status == approvalPending {
 		a.status = approvalWithdrawn
 		a.s.metrics.ApprovalEnded(telemetry.ByWithdrawn, time.Since(a.Asked))
+		endApproval(a, nil, "")
 		a.s.recordResolved(a, nil)
 	}
 }
@@ -247,6 +252,7 @@ func (s *Session) approvalLocked(req *claude.ToolPermissionRequest) *Approval {
 		a.Questions = in.Questions
 	}
 	s.byID[req.RequestID] = a
+	s.startApproval(a)
 	return a
 }
 

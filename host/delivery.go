@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tetherhq/tether/claude"
 )
 
@@ -63,6 +65,7 @@ type Delivery struct {
 	result *claude.ResultMessage
 	err    error
 	done   chan struct{}
+	span   trace.Span // the turn's; ended by resolve
 }
 
 // Status returns how far the prompt got.
@@ -117,6 +120,7 @@ func (s *Session) SendMessage(ctx context.Context, m *claude.UserMessage) (*Deli
 		}
 		return nil, fmt.Errorf("host: no CLI to send to: %w", err)
 	}
+	s.startTurn(ctx, d)
 	s.deliveries = append(s.deliveries, d)
 	s.recordDelivery(d)
 	s.mu.Unlock()
@@ -275,6 +279,7 @@ func (s *Session) resolve(d *Delivery, st DeliveryStatus, r *claude.ResultMessag
 	}
 	d.status, d.result, d.err = st, r, err
 	close(d.done)
+	endTurn(d)
 	s.recordDelivery(d)
 	for i, e := range s.deliveries {
 		if e == d {

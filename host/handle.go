@@ -57,7 +57,7 @@ func (s *Session) handle(m claude.Message, merr error) {
 		s.beginTurn()
 		for _, c := range m.Message.Content {
 			if tu, ok := c.(*claude.ToolUseBlock); ok {
-				s.tools = append(s.tools, toolRun{tu.ID, tu.Name})
+				s.tools = append(s.tools, toolRun{tu.ID, tu.Name, s.startTool(tu.ID, tu.Name)})
 				s.phase, s.tool = StateRunningTool, s.tools[0].name
 				continue
 			}
@@ -75,6 +75,7 @@ func (s *Session) handle(m claude.Message, merr error) {
 		for _, r := range m.ToolResults() {
 			for i, t := range s.tools {
 				if t.id == r.ToolUseID {
+					endTool(t, r)
 					s.tools = append(s.tools[:i], s.tools[i+1:]...)
 					done++
 					break

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/internal/telemetry"
 )
@@ -31,6 +32,11 @@ type ManagerOptions struct {
 	// tokens and cost. nil means no metrics, at no cost. Sessions started
 	// with Start outside a Manager are not counted.
 	Registerer prometheus.Registerer
+	// TracerProvider records the spans of sessions whose Options have
+	// none (the template's, Start's), and of spares handed out ("session
+	// start" with tether.session.spare). nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // ErrManagerClosed is returned by Start after Manager.Close.
@@ -65,6 +71,7 @@ func NewManager(opts *ManagerOptions) *Manager {
 		m.opts = *opts
 	}
 	m.metrics = telemetry.NewHost(m.opts.Registerer, stateNames[:], m.count)
+	m.opts.Session = m.withTracer(m.opts.Session)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.mu.Lock()
 	m.refill()
@@ -89,6 +96,7 @@ func (m *Manager) Start(ctx context.Context, opts *Options) (*Session, error) {
 			s := m.spares[0]
 			m.spares = m.spares[1:]
 			if s.State().State == StateReady {
+				m.spareSpan(ctx, s)
 				m.adopt(s)
 				m.refill()
 				m.mu.Unlock()
@@ -100,6 +108,7 @@ func (m *Manager) Start(ctx context.Context, opts *Options) (*Session, error) {
 		opts = m.opts.Session
 	}
 	m.mu.Unlock()
+	opts = m.withTracer(opts)
 	s, err := start(ctx, opts, m.metrics)
 	if err != nil {
 		return nil, err
@@ -251,4 +260,27 @@ func (m *Manager) sessionsLocked() []*Session {
 		out = append(out, m.sessions[id])
 	}
 	return out
+}
+
+// withTracer returns opts with the manager's TracerProvider when they
+// have none (a copy: the caller's options are not changed).
+func (m *Manager) withTracer(opts *Options) *Options {
+	if m.opts.TracerProvider == nil || (opts != nil && opts.TracerProvider != nil) {
+		return opts
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.TracerProvider = m.opts.TracerProvider
+	return &o
+}
+
+// spareSpan records the start of a session served by a spare: its CLI
+// was started before, under no request's trace.
+func (m *Manager) spareSpan(ctx context.Context, s *Session) {
+	tp := s.opts.TracerProvider
+	_, span := telemetry.Tracer(tp).Start(ctx, "session start", trace.WithAttributes(
+		attrSession.String(s.id), attrSpare.Bool(true), attrCLISess.String(s.SessionID())))
+	span.End()
 }

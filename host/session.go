@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/safelog"
 	"github.com/tetherhq/tether/internal/telemetry"
@@ -55,6 +57,12 @@ type Options struct {
 	// the bypassPermissions mode, and an Authorize hook that sees every
 	// command. nil means defaults.
 	Commands *CommandPolicy
+
+	// TracerProvider records the session's spans (session start, cli
+	// start, turns, tool calls, approval waits; see docs/cluster.md).
+	// nil means otel.GetTracerProvider(): a no-op unless the program set
+	// one.
+	TracerProvider trace.TracerProvider
 }
 
 // RestartPolicy says when to restart a CLI that ended on its own.
@@ -83,6 +91,7 @@ type Session struct {
 	base   claude.Options // the CLI options, with the host's wiring
 	policy claude.CanUseToolFunc
 	log    *slog.Logger
+	tracer trace.Tracer
 
 	lastEvent atomic.Int64 // unix nanoseconds
 
@@ -133,7 +142,10 @@ type Session struct {
 	turnBegun chan struct{}
 }
 
-type toolRun struct{ id, name string }
+type toolRun struct {
+	id, name string
+	span     trace.Span // ended by endTool
+}
 
 // Start starts a CLI and returns once it is ready for prompts (see
 // claude.Connect for the errors). ctx bounds the start only.
@@ -145,7 +157,10 @@ func Start(ctx context.Context, opts *Options) (*Session, error) {
 func start(ctx context.Context, opts *Options, mt *telemetry.Host) (*Session, error) {
 	s := newSession(opts)
 	s.metrics = mt
+	ctx, span := s.tracer.Start(ctx, "session start", trace.WithAttributes(attrSession.String(s.id)))
+	defer span.End()
 	if err := s.connect(ctx, false); err != nil {
+		telemetry.SetError(span, err, ErrorCode(err))
 		s.mu.Lock()
 		s.closed, s.gone, s.cause = true, true, err
 		s.transition()
@@ -153,6 +168,7 @@ func start(ctx context.Context, opts *Options, mt *telemetry.Host) (*Session, er
 		s.mu.Unlock()
 		return nil, err
 	}
+	span.SetAttributes(attrCLISess.String(s.SessionID()))
 	return s, nil
 }
 
@@ -170,6 +186,7 @@ func newSession(opts *Options) *Session {
 		opts:     o,
 		policy:   base.CanUseTool,
 		log:      safelog.New(base.Logger), // a panicking handler must not crash us
+		tracer:   telemetry.Tracer(o.TracerProvider),
 		byID:     map[string]*Approval{},
 		watchers: map[*watcher]struct{}{},
 		subs:     map[*subscriber]struct{}{},
@@ -223,11 +240,15 @@ func (s *Session) connect(ctx context.Context, resume bool) error {
 		s.mu.Unlock()
 		o.Resume, o.Continue, o.ForkSession, o.SessionID = sid, false, false, ""
 	}
-	cs, err := claude.Connect(ctx, &o)
+	ctx, span := s.tracer.Start(ctx, "cli start", trace.WithAttributes(attrSession.String(s.id), attrResume.Bool(resume)))
+	defer span.End()
+	cs, err := claude.Connect(ctx, &o) // the CLI's TRACEPARENT: this span
 	s.metrics.CLIStarted(err)
 	if err != nil {
+		telemetry.SetError(span, err, ErrorCode(err))
 		return err
 	}
+	span.SetAttributes(attrPID.Int(cs.PID()))
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -513,6 +534,9 @@ func (s *Session) endErr() error {
 // resetTurn forgets the turn in progress (s.mu held).
 func (s *Session) resetTurn() {
 	s.turn, s.interrupting = false, false
+	for _, t := range s.tools {
+		endTool(t, nil)
+	}
 	s.phase, s.attempt, s.tool, s.tools = StateRequesting, 0, "", nil
 }
 

@@ -417,11 +417,13 @@ func hasBadID(data []byte) bool {
 }
 
 // enqueue runs f on the ordered worker, or refuses when it is full.
-func (c *client) enqueue(id json.RawMessage, f func()) {
+func (c *client) enqueue(id json.RawMessage, f func()) bool {
 	select {
 	case c.ordered <- f:
+		return true
 	default:
 		c.fail(id, errorf(CodeBusy, "too many requests in flight on this connection"))
+		return false
 	}
 }
 
@@ -442,10 +444,15 @@ func (c *client) start(req *request) {
 		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
 	}
 	c.wg.Add(1)
+	ctx, span := c.s.startSpan(c.ctx, "serve start")
 	go func() {
 		defer c.wg.Done()
 		defer func() { <-c.starts }()
-		info, err := c.s.b.Start(c.ctx, &sr)
+		info, err := c.s.b.Start(ctx, &sr)
+		if info.ID != "" {
+			span.SetAttributes(attrSession.String(info.ID))
+		}
+		endSpan(span, err)
 		if err == nil {
 			c.s.broadcast(info)
 		}
@@ -464,8 +471,11 @@ func (c *client) do(req *request) {
 		c.fail(req.ID, err)
 		return
 	}
+	// The root of the command's trace: through the backend to the turn.
+	ctx, span := c.s.startSpan(c.ctx, "serve do "+string(cmd.Type), attrSession.String(id), attrCommand.String(string(cmd.Type)))
 	run := func() {
-		res, err := c.s.b.Do(c.ctx, id, cmd)
+		res, err := c.s.b.Do(ctx, id, cmd)
+		endSpan(span, err)
 		if err != nil {
 			c.fail(req.ID, err)
 			return
@@ -485,7 +495,9 @@ func (c *client) do(req *request) {
 		select {
 		case c.quick <- struct{}{}:
 		default:
-			c.fail(req.ID, errorf(CodeBusy, "too many requests in flight on this connection"))
+			err := errorf(CodeBusy, "too many requests in flight on this connection")
+			endSpan(span, err)
+			c.fail(req.ID, err)
 			return
 		}
 		c.wg.Add(1)
@@ -495,7 +507,9 @@ func (c *client) do(req *request) {
 			run()
 		}()
 	default:
-		c.enqueue(req.ID, run)
+		if !c.enqueue(req.ID, run) {
+			endSpan(span, errorf(CodeBusy, "too many requests in flight on this connection"))
+		}
 	}
 }
 

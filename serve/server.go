@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/internal/telemetry"
 )
@@ -79,6 +80,10 @@ type Options struct {
 	// listener for internal scraping is the caller's own (tether serve
 	// --metrics-addr).
 	Metrics http.Handler
+	// TracerProvider records a span per WebSocket start and do request,
+	// the root of the trace the backend's spans join. nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the tether serve HTTP handler: the UI, the login, the
@@ -90,6 +95,7 @@ type Server struct {
 	token  string
 	cookie string // the cookie's value: HMAC(token, …)
 	log    *slog.Logger
+	tr     trace.Tracer
 	ui     http.Handler
 	mux    *http.ServeMux
 
@@ -135,6 +141,7 @@ func NewServer(b Backend, opts *Options) *Server {
 	mac := hmac.New(sha256.New, []byte(s.token))
 	mac.Write([]byte("tether serve cookie v1"))
 	s.cookie = hex.EncodeToString(mac.Sum(nil))
+	s.tr = telemetry.Tracer(o.TracerProvider)
 	s.log = o.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

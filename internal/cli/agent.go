@@ -161,6 +161,12 @@ Flags:
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
+	tp, stopTracing, err := startTracing(ctx, "tether-agent", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 2
+	}
+	defer stopTracing() // after the agent's Close: its last spans go too
 	// Ctrl-C stops at once (the sessions show disconnected and can be
 	// resumed elsewhere); SIGTERM, what a service manager sends, drains.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
@@ -194,7 +200,7 @@ Flags:
 	}
 	ao := &cluster.AgentOptions{
 		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
-		Limits: nf.limits(), Logger: logger, Session: tmpl,
+		Limits: nf.limits(), Logger: logger, Session: tmpl, TracerProvider: tp,
 	}
 	if reg != nil {
 		ao.Registerer = reg

@@ -111,14 +111,14 @@ func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath
 		tmpl := agentTemplate(path, dir, model, mode)
 		tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: sf.allowBypass}
 		agent, err = cluster.NewAgent(ctx, &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity,
-			Limits: nsf.limits(), Session: tmpl, Registerer: sf.registry()})
+			Limits: nsf.limits(), Session: tmpl, Registerer: sf.registry(), TracerProvider: sf.tp})
 		if err != nil {
 			fmt.Fprintf(stderr, "tether serve: %v\n", err)
 			return 1
 		}
 		defer agent.Close()
 	}
-	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: url, NATS: nopts, Limits: nsf.limits(), Registerer: sf.registry()})
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: url, NATS: nopts, Limits: nsf.limits(), Registerer: sf.registry(), TracerProvider: sf.tp})
 	if err != nil {
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
 		return 1

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
@@ -72,6 +73,13 @@ Flags:
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
 		return 2
 	}
+	tp, stopTracing, err := startTracing(ctx, "tether-serve", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 2
+	}
+	defer stopTracing()
+	sf.tp = tp
 	if nsf.enabled() {
 		return serveNATS(ctx, sf, nsf, *cliPath, *cwd, *model, *mode, stdout, stderr)
 	}
@@ -103,7 +111,8 @@ const (
 
 // serveFlags are the flags tether serve and tether demo --serve share.
 type serveFlags struct {
-	backend         serve.Backend // serve --nats: the cluster instead of a local manager
+	backend         serve.Backend        // serve --nats: the cluster instead of a local manager
+	tp              trace.TracerProvider // from the OTEL_ environment; nil: the global
 	addr, cert, key string
 	hosts           stringList
 	proxies         prefixList
@@ -211,7 +220,7 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		fmt.Fprintf(stdout, "tether serve: metrics (no login) at http://%s/metrics\n", ops.addr())
 		metrics = nil // only there
 	}
-	mo := &host.ManagerOptions{}
+	mo := &host.ManagerOptions{TracerProvider: sf.tp}
 	if sf.backend == nil {
 		mo.Registerer = reg // with --nats the agents count the sessions
 	}
@@ -242,6 +251,7 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		Version:        "tether " + claude.Version,
 		Registerer:     reg,
 		Metrics:        metrics,
+		TracerProvider: sf.tp,
 	})
 	defer srv.Close()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: nil}
