@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-versions=(2.1.197 2.1.330)
+versions=(2.1.197 2.1.330 2.1.331)
 scripts/install-cli.sh "${versions[@]}" >/dev/null
 # The browser tests (package serve) drive headless Chromium, the Debian
 # package; install it when missing (CI runs as root).
