@@ -179,6 +179,17 @@ func (tr *testRun) failedLeaves() []key {
 	return out
 }
 
+// skipped are the skipped tests, in order.
+func (tr *testRun) skipped() []key {
+	var out []key
+	for _, k := range tr.order {
+		if k.test != "" && tr.result[k] == "skip" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // failedPackages are the packages that failed, in order.
 func (tr *testRun) failedPackages() []string {
 	var out []string
@@ -277,6 +288,13 @@ func (tr *testRun) counts() (pass, fail, skip int) {
 func report(w io.Writer, version, pinned string, newRun, pinnedRun *testRun) int {
 	pass, fail, skip := newRun.counts()
 	fmt.Fprintf(w, "== CLI %s: %d passed, %d failed, %d skipped\n", version, pass, fail, skip)
+	for _, k := range newRun.skipped() {
+		reason := newRun.firstLines(k, 1)
+		if len(reason) == 0 {
+			reason = []string{"(no reason given)"}
+		}
+		fmt.Fprintf(w, "skipped: %s %s: %s\n", k.pkg, k.test, strings.TrimSpace(reason[0]))
+	}
 	leaves := newRun.failedLeaves()
 	bare := newRun.bareFailures()
 	if len(leaves) == 0 && len(bare) == 0 {

@@ -26,6 +26,7 @@ const newRunJSON = `{"Action":"start","Package":"x/a"}
 {"Action":"pass","Package":"x/a","Test":"TestRealCLI/ok.1"}
 {"Action":"fail","Package":"x/a","Test":"TestRealCLI"}
 {"Action":"run","Package":"x/a","Test":"TestRealCLIOther"}
+{"Action":"output","Package":"x/a","Test":"TestRealCLIOther","Output":"    other_test.go:9: bubblewrap is installed\n"}
 {"Action":"skip","Package":"x/a","Test":"TestRealCLIOther"}
 {"Action":"fail","Package":"x/a"}
 {"Action":"run","Package":"x/b","Test":"TestRealCLIDoctor"}
@@ -78,6 +79,7 @@ func TestReportComparesWithPinned(t *testing.T) {
 		"FAIL x/a TestRealCLI/hooks_x\n    hooks_test.go:12: the API got 2 requests; want the retry note\n",
 		"FAIL x/b TestRealCLIDoctor\n    cli_test.go:70: report lacks",
 		"FAIL x/c (outside any test)\n    goleak: found unexpected goroutines",
+		"skipped: x/a TestRealCLIOther: other_test.go:9: bubblewrap is installed\n",
 		"pass on 2.1.331, fail on 9.9.9 (what 9.9.9 changed):\n    x/a TestRealCLI/hooks_x\n",
 		"fail on both (not a version difference: flaky, or broken on 2.1.331 too):\n    x/b TestRealCLIDoctor\n",
 	} {
