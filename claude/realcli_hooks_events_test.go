@@ -137,11 +137,20 @@ func one[T claude.HookEventInput](t *testing.T, l *eventLog, ev claude.HookEvent
 // 2.1.330 or later.
 func cliIsNewer(t *testing.T, msgs []claude.Message) bool {
 	t.Helper()
+	return cliAtLeast(t, msgs, "2.1.330")
+}
+
+// cliAtLeast reports whether the session's CLI, as its system/init in msgs
+// names it, is version min or later. It reads the session rather than
+// $TETHER_CLI_VERSION so that a binary picked by TETHER_CLI_PATH is judged
+// by what it is.
+func cliAtLeast(t *testing.T, msgs []claude.Message, min string) bool {
+	t.Helper()
 	inits := find[*claude.InitMessage](msgs)
 	if len(inits) == 0 || inits[0].ClaudeCodeVersion == "" {
 		t.Fatalf("no system/init with a version in %v", types(msgs))
 	}
-	return proc.CompareVersions(inits[0].ClaudeCodeVersion, "2.1.330") >= 0
+	return proc.CompareVersions(inits[0].ClaudeCodeVersion, min) >= 0
 }
 
 // cliVersionUnderTest is the version the real-CLI suite runs, for checks
@@ -664,9 +673,25 @@ func init() {
 				if in := deniedLog.get(claude.HookEventPermissionDenied)[0]; in.PermissionMode != claude.PermissionModeAuto {
 					t.Errorf("PermissionDenied permission mode = %q", in.PermissionMode)
 				}
+				// The note beside the refused tool_result: plain text up to
+				// 2.1.330, a system-reminder that also tells the model how
+				// to retry from 2.1.331 (docs/cli-versions.md).
+				retryNote := "The PermissionDenied hook indicated you may retry this tool call."
+				if cliAtLeast(t, msgs, "2.1.331") {
+					retryNote = "<system-reminder>\nThe refusal above is not final for this call: the PermissionDenied hook set up for this session allows one more try"
+				}
 				reqs := h.API.MessagesRequests()
-				if len(reqs) != 2 || !reqs[1].Params.Contains("PermissionDenied hook indicated you may retry") {
-					t.Errorf("the API got %d requests; want the second to tell the model it may retry", len(reqs))
+				if len(reqs) != 2 {
+					t.Fatalf("the API got %d requests, want 2", len(reqs))
+				}
+				last := reqs[1].Params.LastUser()
+				if last == nil {
+					t.Fatal("the second request has no user message")
+				}
+				if !slices.ContainsFunc(last.Content, func(b claudetest.ContentBlock) bool {
+					return b.Type == claudetest.BlockTypeText && strings.HasPrefix(b.Text, retryNote)
+				}) {
+					t.Errorf("the second request's last user message = %s; want a text block starting %q", last.Raw, retryNote)
 				}
 			},
 		},

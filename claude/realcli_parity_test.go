@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // Control requests and options added for parity with the TypeScript SDK
@@ -61,7 +62,7 @@ func newer(t *testing.T, h *harness) bool {
 	if err != nil {
 		t.Fatalf("BinaryVersion: %v", err)
 	}
-	return v.Version >= "2.1.330" // both pinned versions have 3-digit patches
+	return proc.CompareVersions(v.Version, "2.1.330") >= 0
 }
 
 // unsupported checks that an old CLI refused a request it does not know.

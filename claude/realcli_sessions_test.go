@@ -18,6 +18,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // Session-level scenarios: switching model and thinking budget, thinking
@@ -71,20 +72,18 @@ func sessSetModelScenario() scenario {
 					notes = append(notes, u)
 				}
 			}
-			switch in.ClaudeCodeVersion {
-			case "2.1.197":
-				// Written before set_model's answer, so it is queued ahead of
-				// the turn: the first message the user receives.
+			if proc.CompareVersions(in.ClaudeCodeVersion, "2.1.330") < 0 {
+				// 2.1.197: written before set_model's answer, so it is
+				// queued ahead of the turn: the first message the user
+				// receives.
 				if len(notes) != 1 || msgs[0] != notes[0] {
 					t.Fatalf("want the set_model replay first, got %d in %v", len(notes), types(msgs))
 				}
 				if n := notes[0]; !n.IsReplay || !strings.Contains(n.Text(), sessModel) {
 					t.Errorf("set_model replay = %s", n.RawJSON())
 				}
-			case "2.1.330":
-				if len(notes) != 0 {
-					t.Errorf("2.1.330 wrote a set_model replay: %s", notes[0].RawJSON())
-				}
+			} else if len(notes) != 0 {
+				t.Errorf("%s wrote a set_model replay: %s", in.ClaudeCodeVersion, notes[0].RawJSON())
 			}
 			if h.Real() {
 				sessCheckModelProbes(t, h, in.ClaudeCodeVersion, sessModel)
@@ -402,19 +401,15 @@ func sessSubagentScenario() scenario {
 					}
 				}
 			}
-			switch version {
-			case "2.1.197":
-				if !slices.Equal(subUser, []string{agentPrompt}) || len(subAssistant) != 0 {
-					t.Errorf("subagent messages: user %q, assistant %q", subUser, subAssistant)
-				}
-			case "2.1.330":
+			// 2.1.197 forwards the subagent's prompt; 2.1.330 and later
+			// its answer instead.
+			newer := proc.CompareVersions(version, "2.1.330") >= 0
+			if newer {
 				if len(subUser) != 0 || !slices.Equal(subAssistant, []string{agentReport}) {
 					t.Errorf("subagent messages: user %q, assistant %q", subUser, subAssistant)
 				}
-			default:
-				if len(subUser)+len(subAssistant) == 0 {
-					t.Errorf("no message with parent_tool_use_id %s", agentID)
-				}
+			} else if !slices.Equal(subUser, []string{agentPrompt}) || len(subAssistant) != 0 {
+				t.Errorf("subagent messages: user %q, assistant %q", subUser, subAssistant)
 			}
 
 			// The Agent call's result, back in the main loop.
@@ -434,16 +429,13 @@ func sessSubagentScenario() scenario {
 			if ar.Prompt != agentPrompt || ar.AgentID != st.TaskID {
 				t.Errorf("AgentResult = %+v", ar)
 			}
-			switch version {
-			case "2.1.197":
-				if ar.Status != "completed" || ar.AgentType != "general-purpose" || !strings.Contains(string(ar.Content), agentReport) ||
-					!strings.Contains(res.ToolResults()[0].Text(), agentReport) || last != finalText {
-					t.Errorf("AgentResult = %+v, tool result %q, final %q", ar, res.ToolResults()[0].Text(), last)
-				}
-			case "2.1.330":
+			if newer {
 				if ar.Status != "async_launched" || last != notifiedText {
 					t.Errorf("AgentResult = %+v, final %q", ar, last)
 				}
+			} else if ar.Status != "completed" || ar.AgentType != "general-purpose" || !strings.Contains(string(ar.Content), agentReport) ||
+				!strings.Contains(res.ToolResults()[0].Text(), agentReport) || last != finalText {
+				t.Errorf("AgentResult = %+v, tool result %q, final %q", ar, res.ToolResults()[0].Text(), last)
 			}
 
 			if !h.Real() {
@@ -849,15 +841,12 @@ func sessCheckModelProbes(t *testing.T, h *harness, version, model string) {
 			t.Errorf("side request #%d: %s", r.Seq, r.Body)
 		}
 	}
-	switch version {
-	case "2.1.197":
-		if len(side) != 0 {
-			t.Errorf("2.1.197 made %d model probes", len(side))
-		}
-	case "2.1.330":
-		if len(side) != 1 {
-			t.Errorf("2.1.330 made %d model probes, want 1", len(side))
-		}
+	want := 0 // 2.1.197 does not check the new model
+	if proc.CompareVersions(version, "2.1.330") >= 0 {
+		want = 1
+	}
+	if len(side) != want {
+		t.Errorf("%s made %d model probes, want %d", version, len(side), want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,47 @@ func TestDoctorOldCLI(t *testing.T) {
 	code, stdout, _ := tether(t, "doctor", "--cli", old, "--timeout", "20s")
 	if code != 1 || !strings.Contains(stdout, "[FAIL] version: 1.0.3 is older") || !strings.Contains(stdout, "[FAIL] offline run") {
 		t.Errorf("doctor = %d:\n%s", code, stdout)
+	}
+}
+
+// TestDoctorVersionCheck: every version the suite runs against passes the
+// version check without a warning; a version newer than the newest tested
+// one warns, naming the tested versions.
+func TestDoctorVersionCheck(t *testing.T) {
+	fake := func(t *testing.T, version string) string {
+		p := filepath.Join(t.TempDir(), "claude")
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho '"+version+" (Claude Code)'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, v := range []string{"2.1.197", "2.1.330", "2.1.331"} {
+		if c := versionCheck(context.Background(), fake(t, v)); c.status != pass || !strings.Contains(c.detail, "tested: 2.1.197, 2.1.330, 2.1.331") {
+			t.Errorf("version check of %s = %+v, want ok naming the tested versions", v, c)
+		}
+	}
+	if c := versionCheck(context.Background(), fake(t, "2.1.332")); c.status != warn || !strings.Contains(c.detail, "newer than any tested version") {
+		t.Errorf("version check of 2.1.332 = %+v, want a warning", c)
+	}
+}
+
+// TestTestedVersionsMatchTestScript keeps the doctor's list in step with the
+// versions scripts/test.sh runs the suite against, so that neither can
+// gain a version alone.
+func TestTestedVersionsMatchTestScript(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "scripts", "test.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "versions=("); ok {
+			script = strings.Fields(strings.TrimSuffix(strings.TrimSpace(rest), ")"))
+			break
+		}
+	}
+	if !slices.Equal(script, TestedCLIVersions) {
+		t.Errorf("scripts/test.sh runs %q; TestedCLIVersions = %q", script, TestedCLIVersions)
 	}
 }
 
