@@ -279,6 +279,29 @@ type PermissionRulesState struct {
 	ManagedOnly bool `json:"managedOnly"`
 	// Withheld is set when the list was cut.
 	Withheld bool `json:"withheld,omitempty"`
+	// Errors are the settings files the CLI could not parse or
+	// validate: their rules are not in force and not in Rules.
+	Errors []SettingsParseError `json:"errors,omitempty"`
+}
+
+// SettingsParseError is a settings file the CLI skipped because it could
+// not parse or validate it.
+type SettingsParseError struct {
+	// File is the settings file, when the error belongs to one.
+	File string `json:"file,omitempty"`
+	// Path is the offending key within the file ("" for the whole
+	// file; always "" in a withheld answer).
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// PermissionRuleDescription is the plain-language reading of a rule, as
+// the CLI's terminal shows it under the rule: Prefix, then Emphasis (the
+// part to highlight), then Suffix.
+type PermissionRuleDescription struct {
+	Prefix   string `json:"prefix"`
+	Emphasis string `json:"emphasis,omitempty"`
+	Suffix   string `json:"suffix,omitempty"`
 }
 
 // PermissionRuleEntry is one permission rule.
@@ -292,6 +315,9 @@ type PermissionRuleEntry struct {
 	// Editability is "persistent", "session" or "readonly".
 	Editability string `json:"editability"`
 	NotInEffect bool   `json:"notInEffect,omitempty"`
+	// Description reads the rule in plain language; nil where the
+	// CLI's terminal shows no subtitle either.
+	Description *PermissionRuleDescription `json:"description,omitempty"`
 }
 
 // WorkspaceDirectory is a directory the session's tools may use.

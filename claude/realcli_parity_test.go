@@ -139,6 +139,13 @@ func runControlParity(t *testing.T, h *harness) {
 		}) {
 			t.Errorf("PermissionRules = %+v, %v", pr, perr)
 		}
+		// The rule's plain-language reading, as 2.1.330 and 2.1.331 send it.
+		if perr == nil && len(pr.State.Rules) > 0 {
+			want := claude.PermissionRuleDescription{Prefix: "Any Bash command starting with ", Emphasis: "printenv"}
+			if d := pr.State.Rules[0].Description; d == nil || *d != want {
+				t.Errorf("the rule's description = %+v, want %+v", d, want)
+			}
+		}
 		if uerr != nil {
 			t.Errorf("UpdateSettings: %v", uerr)
 		} else if b, err := os.ReadFile(filepath.Join(h.Opts.Cwd, ".claude", "settings.local.json")); err != nil || !strings.Contains(string(b), `"Concise"`) {

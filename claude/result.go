@@ -46,6 +46,30 @@ type ResultMessage struct {
 
 	TTFTMS        int64  `json:"ttft_ms,omitempty"`
 	FastModeState string `json:"fast_mode_state,omitempty"`
+	// FastModeDisabledReason says why fast mode is off when it is
+	// ("sdk_opt_in_required", …; newer CLIs).
+	FastModeDisabledReason string `json:"fast_mode_disabled_reason,omitempty"`
+
+	// Timings of the turn's first request, in milliseconds from the
+	// prompt (0 when the CLI did not say): TTFTStreamMS to the first
+	// streamed token, TimeToRequestMS until the request was sent,
+	// FirstContentFrameMS to the first content frame (newer CLIs). They
+	// show where a slow turn spent its time.
+	TTFTStreamMS        int64 `json:"ttft_stream_ms,omitempty"`
+	TimeToRequestMS     int64 `json:"time_to_request_ms,omitempty"`
+	FirstContentFrameMS int64 `json:"first_content_frame_ms,omitempty"`
+
+	// QueuedTurnCount is how many prompts were still queued when the turn
+	// ended (newer CLIs; nil from older ones).
+	QueuedTurnCount *int `json:"queued_turn_count,omitempty"`
+	// UserMessageUUID is the UUID of the prompt the turn answered, and
+	// UserMessageUUIDs of each prompt when queued prompts were answered
+	// together; "" and nil when the CLI did not say.
+	UserMessageUUID  string   `json:"user_message_uuid,omitempty"`
+	UserMessageUUIDs []string `json:"user_message_uuids,omitempty"`
+	// LocalCommand names the slash command the CLI ran itself for this
+	// "turn" (no model call), when that is what it was.
+	LocalCommand string `json:"local_command,omitempty"`
 
 	// ResultIndex numbers the session's results from 0 (newer CLIs; nil
 	// from older ones): a gap means a result was lost.
