@@ -150,7 +150,9 @@ type Spare struct {
 // ForkSession or ResumeSessionAt when set, and *CLIFeatureError (matching
 // ErrNeedsNewerCLI, Option "Prewarm") for a CLI older than ClaimVersion,
 // known from its version before it starts or from its exit on the
-// unknown flag.
+// unknown flag; also for a CLI whose version is unknown (a custom
+// Transport whose CLI does not report it in its answer to initialize),
+// which might have ignored the flag.
 func Prewarm(ctx context.Context, opts *Options) (*Spare, error) {
 	var o Options
 	if opts != nil {
@@ -184,6 +186,13 @@ func Prewarm(ctx context.Context, opts *Options) (*Spare, error) {
 			return nil, &CLIFeatureError{Option: "Prewarm", Needs: ClaimVersion, Found: "older", Path: o.CLIPath}
 		}
 		return nil, err
+	}
+	if s.opts.cliVersion == "" && (s.init == nil || s.init.CLIVersion == "") {
+		// Neither probed nor reported (a custom transport): a CLI that
+		// ignored the flag would not answer a claim.
+		s.Close()
+		sp.removePark()
+		return nil, &CLIFeatureError{Option: "Prewarm", Needs: ClaimVersion, Found: "of unknown version", Path: o.CLIPath}
 	}
 	sp.s = s
 	if sp.park != "" {
