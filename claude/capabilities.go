@@ -67,6 +67,11 @@ type cliRequirement struct {
 // a feature, that version is used, else the newer pinned one.
 var cliRequirements = []cliRequirement{
 	{
+		// 2.1.197 exits: "unknown option '--await-claim'" (prewarm.go).
+		option: "Prewarm", version: ClaimVersion,
+		used: func(o *Options) bool { return o.awaitClaim },
+	},
+	{
 		// 2.1.197 ignores the initialize key: an interrupt still stops
 		// background agents.
 		option: "PerTaskStopAffordance", version: "2.1.330",

@@ -159,6 +159,7 @@
 //	PerTaskStopAffordance                    2.1.330    ignores it
 //	SettingsDelivery: DeliveryInitialize     2.1.261    exits: unknown option --await-initialize
 //	PluginDelivery: DeliveryInitialize       2.1.261    exits: unknown option --await-initialize
+//	Prewarm (--await-claim)                  2.1.330    exits: unknown option '--await-claim'
 //
 // The check uses the version Connect probed, or, when it did not probe,
 // the version the CLI reports in its answer to initialize (2.1.330 does,

@@ -244,6 +244,9 @@ type Options struct {
 	cliVersion, mcpFile string
 	mcpVia              Delivery
 
+	// awaitClaim: started by Prewarm as a parked spare (prewarm.go).
+	awaitClaim bool
+
 	// Agents, prompts, plugins, structured output.
 
 	// Agents defines subagents by name, which the model starts with the

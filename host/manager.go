@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/telemetry"
 )
 
@@ -19,9 +20,17 @@ type ManagerOptions struct {
 	// Session is the template for Start(ctx, nil) and for spares (nil
 	// means defaults).
 	Session *Options
-	// Spares is how many prewarmed sessions to keep: CLIs started with
-	// the template and waiting for their first prompt, so that Start does
-	// not wait the second or so a CLI takes to start.
+	// Spares is how many prewarmed sessions to keep, so that Start does
+	// not wait the second or so a CLI takes to start. Where the CLI can
+	// be prewarmed (claude.Prewarm: CLI 2.1.330 and newer) they are
+	// parked CLIs started with the template, and any Start whose options
+	// differ from the template only in what a claim sets (the CLI's Cwd,
+	// AddDirs, Model, PermissionMode, MaxThinkingTokens,
+	// AppendSystemPrompt, Title, Agents; host Commands, Restart,
+	// InterruptTimeout) claims one; a claim the CLI refuses falls back to
+	// a cold start. With an older CLI they are sessions started with the
+	// template and waiting for their first prompt, handed out only to
+	// Start(ctx, nil).
 	Spares int
 	// IdleTimeout closes a session that has waited for a prompt (ready,
 	// idle or error) with no word from its CLI for this long. 0 means
@@ -57,6 +66,7 @@ type Manager struct {
 	order    []string // start order
 	spares   []*Session
 	warming  int
+	cold     bool // the CLI cannot be prewarmed: spares are template sessions
 	closed   bool
 
 	ctx    context.Context // cancelled by Close: stops warming
@@ -84,35 +94,74 @@ func NewManager(opts *ManagerOptions) *Manager {
 }
 
 // Start starts a session with opts, or with the template when opts is
-// nil, in which case a ready spare is handed out if there is one.
+// nil, from a spare when one can serve it (see ManagerOptions.Spares).
 func (m *Manager) Start(ctx context.Context, opts *Options) (*Session, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, ErrManagerClosed
 	}
-	if opts == nil {
-		for len(m.spares) > 0 {
-			s := m.spares[0]
-			m.spares = m.spares[1:]
-			if s.State().State == StateReady {
-				m.spareSpan(ctx, s)
-				m.adopt(s)
-				m.refill()
-				m.mu.Unlock()
-				return s, nil
+	want := opts
+	if want == nil {
+		want = m.opts.Session
+	}
+	// A parked spare (warm.go) serves any start whose options differ
+	// from the template only in what a claim sets; a template spare only
+	// Start(ctx, nil).
+	claim, cerr := claimFor(m.opts.Session, want)
+	for len(m.spares) > 0 {
+		s := m.spares[0]
+		if s.isSpare() {
+			if !s.parked() {
+				m.spares = m.spares[1:]
+				m.closeLater(s) // a spare that died waiting
+				continue
 			}
-			m.closeLater(s) // a spare that died waiting
+			if cerr != nil {
+				break // the spare stays for a start it can serve
+			}
+			m.spares = m.spares[1:]
+			m.refill()
+			m.mu.Unlock()
+			if err := s.claim(ctx, claim, want); err == nil {
+				m.spareSpan(ctx, s)
+				return m.adoptStarted(s)
+			}
+			// Refused (the folder's settings, say): start cold.
+			return m.startCold(ctx, want)
 		}
+		if opts != nil {
+			break
+		}
+		m.spares = m.spares[1:]
+		if s.State().State == StateReady {
+			m.spareSpan(ctx, s)
+			m.adopt(s)
+			m.refill()
+			m.mu.Unlock()
+			return s, nil
+		}
+		m.closeLater(s) // a spare that died waiting
+	}
+	if opts == nil {
 		m.refill()
-		opts = m.opts.Session
 	}
 	m.mu.Unlock()
+	return m.startCold(ctx, want)
+}
+
+// startCold starts a session with opts, without a spare.
+func (m *Manager) startCold(ctx context.Context, opts *Options) (*Session, error) {
 	opts = m.withTracer(opts)
 	s, err := start(ctx, opts, m.metrics)
 	if err != nil {
 		return nil, err
 	}
+	return m.adoptStarted(s)
+}
+
+// adoptStarted registers a session started or claimed outside m.mu.
+func (m *Manager) adoptStarted(s *Session) (*Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -156,8 +205,22 @@ func (m *Manager) refill() {
 		go func() {
 			defer m.wg.Done()
 			ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
-			s, err := start(ctx, m.opts.Session, m.metrics)
-			cancel()
+			defer cancel()
+			m.mu.Lock()
+			cold := m.cold
+			m.mu.Unlock()
+			var s *Session
+			err := claude.ErrNeedsNewerCLI
+			if !cold {
+				s, err = prewarm(ctx, m.opts.Session, m.metrics)
+			}
+			if errors.Is(err, claude.ErrNeedsNewerCLI) {
+				// This CLI cannot park: spares are template sessions.
+				m.mu.Lock()
+				m.cold = true
+				m.mu.Unlock()
+				s, err = start(ctx, m.opts.Session, m.metrics)
+			}
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.warming--

@@ -114,7 +114,7 @@ func TestManagerSparesAndForgetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(fake.Launches()) != launched && m.Spares() != 1 {
-		t.Errorf("Start did not take a spare")
+		t.Errorf("Start did not take a spare (launches %d -> %d, spares %d)", launched, len(fake.Launches()), m.Spares())
 	}
 	if s.State().State != host.StateReady {
 		t.Errorf("a spare is %v", s.State())

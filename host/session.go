@@ -95,9 +95,10 @@ type Session struct {
 
 	lastEvent atomic.Int64 // unix nanoseconds
 
-	mu  sync.Mutex
-	cs  *claude.Session // the current CLI session; nil while (re)starting
-	sid string          // the CLI's session id, as last seen
+	mu    sync.Mutex
+	spare *claude.Spare   // a parked CLI awaiting its claim (warm.go); nil once claimed
+	cs    *claude.Session // the current CLI session; nil while (re)starting
+	sid   string          // the CLI's session id, as last seen
 	// What the state is derived from (derive); changed by the handlers,
 	// each followed by transition().
 	launched     bool // a CLI was started before
@@ -249,6 +250,11 @@ func (s *Session) connect(ctx context.Context, resume bool) error {
 		return err
 	}
 	span.SetAttributes(attrPID.Int(cs.PID()))
+	return s.attach(cs)
+}
+
+// attach makes cs the session's CLI and starts its receive loop.
+func (s *Session) attach(cs *claude.Session) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -350,11 +356,15 @@ func (s *Session) Close() error {
 	s.mu.Lock()
 	already := s.closed
 	s.closed = true
-	cs := s.cs
+	cs, sp := s.cs, s.spare
+	s.spare = nil
 	s.mu.Unlock()
 	var err error
 	if cs != nil && !already {
 		err = cs.Close()
+	}
+	if sp != nil {
+		err = sp.Close()
 	}
 	s.wg.Wait()
 	s.mu.Lock()

@@ -45,6 +45,26 @@ type LocalOptions struct {
 	MaxHistoryBytes int
 }
 
+// SpareTemplate returns the host options every Start shares: the Session
+// template with partial messages on. Give it to the host.Manager as
+// ManagerOptions.Session: where the CLI can be prewarmed (2.1.330 and
+// newer) its spares then serve starts in any folder, with any model,
+// permission mode or appended system prompt (host.ManagerOptions.Spares).
+func (o *LocalOptions) SpareTemplate() *host.Options {
+	var h host.Options
+	if o != nil && o.Session != nil {
+		h = *o.Session
+	}
+	var co claude.Options
+	if h.CLI != nil {
+		co = *h.CLI
+	}
+	co.Resume, co.ForkSession, co.Continue = "", false, false
+	co.IncludePartialMessages = true
+	h.CLI = &co
+	return &h
+}
+
 // LocalBackend runs sessions in this process on a host.Manager.
 type LocalBackend struct {
 	m    *host.Manager

@@ -118,6 +118,7 @@ type serveFlags struct {
 	proxies         prefixList
 	plainHTTP       bool
 	allowBypass     bool
+	spares          int
 	verbose         bool
 	metricsAddr     string
 	reg             *prometheus.Registry // made by registry()
@@ -142,6 +143,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.BoolVar(&sf.plainHTTP, "allow-plain-http", false, "allow a non-loopback address without TLS (only behind a TLS-terminating proxy)")
 	fs.BoolVar(&sf.allowBypass, "allow-bypass-permissions", false, "let clients choose the bypassPermissions mode (approvals off)")
 	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus) on this separate address WITHOUT login, for loopback or internal scraping (default: /metrics on --addr, which needs the token as a bearer)")
+	fs.IntVar(&sf.spares, "spares", 0, "CLIs to start ahead of sessions; with CLI 2.1.330 or newer they park and any start claims one with its own folder and model")
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
 	return sf
 }
@@ -223,6 +225,7 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	mo := &host.ManagerOptions{TracerProvider: sf.tp}
 	if sf.backend == nil {
 		mo.Registerer = reg // with --nats the agents count the sessions
+		mo.Session, mo.Spares = lo.SpareTemplate(), sf.spares
 	}
 	m := host.NewManager(mo)
 	defer m.Close()
