@@ -358,10 +358,13 @@ func TestCloseNeverReadingCLI(t *testing.T) {
 func TestConnectInitializeTimeout(t *testing.T) {
 	fds := fdCount(t)
 	o := claudetest.ExecOptions("no-initialize")
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// The bounds leave the fake CLI (this test binary, started again)
+	// time to start and write its stderr line on a machine with every
+	// core busy; without a bound Connect would wait a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	var err error
-	bounded(t, "Connect (ctx 500 ms)", 500*time.Millisecond, func() { _, err = claude.Connect(ctx, o) })
+	bounded(t, "Connect (ctx 3 s)", 3*time.Second, func() { _, err = claude.Connect(ctx, o) })
 	var ie *claude.InitializeError
 	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Connect = %v, want an *InitializeError matching DeadlineExceeded", err)
@@ -370,10 +373,10 @@ func TestConnectInitializeTimeout(t *testing.T) {
 		t.Errorf("error = %v, want the stderr tail and what failed", err)
 	}
 
-	o.InitializeTimeout = 300 * time.Millisecond
-	bounded(t, "Connect (InitializeTimeout 300 ms)", 300*time.Millisecond, func() { _, err = claude.Connect(context.Background(), o) })
-	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) || ie.Timeout != 300*time.Millisecond {
-		t.Fatalf("Connect = %v, want an *InitializeError after 300 ms", err)
+	o.InitializeTimeout = 2 * time.Second
+	bounded(t, "Connect (InitializeTimeout 2 s)", 2*time.Second, func() { _, err = claude.Connect(context.Background(), o) })
+	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) || ie.Timeout != 2*time.Second {
+		t.Fatalf("Connect = %v, want an *InitializeError after 2 s", err)
 	}
 
 	ctx2, cancel2 := context.WithCancel(context.Background())
