@@ -56,17 +56,7 @@ func BenchmarkMetricsMessagePath(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				d, err := s.Send(ctx, "go")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := d.Wait(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchTurnLoop(b, ctx, s)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(benchDeltas+4)), "ns/msg")
 		})
 	}
@@ -129,18 +119,25 @@ func BenchmarkTelemetryStream(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				d, err := s.Send(ctx, "go")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := d.Wait(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchTurnLoop(b, ctx, s)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(deltas+6)), "ns/msg")
 		})
+	}
+}
+
+// benchTurnLoop sends a prompt and waits for its turn's result, once per
+// benchmark iteration.
+func benchTurnLoop(b *testing.B, ctx context.Context, s *host.Session) {
+	b.Helper()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		d, err := s.Send(ctx, "go")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
