@@ -90,6 +90,19 @@ func (e *ControlError) Error() string {
 	return fmt.Sprintf("claude: %s: %s", e.Subtype, e.Message)
 }
 
+// Is reports whether the error is the CLI's refusal of an unknown
+// request (ErrUnsupportedRequest).
+func (e *ControlError) Is(target error) bool {
+	return target == ErrUnsupportedRequest && strings.Contains(strings.ToLower(e.Message), "unsupported control request subtype")
+}
+
+// ErrUnsupportedRequest matches (errors.Is) a *ControlError with which
+// the CLI refused a control request it does not know: a request newer
+// than the CLI found, such as ReloadOutputStyles, HooksListing,
+// PermissionRules or UpdateSettings on CLI 2.1.197. Upgrade the CLI, or
+// do without.
+var ErrUnsupportedRequest = errors.New("claude: the CLI does not support this request")
+
 // LineError reports a stdout line that Tether could not turn into a
 // Message: it was longer than Options.MaxLineSize (Err wraps
 // ErrLineTooLong) or it was not a JSON object. It is yielded in order and

@@ -239,7 +239,7 @@ type Options struct {
 	// confirm the servers, with ErrNotApplied.
 	MCPServersDelivery Delivery
 
-	// Resolved at Connect (mcp_more.go): the CLI's version from the
+	// Resolved at Connect (mcp_config.go): the CLI's version from the
 	// probe, how the external MCP servers go, and their file.
 	cliVersion, mcpFile string
 	mcpVia              Delivery
@@ -286,7 +286,7 @@ type Options struct {
 	// receives, and must not block.
 	ObserveControl ObserveControlFunc
 
-	// Parity with the TypeScript SDK's options (options_parity.go,
+	// Parity with the TypeScript SDK's options (options_flags.go,
 	// docs/parity.md).
 
 	// Tools is the base set of built-in tools (--tools): nil means the

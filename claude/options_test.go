@@ -139,7 +139,7 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		"Betas": {set: func(o *claude.Options) { o.Betas = []claude.Beta{claude.BetaContext1M, "other-2025-01-01"} },
 			args: []string{"--betas=context-1m-2025-08-07", "--betas=other-2025-01-01"}},
 		"Effort": {set: func(o *claude.Options) { o.Effort = claude.EffortLow }, args: []string{"--effort=low"}},
-		// Parity with the TypeScript SDK (options_parity.go).
+		// Parity with the TypeScript SDK (options_flags.go).
 		"Tools": {set: func(o *claude.Options) { o.Tools = []string{"Bash", "Read"} }, args: []string{"--tools=Bash,Read"}},
 		"Agent": {set: func(o *claude.Options) { o.Agent = "reviewer" }, args: []string{"--agent=reviewer"}},
 		"Thinking": {set: func(o *claude.Options) {

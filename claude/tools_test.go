@@ -77,7 +77,7 @@ var toolInputCases = []struct {
 	{"CronDelete", `{"id":"job-1"}`, &claude.CronDeleteInput{ID: "job-1"}},
 	{"EnterWorktree", `{"name":"fix/parser"}`, &claude.EnterWorktreeInput{Name: "fix/parser"}},
 	{"ExitWorktree", `{"action":"remove","discard_changes":true}`, &claude.ExitWorktreeInput{Action: "remove", DiscardChanges: true}},
-	// tools_more.go, from sdk-tools.d.ts 0.3.330.
+	// tools_tasks.go, from sdk-tools.d.ts 0.3.330.
 	{"CronList", `{}`, &claude.CronListInput{}},
 	{"TaskList", `{}`, &claude.TaskListInput{}},
 	{"EnterPlanMode", `{}`, &claude.EnterPlanModeInput{}},

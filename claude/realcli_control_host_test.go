@@ -22,7 +22,7 @@ import (
 )
 
 // The last typed control requests of the TypeScript SDK's declarations
-// (control_extra.go), against the real CLI: each works where the CLI
+// (control_host.go), against the real CLI: each works where the CLI
 // serves it and is a *ControlError matching ErrUnsupportedRequest where it
 // does not.
 func init() {

@@ -2,10 +2,11 @@ package claude
 
 import "encoding/json"
 
-// This file types the messages CLI 2.1.330 writes that earlier Tether
-// versions passed on as *UnknownMessage / *UnknownSystemMessage. Their
-// shapes come from the TypeScript SDK's declarations (0.3.330) and, for
-// those it does not declare (api_error, stop_hook_summary,
+// Messages about the session's course (a conversation reset, the active
+// goal, the transcript mirror, a model refusal's fallback, API errors,
+// compaction, a remote worker's shutdown), which CLI 2.1.330 writes.
+// Their shapes come from the TypeScript SDK's declarations (0.3.330) and,
+// for those it does not declare (api_error, stop_hook_summary,
 // microcompact_boundary, transcript_mirror), from the CLI itself. Most
 // need conditions an offline test cannot produce (a model refusal, a full
 // disk, a remote worker shutting down); the decoder's golden file

@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// This file maps the Options fields added for parity with the TypeScript
-// SDK (the last group of Options) onto the CLI: argv flags as that SDK
-// passes them, and initialize keys.
+// How the last group of Options (thinking, task budget, strict MCP
+// configuration, hook events, file checkpointing, prompt suggestions,
+// tool aliases, skills, …) reaches the CLI: argv flags as the TypeScript
+// SDK passes them, and initialize keys.
 
 // ThinkingType is how the model thinks.
 type ThinkingType string

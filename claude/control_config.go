@@ -9,10 +9,13 @@ import (
 	"strings"
 )
 
-// This file holds the typed control requests CLI 2.1.330 serves beyond
-// those in control.go, in the same "spec method" shape. Several are newer
-// than CLI 2.1.197, which answers them with a *ControlError ("Unsupported
-// control request subtype" or similar); the doc comment of each says so.
+// Control requests that read or change the running CLI's configuration
+// (settings, hooks, permission rules, environment variables, output
+// styles, MCP permission overrides, re-initialisation), read files and
+// MCP resources through it, and interrupt a turn with a receipt, in the
+// "spec method" shape of control.go. Several are newer than CLI 2.1.197,
+// which answers them with a *ControlError ("Unsupported control request
+// subtype" or similar); the doc comment of each says so.
 
 // InterruptParams are the parameters of Session.InterruptTurn.
 type InterruptParams struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 )
 
-// toolInputExtraCases are inputs of the tools of tools_extra.go, shaped
+// toolInputExtraCases are inputs of the tools of tools_claudeai.go, shaped
 // per sdk-tools.d.ts (0.3.330).
 var toolInputExtraCases = []struct {
 	tool  string

@@ -5,7 +5,8 @@ import (
 	"errors"
 )
 
-// Structured results (UserMessage.ToolUseResult) of the remaining
+// Structured results (UserMessage.ToolUseResult) of the tools that steer
+// a session (plan mode, worktrees, tasks) and of the rest of the
 // built-in tools, for DecodeToolUseResult, from the TypeScript SDK's
 // sdk-tools.d.ts (0.3.330). Those the real-CLI tests produce offline
 // (plan mode, worktrees, tasks, MCP resources) are checked against what

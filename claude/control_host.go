@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// This file holds the last of the host→CLI control requests the
-// TypeScript SDK (0.3.330) declares, in the same "spec method" shape as
-// control_more.go. What each CLI does with them, as the real-CLI tests
-// find it:
+// Control requests an editor or UI host makes of the CLI: @-mention file
+// suggestions, a background task's output, calls to the CLI's MCP tools,
+// the repository root, the files already read, the prompt's colour and
+// whether anyone watches; the "spec method" shape of control.go. What
+// each CLI does with them, as the real-CLI tests find it:
 //
 //   - file_suggestions, mcp_call, register_repo_root, seed_read_state:
 //     2.1.197 and 2.1.330.

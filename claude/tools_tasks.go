@@ -2,9 +2,10 @@ package claude
 
 import "encoding/json"
 
-// Inputs of the built-in tools CLI 2.1.330 offers a stream-json session
-// beyond those in tools.go (its system/init lists them). Shapes from the
-// TypeScript SDK's sdk-tools.d.ts (0.3.330).
+// Inputs of the built-in tools for tasks, schedules, plan mode and
+// monitoring that CLI 2.1.330 offers a stream-json session (its
+// system/init lists them). Shapes from the TypeScript SDK's
+// sdk-tools.d.ts (0.3.330).
 
 func init() {
 	for name, f := range map[string]func() ToolInput{
