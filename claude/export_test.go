@@ -38,3 +38,22 @@ func DecodeAssistantGeneral(line []byte) (Message, error) {
 	a.Raw = line
 	return a, nil
 }
+
+// DecodeUserFast exposes the user fast path to tests.
+func DecodeUserFast(line []byte) (Message, bool) {
+	u, ok := decodeUserFast(line)
+	if ok {
+		u.Raw = line
+	}
+	return u, ok
+}
+
+// DecodeUserGeneral decodes a user line without the fast path.
+func DecodeUserGeneral(line []byte) (Message, error) {
+	u := new(UserMessage)
+	if err := unmarshal(line, u); err != nil {
+		return nil, err
+	}
+	u.Raw = line
+	return u, nil
+}

@@ -12,6 +12,16 @@ import (
 // differently from the general decoder. It reports whether the fast path
 // took the line.
 func checkFastPath(t testing.TB, line []byte) bool {
+	if fast, ok := claude.DecodeUserFast(line); ok {
+		general, err := claude.DecodeUserGeneral(line)
+		if err != nil {
+			t.Fatalf("user fast path decoded %q, the general decoder failed: %v", line, err)
+		}
+		if diff := cmp.Diff(general, fast); diff != "" {
+			t.Fatalf("user fast path differs on %q (-general +fast):\n%s", line, diff)
+		}
+		return true
+	}
 	if fast, ok := claude.DecodeAssistantFast(line); ok {
 		general, err := claude.DecodeAssistantGeneral(line)
 		if err != nil {
@@ -65,6 +75,39 @@ func TestDeltaFastPath(t *testing.T) {
 		{`{"type":"stream_event","ttft_ms":3,"event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}}`, false},
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}} trailing`, false},
 		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`, false},
+	} {
+		if got := checkFastPath(t, []byte(tc.line)); got != tc.fast {
+			t.Errorf("fast path took %q: %v, want %v", tc.line, got, tc.fast)
+		}
+	}
+}
+
+func TestUserFastPath(t *testing.T) {
+	const tr = `{"tool_use_id":"toolu_1","type":"tool_result","content":"total 8\ndrwxr-xr-x .\n","is_error":false}`
+	for _, tc := range []struct {
+		line string
+		fast bool // the fast path must take it
+	}{
+		{`{"type":"user","message":{"role":"user","content":[` + tr + `]},"parent_tool_use_id":null,"session_id":"s","uuid":"u","timestamp":"2026-11-22T10:00:00.000Z","tool_use_result":{"stdout":"total 8","stderr":"","interrupted":false,"isImage":false,"n":-1.5e3,"a":[1,{"b":null}],"u":"\u00e9"}}`, true},
+		{`{"type":"user","message":{"role":"user","content":[` + tr + `,{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"x"}],"is_error":true}]},"parent_tool_use_id":"toolu_0"}`, true},
+		{` { "message" : { "content" : [ { "type" : "tool_result" } ] } , "type" : "user" , "tool_use_result" : "Error: boom" } `, true},
+		{`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t\u00e9"}]},"tool_use_result":[ 1 , 2 ]}`, true},
+		// Left to the general decoder:
+		{`{"type":"user","message":{"role":"user","content":"hello"}}`, false},
+		{`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}`, false},
+		{`{"type":"user","message":{"content":[]}}`, false},
+		{`{"type":"user","message":{"content":[{"type":"tool_result","content":null}]}}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]},"tool_use_result":null}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]},"tool_use_result":{"a":"é"}}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]},"tool_use_result":{"a":01}}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]},"tool_use_result":{"a":"\x"}}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]},"tool_use_result":{"a":1,}}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]},"isReplay":true}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]},"uuid":"a","uuid":"b"}`, false},
+		{`{"type":"user","message":{"content":[{"type":"tool_result","is_error":1}]}}`, false},
+		{`{"type":"user","message":{"content":[{"tool_use_id":"t"}]}}`, false},
+		{`{"type":"user","message":{"content":[` + tr + `]}} x`, false},
+		{`{"type":"user"}`, false},
 	} {
 		if got := checkFastPath(t, []byte(tc.line)); got != tc.fast {
 			t.Errorf("fast path took %q: %v, want %v", tc.line, got, tc.fast)

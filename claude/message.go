@@ -205,6 +205,10 @@ func DecodeMessage(line []byte) (Message, error) {
 		}
 		m = new(AssistantMessage)
 	case "user":
+		if u, ok := decodeUserFast(line); ok {
+			u.Raw = line
+			return u, nil
+		}
 		m = new(UserMessage)
 	case "result":
 		m = new(ResultMessage)

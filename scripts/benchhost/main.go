@@ -1,6 +1,7 @@
 // Command benchhost is the Tether side of scripts/bench-compare.sh: a
 // program that runs claude.Query over a fake CLI's stream and prints one
-// line of JSON (messages, seconds, host CPU seconds, peak RSS), as the
+// line of JSON (messages, seconds, host CPU seconds in all and during
+// the stream, peak RSS), as the
 // TypeScript side does for the official SDK's query(). It is a program of
 // its own, not the test binary, so that its resident memory is that of a
 // real host using package claude and nothing else.
@@ -34,6 +35,8 @@ type stats struct {
 	StreamSeconds float64 `json:"stream_seconds"`
 	MsgsPerS      float64 `json:"msgs_per_s"`
 	CPUS          float64 `json:"cpu_s"`
+	StreamCPUS    float64 `json:"stream_cpu_s"`
+	WallMsgsPerS  float64 `json:"wall_msgs_per_s"`
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
 }
 
@@ -67,6 +70,7 @@ func run(cli string, n, buffer int) error {
 	st := stats{Impl: "tether"}
 	start := time.Now()
 	var first time.Time
+	var firstCPU float64
 	for m, err := range claude.Query(context.Background(), strconv.Itoa(n), opts) {
 		if err != nil {
 			return err
@@ -74,6 +78,7 @@ func run(cli string, n, buffer int) error {
 		if _, ok := m.(*claude.ResultMessage); !ok {
 			if st.Msgs == 0 {
 				first = time.Now()
+				firstCPU = cpuSeconds()
 			}
 			st.Msgs++
 		}
@@ -82,11 +87,18 @@ func run(cli string, n, buffer int) error {
 	st.Seconds = end.Sub(start).Seconds()
 	st.StreamSeconds = end.Sub(first).Seconds()
 	st.MsgsPerS = float64(st.Msgs) / st.StreamSeconds
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	st.CPUS = tv(ru.Utime) + tv(ru.Stime)
+	st.WallMsgsPerS = float64(st.Msgs) / st.Seconds
+	st.CPUS = cpuSeconds()
+	st.StreamCPUS = st.CPUS - firstCPU
 	st.PeakRSSMB = statusMB("VmHWM:")
 	return json.NewEncoder(os.Stdout).Encode(st)
+}
+
+// cpuSeconds is the process's CPU time so far, user and system.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return tv(ru.Utime) + tv(ru.Stime)
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
