@@ -64,11 +64,6 @@ func (c *commandConn) PID() int { return c.p.PID() }
 // Exited is closed once the CLI has been reaped (ExitNotifier).
 func (c *commandConn) Exited() <-chan struct{} { return c.p.Exited() }
 
-// Buffered reports the bytes of stdout read ahead and not yet returned:
-// the session's reader uses it to wake the receiver once per batch of
-// lines rather than once per line.
-func (c *commandConn) Buffered() int { return c.r.Buffered() }
-
 func (c *commandConn) Read(ctx context.Context) ([]byte, error) {
 	line, err := c.r.ReadLine()
 	if err == nil || errors.Is(err, wire.ErrLineTooLong) {

@@ -94,9 +94,6 @@ type Session struct {
 	drained int             // bytes of stdout queued since drain was set
 	qroom   chan struct{}   // 1-buffered: "there is room again"
 	qsignal chan struct{}   // 1-buffered: "the queue changed"
-	// held counts lines the reader queued without signalling qsignal
-	// yet (enqueueHeld); only the goroutine reading stdout touches it.
-	held int
 
 	readDone chan struct{} // closed when the read loop has ended
 	termErr  error         // why it ended (nil: clean exit); set before readDone closes
@@ -591,39 +588,6 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 	}
 }
 
-// maxHeld bounds the lines queued before the receiver is woken, when the
-// transport has more of stdout read ahead (see readFrom).
-const maxHeld = 64
-
-// enqueueHeld queues a line from the reader without waking the receiver;
-// the reader signals before it can block (flushHeld).
-func (s *Session) enqueueHeld(it item) {
-	s.qmu.Lock()
-	if s.closing.Load() && s.qbytes > s.qmax {
-		s.qmu.Unlock()
-		return
-	}
-	s.queue = append(s.queue, it)
-	s.qbytes += it.size()
-	if s.drain {
-		s.drained += len(it.line) + 1
-	}
-	s.qmu.Unlock()
-	s.held++
-}
-
-// flushHeld wakes the receiver for the lines enqueueHeld queued.
-func (s *Session) flushHeld() {
-	if s.held == 0 {
-		return
-	}
-	s.held = 0
-	select {
-	case s.qsignal <- struct{}{}:
-	default:
-	}
-}
-
 func (s *Session) enqueue(it item) {
 	s.qmu.Lock()
 	if s.closing.Load() && s.qbytes > s.qmax {
@@ -665,12 +629,6 @@ const exitDrainMax = 2 << 20
 func (s *Session) waitRoom() {
 	s.qmu.Lock()
 	for s.qbytes > s.qmax && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
-		if s.held > 0 {
-			s.qmu.Unlock()
-			s.flushHeld()
-			s.qmu.Lock()
-			continue
-		}
 		s.rwait = true
 		ex := s.exited // nil, never ready, when the transport cannot tell
 		if s.drain {
@@ -701,20 +659,9 @@ func (s *Session) waitRoom() {
 func (s *Session) readLoop() { s.readFrom(0) }
 
 // readFrom reads on after n lines.
-//
-// Lines are queued without waking the receiver while the transport has
-// more of stdout read ahead (a Conn with a Buffered method), up to
-// maxHeld of them: one wake-up per batch instead of one per line, which
-// is most of the reading's cost on a fast stream. The receiver is woken
-// before anything that can block: a Read with nothing read ahead, an
-// answer to the CLI, waiting for room.
 func (s *Session) readFrom(n int64) {
 	ctx := context.Background()
-	bc, _ := s.conn.(interface{ Buffered() int })
 	for {
-		if s.held > 0 && (bc == nil || s.held >= maxHeld || bc.Buffered() == 0) {
-			s.flushHeld()
-		}
 		line, err := s.conn.Read(ctx)
 		if err != nil {
 			var le *LineError
@@ -734,7 +681,6 @@ func (s *Session) readFrom(n int64) {
 		}
 		n++
 		if answer := s.route(n, line); answer != nil {
-			s.flushHeld()
 			if !s.answerReading(n, answer) {
 				return // another goroutine reads now
 			}
@@ -766,7 +712,7 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 	}
 	if ok && !control.IsControl(typ) {
 		s.turn.observe(typ, line)
-		s.enqueueHeld(item{line: line, lineNo: n})
+		s.enqueue(item{line: line, lineNo: n})
 		return nil
 	}
 	if ok && typ == "control_request" {

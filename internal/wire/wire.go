@@ -332,8 +332,3 @@ func PeekString(b []byte, prefix string) (string, bool) {
 	}
 	return string(rest[:end]), true
 }
-
-// Buffered reports how many bytes are read from the source but not yet
-// returned: a reader with more than zero will return a line (or part of
-// one) without blocking.
-func (r *Reader) Buffered() int { return r.br.Buffered() }
