@@ -38,9 +38,8 @@ type TeamOptions struct {
 	// Audit answers GET /api/audit (admins); nil: that endpoint answers
 	// unavailable.
 	Audit AuditQuerier
-	// Recorder, when set, records the reads the server refuses (a
-	// subscribe, snapshot or list of a session the person may not see).
-	// Commands and starts are recorded by the Authorizer.
+	// Recorder, when set, records a member's refused audit read; every
+	// other refusal is recorded by the Authorizer.
 	Recorder team.Recorder
 	// Isolation, when set, confines each session's CLI (LocalBackend:
 	// LocalOptions.Team): set it only when the configuration turns
@@ -81,9 +80,10 @@ type PersonSpend struct {
 // *team.Authorizer with its store (NewTeamAuthorizer). The identity is
 // the one team.FromContext finds in ctx.
 type TeamAuthorizer interface {
-	// Access is what the person may do on the session, with its ACL
-	// (nil when the session has none).
-	Access(ctx context.Context, sessionID string) (team.Access, *team.ACL, error)
+	// Require refuses (and records) unless the person has at least need
+	// on the session; what names the attempt ("subscribe", "read", a
+	// command's type).
+	Require(ctx context.Context, sessionID string, need team.Access, what string) (*team.ACL, error)
 	// Visible says whether the person sees a session with this ACL in
 	// lists.
 	Visible(ctx context.Context, acl *team.ACL) bool
@@ -91,9 +91,9 @@ type TeamAuthorizer interface {
 	Start(ctx context.Context, c *StartCheck) error
 	// Created makes the person the owner of a session just started.
 	Created(ctx context.Context, sessionID, cwd string) error
-	// Command checks a command the server runs itself (resume), which
-	// no host.Session sees; the others are checked where the session
-	// runs (host.CommandPolicy.Authorize, SessionOptions).
+	// Command checks a client's command before the backend runs it;
+	// where the session runs it is checked again and recorded
+	// (host.CommandPolicy.Authorize, installed by SessionOptions).
 	Command(ctx context.Context, sessionID string, c *host.Command) error
 	// Share replaces the session's grants (the owner or an admin).
 	Share(ctx context.Context, sessionID string, grants []team.Grant) error
@@ -190,32 +190,15 @@ func identityOf(ctx context.Context) *team.Identity {
 }
 
 // need refuses unless the person in ctx has at least min access to the
-// session; a refused read is recorded. No teams: always allowed.
+// session (the Authorizer decides and records a refusal). No teams:
+// always allowed.
 func (s *Server) need(ctx context.Context, sessionID string, min team.Access, what string) error {
 	t := s.opts.Team
 	if t == nil {
 		return nil
 	}
-	acc, _, err := t.Authorizer.Access(ctx, sessionID)
-	if err != nil {
-		return err
-	}
-	if acc >= min {
-		return nil
-	}
-	id := identityOf(ctx)
-	if t.Recorder != nil && id != nil {
-		ev := &team.AuditEvent{Time: time.Now().UTC(), Actor: id.Subject, ActorName: id.DisplayName(), Addr: id.Addr,
-			Action: team.ActionRefused, Session: sessionID, Outcome: team.OutcomeRefused, Rule: "access", Detail: what}
-		if err := t.Recorder.Record(ctx, ev); err != nil {
-			s.log.Warn("serve: audit record failed", "err", err)
-		}
-	}
-	msg := "session " + sessionID + " is not shared with you"
-	if acc > team.AccessNone {
-		msg = "session " + sessionID + ": " + what + " needs " + min.String() + " access; yours is " + acc.String()
-	}
-	return &team.PolicyError{Subject: subjectOf(id), Rule: "access", Message: msg, Err: team.ErrForbidden}
+	_, err := t.Authorizer.Require(ctx, sessionID, min, what)
+	return err
 }
 
 func subjectOf(id *team.Identity) string {
@@ -384,32 +367,16 @@ func within(p, root string) bool {
 	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator))
 }
 
-// minAccess is the access a command needs: closing a session is its
-// owner's; everything else a collaborator's.
-func minAccess(t host.CommandType) team.Access {
-	if t == host.CommandClose {
-		return team.AccessOwn
-	}
-	return team.AccessCollaborate
-}
-
-// doCommand runs a client's command. With teams the person's access is
-// checked here (a viewer's command never reaches the backend), the
-// session checks again where it runs (host.CommandPolicy.Authorize, with
-// the policy and the audit record), and resume, which no session sees,
-// is checked by the Authorizer here.
+// doCommand runs a client's command. With teams the Authorizer checks it
+// here (a viewer's command never reaches the backend) and the session
+// again where it runs (host.CommandPolicy.Authorize), which records it.
 func (s *Server) doCommand(ctx context.Context, id string, cmd *host.Command) (*Result, error) {
 	t := s.opts.Team
 	if t == nil {
 		return s.b.Do(ctx, id, cmd)
 	}
-	if err := s.need(ctx, id, minAccess(cmd.Type), string(cmd.Type)); err != nil {
+	if err := t.Authorizer.Command(ctx, id, cmd); err != nil {
 		return nil, err
-	}
-	if cmd.Type == host.CommandResume {
-		if err := t.Authorizer.Command(ctx, id, cmd); err != nil {
-			return nil, err
-		}
 	}
 	res, err := s.b.Do(ctx, id, cmd)
 	if err != nil {

@@ -102,8 +102,17 @@ func (a *fakeAuthz) access(ctx context.Context, sid string) (team.Access, *team.
 	return acl.Access(id), acl, nil
 }
 
-func (a *fakeAuthz) Access(ctx context.Context, sid string) (team.Access, *team.ACL, error) {
-	return a.access(ctx, sid)
+func (a *fakeAuthz) Require(ctx context.Context, sid string, need team.Access, what string) (*team.ACL, error) {
+	acc, acl, err := a.access(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	if acc < need {
+		id, _ := team.FromContext(ctx)
+		a.Record(ctx, &team.AuditEvent{Actor: id.Subject, Action: team.ActionRefused, Session: sid, Outcome: team.OutcomeRefused, Rule: "access", Detail: what})
+		return nil, a.refuse(id, "access", "session "+sid+" is not shared with you", team.ErrForbidden)
+	}
+	return acl, nil
 }
 
 func (a *fakeAuthz) Visible(ctx context.Context, acl *team.ACL) bool {
@@ -158,7 +167,12 @@ func (a *fakeAuthz) check(ctx context.Context, sid string, c *host.Command) erro
 }
 
 func (a *fakeAuthz) Command(ctx context.Context, sid string, c *host.Command) error {
-	return a.check(ctx, sid, c)
+	if err := a.check(ctx, sid, c); err != nil {
+		id, _ := team.FromContext(ctx)
+		a.Record(ctx, &team.AuditEvent{Actor: id.Subject, Action: team.ActionRefused, Session: sid, Outcome: team.OutcomeRefused, Detail: string(c.Type)})
+		return err
+	}
+	return nil
 }
 
 func (a *fakeAuthz) Share(ctx context.Context, sid string, grants []team.Grant) error {
