@@ -319,15 +319,14 @@ func (iso *Isolation) launch(id *Identity, workspace string, l *claude.Launch) (
 		return nil, err
 	}
 
-	args := iso.systemArgs()
+	// /tmp first: any bind below may lie under /tmp, and a later /tmp
+	// would hide it (their mount points are made in the person's /tmp).
+	args := append(iso.systemArgs(), "--bind", tmp, "/tmp")
 	args = append(args, "--ro-bind", installDir(cli), installDir(cli))
 	for _, p := range iso.readOnly {
 		args = append(args, "--ro-bind-try", p, p)
 	}
-	// /tmp first: the binds below may lie under /tmp (their mount points
-	// are then made inside the person's own /tmp).
 	args = append(args,
-		"--bind", tmp, "/tmp",
 		"--bind", home, home,
 		"--bind", ws, ws,
 		"--chdir", dir,

@@ -112,6 +112,11 @@ func TestIsolationLaunch(t *testing.T) {
 			t.Errorf("argv lacks %q", seq)
 		}
 	}
+	// Binds below /tmp (this test's CLI, workspace and state are there)
+	// must come after /tmp's, or it hides them.
+	if at := slices.Index(got.Args, "/tmp"); at < 0 || at > slices.Index(got.Args, pkg) || at > slices.Index(got.Args, ws) || at > slices.Index(got.Args, home) {
+		t.Errorf("/tmp is bound after what lies below it: %q", got.Args)
+	}
 	if !hasSeq(got.Args, "--ro-bind", "/usr", "/usr") && !hasSeq(got.Args, "--symlink", "usr/bin", "/bin") {
 		t.Errorf("argv binds no system: %q", got.Args)
 	}
@@ -364,4 +369,83 @@ func waitTree(t *testing.T, root int, cmd string) []proctree.Proc {
 	}
 	t.Fatalf("no %q below %d: %v", cmd, root, tree)
 	return nil
+}
+
+// TestRealCLIIsolationAsUser: isolation composes with claude.Options.User:
+// as root, a session for nobody runs bubblewrap as nobody (an
+// unprivileged sandbox, through a user namespace), whose HOME and /tmp
+// belong to nobody, and its Bash runs as nobody inside.
+func TestRealCLIIsolationAsUser(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	if os.Geteuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	nobody, err := claude.LookupOSUser("nobody")
+	if err != nil {
+		t.Skipf("no nobody account: %v", err)
+	}
+	open := func(d string) string { // d and its parent, the test's temporary root
+		t.Helper()
+		for _, p := range []string{filepath.Dir(d), d} {
+			if err := os.Chmod(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	state := open(t.TempDir())
+	iso := needBwrap(t, state)
+	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.ToolUseReply("toolu_id", "Bash", map[string]any{"command": "id -u; touch ~/mine /tmp/mine && stat -c %u ~/mine /tmp/mine", "description": "who"}),
+		claudetest.TextReply("done"),
+	}})
+	t.Cleanup(api.Close)
+	cli := claudetest.NewRealCLI(t, api)
+	o := cli.Options()
+	// The CLI's cache is in root's HOME, closed to nobody: link the
+	// binary into an open folder.
+	real, err := filepath.EvalSymlinks(o.CLIPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.CLIPath = filepath.Join(open(t.TempDir()), "claude")
+	if err := os.Link(real, o.CLIPath); err != nil {
+		t.Skipf("cannot link the CLI where nobody reaches it: %v", err)
+	}
+	open(cli.Dir)
+	if err := os.Chown(cli.Dir, int(nobody.UID), int(nobody.GID)); err != nil {
+		t.Fatal(err)
+	}
+	o.SkipVersionCheck = true
+	o.User = "nobody"
+	o.CanUseTool = func(context.Context, *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+		return &claude.PermissionAllow{}, nil
+	}
+	var stderr strings.Builder
+	o.Stderr = func(l string) { stderr.WriteString(l + "\n") }
+	o.Transport = iso.Transport(&Identity{Subject: "n@example.com"}, cli.Dir, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := claude.Connect(ctx, o)
+	if err != nil {
+		t.Fatalf("Connect: %v\nstderr: %s", err, stderr.String())
+	}
+	defer s.Close()
+	if err := s.Send(ctx, "who are you?"); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range s.ReceiveTurn(ctx) {
+		if err != nil {
+			t.Fatalf("turn: %v\nstderr: %s", err, stderr.String())
+		}
+	}
+	reqs := api.MessagesRequests()
+	tr := reqs[len(reqs)-1].Params.ToolResult("toolu_id")
+	if tr == nil || len(tr.Content) == 0 {
+		t.Fatalf("no tool result; stderr: %s", stderr.String())
+	}
+	u := strconv.Itoa(int(nobody.UID))
+	if got := strings.Fields(tr.Content[0].Text); tr.IsError || !slices.Equal(got, []string{u, u, u}) {
+		t.Errorf("id -u and the owner of files made in HOME and /tmp = %q, want %s thrice", tr.Content[0].Text, u)
+	}
 }
