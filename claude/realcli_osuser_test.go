@@ -137,6 +137,17 @@ func TestRealCLIAsUser(t *testing.T) {
 		}
 		t.Skip("switching users needs root")
 	}
+	for _, mode := range []string{"supervised", "direct"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "direct" {
+				t.Setenv("TETHER_NO_SUPERVISOR", "1") // proc starts the CLI itself
+			}
+			realCLIAsUser(t)
+		})
+	}
+}
+
+func realCLIAsUser(t *testing.T) {
 	nobody := lookupNobody(t)
 	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
 		claudetest.ToolUseReply("toolu_id", "Bash", map[string]any{"command": "id -u; id -g; id -G", "description": "who am I"}),
