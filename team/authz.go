@@ -313,6 +313,7 @@ func resolvePath(p string) string {
 	}
 }
 
+// within reports whether p is root or below it (both clean and absolute).
 func within(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+string(filepath.Separator))
 }

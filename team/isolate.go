@@ -447,8 +447,3 @@ func realDir(p string) (string, error) {
 	}
 	return r, nil
 }
-
-// within reports whether p is root or below it (both clean and absolute).
-func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
-}
