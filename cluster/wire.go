@@ -214,6 +214,10 @@ type SessionInfo struct {
 	// Moving: its agent drained and handed it over; an agent with room
 	// takes it over from the work queue (a takeover clears it).
 	Moving bool `json:"moving,omitempty"`
+	// Person is the Subject of who started the session, when the agent
+	// serves a team (its running sessions count against max_sessions);
+	// the ACL in the team's store is what access is checked against.
+	Person string `json:"person,omitempty"`
 	// Takeovers counts failovers of the session.
 	Takeovers int `json:"takeovers,omitempty"`
 	// Owners are the agents that ran the session before Agent (the
