@@ -98,16 +98,24 @@ type QuestionOption struct {
 func (a *Approval) ID() string { return a.Request.RequestID }
 
 // Allow lets the tool run with its input as the model wrote it.
-func (a *Approval) Allow() error { return a.s.Respond(a.ID(), &claude.PermissionAllow{}) }
+func (a *Approval) Allow() error { return a.allow("") }
+
+func (a *Approval) allow(actor string) error {
+	return a.s.respond(a.ID(), &claude.PermissionAllow{}, actor)
+}
 
 // AllowAlways lets the tool run and applies rule changes so that calls
 // like it no longer ask: the given updates, or with none the request's
 // own Suggestions.
 func (a *Approval) AllowAlways(updates ...claude.PermissionUpdate) error {
+	return a.allowAlways("", updates...)
+}
+
+func (a *Approval) allowAlways(actor string, updates ...claude.PermissionUpdate) error {
 	if len(updates) == 0 {
 		updates = a.Request.Suggestions
 	}
-	return a.s.Respond(a.ID(), &claude.PermissionAllow{UpdatedPermissions: updates})
+	return a.s.respond(a.ID(), &claude.PermissionAllow{UpdatedPermissions: updates}, actor)
 }
 
 // Deny refuses the tool call; the model sees message and carries on.
@@ -118,7 +126,9 @@ func (a *Approval) Deny(message string) error {
 // Answer answers a question: answers maps each question's text to the
 // chosen option's label (labels joined by ", " for multiple choice, or
 // free text).
-func (a *Approval) Answer(answers map[string]string) error {
+func (a *Approval) Answer(answers map[string]string) error { return a.answerAs("", answers) }
+
+func (a *Approval) answerAs(actor string, answers map[string]string) error {
 	if a.Kind != ApprovalQuestion {
 		return &ApprovalError{ID: a.ID(), Err: ErrNotAQuestion}
 	}
@@ -135,7 +145,7 @@ func (a *Approval) Answer(answers map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return a.s.Respond(a.ID(), &claude.PermissionAllow{UpdatedInput: input})
+	return a.s.respond(a.ID(), &claude.PermissionAllow{UpdatedInput: input}, actor)
 }
 
 // Approvals returns the pending approvals, oldest first.
@@ -163,7 +173,11 @@ func (s *Session) Approval(id string) (*Approval, error) {
 // or a *claude.PermissionDeny (with Interrupt set, the turn ends too). A
 // second answer, or one after the CLI withdrew the request, is refused
 // with an *ApprovalError.
-func (s *Session) Respond(id string, r claude.PermissionResult) error {
+func (s *Session) Respond(id string, r claude.PermissionResult) error { return s.respond(id, r, "") }
+
+// respond is Respond by actor: the display name the front end took from
+// the person's identity (Command.Actor), journaled as answered_by.
+func (s *Session) respond(id string, r claude.PermissionResult, actor string) error {
 	if r == nil {
 		return errors.New("host: Respond: nil result")
 	}
@@ -173,10 +187,10 @@ func (s *Session) Respond(id string, r claude.PermissionResult) error {
 	if !ok || !a.announced {
 		return &ApprovalError{ID: id, Err: ErrNoApproval}
 	}
-	return s.answerLocked(a, r, telemetry.ByPerson)
+	return s.answerLocked(a, r, telemetry.ByPerson, actor)
 }
 
-func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by string) error {
+func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by, actor string) error {
 	if err := a.refusal(); err != nil {
 		return err
 	}
@@ -184,7 +198,7 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by string
 	s.metrics.ApprovalEnded(by, time.Since(a.Asked))
 	endApproval(a, r, by)
 	a.answer <- r
-	s.recordResolved(a, r)
+	s.recordResolved(a, r, actor)
 	s.forget(a)
 	if d, ok := r.(*claude.PermissionDeny); ok && d.Interrupt && s.turn {
 		s.interrupting = true
@@ -232,7 +246,7 @@ func (a *Approval) withdrawLocked() {
 		a.status = approvalWithdrawn
 		a.s.metrics.ApprovalEnded(telemetry.ByWithdrawn, time.Since(a.Asked))
 		endApproval(a, nil, "")
-		a.s.recordResolved(a, nil)
+		a.s.recordResolved(a, nil, "")
 	}
 }
 
@@ -276,7 +290,7 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 		}
 		if r != nil {
 			s.mu.Lock()
-			err := s.answerLocked(a, r, telemetry.ByPolicy)
+			err := s.answerLocked(a, r, telemetry.ByPolicy, "")
 			s.mu.Unlock()
 			if err == nil {
 				return <-a.answer, nil

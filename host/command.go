@@ -63,6 +63,12 @@ type Command struct {
 
 	Model string `json:"model,omitempty"` // set_model
 	Mode  string `json:"mode,omitempty"`  // set_mode
+
+	// Actor is the display name of the person the command comes from,
+	// filled by the front end from the identity it established (never
+	// read from a client: it is not part of the command's JSON). An
+	// answer journals it as ApprovalResolved.AnsweredBy.
+	Actor string `json:"-"`
 }
 
 // Image is an image pasted into a prompt.
@@ -430,18 +436,18 @@ func (s *Session) answer(c *Command) error {
 		if err != nil {
 			return err
 		}
-		return a.Answer(c.Answers)
+		return a.answerAs(c.Actor, c.Answers)
 	case c.Behavior == "allow":
 		a, err := s.Approval(c.Approval)
 		if err != nil {
 			return err
 		}
 		if c.Always {
-			return a.AllowAlways(AlwaysUpdates(a.Request.Suggestions)...)
+			return a.allowAlways(c.Actor, AlwaysUpdates(a.Request.Suggestions)...)
 		}
-		return a.Allow()
+		return a.allow(c.Actor)
 	default:
-		return s.Respond(c.Approval, &claude.PermissionDeny{Message: c.Message, Interrupt: c.Interrupt})
+		return s.respond(c.Approval, &claude.PermissionDeny{Message: c.Message, Interrupt: c.Interrupt}, c.Actor)
 	}
 }
 

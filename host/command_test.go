@@ -86,8 +86,29 @@ func TestDo(t *testing.T) {
 		t.Fatalf("send: %+v, %v", res, err)
 	}
 	a := l.waitState(t, ctx, host.StateAwaitingApproval).Approval
-	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow"}); err != nil {
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow", Actor: "Alice Example"}); err != nil {
 		t.Fatal(err)
+	}
+	// The answer is journaled with who gave it (the front end's Actor).
+	var resolved host.ApprovalResolved
+	for e, err := range s.Events(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == host.EventApprovalResolved {
+			if err := json.Unmarshal(e.Data, &resolved); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if resolved.ID != a.ID() || resolved.AnsweredBy != "Alice Example" || !strings.Contains(string(mustJSON(t, resolved)), `"answered_by":"Alice Example"`) {
+		t.Fatalf("approval_resolved %+v, want answered_by Alice Example", resolved)
+	}
+	// A client cannot name the actor: it is not part of a command's JSON.
+	var forged host.Command
+	if err := json.Unmarshal([]byte(`{"type":"answer","approval":"x","behavior":"allow","Actor":"Mallory","actor":"Mallory"}`), &forged); err != nil || forged.Actor != "" {
+		t.Fatalf("a command's JSON set Actor %q (%v)", forged.Actor, err)
 	}
 	_, err = s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "deny"})
 	if host.ErrorCode(err) != host.CodeAlreadyAnswered {
@@ -130,4 +151,13 @@ func TestCommandLanes(t *testing.T) {
 			t.Errorf("%s: lane %v, want %v", typ, got, want)
 		}
 	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -12,6 +12,8 @@ import (
 // on the receive loop.
 func (s *Session) handle(m claude.Message, merr error) {
 	s.lastEvent.Store(time.Now().UnixNano())
+	turnUSD := -1.0 // set for a result: the turn's cost, told after the unlock
+	defer func() { s.turnCost(turnUSD) }()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.repeated(m) {
@@ -107,6 +109,9 @@ func (s *Session) handle(m claude.Message, merr error) {
 	s.acc.Add(m)
 	s.countResult(m) // before costs.add: it reads the totals before m
 	s.costs.add(m)
+	if _, ok := m.(*claude.ResultMessage); ok {
+		turnUSD = s.costs.last.USD
+	}
 	s.transition()
 	s.recordCost(m)
 	if forward {

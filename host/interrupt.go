@@ -126,7 +126,7 @@ func (s *Session) DenyAndInterrupt(ctx context.Context, message string) error {
 	pending := append([]*Approval(nil), s.approvals...)
 	var err error
 	for _, a := range pending {
-		if e := s.answerLocked(a, &claude.PermissionDeny{Message: message, Interrupt: true}, telemetry.ByPerson); e != nil && err == nil {
+		if e := s.answerLocked(a, &claude.PermissionDeny{Message: message, Interrupt: true}, telemetry.ByPerson, ""); e != nil && err == nil {
 			err = e
 		}
 	}

@@ -128,6 +128,10 @@ type ApprovalResolved struct {
 	Interrupt bool `json:"interrupt,omitempty"`
 	// Always is set on an allow that applied permission updates.
 	Always bool `json:"always,omitempty"`
+	// AnsweredBy is the display name of who answered (Command.Actor, set
+	// by a front end that knows its people, e.g. tether serve --team);
+	// "" when unknown or when the CLI withdrew the approval.
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
 // DeliveryInfo is a Delivery as data (EventDelivery, Snapshot.Deliveries).
@@ -564,11 +568,14 @@ func (s *Session) recordCost(m claude.Message) {
 }
 
 // recordResolved journals the end of an announced approval (s.mu held).
-func (s *Session) recordResolved(a *Approval, r claude.PermissionResult) {
+func (s *Session) recordResolved(a *Approval, r claude.PermissionResult, actor string) {
 	if !a.announced {
 		return
 	}
 	ev := ApprovalResolved{ID: a.ID(), Outcome: "withdrawn"}
+	if r != nil {
+		ev.AnsweredBy = actor
+	}
 	switch r := r.(type) {
 	case *claude.PermissionAllow:
 		ev.Outcome, ev.Always = "allowed", len(r.UpdatedPermissions) > 0

@@ -58,6 +58,15 @@ type Options struct {
 	// command. nil means defaults.
 	Commands *CommandPolicy
 
+	// OnTurnCost, when set, is told each ended turn's cost in USD by the
+	// CLI's own reckoning (what the turn added to total_cost_usd; 0 for
+	// a turn that reports none), so spending can be counted as it
+	// happens (team.Authorizer adds it to the owner's daily spend). It
+	// is called on the session's receive loop, after the session's lock
+	// is released, in turn order: it delays the session's next message,
+	// so keep it short. A panic in it is recovered and logged.
+	OnTurnCost func(usd float64)
+
 	// TracerProvider records the session's spans (session start, cli
 	// start, turns, tool calls, approval waits; see docs/cluster.md).
 	// nil means otel.GetTracerProvider(): a no-op unless the program set

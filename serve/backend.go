@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
 )
 
 // Backend is where sessions live: the server talks to sessions only
@@ -56,6 +57,13 @@ type SessionInfo struct {
 	CostUSD        float64   `json:"cost_usd"`
 	Owner          string    `json:"owner"`
 	Ended          bool      `json:"ended"`
+
+	// With teams (Options.Team): who started the session (Subject and
+	// display name) and what the person reading the list may do on it:
+	// "owner", "collaborator" or "viewer".
+	Person     string `json:"person,omitempty"`
+	PersonName string `json:"person_name,omitempty"`
+	Access     string `json:"access,omitempty"`
 }
 
 // StartRequest says what session to start.
@@ -169,6 +177,8 @@ func protoError(err error) *Error {
 		code = CodeBadRequest
 	case errors.Is(err, ErrUnavailable):
 		code = CodeUnavailable
+	case errors.Is(err, team.ErrUnauthenticated):
+		code = CodeUnauthenticated
 	default:
 		code = host.ErrorCode(err)
 	}

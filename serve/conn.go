@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
 )
 
 // ProtocolVersion is the version of docs/serve-protocol.md the server
@@ -30,6 +31,11 @@ type client struct {
 	cancel context.CancelFunc
 	out    chan []byte
 	ip     string
+	id     *team.Identity // teams: who is connected (also in ctx)
+	authr  *http.Request  // teams: the upgrade request, to check the sign-in again
+
+	seen     map[string]bool        // teams: the sessions this client was shown (under mu)
+	seenInfo map[string]SessionInfo // teams: as last shown
 
 	mu     sync.Mutex
 	subs   map[string]*subscription
@@ -51,6 +57,7 @@ type (
 		Server      string `json:"server"`
 		HeartbeatMS int64  `json:"heartbeat_ms"`
 		DefaultCwd  string `json:"default_cwd,omitempty"`
+		Me          *Me    `json:"me,omitempty"`
 	}
 	sessionsFrame struct {
 		Type     string        `json:"type"` // "sessions"
@@ -139,6 +146,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ordered: make(chan func(), 16), quick: make(chan struct{}, 16), starts: make(chan struct{}, 4),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	if s.opts.Team != nil {
+		c.id = identityOf(r.Context())
+		c.ctx = team.NewContext(c.ctx, c.id)
+		c.authr = r.Clone(context.Background())
+		c.authr.Body = http.NoBody
+		c.seen, c.seenInfo = map[string]bool{}, map[string]SessionInfo{}
+	}
 	s.mu.Lock()
 	s.clients[c] = struct{}{}
 	s.startHub()
@@ -159,12 +173,23 @@ func (c *client) run() {
 	go c.writer()
 	go c.heartbeat()
 	go c.worker()
+	if c.id != nil {
+		c.wg.Add(1)
+		go c.recheck()
+	}
 	hello := helloFrame{Type: "hello", Protocol: ProtocolVersion, Server: c.s.opts.Version, HeartbeatMS: c.s.opts.Heartbeat.Milliseconds()}
 	if d, ok := c.s.b.(DefaultCwder); ok {
 		hello.DefaultCwd = d.DefaultCwd()
 	}
+	if c.id != nil {
+		hello.Me = meOf(c.id)
+		if ws := c.s.opts.Team.Config.Workspace(c.id); ws != "" {
+			hello.DefaultCwd = ws
+		}
+	}
 	c.push(c.ctx, rawJSON(hello))
-	if list, err := c.s.b.List(c.ctx); err == nil {
+	if list, err := c.s.listFor(c.ctx); err == nil {
+		c.markSeen(list)
 		c.push(c.ctx, rawJSON(sessionsFrame{Type: "sessions", Sessions: list}))
 	} else {
 		c.push(c.ctx, errorFrame(nil, protoError(err)))
@@ -360,7 +385,8 @@ func (c *client) handle(data []byte) {
 	}
 	switch req.Type {
 	case "list":
-		list, err := c.s.b.List(c.ctx)
+		list, err := c.s.listFor(c.ctx)
+		c.markSeen(list)
 		reply(c, req.ID, listResult{Sessions: list}, err)
 	case "subscribe":
 		c.subscribe(&req)
@@ -376,6 +402,10 @@ func (c *client) handle(data []byte) {
 	case "disk_sessions":
 		cwd := req.StartRequest.Cwd
 		c.enqueue(req.ID, func() {
+			if err := c.s.diskAllowed(c.ctx, &cwd); err != nil {
+				c.fail(req.ID, err)
+				return
+			}
 			list, err := c.s.b.DiskSessions(c.ctx, cwd)
 			reply(c, req.ID, diskResult{Sessions: list}, err)
 		})
@@ -448,7 +478,13 @@ func (c *client) start(req *request) {
 	go func() {
 		defer c.wg.Done()
 		defer func() { <-c.starts }()
-		info, err := c.s.b.Start(ctx, &sr)
+		var info SessionInfo
+		var err error
+		if c.id != nil {
+			info, err = c.s.teamStart(ctx, &sr)
+		} else {
+			info, err = c.s.b.Start(ctx, &sr)
+		}
 		if info.ID != "" {
 			span.SetAttributes(attrSession.String(info.ID))
 		}
@@ -471,10 +507,16 @@ func (c *client) do(req *request) {
 		c.fail(req.ID, err)
 		return
 	}
+	// Who it comes from: the identity (in c.ctx, for the session's own
+	// check) and its name, for "answered by". Never the client's word.
+	cmd.Actor = ""
+	if c.id != nil {
+		cmd.Actor = c.id.DisplayName()
+	}
 	// The root of the command's trace: through the backend to the turn.
 	ctx, span := c.s.startSpan(c.ctx, "serve do "+string(cmd.Type), attrSession.String(id), attrCommand.String(string(cmd.Type)))
 	run := func() {
-		res, err := c.s.b.Do(ctx, id, cmd)
+		res, err := c.s.doCommand(ctx, id, cmd)
 		endSpan(span, err)
 		if err != nil {
 			c.fail(req.ID, err)
@@ -520,6 +562,10 @@ func (c *client) subscribe(req *request) {
 		return
 	}
 	c.unsubscribe(req.Session)
+	if err := c.s.need(c.ctx, req.Session, team.AccessView, "watch"); err != nil {
+		c.fail(req.ID, err)
+		return
+	}
 	list, err := c.s.b.List(c.ctx)
 	if err != nil {
 		c.fail(req.ID, err)

@@ -46,6 +46,10 @@ func (s *Server) hub() {
 			clients = append(clients, c)
 		}
 		s.mu.Unlock()
+		if s.opts.Team != nil {
+			s.teamRound(now, clients)
+			continue
+		}
 		for id, si := range now {
 			if old, ok := prev[id]; ok && old == si {
 				continue
@@ -77,8 +81,13 @@ func (s *Server) broadcast(si SessionInfo) {
 	for c := range s.clients {
 		clients = append(clients, c)
 	}
+	acl := s.acls[si.ID]
 	s.mu.Unlock()
 	for _, c := range clients {
+		if s.opts.Team != nil {
+			c.showTeam(si, acl)
+			continue
+		}
 		c.setInfo(si.ID, &si)
 	}
 }

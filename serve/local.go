@@ -15,6 +15,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/proc"
+	"github.com/tetherhq/tether/team"
 )
 
 // LocalOptions configures NewLocalBackend. A nil *LocalOptions means
@@ -43,6 +44,13 @@ type LocalOptions struct {
 	// counted in History.Dropped. It is read once, at Start.
 	MaxHistory      int
 	MaxHistoryBytes int
+	// Team, when set (the server's Options.Team), makes each session the
+	// starting person's: its host options come from
+	// Team.Authorizer.SessionOptions (the Authorize hook every command
+	// passes, the policy's denied tools, spend), and with Team.Isolation
+	// its CLI runs confined to the person's workspace. A start without an
+	// identity in its ctx is refused.
+	Team *TeamOptions
 }
 
 // SpareTemplate returns the host options every Start shares: the Session
@@ -167,6 +175,22 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	}
 	co.IncludePartialMessages = true
 	o.CLI = &co
+	if t := b.opts.Team; t != nil {
+		id, ok := team.FromContext(ctx)
+		if !ok {
+			return SessionInfo{}, team.ErrUnauthenticated
+		}
+		o = *t.Authorizer.SessionOptions(ctx, &o)
+		if t.Isolation != nil {
+			cli := *o.CLI
+			ws := t.Config.Workspace(id)
+			if ws == "" || !within(cwd, ws) {
+				ws = cwd
+			}
+			cli.Transport = t.Isolation.Transport(id, ws, cli.Transport)
+			o.CLI = &cli
+		}
+	}
 	o.Commands = b.policy(o.Commands)
 	var title string
 	if req.Resume != "" {

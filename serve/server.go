@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tetherhq/tether/internal/telemetry"
+	"github.com/tetherhq/tether/team"
 )
 
 // Options configures a Server. A nil *Options means defaults.
@@ -84,6 +85,12 @@ type Options struct {
 	// the root of the trace the backend's spans join. nil means
 	// otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
+
+	// Team, when set, makes the server a team's (people sign in, each
+	// sees and acts on what they may): the token login is off, /auth/
+	// is Team.Auth's, and every /api, /ws and /metrics request is
+	// identified and authorized. nil: the single-user token mode.
+	Team *TeamOptions
 }
 
 // Server is the tether serve HTTP handler: the UI, the login, the
@@ -112,6 +119,8 @@ type Server struct {
 	hubOn   bool
 	kick    chan struct{} // 1-buffered: refresh the list now
 	last    map[string]SessionInfo
+	acls    map[string]*team.ACL // teams: the sessions' ACLs as the hub last read them
+	ticks   int                  // teams: hub rounds, to reread every ACL now and then
 }
 
 // cookieName is the login cookie.
@@ -119,7 +128,7 @@ const cookieName = "tether_auth"
 
 // NewServer returns a server over b.
 func NewServer(b Backend, opts *Options) *Server {
-	s := &Server{b: b, clients: map[*client]struct{}{}, kick: make(chan struct{}, 1)}
+	s := &Server{b: b, clients: map[*client]struct{}{}, kick: make(chan struct{}, 1), acls: map[string]*team.ACL{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -131,6 +140,11 @@ func NewServer(b Backend, opts *Options) *Server {
 	o.ListInterval = cmpOr(o.ListInterval, 500*time.Millisecond)
 	o.MaxSubscriptions = cmpOr(o.MaxSubscriptions, 64)
 	o.Version = cmpOr(o.Version, "tether")
+	if o.Team != nil {
+		t := *o.Team
+		t.RecheckInterval = cmpOr(t.RecheckInterval, 30*time.Second)
+		o.Team = &t
+	}
 	if len(o.AllowedHosts) == 0 {
 		o.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 	}
@@ -201,6 +215,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, CodeForbiddenOrigin, "Origin "+origin+" is not allowed")
 		return
 	}
+	if s.opts.Team != nil && teamPath(r.URL.Path) {
+		var ok bool
+		if r, ok = s.teamIdentified(w, r); !ok {
+			return
+		}
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -209,14 +229,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // wrong one gets the protocol's JSON error (405) like every refusal.
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/auth", s.serveAuth)
-	mux.HandleFunc("/logout", func(w http.ResponseWriter, r *http.Request) {
-		if !s.needMethod(w, r, http.MethodPost) || !s.authorized(w, r, true) {
-			return
-		}
-		http.SetCookie(w, s.newCookie("", -1))
-		w.WriteHeader(http.StatusNoContent)
-	})
+	if t := s.opts.Team; t != nil {
+		s.teamRoutes(mux)
+	} else {
+		s.tokenRoutes(mux)
+	}
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, true) {
 			return
@@ -233,7 +250,7 @@ func (s *Server) routes() *http.ServeMux {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
 			return
 		}
-		list, err := s.b.List(r.Context())
+		list, err := s.listFor(r.Context())
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -244,7 +261,12 @@ func (s *Server) routes() *http.ServeMux {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
 			return
 		}
-		snap, err := s.fullSnapshot(r.Context(), r.PathValue("id"))
+		id := r.PathValue("id")
+		if err := s.need(r.Context(), id, team.AccessView, "read"); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		snap, err := s.fullSnapshot(r.Context(), id)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -253,9 +275,14 @@ func (s *Server) routes() *http.ServeMux {
 	})
 	if m := s.opts.Metrics; m != nil {
 		mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-			if s.needMethod(w, r, http.MethodGet) && s.authorized(w, r, false) {
-				m.ServeHTTP(w, r)
+			if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
+				return
 			}
+			if s.opts.Team != nil && identityOf(r.Context()).Role != team.RoleAdmin {
+				s.refuse(w, r, http.StatusForbidden, CodeForbidden, "the metrics are for admins")
+				return
+			}
+			m.ServeHTTP(w, r)
 		})
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -272,6 +299,18 @@ func (s *Server) routes() *http.ServeMux {
 		s.ui.ServeHTTP(w, r)
 	})
 	return mux
+}
+
+// tokenRoutes are the single-user token login's.
+func (s *Server) tokenRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("/auth", s.serveAuth)
+	mux.HandleFunc("/logout", func(w http.ResponseWriter, r *http.Request) {
+		if !s.needMethod(w, r, http.MethodPost) || !s.authorized(w, r, true) {
+			return
+		}
+		http.SetCookie(w, s.newCookie("", -1))
+		w.WriteHeader(http.StatusNoContent)
+	})
 }
 
 // Readier is a Backend that can tell whether it is ready to serve:
@@ -361,6 +400,19 @@ func (s *Server) newCookie(v string, maxAge int) *http.Cookie {
 // taken with an Origin header (checked already) on state-changing
 // requests and upgrades: browsers always send one there.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request, changes bool) bool {
+	if s.opts.Team != nil {
+		// ServeHTTP identified the request already; a browser's
+		// state-changing request must still show where it comes from.
+		if identityOf(r.Context()) == nil {
+			s.refuse(w, r, http.StatusUnauthorized, CodeUnauthenticated, "sign in first")
+			return false
+		}
+		if changes && r.Header.Get("Origin") == "" {
+			s.refuse(w, r, http.StatusForbidden, CodeForbiddenOrigin, "a signed-in request that changes something must carry Origin")
+			return false
+		}
+		return true
+	}
 	if a := r.Header.Get("Authorization"); a != "" {
 		t, ok := strings.CutPrefix(a, "Bearer ")
 		if ok && s.tokenOK(t) {
@@ -438,6 +490,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadRequest
 	case CodeForbidden:
 		status = http.StatusForbidden
+	case CodeUnauthenticated:
+		status = http.StatusUnauthorized
 	case CodeUnavailable, CodeTimeout:
 		status = http.StatusServiceUnavailable
 	}

@@ -32,6 +32,10 @@ type ACL struct {
 	Cwd       string    `json:"cwd,omitempty"`
 	Grants    []Grant   `json:"grants,omitempty"`
 	Created   time.Time `json:"created"`
+
+	// OwnerRole is the owner's role when the session started: whose
+	// policy (the daily budget) a turn's cost counts against.
+	OwnerRole Role `json:"owner_role,omitempty"`
 }
 
 // Access is what one person may do on one session, from least to most.
