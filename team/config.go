@@ -313,6 +313,10 @@ func (c *Config) validate() error {
 	switch c.Isolation {
 	case "":
 		c.Isolation = "auto"
+	case "true": // YAML 1.1 reads an unquoted on as true
+		c.Isolation = "on"
+	case "false":
+		c.Isolation = "off"
 	case "auto", "on", "off":
 	default:
 		return cfgErr("isolation", "%q is not auto, on or off", c.Isolation)

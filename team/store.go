@@ -104,16 +104,15 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, opts *StoreOptions) 
 }
 
 // keyOf encodes any string as a valid KV key token: ids and subjects are
-// whatever a provider or a client chose (dots, "@", spaces, "*").
-func keyOf(s string) string {
-	if s == "" {
-		return "_"
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(s))
-}
+// whatever a provider or a client chose (dots, "@", spaces, "*", "").
+// The "k" keeps the token non-empty.
+func keyOf(s string) string { return "k" + base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
 func unkey(k string) (string, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(k)
+	if !strings.HasPrefix(k, "k") {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(k[1:])
 	return string(b), err == nil
 }
 
