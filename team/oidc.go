@@ -84,6 +84,10 @@ type OIDCOptions struct {
 	// HTTPClient talks to the provider (default: a client with a 30s
 	// timeout).
 	HTTPClient *http.Client
+	// TrustUnverifiedEmail takes the e-mail claim as the person's
+	// identity even without email_verified=true: only for providers that
+	// manage every address themselves and do not send that claim.
+	TrustUnverifiedEmail bool
 	// Now is the clock (default time.Now); tests move it.
 	Now func() time.Time
 }
@@ -320,7 +324,7 @@ func (a *OIDC) sessionCookie(value string, ttl time.Duration) *http.Cookie {
 // lacks (e-mail, name, groups) from userinfo.
 func (a *OIDC) identity(ctx context.Context, tokens *oidc.Tokens[*oidc.IDTokenClaims]) *Identity {
 	cl := tokens.IDTokenClaims
-	email, verified := cl.Email, emailVerified(cl.Claims, bool(cl.EmailVerified))
+	email, verified := cl.Email, a.emailVerified(bool(cl.EmailVerified))
 	name := cl.Name
 	groups, haveGroups := claimStrings(cl.Claims[a.o.GroupsClaim])
 	if (email == "" || name == "" || !haveGroups) && tokens.AccessToken != "" && a.rp.UserinfoEndpoint() != "" {
@@ -329,7 +333,7 @@ func (a *OIDC) identity(ctx context.Context, tokens *oidc.Tokens[*oidc.IDTokenCl
 			a.log.WarnContext(ctx, "team: userinfo", "err", err)
 		} else {
 			if email == "" {
-				email, verified = info.Email, emailVerified(info.Claims, bool(info.EmailVerified))
+				email, verified = info.Email, a.emailVerified(bool(info.EmailVerified))
 			}
 			if name == "" {
 				name = info.Name
@@ -347,15 +351,11 @@ func (a *OIDC) identity(ctx context.Context, tokens *oidc.Tokens[*oidc.IDTokenCl
 	return id
 }
 
-// emailVerified: a provider that says email_verified=false is not
-// believed; one that says nothing (Entra ID) is, as providers only send
-// addresses they manage.
-func emailVerified(claims map[string]any, v bool) bool {
-	if _, said := claims["email_verified"]; said {
-		return v
-	}
-	return true
-}
+// emailVerified: only an address the provider says is verified becomes
+// the person's identity (else anyone who can type an address into their
+// profile at the provider could be anyone); TrustUnverifiedEmail lifts
+// this for providers that never send email_verified (Entra ID).
+func (a *OIDC) emailVerified(v bool) bool { return v || a.o.TrustUnverifiedEmail }
 
 // claimStrings reads a groups-like claim: a list of strings or one
 // string. Bounded by maxGroups and maxClaimLen.
