@@ -1,0 +1,364 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
+)
+
+// testTeam is a team's authorization point as the agent sees it: ACLs
+// by session id (what serve's Authorizer.Created stores), a policy of
+// one working-directory root and the modes default and plan, and at most
+// maxSessions running per person. It records what it was asked.
+type testTeam struct {
+	root        string
+	maxSessions int
+
+	mu       sync.Mutex
+	acls     map[string]*team.ACL
+	commands []string // "subject type" of each command checked and allowed
+	starts   []cluster.StartCheck
+}
+
+func (tt *testTeam) put(acl *team.ACL) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tt.acls[acl.Session] = acl
+}
+
+func (tt *testTeam) Access(ctx context.Context, id string) (team.Access, *team.ACL, error) {
+	who, ok := team.FromContext(ctx)
+	if !ok {
+		return team.AccessNone, nil, team.ErrUnauthenticated
+	}
+	tt.mu.Lock()
+	acl := tt.acls[id]
+	tt.mu.Unlock()
+	return acl.Access(who), acl, nil
+}
+
+func (tt *testTeam) Start(ctx context.Context, c *cluster.StartCheck) error {
+	who, _ := team.FromContext(ctx)
+	tt.mu.Lock()
+	tt.starts = append(tt.starts, *c)
+	tt.mu.Unlock()
+	refuse := func(rule, msg string) error {
+		return &team.PolicyError{Subject: who.Subject, Rule: rule, Message: msg, Err: team.ErrPolicy}
+	}
+	switch {
+	case who.Role == team.RoleViewer:
+		return refuse("role", "viewers do not start sessions")
+	case c.Cwd != tt.root && !strings.HasPrefix(c.Cwd, tt.root+"/"):
+		return refuse("cwd_roots", c.Cwd+" is outside "+tt.root)
+	case c.Mode != "" && c.Mode != "default" && c.Mode != "plan":
+		return refuse("modes", "mode "+c.Mode+" is not allowed")
+	case c.Running >= tt.maxSessions:
+		return refuse("max_sessions", fmt.Sprintf("%d sessions running", c.Running))
+	}
+	return nil
+}
+
+func (tt *testTeam) Command(ctx context.Context, id string, c *host.Command) error {
+	acc, _, err := tt.Access(ctx, id)
+	if err != nil {
+		return err
+	}
+	want := team.AccessCollaborate
+	if c.Type == host.CommandClose {
+		want = team.AccessOwn
+	}
+	if acc < want {
+		return &team.PolicyError{Rule: "access", Message: "not yours to " + string(c.Type), Err: team.ErrForbidden}
+	}
+	who, _ := team.FromContext(ctx)
+	tt.mu.Lock()
+	tt.commands = append(tt.commands, who.Subject+" "+string(c.Type))
+	tt.mu.Unlock()
+	return nil
+}
+
+func (tt *testTeam) SessionOptions(ctx context.Context, o *host.Options) *host.Options {
+	c := *o
+	return &c
+}
+
+var (
+	alice = &team.Identity{Subject: "alice@example.com", Name: "Alice", Role: team.RoleMember}
+	bob   = &team.Identity{Subject: "bob@example.com", Name: "Bob", Role: team.RoleViewer}
+	carol = &team.Identity{Subject: "carol@example.com", Name: "Carol", Role: team.RoleMember}
+)
+
+// teamCluster runs an agent serving a team and a client; the sessions'
+// working directories must be under root.
+func teamCluster(t *testing.T) (*testTeam, *cluster.Agent, *cluster.Client, *nats.Conn, string) {
+	t.Helper()
+	ns := newNATS(t, nil)
+	root := t.TempDir()
+	tt := &testTeam{root: root, maxSessions: 2, acls: map[string]*team.ACL{}}
+	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
+		URL: ns.URL(), ID: "a1", Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt,
+		Session: &host.Options{CLI: &claude.Options{Cwd: root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return tt, a, newClient(t, ns.URL()), nc, root
+}
+
+// startAs starts a session as who, and stores its ACL as serve's
+// Authorizer.Created does.
+func startAs(t *testing.T, tt *testTeam, c *cluster.Client, who *team.Identity, grants ...team.Grant) cluster.SessionInfo {
+	t.Helper()
+	info, err := c.Start(team.NewContext(testCtx(t), who), &cluster.StartOptions{Cwd: tt.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt.put(&team.ACL{Session: info.ID, Owner: who.Subject, OwnerName: who.Name, Cwd: info.Cwd, Grants: grants, Created: time.Now()})
+	return info
+}
+
+// handMade puts a command on the bus as anyone with NATS credentials
+// could, and returns the agent's reply.
+func handMade(t *testing.T, nc *nats.Conn, id, body string) (code string) {
+	t.Helper()
+	r, err := nc.Request("tether.v1.cmd."+id, []byte(body), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.Data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Error == nil {
+		return ""
+	}
+	return rep.Error.Code
+}
+
+// untouched checks that the session holds no prompt: nothing refused
+// reached the CLI or the registry.
+func untouched(t *testing.T, c *cluster.Client, id string) {
+	t.Helper()
+	ctx := team.NewContext(testCtx(t), alice)
+	snap, err := c.Snapshot(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Transcript) != 0 || len(snap.Deliveries) != 0 || snap.Ended || snap.PermissionMode == "plan" {
+		t.Fatalf("the session changed: %d messages, %d deliveries, ended %v, mode %q", len(snap.Transcript), len(snap.Deliveries), snap.Ended, snap.PermissionMode)
+	}
+	info, err := c.Session(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.LastPrompt != "" || info.Title != "" {
+		t.Fatalf("the registry changed: %+v", info)
+	}
+}
+
+func isForbidden(err error) bool {
+	var ce *host.CommandError
+	return errors.As(err, &ce) && ce.Code == host.CodeForbidden && errors.Is(err, host.ErrForbidden)
+}
+
+// An agent serving a team refuses a command, a start or a snapshot that
+// names nobody, with the forbidden code, and nothing happens.
+func TestTeamAgentRefusesAnonymous(t *testing.T) {
+	tt, a, c, _, _ := teamCluster(t)
+	ctx := testCtx(t)
+	info := startAs(t, tt, c, alice)
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "anonymous"}); !isForbidden(err) {
+		t.Fatalf("a command without identity: %v, want forbidden", err)
+	}
+	if _, err := c.Snapshot(ctx, info.ID); !isForbidden(err) {
+		t.Fatalf("a snapshot without identity: %v, want forbidden", err)
+	}
+	if _, err := c.Start(ctx, &cluster.StartOptions{ID: "anon", Cwd: tt.root}); !isForbidden(err) {
+		t.Fatalf("a start without identity: %v, want forbidden", err)
+	}
+	if _, err := c.Session(ctx, "anon"); !errors.Is(err, cluster.ErrNoSession) {
+		t.Fatalf("the refused start is in the registry: %v", err)
+	}
+	untouched(t, c, info.ID)
+	if n := a.Sessions(); n != 1 {
+		t.Fatalf("the agent runs %d sessions, want 1", n)
+	}
+}
+
+// A viewer's identity is refused on send, set_mode, answer and close at
+// the agent, even in a command put on the bus by hand, and nothing
+// changes; the owner's command passes, as who they are.
+func TestTeamAgentChecksTheSender(t *testing.T) {
+	tt, _, c, nc, _ := teamCluster(t)
+	info := startAs(t, tt, c, alice, team.Grant{Person: bob.Subject, Level: team.ShareViewer})
+	bobJSON, _ := json.Marshal(bob)
+	carolJSON, _ := json.Marshal(carol)
+	for _, body := range []string{
+		`{"type":"send","text":"from bob","identity":` + string(bobJSON) + `}`,
+		`{"type":"set_mode","mode":"plan","identity":` + string(bobJSON) + `}`,
+		`{"type":"interrupt","identity":` + string(bobJSON) + `}`,
+		`{"type":"close","identity":` + string(bobJSON) + `}`,
+		`{"type":"send","text":"from carol","identity":` + string(carolJSON) + `}`,
+		`{"type":"send","text":"no one"}`,
+	} {
+		if code := handMade(t, nc, info.ID, body); code != host.CodeForbidden {
+			t.Errorf("%s: code %q, want forbidden", body, code)
+		}
+	}
+	// Through the client too.
+	if _, err := c.Command(team.NewContext(testCtx(t), bob), info.ID, &host.Command{Type: host.CommandSend, Text: "from bob"}); !isForbidden(err) {
+		t.Fatalf("bob's send: %v, want forbidden", err)
+	}
+	untouched(t, c, info.ID)
+	// Bob still watches.
+	if _, err := c.Snapshot(team.NewContext(testCtx(t), bob), info.ID); err != nil {
+		t.Fatalf("bob's snapshot: %v", err)
+	}
+	// The owner's command passes, checked as alice.
+	if _, err := c.Command(team.NewContext(testCtx(t), alice), info.ID, &host.Command{Type: host.CommandSend, Text: "from alice"}); err != nil {
+		t.Fatalf("alice's send: %v", err)
+	}
+	tt.mu.Lock()
+	cmds := slices.Clone(tt.commands)
+	tt.mu.Unlock()
+	if !slices.Equal(cmds, []string{"alice@example.com send"}) {
+		t.Fatalf("commands checked and allowed: %q", cmds)
+	}
+}
+
+// A forged identity of a shape no front end makes (no subject, an
+// unknown role, oversized) is refused as malformed before anything runs.
+func TestTeamAgentRefusesForgedIdentity(t *testing.T) {
+	tt, _, c, nc, _ := teamCluster(t)
+	info := startAs(t, tt, c, alice)
+	for _, id := range []string{
+		`{"sub":"","role":"admin"}`,
+		`{"sub":"alice@example.com","role":"root"}`,
+		`{"sub":"alice@example.com"}`,
+		`{"sub":"` + strings.Repeat("a", 4096) + `","role":"admin"}`,
+		`{"sub":"alice@example.com","role":"admin","admin":true}`,
+		`"alice@example.com"`,
+	} {
+		if code := handMade(t, nc, info.ID, `{"type":"send","text":"forged","identity":`+id+`}`); code != "malformed" {
+			t.Errorf("identity %.60s: code %q, want malformed", id, code)
+		}
+	}
+	// The client refuses to send one too.
+	_, err := c.Command(team.NewContext(testCtx(t), &team.Identity{Role: team.RoleAdmin}), info.ID, &host.Command{Type: host.CommandSend, Text: "forged"})
+	if !errors.Is(err, cluster.ErrMalformed) {
+		t.Fatalf("the client sent an identity without subject: %v", err)
+	}
+	untouched(t, c, info.ID)
+}
+
+// The agent applies the person's start policy itself: a working
+// directory outside the roots, a mode not allowed, more sessions than
+// allowed or a viewer's start are refused with the forbidden code before
+// the registry or a CLI sees them.
+func TestTeamAgentStartPolicy(t *testing.T) {
+	tt, a, c, _, root := teamCluster(t)
+	actx := team.NewContext(testCtx(t), alice)
+	outside := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		opts cluster.StartOptions
+	}{
+		{"cwd", actx, cluster.StartOptions{ID: "cwd", Cwd: outside}},
+		{"mode", actx, cluster.StartOptions{ID: "mode", Cwd: root, PermissionMode: "acceptEdits"}},
+		{"viewer", team.NewContext(testCtx(t), bob), cluster.StartOptions{ID: "viewer", Cwd: root}},
+		{"resume from disk", actx, cluster.StartOptions{ID: "disk", Cwd: root, Resume: "6f1d7a52-8ad3-4c55-9d35-ef9f3c7d1a11"}},
+	} {
+		_, err := c.Start(tc.ctx, &tc.opts)
+		if !isForbidden(err) {
+			t.Errorf("%s: %v, want forbidden", tc.name, err)
+		}
+		if _, err := c.Session(actx, tc.opts.ID); !errors.Is(err, cluster.ErrNoSession) {
+			t.Errorf("%s: the refused start is in the registry: %v", tc.name, err)
+		}
+	}
+	if _, err := c.Start(actx, &cluster.StartOptions{Cwd: outside}); !strings.Contains(fmt.Sprint(err), "is outside") {
+		t.Fatalf("the refusal's message: %v", err)
+	}
+	// In a subfolder of the root, in plan mode: allowed; the agent counts
+	// alice's running sessions across the cluster's registry.
+	sub := filepath.Join(root, "proj")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := c.Start(actx, &cluster.StartOptions{Cwd: sub, PermissionMode: "plan"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Start(actx, &cluster.StartOptions{ID: "third", Cwd: sub}); !isForbidden(err) || !strings.Contains(err.Error(), "2 sessions running") {
+		t.Fatalf("alice's third session: %v, want forbidden (max_sessions)", err)
+	}
+	// Carol's count is her own.
+	if _, err := c.Start(team.NewContext(testCtx(t), carol), &cluster.StartOptions{Cwd: sub}); err != nil {
+		t.Fatalf("carol's first session: %v", err)
+	}
+	if n := a.Sessions(); n != 3 {
+		t.Fatalf("the agent runs %d sessions, want 3", n)
+	}
+	tt.mu.Lock()
+	last := tt.starts[len(tt.starts)-1]
+	tt.mu.Unlock()
+	if last != (cluster.StartCheck{Cwd: sub, Running: 0}) {
+		t.Fatalf("carol's start was checked as %+v", last)
+	}
+}
+
+// A snapshot over the bus needs the viewer's access at the agent: a
+// person the session is not shared with is refused, even by hand.
+func TestTeamAgentSnapshotAccess(t *testing.T) {
+	tt, _, c, nc, _ := teamCluster(t)
+	info := startAs(t, tt, c, alice, team.Grant{Person: bob.Subject, Level: team.ShareViewer})
+	if _, err := c.Snapshot(team.NewContext(testCtx(t), carol), info.ID); !isForbidden(err) {
+		t.Fatalf("carol's snapshot: %v, want forbidden", err)
+	}
+	for _, who := range []*team.Identity{alice, bob} {
+		snap, err := c.Snapshot(team.NewContext(testCtx(t), who), info.ID)
+		if err != nil || snap.ID == "" {
+			t.Fatalf("%s's snapshot: %v", who.Name, err)
+		}
+	}
+	carolJSON, _ := json.Marshal(map[string]any{"identity": carol})
+	m := nats.NewMsg("tether.v1.cmd." + info.ID)
+	m.Header.Set("Tether-Op", "snapshot")
+	m.Data = carolJSON
+	r, err := nc.RequestMsg(m, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(r.Data), `"transcript"`) || !strings.Contains(string(r.Data), `"forbidden"`) {
+		t.Fatalf("carol's hand-made snapshot: %.200s", r.Data)
+	}
+}
