@@ -55,6 +55,7 @@ Flags:
 	model := fs.String("model", "", "the model of new sessions by default")
 	mode := fs.String("permission-mode", "", "the permission mode of new sessions by default (default, acceptEdits, plan)")
 	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
+	sf.team = addTeamFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
@@ -71,6 +72,14 @@ Flags:
 	}
 	if err := nsf.check(fs); err != nil {
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 2
+	}
+	if err := sf.team.check(sf); err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 2
+	}
+	if sf.team.file != "" && nsf.enabled() {
+		fmt.Fprintln(stderr, "tether serve: --team with --nats is not available yet; run the team on one machine (without --nats)")
 		return 2
 	}
 	tp, stopTracing, err := startTracing(ctx, "tether-serve", stderr)
@@ -122,6 +131,7 @@ type serveFlags struct {
 	verbose         bool
 	metricsAddr     string
 	reg             *prometheus.Registry // made by registry()
+	team            *teamFlags           // tether serve only; nil or no --team: the token login
 }
 
 // registry is the server's metrics registry, shared by its manager, the
@@ -233,10 +243,6 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	if sf.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	var backend serve.Backend = serve.NewLocalBackend(m, lo)
-	if sf.backend != nil {
-		backend = sf.backend
-	}
 	// A token of the operator's (shared by replicas behind one address,
 	// kept in a secret store) or a random one made now.
 	token := os.Getenv(envServeToken)
@@ -245,7 +251,24 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		fmt.Fprintf(stderr, "tether serve: $%s is %d characters; use at least %d random ones (e.g. from: head -c 32 /dev/urandom | base64)\n", envServeToken, len(token), minServeToken)
 		return 2
 	}
+	var teamOpts *serve.TeamOptions
+	if sf.team != nil && sf.team.file != "" {
+		ts, err := setupTeam(ctx, sf.team, sf)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "tether serve: --team: %v\n", err)
+			return 2
+		}
+		defer ts.closer()
+		teamOpts = ts.opts
+		lo.Team = teamOpts
+	}
+	var backend serve.Backend = serve.NewLocalBackend(m, lo)
+	if sf.backend != nil {
+		backend = sf.backend
+	}
 	srv := serve.NewServer(backend, &serve.Options{
+		Team:           teamOpts,
 		Token:          token,
 		AllowedHosts:   allowedHosts(host_, ln.Addr().(*net.TCPAddr), sf.hosts),
 		TLS:            tls,
@@ -277,7 +300,13 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	}
 	base := scheme + "://" + net.JoinHostPort(name, fmt.Sprint(shown.Port))
 	url := srv.LoginURL(base)
-	if token != "" {
+	if teamOpts != nil {
+		shown := base
+		if sf.team.publicURL != "" {
+			shown = sf.team.publicURL
+		}
+		fmt.Fprintf(stdout, "tether serve: listening on %s for the team of %s\n  open %s and sign in\n  (Ctrl-C stops the server and its sessions.)\n", ln.Addr(), sf.team.file, shown)
+	} else if token != "" {
 		// The operator's token stays out of the log: they have it.
 		fmt.Fprintf(stdout, "tether serve: listening on %s\n  open %s/#token=<$%s>\n  (Ctrl-C stops the server and its sessions.)\n", ln.Addr(), base, envServeToken)
 	} else {
