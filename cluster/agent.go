@@ -79,12 +79,14 @@ type AgentOptions struct {
 
 	// Team, when set, makes the agent check every request with the
 	// identity that comes with it (agent_team.go): commands run with it
-	// in ctx and pass TeamAuthorizer.Command, starts pass
-	// TeamAuthorizer.Start, snapshots need the viewer's access, and a
+	// in ctx under the Authorizer's host policy (SessionOptions), starts
+	// pass Authorizer.Start, snapshots need the viewer's access, and a
 	// request without an identity is refused (host's forbidden code).
+	// Build it with AuthorizerOptions.SessionID = HostSessionID, so that
+	// its host policy finds each session's ACL under the cluster's id.
 	// nil: no teams; identities that come along are put in ctx and not
 	// checked.
-	Team TeamAuthorizer
+	Team *team.Authorizer
 	// Isolation, with Team, confines each session's CLI to its working
 	// directory, with the person's own HOME and /tmp (*team.Isolation).
 	// nil: the CLIs run as the agent does.

@@ -123,6 +123,11 @@ func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
 		respond(msg, &commandReply{Error: wireErr(err)})
 		return
 	}
+	if cm.Identity != nil {
+		// Who answered an approval, journaled for every UI: from the
+		// identity, never from the message (Actor does not cross).
+		c.Actor = cm.Identity.DisplayName()
+	}
 	res, err := s.do(ctx, c)
 	if err != nil {
 		s.log.Info("command refused", "type", c.Type, "err", err)

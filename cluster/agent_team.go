@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,7 +20,9 @@ import (
 // holder of NATS credentials, a front end with a bug) meets them too.
 //   - commands: the identity goes into the ctx of host.Session.Do, whose
 //     CommandPolicy.Authorize is the Authorizer's (set through
-//     Authorizer.SessionOptions when the session starts);
+//     Authorizer.SessionOptions when the session starts): it checks the
+//     person's access on the session's ACL, found under the cluster's id
+//     (HostSessionID), and records what it lets through;
 //   - starts: Authorizer.Start (working directory, mode, model, the
 //     person's running sessions, budget); a failover needs the
 //     collaborator's access to the session, a resumed conversation the
@@ -29,33 +32,6 @@ import (
 // Events and transcripts are read from JetStream directly: NATS
 // permissions guard them (docs/cluster.md), the front end checks
 // AccessView before it subscribes.
-
-// TeamAuthorizer is what an agent asks of the team's one authorization
-// point: *team.Authorizer (team.Authorizer's Start takes a
-// *team.StartCheck: AgentAuthorizer adapts it). The identity is the one
-// team.FromContext finds in ctx.
-type TeamAuthorizer interface {
-	// Access is what the person may do on the session, with its ACL.
-	Access(ctx context.Context, sessionID string) (team.Access, *team.ACL, error)
-	// Start checks a new session against the person's policy.
-	Start(ctx context.Context, c *StartCheck) error
-	// Command checks (and records) a command on the session: the
-	// person's access, the policy of set_mode and set_model, the budget
-	// of a send.
-	Command(ctx context.Context, sessionID string, c *host.Command) error
-	// SessionOptions returns the host options of a session the person
-	// starts: the policy's denied tools, spend counted.
-	SessionOptions(ctx context.Context, o *host.Options) *host.Options
-}
-
-// StartCheck is what a start is checked against (team.StartCheck): the
-// session's working directory, model and permission mode as the agent
-// will run it, and how many sessions the person has running on the
-// cluster.
-type StartCheck struct {
-	Cwd, Model, Mode string
-	Running          int
-}
 
 // Isolator confines a person's sessions (*team.Isolation): the CLI runs
 // through the transport it returns, with workspace its one writable
@@ -117,7 +93,7 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 	if err != nil {
 		return nil, err
 	}
-	if err := a.opts.Team.Start(ctx, &StartCheck{Cwd: rec.Cwd, Model: o.CLI.Model, Mode: string(o.CLI.PermissionMode), Running: n}); err != nil {
+	if err := a.opts.Team.Start(ctx, &team.StartCheck{Cwd: rec.Cwd, Model: o.CLI.Model, Mode: string(o.CLI.PermissionMode), Running: n}); err != nil {
 		return nil, forbidden(err)
 	}
 	rec.Person = id.Subject
@@ -134,21 +110,6 @@ func (a *Agent) teamOptions(ctx context.Context, rec *SessionInfo, o *host.Optio
 	}
 	id, _ := team.FromContext(ctx)
 	o = a.opts.Team.SessionOptions(ctx, o)
-	// Every command is checked where it runs, under the cluster's id of
-	// the session (the host session's own id is not the one the ACL is
-	// stored under). The identity is the one the command came with.
-	t, session := a.opts.Team, rec.ID
-	var pol host.CommandPolicy
-	if o.Commands != nil {
-		pol = *o.Commands
-	}
-	pol.Authorize = func(ctx context.Context, _ *host.Session, c *host.Command) error {
-		if _, ok := team.FromContext(ctx); !ok {
-			return errNoIdentity
-		}
-		return t.Command(ctx, session, c)
-	}
-	o.Commands = &pol
 	if iso := a.opts.Isolation; iso != nil {
 		var cli claude.Options
 		if o.CLI != nil {
@@ -247,4 +208,20 @@ func (s *agentSession) checkSnapshot(ctx context.Context, subject string, body [
 func errorPart(err error) []byte {
 	data, _ := json.Marshal(&commandReply{Error: wireErr(err)})
 	return data
+}
+
+// hostSessions maps the host sessions of this process's agents to their
+// cluster ids (HostSessionID).
+var hostSessions sync.Map // *host.Session → string
+
+// HostSessionID is the cluster's id of a session an agent of this
+// process runs ("" for another): team.AuthorizerOptions.SessionID of an
+// agent's Authorizer, so that the host policy checking each command
+// finds the session's ACL, stored under the cluster's id by the front end
+// (the host session's own id is not the cluster's).
+func HostSessionID(s *host.Session) string {
+	if id, ok := hostSessions.Load(s); ok {
+		return id.(string)
+	}
+	return ""
 }

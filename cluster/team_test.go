@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -22,80 +23,69 @@ import (
 	"github.com/tetherhq/tether/team"
 )
 
-// testTeam is a team's authorization point as the agent sees it: ACLs
-// by session id (what serve's Authorizer.Created stores), a policy of
-// one working-directory root and the modes default and plan, and at most
-// maxSessions running per person. It records what it was asked.
+// testTeam is a team's authorization point as an agent gets it: the
+// real Authorizer, its ACLs and spend in the cluster's JetStream, a
+// policy of one working-directory root, the modes default and plan and
+// at most 2 sessions per member. It keeps the audit events.
 type testTeam struct {
-	root        string
-	maxSessions int
+	*team.Authorizer
+	root string
 
-	mu       sync.Mutex
-	acls     map[string]*team.ACL
-	commands []string // "subject type" of each command checked and allowed
-	starts   []cluster.StartCheck
+	mu     sync.Mutex
+	events []team.AuditEvent
 }
 
-func (tt *testTeam) put(acl *team.ACL) {
+func (tt *testTeam) Record(ctx context.Context, ev *team.AuditEvent) error {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
-	tt.acls[acl.Session] = acl
-}
-
-func (tt *testTeam) Access(ctx context.Context, id string) (team.Access, *team.ACL, error) {
-	who, ok := team.FromContext(ctx)
-	if !ok {
-		return team.AccessNone, nil, team.ErrUnauthenticated
-	}
-	tt.mu.Lock()
-	acl := tt.acls[id]
-	tt.mu.Unlock()
-	return acl.Access(who), acl, nil
-}
-
-func (tt *testTeam) Start(ctx context.Context, c *cluster.StartCheck) error {
-	who, _ := team.FromContext(ctx)
-	tt.mu.Lock()
-	tt.starts = append(tt.starts, *c)
-	tt.mu.Unlock()
-	refuse := func(rule, msg string) error {
-		return &team.PolicyError{Subject: who.Subject, Rule: rule, Message: msg, Err: team.ErrPolicy}
-	}
-	switch {
-	case who.Role == team.RoleViewer:
-		return refuse("role", "viewers do not start sessions")
-	case c.Cwd != tt.root && !strings.HasPrefix(c.Cwd, tt.root+"/"):
-		return refuse("cwd_roots", c.Cwd+" is outside "+tt.root)
-	case c.Mode != "" && c.Mode != "default" && c.Mode != "plan":
-		return refuse("modes", "mode "+c.Mode+" is not allowed")
-	case c.Running >= tt.maxSessions:
-		return refuse("max_sessions", fmt.Sprintf("%d sessions running", c.Running))
-	}
+	tt.events = append(tt.events, *ev)
 	return nil
 }
 
-func (tt *testTeam) Command(ctx context.Context, id string, c *host.Command) error {
-	acc, _, err := tt.Access(ctx, id)
+// audit returns the events of action, as "actor session detail".
+func (tt *testTeam) audit(action string) []string {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	var out []string
+	for _, ev := range tt.events {
+		if ev.Action == action {
+			out = append(out, ev.Actor+" "+ev.Session+" "+ev.Detail)
+		}
+	}
+	return out
+}
+
+func newTestTeam(t *testing.T, url string) *testTeam {
+	t.Helper()
+	root := t.TempDir()
+	cfg, err := team.ParseConfig([]byte(`
+people:
+  - {email: alice@example.com, name: Alice, role: member}
+  - {email: bob@example.com, name: Bob, role: viewer}
+  - {email: carol@example.com, name: Carol, role: member}
+policies:
+  member: {cwd_roots: ["` + root + `"], modes: [default, plan], max_sessions: 2}
+isolation: "off"
+`))
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	want := team.AccessCollaborate
-	if c.Type == host.CommandClose {
-		want = team.AccessOwn
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if acc < want {
-		return &team.PolicyError{Rule: "access", Message: "not yours to " + string(c.Type), Err: team.ErrForbidden}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
 	}
-	who, _ := team.FromContext(ctx)
-	tt.mu.Lock()
-	tt.commands = append(tt.commands, who.Subject+" "+string(c.Type))
-	tt.mu.Unlock()
-	return nil
-}
-
-func (tt *testTeam) SessionOptions(ctx context.Context, o *host.Options) *host.Options {
-	c := *o
-	return &c
+	st, err := team.OpenStore(testCtx(t), js, &team.StoreOptions{Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt := &testTeam{root: root}
+	tt.Authorizer = team.NewAuthorizer(cfg, st, &team.AuthorizerOptions{Recorder: tt, SessionID: cluster.HostSessionID})
+	return tt
 }
 
 var (
@@ -109,10 +99,10 @@ var (
 func teamCluster(t *testing.T) (*testTeam, *cluster.Agent, *cluster.Client, *nats.Conn, string) {
 	t.Helper()
 	ns := newNATS(t, nil)
-	root := t.TempDir()
-	tt := &testTeam{root: root, maxSessions: 2, acls: map[string]*team.ACL{}}
+	tt := newTestTeam(t, ns.URL())
+	root := tt.root
 	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
-		URL: ns.URL(), ID: "a1", Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt,
+		URL: ns.URL(), ID: "a1", Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt.Authorizer,
 		Session: &host.Options{CLI: &claude.Options{Cwd: root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
 			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}},
 	})
@@ -132,11 +122,19 @@ func teamCluster(t *testing.T) (*testTeam, *cluster.Agent, *cluster.Client, *nat
 // Authorizer.Created does.
 func startAs(t *testing.T, tt *testTeam, c *cluster.Client, who *team.Identity, grants ...team.Grant) cluster.SessionInfo {
 	t.Helper()
-	info, err := c.Start(team.NewContext(testCtx(t), who), &cluster.StartOptions{Cwd: tt.root})
+	ctx := team.NewContext(testCtx(t), who)
+	info, err := c.Start(ctx, &cluster.StartOptions{Cwd: tt.root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tt.put(&team.ACL{Session: info.ID, Owner: who.Subject, OwnerName: who.Name, Cwd: info.Cwd, Grants: grants, Created: time.Now()})
+	if err := tt.Created(ctx, info.ID, info.Cwd); err != nil {
+		t.Fatal(err)
+	}
+	if len(grants) > 0 {
+		if err := tt.Share(ctx, info.ID, grants); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return info
 }
 
@@ -245,11 +243,12 @@ func TestTeamAgentChecksTheSender(t *testing.T) {
 	if _, err := c.Command(team.NewContext(testCtx(t), alice), info.ID, &host.Command{Type: host.CommandSend, Text: "from alice"}); err != nil {
 		t.Fatalf("alice's send: %v", err)
 	}
-	tt.mu.Lock()
-	cmds := slices.Clone(tt.commands)
-	tt.mu.Unlock()
-	if !slices.Equal(cmds, []string{"alice@example.com send"}) {
-		t.Fatalf("commands checked and allowed: %q", cmds)
+	// Recorded where it ran, under the cluster's id of the session.
+	if got := tt.audit(team.ActionPrompt); !slices.Equal(got, []string{"alice@example.com " + info.ID + " chars=10"}) {
+		t.Fatalf("prompts recorded: %q", got)
+	}
+	if n := len(tt.audit(team.ActionRefused)); n < 5 {
+		t.Fatalf("%d refusals recorded, want the 5 with an identity at least", n)
 	}
 }
 
@@ -318,7 +317,7 @@ func TestTeamAgentStartPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.Start(actx, &cluster.StartOptions{ID: "third", Cwd: sub}); !isForbidden(err) || !strings.Contains(err.Error(), "2 sessions running") {
+	if _, err := c.Start(actx, &cluster.StartOptions{ID: "third", Cwd: sub}); !isForbidden(err) || !strings.Contains(err.Error(), "you run 2 sessions") {
 		t.Fatalf("alice's third session: %v, want forbidden (max_sessions)", err)
 	}
 	// Carol's count is her own.
@@ -328,11 +327,18 @@ func TestTeamAgentStartPolicy(t *testing.T) {
 	if n := a.Sessions(); n != 3 {
 		t.Fatalf("the agent runs %d sessions, want 3", n)
 	}
+	rules := map[string]bool{}
 	tt.mu.Lock()
-	last := tt.starts[len(tt.starts)-1]
+	for _, ev := range tt.events {
+		if ev.Outcome == team.OutcomeRefused {
+			rules[ev.Rule] = true
+		}
+	}
 	tt.mu.Unlock()
-	if last != (cluster.StartCheck{Cwd: sub, Running: 0}) {
-		t.Fatalf("carol's start was checked as %+v", last)
+	for _, r := range []string{"cwd_roots", "modes", "role", "max_sessions"} {
+		if !rules[r] {
+			t.Errorf("no refusal by %s recorded (%v)", r, rules)
+		}
 	}
 }
 
