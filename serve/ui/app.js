@@ -780,7 +780,7 @@ $("prompt-form").addEventListener("submit", async (e) => {
     await proto.send(conn, v.id, text, imgs);
   } catch (err) {
     // Give the text back: nothing typed is lost.
-    if (!ta.value) ta.value = text;
+    if (!ta.value.trim()) ta.value = text;
     attachments.push(...imgs);
     renderAttachments();
     v.transcript.root.appendChild(el("div", "note warn refused", "Not sent: " + tm.message(err)));
