@@ -630,7 +630,7 @@ function addApproval(a) {
   );
   if (!tm.canAct(app.sessions.get(v.id))) {
     // Watching only: the card shows what is asked, with nothing to press.
-    for (const x of c.querySelectorAll(".acts, button, input.reason, .err")) x.remove();
+    for (const x of c.querySelectorAll(".acts, button, input.reason, .err, .rule")) x.remove();
     for (const x of c.querySelectorAll("input, textarea, select")) x.disabled = true;
     c.keys = null;
     c.classList.add("watch-only");
