@@ -103,7 +103,8 @@ const conn = new Conn(proto.socketURL(), {
   onRefused: async () => {
     // A team server says who it wants (api/me); the token mode asks
     // whether its cookie is still good.
-    if (tm.team.on) return (await tm.detect()) === "signed-out";
+    const d = await tm.detect();
+    if (d !== "token") return d === "signed-out";
     return (await proto.signedIn()) === false;
   },
 });

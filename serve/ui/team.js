@@ -25,22 +25,24 @@ export const team = { on: false, me: null };
 
 /**
  * detect asks the server who we are. It resolves to "token" (no teams),
- * "signed-in" or "signed-out"; a server that cannot be reached counts as
- * token mode, whose reconnecting logic then takes over.
+ * "signed-in", "signed-out" or "offline" (the server cannot be reached,
+ * or answers neither: the connection's retries take over; a page that
+ * never reached it behaves as the token mode does).
  */
 export async function detect() {
   let r;
   try {
     r = await fetch("api/me", { credentials: "same-origin", headers: { Accept: "application/json" } });
   } catch {
-    return team.on ? "signed-out" : "token";
+    return "offline";
   }
   if (r.status === 401) {
     team.on = true;
     team.me = null;
     return "signed-out";
   }
-  if (!r.ok) return team.on ? "signed-out" : "token";
+  if (r.status === 404) return team.on ? "offline" : "token";
+  if (!r.ok) return "offline";
   let me;
   try {
     me = await r.json();
