@@ -95,6 +95,11 @@ type OIDCOptions struct {
 // OIDC signs people in with an OpenID Connect provider (authorization
 // code flow with PKCE, state and nonce) and identifies them afterwards
 // by the tether_session cookie. It implements Authenticator.
+//
+// Sign-ins in flight (state, nonce, PKCE verifier) live in this process's
+// memory for up to ten minutes, so the callback must reach the process
+// that sent the person to the provider; finished logins live in the
+// LoginStore, which several processes may share (NewKVLoginStore).
 type OIDC struct {
 	o      OIDCOptions
 	rp     rp.RelyingParty

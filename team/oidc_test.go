@@ -10,10 +10,15 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/tetherhq/tether/internal/oidctest"
 )
@@ -395,5 +400,107 @@ func TestOIDCPendingBound(t *testing.T) {
 	a.auth.mu.Unlock()
 	if n != MaxPendingSignIns || m != n {
 		t.Fatalf("pending = %d/%d, want the bound %d", n, m, MaxPendingSignIns)
+	}
+}
+
+// chromiumPath finds Chromium, or returns "".
+func chromiumPath() string {
+	if p := os.Getenv("TETHER_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return ""
+}
+
+// TestOIDCBrowser signs in the way a person does: headless Chromium
+// follows the redirects, the provider's login page is filled in and
+// submitted, and the page after sign-in shows who signed in; signing out
+// through the page's form works (a same-origin POST).
+func TestOIDCBrowser(t *testing.T) {
+	path := chromiumPath()
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium required under CI=true: install the Debian package chromium (scripts/test.sh does)")
+		}
+		t.Skip("chromium not found: install the Debian package chromium to run the browser tests")
+	}
+	a := newOIDCApp(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {}))
+	defer bcancel()
+	ctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
+	defer cancel()
+
+	dir := os.Getenv("TETHER_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "tether-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			var png []byte
+			if err := chromedp.CaptureScreenshot(&png).Do(ctx); err != nil {
+				return err
+			}
+			p := filepath.Join(dir, name)
+			t.Logf("screenshot %s", p)
+			return os.WriteFile(p, png, 0o644)
+		})
+	}
+
+	var anon, loginURL, me, path2, after string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(a.srv.URL+"/sessions/7"),
+		chromedp.Text("#anon", &anon, chromedp.ByQuery),
+		chromedp.Click("#signin", chromedp.ByQuery),
+		chromedp.WaitVisible("#username", chromedp.ByQuery),
+		chromedp.Location(&loginURL),
+		shot("team-oidc-provider-login.png"),
+		chromedp.SendKeys("#username", "alice@example.com", chromedp.ByQuery),
+		chromedp.SendKeys("#password", "alice-pw", chromedp.ByQuery),
+		chromedp.Click("#login", chromedp.ByQuery),
+		chromedp.WaitVisible("#me", chromedp.ByQuery),
+		chromedp.Text("#me", &me, chromedp.ByQuery),
+		chromedp.Text("#path", &path2, chromedp.ByQuery),
+		shot("team-oidc-signed-in.png"),
+		chromedp.Click("#logout", chromedp.ByQuery),
+		chromedp.WaitVisible("#anon", chromedp.ByQuery),
+		chromedp.Text("#anon", &after, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if anon != "not signed in" || after != "not signed in" {
+		t.Fatalf("before/after: %q / %q", anon, after)
+	}
+	if !strings.HasPrefix(loginURL, a.op.Issuer()+"/login") {
+		t.Fatalf("login page at %s, want the provider's", loginURL)
+	}
+	if me != "Alice Smith · alice@example.com · AS · eng,ops · member" || path2 != "/sessions/7" {
+		t.Fatalf("after sign-in: %q at %q", me, path2)
+	}
+	var kinds []string
+	for _, ev := range a.rec.actions() {
+		kinds = append(kinds, ev.Action)
+	}
+	if strings.Join(kinds, ",") != ActionSignIn+","+ActionSignOut {
+		t.Fatalf("audit = %v", kinds)
 	}
 }
