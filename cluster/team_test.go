@@ -368,3 +368,69 @@ func TestTeamAgentSnapshotAccess(t *testing.T) {
 		t.Fatalf("carol's hand-made snapshot: %.200s", r.Data)
 	}
 }
+
+// An approval answered through the cluster is journaled with the name of
+// whoever answered, from the identity that came with the answer, and
+// recorded in the audit with its tool and the digest of its input.
+func TestTeamAgentApprovalAnsweredBy(t *testing.T) {
+	tt, _, c, _, _ := teamCluster(t)
+	info := startAs(t, tt, c, alice)
+	actx := team.NewContext(testCtx(t), alice)
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	var approval string
+	deadline := time.Now().Add(time.Minute)
+	for approval == "" {
+		snap, err := c.Snapshot(actx, info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Approvals) > 0 {
+			approval = snap.Approvals[0].ID
+		} else if time.Now().After(deadline) {
+			t.Fatal("no approval")
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandAnswer, Approval: approval, Behavior: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f.mu.Lock()
+		var by string
+		found := false
+		for _, ev := range f.events {
+			if ev.Kind == host.EventApprovalResolved {
+				var r host.ApprovalResolved
+				json.Unmarshal(ev.Data, &r)
+				by, found = r.AnsweredBy, true
+			}
+		}
+		f.mu.Unlock()
+		if found {
+			if by != "Alice" {
+				t.Fatalf("answered_by %q, want Alice", by)
+			}
+			break
+		}
+		select {
+		case <-f.change:
+		case <-time.After(time.Minute):
+			t.Fatal("no approval_resolved event")
+		}
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for _, ev := range tt.events {
+		if ev.Action == team.ActionApproval {
+			if ev.Actor != alice.Subject || ev.Session != info.ID || ev.Tool != "Bash" || len(ev.InputDigest) != 64 || ev.Rule != "allow" {
+				t.Fatalf("approval recorded as %+v", ev)
+			}
+			return
+		}
+	}
+	t.Fatal("the approval was not recorded")
+}
