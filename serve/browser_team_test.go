@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -228,18 +229,34 @@ isolation: "off"
 // their own cookies. Like newTab, it fails the test on errors in the
 // page and on requests anywhere but the server and the provider.
 func (b *browser) personTab(t *testing.T, w *teamWorld, name string) *tab {
+	return b.tabIn(t, w, name, "")
+}
+
+// browserContexts remembers each person's browser context, by tab, for
+// a second tab of the same person (sameBrowser).
+var browserContexts sync.Map // *tab -> cdp.BrowserContextID
+
+// sameBrowser opens another tab of the person of tb: same cookies.
+func (b *browser) sameBrowser(t *testing.T, w *teamWorld, tb *tab, name string) *tab {
+	bcid, _ := browserContexts.Load(tb)
+	return b.tabIn(t, w, name, bcid.(cdp.BrowserContextID))
+}
+
+// tabIn opens a tab in browser context bcid ("" = a new one, disposed
+// of when t ends).
+func (b *browser) tabIn(t *testing.T, w *teamWorld, name string, bcid cdp.BrowserContextID) *tab {
 	t.Helper()
-	// A browser context of its own (chromedp's WithNewBrowserContext
-	// opens its tab without a window, which headless Chromium refuses).
-	var (
-		bcid cdp.BrowserContextID
-		tid  target.ID
-	)
+	// chromedp's WithNewBrowserContext opens its tab without a window,
+	// which headless Chromium refuses: open it here.
+	owned := bcid == ""
+	var tid target.ID
 	if err := chromedp.Run(b.ctx, chromedp.ActionFunc(func(ctx context.Context) error {
 		bx := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
 		var err error
-		if bcid, err = target.CreateBrowserContext().Do(bx); err != nil {
-			return err
+		if owned {
+			if bcid, err = target.CreateBrowserContext().Do(bx); err != nil {
+				return err
+			}
 		}
 		tid, err = target.CreateTarget("about:blank").WithBrowserContextID(bcid).WithNewWindow(true).Do(bx)
 		return err
@@ -248,6 +265,7 @@ func (b *browser) personTab(t *testing.T, w *teamWorld, name string) *tab {
 	}
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(tid))
 	tb := &tab{t: t, b: b, ctx: ctx, origin: w.origin, name: name}
+	browserContexts.Store(tb, bcid)
 	allowed := []string{w.origin, w.op.Issuer(), w.proxyOrigin}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch e := ev.(type) {
@@ -293,9 +311,12 @@ func (b *browser) personTab(t *testing.T, w *teamWorld, name string) *tab {
 			t.Errorf("%s: errors in the page:\n%s", name, strings.Join(errs, "\n"))
 		}
 		cancel()
-		_ = chromedp.Run(b.ctx, chromedp.ActionFunc(func(ctx context.Context) error {
-			return target.DisposeBrowserContext(bcid).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
-		}))
+		browserContexts.Delete(tb)
+		if owned {
+			_ = chromedp.Run(b.ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+				return target.DisposeBrowserContext(bcid).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
+			}))
+		}
 	})
 	return tb
 }
@@ -713,8 +734,14 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	if st, body := plain(t, "GET", w.origin+"/api/me", cookie); st != http.StatusOK {
 		t.Fatalf("before signing out, the cookie is refused: %d %s", st, body)
 	}
+	// Another tab of Alice's, open while she signs out in the first.
+	alice2 := b.sameBrowser(t, w, alice, "alice-2")
+	alice2.run(chromedp.Navigate(w.origin + "/#s=" + id))
+	alice2.waitJS("Alice's second tab live", `document.querySelector("#conn").classList.contains("live") && window.tether.view && !document.querySelector("#prompt-form").hidden`)
 	alice.run(chromedp.Click("#me > summary", chromedp.ByQuery), chromedp.Click("#signout-btn", chromedp.ByID))
 	alice.waitAcross("the sign-in page after signing out", `!document.querySelector("#signin").hidden`)
+	// The server drops the other tab's socket; it shows the sign-in page.
+	alice2.waitJS("the second tab signed out", `!document.querySelector("#signin").hidden && document.querySelector(".layout").offsetParent === null`)
 	if st, body := plain(t, "GET", w.origin+"/api/me", cookie); st != http.StatusUnauthorized {
 		t.Errorf("the old cookie after signing out: %d %s; want 401", st, body)
 	}
