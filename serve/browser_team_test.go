@@ -48,6 +48,7 @@ import (
 
 func TestBrowserTeam(t *testing.T) {
 	b := newBrowser(t)
+	t.Run("Helpers", func(t *testing.T) { testTeamHelpers(t, b) })
 	t.Run("Local", func(t *testing.T) { testTeamScenarios(t, b, false) })
 	t.Run("Cluster", func(t *testing.T) { testTeamScenarios(t, b, true) })
 }
@@ -788,5 +789,75 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	}
 	if acl.Owner != "alice@example.com" || len(acl.Grants) != 1 || acl.Grants[0] != (team.Grant{Person: "bob@example.com", Level: team.ShareViewer}) {
 		t.Errorf("the session's ACL at the end: %+v; want Alice's, shared with Bob as viewer", acl)
+	}
+}
+
+// testTeamHelpers: the UI's team logic on its own (team.js): the groups
+// of the sessions list for a member and an admin, what each access
+// allows, initials, the audit answer in each of its forms and the query
+// the filters make.
+func testTeamHelpers(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "team-helpers")
+	tb.run(chromedp.Navigate(origin + "/"))
+	var got map[string]string
+	tb.evalJSON(`
+		const tm = await import("./team.js");
+		const list = [
+			{ id: "1", person: "me@x", access: "owner" },
+			{ id: "2", person: "bo@x", access: "viewer" },
+			{ id: "3", person: "cy@x", access: "collaborator" },
+			{ id: "4", person: "di@x", access: "owner" },
+		];
+		const g = () => tm.groups(list).map((x) => x.key + ":" + x.items.map((s) => s.id).join(",")).join(" ");
+		const out = {};
+		out.token = g();
+		out.tokenAct = String(tm.canAct(list[1])) + tm.canOwn(list[1]);
+		tm.team.on = true;
+		tm.team.me = { sub: "me@x", role: "member" };
+		out.member = g();
+		out.viewerAct = String(tm.canAct(list[1])) + tm.canOwn(list[1]);
+		out.collabAct = String(tm.canAct(list[2])) + tm.canOwn(list[2]);
+		tm.team.me = { sub: "me@x", role: "admin" };
+		list[1].access = list[2].access = "owner";
+		out.admin = g();
+		tm.team.on = false;
+		tm.team.me = null;
+		out.initials = [tm.initials("Alice Example"), tm.initials("bob@example.com"), tm.initials("Ödön van der Berg"), tm.initials("")].join(",");
+		out.auditArray = tm.parseAudit('[{"action":"sign_in"},{"action":"prompt"}]').map((e) => e.action).join(",");
+		out.auditJSONL = tm.parseAudit('{"action":"a"}\n{"action":"b"}\n').map((e) => e.action).join(",");
+		out.auditOne = tm.parseAudit('{"action":"only"}').map((e) => e.action).join(",");
+		out.auditEmpty = String(tm.parseAudit("  ").length);
+		const f = document.querySelector("#audit-form");
+		f.elements.since.value = "1h";
+		f.elements.actor.value = " bob@example.com ";
+		f.elements.action.value = "approval";
+		f.elements.limit.value = "99999";
+		const q = tm.auditQuery(f);
+		out.query = ["actor", "session", "action", "limit"].map((k) => k + "=" + (q.get(k) ?? "")).join("&");
+		const since = Date.parse(q.get("since"));
+		out.sinceOK = String(Math.abs(Date.now() - 3600e3 - since) < 60e3);
+		out.message = tm.message(new Error("team: daily budget of $5.00 spent"));
+		return out;`, &got)
+	want := map[string]string{
+		"token":      ":1,2,3,4",
+		"tokenAct":   "truetrue",
+		"member":     "mine:1 shared:2,3,4",
+		"viewerAct":  "falsefalse",
+		"collabAct":  "truefalse",
+		"admin":      "mine:1 all:2,3,4",
+		"initials":   "AE,B,ÖB,?",
+		"auditArray": "sign_in,prompt",
+		"auditJSONL": "a,b",
+		"auditOne":   "only",
+		"auditEmpty": "0",
+		"query":      "actor=bob@example.com&session=&action=approval&limit=10000",
+		"sinceOK":    "true",
+		"message":    "daily budget of $5.00 spent",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q; want %q", k, got[k], v)
+		}
 	}
 }
