@@ -541,7 +541,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 
 	// ---- Alice shares it read-only with Bob ----
 	alice.run(chromedp.Click("#share-btn", chromedp.ByID), chromedp.WaitVisible("#share-dlg", chromedp.ByID))
-	alice.waitJS("the share dialog read", `document.querySelector("#share-none") && !document.querySelector("#share-none").hidden`)
+	alice.waitJS("the share dialog read", `document.querySelector("#share-dlg").dataset.loaded === "yes" && !document.querySelector("#share-none").hidden`)
 	alice.run(
 		chromedp.SetValue("#share-who", "bob@example.com", chromedp.ByID),
 		chromedp.SetValue("#share-level", "viewer", chromedp.ByID),

@@ -214,18 +214,30 @@ export async function openShare(s, title, people) {
   $("share-err").textContent = "";
   $("share-who").value = "";
   $("people").replaceChildren(...people.filter((p) => p !== team.me?.sub).map((p) => Object.assign(el("option"), { value: p })));
+  // Nothing is added or saved before the current shares are read: a
+  // save replaces them all, and the answer must not replace what was
+  // typed meanwhile.
+  const cur = share;
+  setLoaded(false);
   renderGrants();
   d.showModal();
   $("share-who").focus();
   try {
     const r = await apiJSON("api/sessions/" + encodeURIComponent(s.id) + "/share");
-    if (share && share.id === s.id) {
+    if (share === cur) {
       share.grants = (Array.isArray(r) ? r : r?.grants || []).map((g) => ({ ...g }));
+      setLoaded(true);
       renderGrants();
     }
   } catch (e) {
-    $("share-err").textContent = "Could not read the current shares: " + e.message;
+    if (share === cur) $("share-err").textContent = "Could not read the current shares: " + e.message;
   }
+}
+
+function setLoaded(ok) {
+  $("share-dlg").dataset.loaded = ok ? "yes" : "";
+  $("share-add").disabled = $("share-save").disabled = !ok;
+  $("share-none").textContent = ok ? "Not shared with anyone yet." : "Reading the current shares…";
 }
 
 function renderGrants() {
@@ -264,7 +276,7 @@ $("share-kind").onchange = () => {
 
 function addGrant() {
   const who = $("share-who").value.trim();
-  if (!who) return false;
+  if (!who || !share || $("share-dlg").dataset.loaded !== "yes") return false;
   const kind = $("share-kind").value;
   const level = $("share-level").value;
   const key = kind === "group" ? "group" : "person";
@@ -291,7 +303,7 @@ $("share-who").addEventListener("keydown", (e) => {
 
 $("share-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  if (!share) return;
+  if (!share || $("share-dlg").dataset.loaded !== "yes") return;
   addGrant(); // a name typed and not yet added counts
   $("share-save").disabled = true;
   $("share-err").textContent = "";
