@@ -601,6 +601,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	// ---- Carol sees nothing of it ----
 	carol := b.personTab(t, w, "carol")
 	carol.signIn(w, "carol@example.com")
+	carol.waitJS("Carol's sessions list", `window.tether.listed > 0`)
 	var n int
 	carol.eval(`window.tether.sessions.size`, &n)
 	if n != 0 {

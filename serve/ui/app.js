@@ -156,6 +156,7 @@ const handlers = {
     if (tm.team.on && (m.error?.code === "unauthorized" || m.error?.code === "unauthenticated")) recheckSignIn();
   },
   sessions(list) {
+    app.listed = (app.listed || 0) + 1; // lists received (tests wait on it)
     app.sessions.clear();
     for (const s of list || []) app.sessions.set(s.id, s);
     renderList();
