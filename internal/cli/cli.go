@@ -32,6 +32,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return agentCmd(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serveCmd(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return auditCmd(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 		defer stop()
@@ -57,6 +59,7 @@ Commands:
   demo      the whole flow offline, against a fake Messages API: no account needed
   serve     Claude Code in the browser: sessions, approvals, streaming, from this machine
   agent     run sessions for a cluster of machines over NATS (see docs/cluster.md)
+  audit     print a team's audit log: who signed in, started, shared, prompted, approved
   doctor    check the Claude Code CLI, its version, authentication, and an offline run
   version   print Tether's version
   help      show this help
