@@ -46,9 +46,10 @@ func (t *CommandTransport) Connect(ctx context.Context, l *Launch) (Conn, error)
 		Stderr:   l.Stderr,
 		Grace:    l.CloseTimeout,
 		TermWait: cmp.Or(t.TermTimeout, defaultTermTimeout),
+		Cred:     l.User.cred(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claude: starting %s: %w", l.Path, err)
+		return nil, startError(l, err)
 	}
 	return &commandConn{p: p, r: wire.NewReader(p.Stdout(), l.MaxLineSize), w: wire.NewWriter(p.Stdin())}, nil
 }

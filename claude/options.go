@@ -48,6 +48,14 @@ type Options struct {
 	// is passed on (no credentials, proxies or provider switches it may
 	// hold). Env must then supply PATH and HOME.
 	EnvOnly bool
+	// User runs the CLI as another OS user, as the Python SDK's `user`
+	// does: a login name or a numeric UID with an entry in the user
+	// database. The CLI gets that user's UID, primary group and
+	// supplementary groups, and its HOME (and USER, LOGNAME) unless Env
+	// sets them; the working directory must be open to that user. Only
+	// root may switch users: otherwise Connect fails with a *UserError
+	// matching ErrUserNotPermitted. Unix only. See osuser.go.
+	User string
 
 	Model         string // --model
 	FallbackModel string // --fallback-model
@@ -246,6 +254,9 @@ type Options struct {
 
 	// awaitClaim: started by Prewarm as a parked spare (prewarm.go).
 	awaitClaim bool
+
+	// osUser is Options.User resolved at Connect (osuser.go).
+	osUser *OSUser
 
 	// Agents, prompts, plugins, structured output.
 
@@ -579,6 +590,7 @@ func (o *Options) env(base []string) []string {
 		put(EnvEnableFileCheckpointing, "1")
 	}
 	o.toolConfigEnv(put)
+	o.userEnv(put)
 	put("CLAUDE_AGENT_SDK_VERSION", Version)
 	out := make([]string, 0, len(order))
 	for _, k := range order {
@@ -640,6 +652,7 @@ func (o *Options) launch(path string) *Launch {
 		MaxLineSize:  o.MaxLineSize,
 		CloseTimeout: o.CloseTimeout,
 		Stderr:       o.Stderr,
+		User:         o.osUser,
 	}
 	return l
 }

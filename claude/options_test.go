@@ -3,6 +3,7 @@ package claude_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -101,6 +102,10 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 		}, args: []string{"--permission-prompt-tool=stdio"}},
 		"Stderr": {set: func(o *claude.Options) { o.Stderr = func(string) {} },
 			custom: func(l *claude.Launch) string { return ifNot(l.Stderr != nil, "Launch.Stderr is nil") }},
+		"User": {set: func(o *claude.Options) { o.User = "nobody" },
+			custom: func(l *claude.Launch) string {
+				return ifNot(l.User != nil && l.User.Name == "nobody" && slices.Contains(l.Env, "HOME="+l.User.Home), fmt.Sprintf("Launch.User = %+v", l.User))
+			}},
 		"MaxLineSize": {set: func(o *claude.Options) { o.MaxLineSize = 12345 },
 			custom: func(l *claude.Launch) string { return ifNot(l.MaxLineSize == 12345, "Launch.MaxLineSize not passed") }},
 		"MCPServers": {set: func(o *claude.Options) {

@@ -168,6 +168,9 @@ func Connect(ctx context.Context, opts *Options) (*Session, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	if err := o.resolveUser(); err != nil { // Options.User (osuser.go)
+		return nil, err
+	}
 	log := safelog.New(o.Logger) // a panicking handler must not crash us
 	tr := o.Transport
 	path := o.CLIPath // a custom transport gets it as given, undiscovered

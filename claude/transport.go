@@ -38,6 +38,12 @@ type Launch struct {
 
 	// Stderr, when set, is called with each line the CLI writes to stderr.
 	Stderr func(line string)
+
+	// User, when set, is the OS user the CLI is to run as (Options.User,
+	// resolved; Env already holds its HOME). CommandTransport starts the
+	// CLI with its credentials; a transport that wraps the start (a
+	// sandbox) passes it on, one that cannot honour it should fail.
+	User *OSUser
 }
 
 // A Conn is one connection to a CLI: lines of JSON in both directions.

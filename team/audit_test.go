@@ -63,12 +63,6 @@ func openAudit(t *testing.T, ctx context.Context, js jetstream.JetStream, o *tea
 	return a
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func collect(t *testing.T, a *team.Audit, ctx context.Context, q *team.AuditQuery) []*team.AuditEvent {
 	t.Helper()
 	var out []*team.AuditEvent

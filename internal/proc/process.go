@@ -127,6 +127,19 @@ type Config struct {
 	// StderrTail is how many stderr lines are kept for ExitStatus. 0 (or
 	// less) means 50.
 	StderrTail int
+
+	// Cred, when set, runs the process as another user: its UID, primary
+	// GID and supplementary groups. Only root (or a holder of CAP_SETUID
+	// and CAP_SETGID) may; otherwise Start fails with an error matching
+	// syscall.EPERM. Unix only: elsewhere Start refuses it.
+	Cred *Cred
+}
+
+// Cred is the identity a process is started with (Config.Cred).
+type Cred struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
 }
 
 // ExitStatus says how a process ended.
@@ -276,6 +289,10 @@ func start(c Config, exe string) (*Process, error) {
 		p.cmd.Dir = c.Dir
 		p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = child[0], child[1], child[2]
 		p.cmd.SysProcAttr = sysProcAttr()
+		if err := withCred(p.cmd.SysProcAttr, c.Cred); err != nil {
+			closeAll()
+			return nil, err
+		}
 
 		if err := spawn(p.cmd); err != nil {
 			closeAll()

@@ -3,9 +3,18 @@
 package proc
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
+
+// withCred refuses Config.Cred: there are no Unix credentials here.
+func withCred(_ *syscall.SysProcAttr, c *Cred) error {
+	if c == nil {
+		return nil
+	}
+	return errors.New("proc: starting a process as another user is not supported on this platform")
+}
 
 // sysProcAttr: without process groups or signals there is nothing to set.
 func sysProcAttr() *syscall.SysProcAttr { return nil }

@@ -7,6 +7,15 @@ import (
 	"syscall"
 )
 
+// withCred makes a start as c's user (Config.Cred); nil changes nothing.
+func withCred(a *syscall.SysProcAttr, c *Cred) error {
+	if c == nil {
+		return nil
+	}
+	a.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: append([]uint32{}, c.Groups...)}
+	return nil
+}
+
 // signalGroup sends the signal for k to the process group led by p, and to
 // p itself in case it has left its group. It returns the signal's name.
 func signalGroup(p *os.Process, k sigKind) string {

@@ -74,6 +74,7 @@ func init() {
 type superviseSpec struct {
 	Path string   `json:"path"`
 	Args []string `json:"args"`
+	Cred *Cred    `json:"cred,omitempty"` // Config.Cred: the CLI's, not the supervisor's
 }
 
 // superviseReply is the supervisor's one status line.
@@ -128,6 +129,10 @@ func superviseMain() {
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The supervisor keeps the host's identity, so it can still kill all
+	// the CLI leaves behind; only the CLI changes user. The runtime sets
+	// Pdeathsig after the credentials (a change of user clears it).
+	withCred(cmd.SysProcAttr, spec.Cred)
 	if err := cmd.Start(); err != nil {
 		r := superviseReply{Err: err.Error()}
 		var errno syscall.Errno
@@ -349,7 +354,7 @@ func (p *Process) startSupervised(c Config, exe string, child [3]*os.File) error
 	deadline := time.Now().Add(handshakeWait)
 	ctlW.SetWriteDeadline(deadline)
 	stR.SetReadDeadline(deadline)
-	spec, _ := json.Marshal(superviseSpec{Path: c.Path, Args: c.Args})
+	spec, _ := json.Marshal(superviseSpec{Path: c.Path, Args: c.Args, Cred: c.Cred})
 	if _, err := ctlW.Write(spec); err != nil {
 		return fail(fmt.Errorf("%w: sending the spec: %v", errNoSupervisor, err))
 	}
