@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tetherhq/tether/serve"
 	"github.com/tetherhq/tether/team"
 )
@@ -24,6 +26,7 @@ type teamFlags struct {
 	file                                         string
 	issuer, clientID, secretFile, groupsClaim    string
 	publicURL, proxyHeader, proxyName, proxyGrps string
+	trustUnverified                              bool
 }
 
 func addTeamFlags(fs *flag.FlagSet) *teamFlags {
@@ -33,6 +36,7 @@ func addTeamFlags(fs *flag.FlagSet) *teamFlags {
 	fs.StringVar(&tf.clientID, "oidc-client-id", "", "with --oidc-issuer: the client id registered at the provider")
 	fs.StringVar(&tf.secretFile, "oidc-client-secret-file", "", "with --oidc-issuer: a file holding the client secret (else $"+envOIDCSecret+")")
 	fs.StringVar(&tf.groupsClaim, "oidc-groups-claim", "groups", "with --oidc-issuer: the ID token claim listing the person's groups")
+	fs.BoolVar(&tf.trustUnverified, "oidc-trust-unverified-email", false, "with --oidc-issuer: admit people by an e-mail address the provider does not mark verified (email_verified); only for a provider that issues every address itself and omits that claim")
 	fs.StringVar(&tf.publicURL, "public-url", "", "with --team: the URL people reach the server by (the OIDC redirect is its /auth/callback)")
 	fs.StringVar(&tf.proxyHeader, "proxy-header", "", "with --team: take the person's e-mail from this header of a trusted proxy (--trusted-proxy), e.g. X-Forwarded-Email")
 	fs.StringVar(&tf.proxyName, "proxy-name-header", "", "with --proxy-header: the header with the person's display name")
@@ -48,6 +52,9 @@ func (tf *teamFlags) check(sf *serveFlags) error {
 			if v != "" {
 				return fmt.Errorf("%s needs --team", name)
 			}
+		}
+		if tf.trustUnverified {
+			return errors.New("--oidc-trust-unverified-email needs --team")
 		}
 		return nil
 	}
@@ -66,6 +73,8 @@ func (tf *teamFlags) check(sf *serveFlags) error {
 		return errors.New("--oidc-issuer needs --public-url (the provider redirects the browser to its /auth/callback)")
 	case tf.issuer == "" && (tf.clientID != "" || tf.secretFile != ""):
 		return errors.New("--oidc-client-id and --oidc-client-secret-file need --oidc-issuer")
+	case tf.issuer == "" && tf.trustUnverified:
+		return errors.New("--oidc-trust-unverified-email needs --oidc-issuer")
 	}
 	if tf.publicURL != "" {
 		u, err := url.Parse(tf.publicURL)
@@ -92,28 +101,47 @@ func (tf *teamFlags) secret() (string, error) {
 	return s, nil
 }
 
+// teamBwrap is the bubblewrap that isolates sessions ("" =
+// team.DefaultBwrap); tests point it at a missing one.
+var teamBwrap string
+
 // teamServe is what setupTeam built: the server's and the backend's team
 // options, and what to close at the end.
 type teamServe struct {
 	opts   *serve.TeamOptions
+	audit  *team.Audit
 	closer func()
 }
 
-// setupTeam loads the team file, starts the local JetStream in its
-// state folder and builds sign-in and authorization.
+// setupTeam loads the team file, checks isolation, starts the local
+// JetStream in its state folder and builds on it the store, the audit
+// log, sign-in and authorization. Every part that records (the
+// Authorizer, the authenticator, the server's own refusal of an audit
+// read) records into the same audit log, which GET /api/audit reads.
 func setupTeam(ctx context.Context, tf *teamFlags, sf *serveFlags) (*teamServe, error) {
 	cfg, err := team.LoadConfig(tf.file)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MultiUser() {
-		// Isolation (bubblewrap) comes with package team's Isolation:
-		// until it is wired here, refuse rather than run people's
-		// sessions side by side unconfined.
-		return nil, errors.New("the team file turns isolation on (isolation: auto with more than one person, or on), and this build of tether serve cannot isolate sessions yet; set isolation: off to accept that people's sessions can read each other's files")
-	}
 	if cfg.StateDir == "" {
-		return nil, errors.New("the team file needs state_dir: the local JetStream (shares, spend, sign-ins, audit) is stored there")
+		return nil, errors.New("the team file needs state_dir: the local JetStream (shares, spend, sign-ins, audit) and the isolated sessions' homes are kept there")
+	}
+	var iso *team.Isolation
+	if cfg.MultiUser() { // isolation: on, or auto with more than one person
+		// Before anything runs: a machine that cannot confine sessions
+		// must not run people's sessions side by side unconfined.
+		iso, err = team.NewIsolation(&team.IsolationOptions{Bwrap: teamBwrap, StateDir: cfg.StateDir})
+		if err == nil {
+			err = iso.Check(ctx)
+		}
+		if err != nil {
+			why := "isolation: on"
+			if cfg.Isolation == "auto" {
+				why = "isolation: auto, and more than one person can sign in"
+			}
+			return nil, fmt.Errorf("the team file turns session isolation on (%s), and this machine cannot isolate sessions: %w; "+
+				"install bubblewrap and allow unprivileged user namespaces, or set isolation: off to accept that people's sessions can read each other's files", why, err)
+		}
 	}
 	ljs, err := team.StartLocalJetStream(ctx, cfg.StateDir)
 	if err != nil {
@@ -123,38 +151,56 @@ func setupTeam(ctx context.Context, tf *teamFlags, sf *serveFlags) (*teamServe, 
 		ljs.Close()
 		return nil, err
 	}
-	st, err := team.OpenStore(ctx, ljs.JetStream(), nil)
+	ts, err := buildTeam(ctx, ljs.JetStream(), cfg, iso, tf, sf)
 	if err != nil {
 		return fail(err)
 	}
-	authz := team.NewAuthorizer(cfg, st, &team.AuthorizerOptions{AllowBypass: sf.allowBypass})
+	ts.closer = func() { ljs.Close() }
+	return ts, nil
+}
+
+// buildTeam builds the store, the audit log, the logins, sign-in and
+// authorization of cfg on js (the local JetStream, or the cluster's).
+func buildTeam(ctx context.Context, js jetstream.JetStream, cfg *team.Config, iso *team.Isolation, tf *teamFlags, sf *serveFlags) (*teamServe, error) {
+	st, err := team.OpenStore(ctx, js, nil)
+	if err != nil {
+		return nil, err
+	}
+	audit, err := team.OpenAudit(ctx, js, &team.AuditOptions{Retention: cfg.Audit.Retention})
+	if err != nil {
+		return nil, err
+	}
+	authz := team.NewAuthorizer(cfg, st, &team.AuthorizerOptions{AllowBypass: sf.allowBypass, Recorder: audit})
 	var auth team.Authenticator
 	if tf.issuer != "" {
 		secret, err := tf.secret()
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
-		logins, err := team.NewKVLoginStore(ctx, ljs.JetStream())
+		logins, err := team.NewKVLoginStore(ctx, js)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		o, err := team.NewOIDC(ctx, &team.OIDCOptions{Issuer: tf.issuer, ClientID: tf.clientID, ClientSecret: secret,
 			RedirectURL: strings.TrimSuffix(tf.publicURL, "/") + "/auth/callback", GroupsClaim: tf.groupsClaim,
-			Resolve: cfg.Resolve, Logins: logins, Secure: strings.HasPrefix(tf.publicURL, "https:")})
+			Resolve: cfg.Resolve, Logins: logins, Secure: strings.HasPrefix(tf.publicURL, "https:"), Recorder: audit,
+			TrustUnverifiedEmail: tf.trustUnverified})
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		auth = o
 	} else {
 		p, err := team.NewProxyAuth(&team.ProxyOptions{Header: tf.proxyHeader, NameHeader: tf.proxyName, GroupsHeader: tf.proxyGrps,
-			Trusted: sf.proxies, Resolve: cfg.Resolve})
+			Trusted: sf.proxies, Resolve: cfg.Resolve, Recorder: audit})
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		auth = p
 	}
-	return &teamServe{
-		opts:   &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: serve.NewTeamAuthorizer(authz, st)},
-		closer: func() { ljs.Close() },
-	}, nil
+	opts := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: serve.NewTeamAuthorizer(authz, st),
+		Audit: serve.NewTeamAudit(audit), Recorder: audit}
+	if iso != nil {
+		opts.Isolation = iso
+	}
+	return &teamServe{opts: opts, audit: audit, closer: func() {}}, nil
 }
