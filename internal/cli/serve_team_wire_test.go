@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -371,5 +372,45 @@ func TestServeTeamTrustUnverifiedEmail(t *testing.T) {
 	}
 	if _, st := newTeamWire(t, ctx, "--oidc-trust-unverified-email").signIn("eve@example.com", "pw-e"); st != 200 {
 		t.Fatalf("with --oidc-trust-unverified-email: /api/me %d, want 200", st)
+	}
+}
+
+// The team file's isolation decides: on (or auto with more than one
+// person) confines sessions, off does not.
+func TestServeTeamIsolationSetting(t *testing.T) {
+	if err := exec.Command(team.DefaultBwrap, "--version").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bubblewrap required under CI=true: %v", err)
+		}
+		t.Skipf("no bubblewrap: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		people, isolation string
+		on                bool
+	}{
+		{"[{email: a@example.com, role: admin}]", "auto", false},
+		{"[{email: a@example.com, role: admin}, {email: b@example.com, role: member}]", "auto", true},
+		{"[{email: a@example.com, role: admin}]", "on", true},
+		{"[{email: a@example.com, role: admin}, {email: b@example.com, role: member}]", "off", false},
+	} {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "team.yaml")
+		os.WriteFile(file, []byte("people: "+c.people+"\nisolation: "+c.isolation+"\nstate_dir: "+dir+"\n"), 0o600)
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		sf := addServeFlags(fs)
+		tf := addTeamFlags(fs)
+		if err := fs.Parse([]string{"--team", file, "--proxy-header", "X-Forwarded-Email", "--trusted-proxy", "127.0.0.1"}); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := setupTeam(ctx, tf, sf)
+		if err != nil {
+			t.Fatalf("%s, isolation %s: %v", c.people, c.isolation, err)
+		}
+		if on := ts.opts.Isolation != nil; on != c.on {
+			t.Errorf("%s, isolation %s: isolated %v, want %v", c.people, c.isolation, on, c.on)
+		}
+		ts.closer()
 	}
 }
