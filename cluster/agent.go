@@ -21,6 +21,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/telemetry"
+	"github.com/tetherhq/tether/team"
 )
 
 // AgentOptions configures an Agent. A nil *AgentOptions means defaults.
@@ -75,6 +76,21 @@ type AgentOptions struct {
 	// message's headers) and is the sessions' (host.ManagerOptions). nil
 	// means otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
+
+	// Team, when set, makes the agent check every request with the
+	// identity that comes with it (agent_team.go): commands run with it
+	// in ctx under the Authorizer's host policy (SessionOptions), starts
+	// pass Authorizer.Start, snapshots need the viewer's access, and a
+	// request without an identity is refused (host's forbidden code).
+	// Build it with AuthorizerOptions.SessionID = HostSessionID, so that
+	// its host policy finds each session's ACL under the cluster's id.
+	// nil: no teams; identities that come along are put in ctx and not
+	// checked.
+	Team *team.Authorizer
+	// Isolation, with Team, confines each session's CLI to its working
+	// directory, with the person's own HOME and /tmp (*team.Isolation).
+	// nil: the CLIs run as the agent does.
+	Isolation Isolator
 }
 
 // An Agent runs sessions for the cluster on one machine: it wraps a
@@ -424,14 +440,40 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 		base uint64
 		err  error
 	)
+	// With a team, everything is checked before anything changes.
+	ctx, err = a.withIdentity(ctx, req.Identity)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		hopts       *host.Options
+		useTemplate bool
+	)
 	if req.Failover {
+		if a.opts.Team != nil {
+			if err := a.needAccess(ctx, req.ID, team.AccessCollaborate); err != nil {
+				return nil, err
+			}
+		}
 		rec, rev, base, err = a.claim(ctx, req.ID)
 		if err != nil {
+			return nil, err
+		}
+		hopts, useTemplate = a.sessionOptions(req, &rec)
+		if hopts, err = a.teamOptions(ctx, &rec, hopts); err != nil {
+			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
 	} else {
 		rec = SessionInfo{ID: req.ID, Agent: a.id, State: host.StateStarting.String(), Cwd: req.Cwd, Model: req.Model,
 			Title: req.Title, Created: now, Updated: now}
+		hopts, useTemplate = a.sessionOptions(req, &rec)
+		if a.opts.Team != nil {
+			if hopts, err = a.teamStart(ctx, req, &rec, hopts); err != nil {
+				return nil, err
+			}
+			useTemplate = false // a spare is nobody's
+		}
 		data, _ := json.Marshal(rec)
 		rev, err = a.b.sessions.Create(ctx, req.ID, data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -442,7 +484,6 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 		}
 	}
 	msg.InProgress()
-	hopts, useTemplate := a.sessionOptions(req, &rec)
 	var restored int64
 	switch {
 	case req.Failover:

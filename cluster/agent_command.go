@@ -38,7 +38,12 @@ func (s *agentSession) command(msg *nats.Msg) {
 		respond(msg, &commandReply{Error: wireErr(err)})
 		return
 	}
-	run := func() { s.serve(msg, &c.Command) }
+	if c.Identity == nil && s.a.opts.Team != nil {
+		s.log.Warn("refused a command without an identity", "type", c.Type)
+		respond(msg, &commandReply{Error: wireErr(errNoIdentity)})
+		return
+	}
+	run := func() { s.serve(msg, &c) }
 	if c.Lane() == host.LaneQuick {
 		s.quickLane(msg, run)
 		return
@@ -96,8 +101,10 @@ func respond(msg *nats.Msg, r *commandReply) {
 	msg.Respond(data)
 }
 
-// serve runs one command with host.Session.Do and answers it.
-func (s *agentSession) serve(msg *nats.Msg, c *host.Command) {
+// serve runs one command with host.Session.Do, as the person who sent
+// it (its identity in ctx), and answers it.
+func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
+	c := &cm.Command
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("command panicked", "panic", p)
@@ -112,6 +119,15 @@ func (s *agentSession) serve(msg *nats.Msg, c *host.Command) {
 	var err error
 	defer func() { endSpan(span, err) }() // before the recover: a panic ends it too
 	s.log.Debug("command", "type", c.Type)
+	if ctx, err = s.a.withIdentity(ctx, cm.Identity); err != nil {
+		respond(msg, &commandReply{Error: wireErr(err)})
+		return
+	}
+	if cm.Identity != nil {
+		// Who answered an approval, journaled for every UI: from the
+		// identity, never from the message (Actor does not cross).
+		c.Actor = cm.Identity.DisplayName()
+	}
 	res, err := s.do(ctx, c)
 	if err != nil {
 		s.log.Info("command refused", "type", c.Type, "err", err)
@@ -177,8 +193,15 @@ func clip(s string, n int) string {
 // snapshot answers with the session's snapshot, its sequence numbers
 // shifted like the events', in as many parts as it takes.
 func (s *agentSession) snapshot(msg *nats.Msg) {
-	_, span := startServerSpan(context.Background(), s.a.tr, "agent snapshot", s.a.id, s.id, msg.Header)
+	ctx, span := startServerSpan(context.Background(), s.a.tr, "agent snapshot", s.a.id, s.id, msg.Header)
 	defer span.End()
+	ctx, cancel := context.WithTimeout(ctx, commandLimit)
+	defer cancel()
+	if err := s.checkSnapshot(ctx, msg.Subject, msg.Data); err != nil {
+		s.log.Info("snapshot refused", "err", err)
+		replyParts(s.a.b, msg.Reply, errorPart(err))
+		return
+	}
 	snap := s.hs.Snapshot()
 	s.mu.Lock()
 	snap.Seq += s.base

@@ -78,6 +78,7 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 	a.mu.Lock()
 	a.sessions[id] = s
 	a.mu.Unlock()
+	hostSessions.Store(hs, id) // before any command can come
 	sub, err := a.b.nc.Subscribe(subjectCommand+id, s.command)
 	if err != nil {
 		s.log.Error("subscribing to commands", "err", err)
@@ -122,6 +123,7 @@ func (s *agentSession) finish() {
 	a.mu.Lock()
 	delete(a.sessions, s.id)
 	a.mu.Unlock()
+	hostSessions.CompareAndDelete(s.hs, s.id)
 	<-a.slots
 	s.log.Info("session detached")
 }

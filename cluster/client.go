@@ -321,6 +321,7 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 	}
 	deadline, _ := ctx.Deadline()
 	req.Expires = deadline
+	req.Identity = ctxIdentity(ctx)
 	if err := req.validate(); err != nil {
 		return SessionInfo{}, &MessageError{Subject: subjectStart, Reason: err.Error(), Err: ErrMalformed}
 	}
@@ -509,16 +510,17 @@ func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*ho
 	if cmd.Type == host.CommandResume {
 		return nil, &MessageError{Subject: subjectCommand + id, Reason: "resume is Client.Resume", Err: ErrMalformed}
 	}
-	if err := (&commandMsg{*cmd}).validate(); err != nil {
+	cm := &commandMsg{Command: *cmd, Identity: ctxIdentity(ctx)}
+	if err := cm.validate(); err != nil {
 		return nil, &MessageError{Subject: subjectCommand + id, Reason: err.Error(), Err: ErrMalformed}
 	}
-	return c.command(ctx, id, cmd)
+	return c.command(ctx, id, cm)
 }
 
 // command is Command once the command was checked, in its span.
-func (c *Client) command(ctx context.Context, id string, cmd *host.Command) (_ *host.CommandResult, err error) {
+func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *host.CommandResult, err error) {
 	msg := nats.NewMsg(subjectCommand + id)
-	ctx, span := startClientSpan(ctx, c.tr, spanName("cluster command", cmd), msg.Subject, id, msg.Header, attrCommand.String(string(cmd.Type)))
+	ctx, span := startClientSpan(ctx, c.tr, spanName("cluster command", &cmd.Command), msg.Subject, id, msg.Header, attrCommand.String(string(cmd.Type)))
 	defer func() { endSpan(span, err) }()
 	data, _ := json.Marshal(cmd)
 	if max := min(MaxCommandSize, int(c.b.nc.MaxPayload())); len(data) > max {
@@ -595,6 +597,13 @@ func (c *Client) Snapshot(ctx context.Context, id string) (_ *host.Snapshot, err
 	sub.SetPendingLimits(-1, c.opts.MaxSnapshot+(1<<20))
 	req.Reply = inbox
 	req.Header.Set(hdrOp, opSnapshot)
+	if id := ctxIdentity(ctx); id != nil {
+		sm := &snapshotMsg{Identity: id}
+		if err := sm.validate(); err != nil {
+			return nil, &MessageError{Subject: req.Subject, Reason: err.Error(), Err: ErrMalformed}
+		}
+		req.Data, _ = json.Marshal(sm)
+	}
 	if err := c.b.nc.PublishMsg(req); err != nil {
 		return nil, c.unavailable(err)
 	}

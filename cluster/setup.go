@@ -88,6 +88,15 @@ type bus struct {
 // auth (nats.UserInfo, nats.Nkey, nats.UserCredentials, nats.Token) and TLS
 // (nats.Secure, nats.RootCAs, nats.ClientCert) through; reconnection is
 // unlimited by default so that a restarted NATS server is found again.
+// Connect dials NATS as an Agent or Client does (reconnecting forever,
+// asynchronous errors not printed), for a program that shares the
+// connection with them (AgentOptions.Conn) and with other users of the
+// cluster's JetStream: a team's store and audit log.
+func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
+	nc, _, err := dial(nil, url, name, opts)
+	return nc, err
+}
+
 func dial(nc *nats.Conn, url, name string, opts []nats.Option) (*nats.Conn, bool, error) {
 	if nc != nil {
 		return nc, false, nil

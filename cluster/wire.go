@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
 )
 
 // Subjects, streams and buckets. Everything is versioned (v1): a later,
@@ -83,6 +84,10 @@ type startRequest struct {
 	// before resuming Resume (a session of another agent, ended or gone).
 	Restore string    `json:"restore,omitempty"`
 	Expires time.Time `json:"expires"`
+	// Identity is who asks (the caller's ctx, team.FromContext): an
+	// agent with a team checks it against the policy (a new session) or
+	// the session's ACL (a failover), and refuses a request without one.
+	Identity *team.Identity `json:"identity,omitempty"`
 
 	onQueued func(int) // the caller's, not sent
 }
@@ -98,7 +103,7 @@ func (r *startRequest) validate() error {
 	case r.Restore != "" && (r.Resume == "" || !validID(r.Restore)):
 		return fmt.Errorf("bad restore")
 	}
-	return nil
+	return checkIdentity(r.Identity)
 }
 
 // startReply answers a start request on its reply subject.
@@ -112,16 +117,32 @@ type wireError struct {
 	Message string `json:"message,omitempty"`
 }
 
-// commandMsg is a command on the bus: a host.Command, unchanged. The
-// agent checks its shape here and runs it with host.Session.Do, which
-// applies the session's policy.
+// commandMsg is a command on the bus: a host.Command, unchanged, and who
+// sent it. The agent checks its shape here and runs it with
+// host.Session.Do, which applies the session's policy (with a team: the
+// person's access to the session, from the identity).
 type commandMsg struct {
 	host.Command
+	// Identity is the person the front end signed in (the caller's ctx,
+	// team.FromContext); nil without teams. An agent with a team refuses
+	// a command without one.
+	Identity *team.Identity `json:"identity,omitempty"`
 }
 
 func (c *commandMsg) validate() error {
-	return c.Validate(&host.CommandPolicy{AllowBypassPermissions: true, MaxImageBytes: MaxCommandSize})
+	if err := c.Validate(&host.CommandPolicy{AllowBypassPermissions: true, MaxImageBytes: MaxCommandSize}); err != nil {
+		return err
+	}
+	return checkIdentity(c.Identity)
 }
+
+// snapshotMsg is the body of a snapshot request (hdrOp opSnapshot): who
+// asks. An empty body asks for nobody (no teams).
+type snapshotMsg struct {
+	Identity *team.Identity `json:"identity,omitempty"`
+}
+
+func (m *snapshotMsg) validate() error { return checkIdentity(m.Identity) }
 
 // hdrOp marks a request on a session's command subject that is not a
 // command: "snapshot".
@@ -193,6 +214,10 @@ type SessionInfo struct {
 	// Moving: its agent drained and handed it over; an agent with room
 	// takes it over from the work queue (a takeover clears it).
 	Moving bool `json:"moving,omitempty"`
+	// Person is the Subject of who started the session, when the agent
+	// serves a team (its running sessions count against max_sessions);
+	// the ACL in the team's store is what access is checked against.
+	Person string `json:"person,omitempty"`
 	// Takeovers counts failovers of the session.
 	Takeovers int `json:"takeovers,omitempty"`
 	// Owners are the agents that ran the session before Agent (the

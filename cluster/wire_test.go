@@ -20,6 +20,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		`{"type":"send","images":[{"media_type":"image/png","data":"aGk="}]}`, `{"type":"cancel","uuid":"u"}`,
 		`{"type":"set_model","model":"m"}`, `{"type":"close"}`, `{nope`, `{"type":"send"}{"type":"close"}`, `null`, `[]`,
 		`{"type":"set_mode","mode":"plan"}`, `{"op":"send","prompt":"old shape"}`,
+		`{"type":"send","text":"hi","identity":{"sub":"a@example.com","role":"member"}}`,
+		`{"type":"send","text":"hi","identity":{"sub":"","role":"admin"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -53,6 +55,7 @@ func FuzzDecodeStart(f *testing.F) {
 	f.Add([]byte(`{"id":"a.b","expires":"2030-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"id":"abc","failover":true,"resume":"x","expires":"2030-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"id":"abc","agent":"a1","state":"idle","seq":3,"created":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"id":"abc","expires":"2030-01-01T00:00:00Z","identity":{"sub":"a@example.com","role":"viewer"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r startRequest
 		if err := decode("s", data, MaxStartSize, &r); err == nil {
@@ -90,5 +93,55 @@ func TestHostCodesCrossTheWire(t *testing.T) {
 		if !errors.As(back, &ce) || ce.Code != w.Code || !errors.Is(back, sentinel) {
 			t.Errorf("%v crossed as %+v and came back as %#v", sentinel, w, back)
 		}
+	}
+}
+
+// An identity on the bus has the shape a front end makes, or the message
+// is refused as malformed before anything runs: no subject, an unknown
+// role, oversized or control-character fields, too many groups.
+func TestIdentityShapeOnTheWire(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	many := make([]string, 100)
+	for i := range many {
+		many[i] = fmt.Sprintf("g%d", i)
+	}
+	for _, tc := range []struct {
+		name string
+		id   string
+		ok   bool
+	}{
+		{"member", `{"sub":"alice@example.com","name":"Alice","email":"alice@example.com","groups":["eng"],"role":"member","addr":"127.0.0.1"}`, true},
+		{"no subject", `{"sub":"","role":"admin"}`, false},
+		{"no role", `{"sub":"alice@example.com"}`, false},
+		{"unknown role", `{"sub":"alice@example.com","role":"root"}`, false},
+		{"long subject", `{"sub":"` + long + `","role":"member"}`, false},
+		{"long name", `{"sub":"a","name":"` + long + `","role":"member"}`, false},
+		{"control", `{"sub":"a\u0000b","role":"member"}`, false},
+		{"empty group", `{"sub":"a","groups":[""],"role":"member"}`, false},
+		{"many groups", `{"sub":"a","groups":["` + strings.Join(many, `","`) + `"],"role":"member"}`, false},
+		{"unknown field", `{"sub":"a","role":"member","admin":true}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, msg := range []struct {
+				data []byte
+				v    validator
+				max  int
+			}{
+				{[]byte(`{"type":"interrupt","identity":` + tc.id + `}`), &commandMsg{}, MaxCommandSize},
+				{[]byte(`{"id":"abc","expires":"2030-01-01T00:00:00Z","identity":` + tc.id + `}`), &startRequest{}, MaxStartSize},
+				{[]byte(`{"identity":` + tc.id + `}`), &snapshotMsg{}, MaxRecordSize},
+			} {
+				err := decode("s", msg.data, msg.max, msg.v)
+				if tc.ok && err != nil {
+					t.Errorf("%T refused: %v", msg.v, err)
+				}
+				if !tc.ok && !errors.Is(err, ErrMalformed) {
+					t.Errorf("%T accepted (err %v)", msg.v, err)
+				}
+				if err != nil && strings.Contains(err.Error(), long) {
+					t.Errorf("the error quotes the identity: %v", err)
+				}
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/proc"
+	"github.com/tetherhq/tether/team"
 )
 
 // natsFlags are the NATS connection flags `tether agent` and
@@ -120,6 +121,7 @@ Flags:
 	drainTimeout := fs.Duration("drain-timeout", 5*time.Minute, "on SIGTERM: how long running turns may take to finish before the sessions are handed to other agents anyway")
 	drainID := fs.String("drain", "", "ask the running agent with this id to drain (its sessions move to other agents, then it exits), and wait until it has left")
 	allowBypass := fs.Bool("allow-bypass-permissions", false, "let commands switch a session to bypassPermissions (approvals off); tether serve must allow it too")
+	teamFile := fs.String("team", "", "the team file (see docs/teams.md): the agent checks every command, start and snapshot against the identity that comes with it, the ACLs and the policy, and records to the audit log; requests without an identity are refused")
 	httpAddr := fs.String("http-addr", "127.0.0.1:9464", `serve /metrics (Prometheus), /healthz and /readyz here, without login ("" or "off": no listener)`)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -134,6 +136,15 @@ Flags:
 	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions {
 		fmt.Fprintln(stderr, "tether agent: the bypassPermissions default is refused: approvals stay on")
 		return 2
+	}
+	var teamCfg *team.Config
+	if *teamFile != "" {
+		cfg, err := loadAgentTeam(*teamFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "tether agent: --team: %v\n", err)
+			return 2
+		}
+		teamCfg = cfg
 	}
 	if *drainID != "" {
 		nopts, err := nf.options()
@@ -201,6 +212,21 @@ Flags:
 	ao := &cluster.AgentOptions{
 		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
 		Limits: nf.limits(), Logger: logger, Session: tmpl, TracerProvider: tp,
+	}
+	if teamCfg != nil {
+		// One connection for the agent and the team's store and audit.
+		nc, err := cluster.Connect(nf.url, "tether-agent", nopts...)
+		if err != nil {
+			fmt.Fprintf(stderr, "tether agent: %v\n", err)
+			return 1
+		}
+		defer nc.Close() // after the agent's Close below
+		t, err := openAgentTeam(ctx, teamCfg, nc, nf.replicas, *allowBypass, logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "tether agent: --team: %v\n", err)
+			return 1
+		}
+		ao.Conn, ao.URL, ao.NATS, ao.Team = nc, "", nil, t.authz
 	}
 	if reg != nil {
 		ao.Registerer = reg

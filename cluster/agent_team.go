@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
+)
+
+// An agent with a team (AgentOptions.Team) checks every request where the
+// session runs, with the identity the front end sent beside it: the same
+// checks as tether serve's, so that a request put on the bus by hand (a
+// holder of NATS credentials, a front end with a bug) meets them too.
+//   - commands: the identity goes into the ctx of host.Session.Do, whose
+//     CommandPolicy.Authorize is the Authorizer's (set through
+//     Authorizer.SessionOptions when the session starts): it checks the
+//     person's access on the session's ACL, found under the cluster's id
+//     (HostSessionID), and records what it lets through;
+//   - starts: Authorizer.Start (working directory, mode, model, the
+//     person's running sessions, budget); a failover needs the
+//     collaborator's access to the session, a resumed conversation the
+//     viewer's access to the session it comes from;
+//   - snapshots: AccessView.
+// A request without an identity is refused with host's forbidden code.
+// Events and transcripts are read from JetStream directly: NATS
+// permissions guard them (docs/cluster.md), the front end checks
+// AccessView before it subscribes.
+
+// Isolator confines a person's sessions (*team.Isolation): the CLI runs
+// through the transport it returns, with workspace its one writable
+// folder.
+type Isolator interface {
+	Transport(id *team.Identity, workspace string, base claude.Transport) claude.Transport
+}
+
+// withIdentity returns ctx carrying id (when there is one), or the
+// refusal of an agent with a team when there is none.
+func (a *Agent) withIdentity(ctx context.Context, id *team.Identity) (context.Context, error) {
+	if id == nil {
+		if a.opts.Team != nil {
+			return ctx, errNoIdentity
+		}
+		return ctx, nil
+	}
+	return team.NewContext(ctx, id), nil
+}
+
+// forbidden is a refusal in host's forbidden code, keeping err's text
+// and matching it (team.ErrPolicy, team.ErrBudget cross as "forbidden";
+// the message says which rule).
+func forbidden(err error) error {
+	var ce *host.CommandError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &host.CommandError{Code: host.CodeForbidden, Message: err.Error(), Err: err}
+}
+
+// teamStart applies the team's rules to a new session's start request
+// at this agent, before anything is written, and returns the session's
+// options for the person (teamOptions). rec is the registry entry to be:
+// its Cwd the session's working directory; Person is set. ctx carries
+// the identity.
+func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionInfo, o *host.Options) (*host.Options, error) {
+	id, _ := team.FromContext(ctx)
+	if req.Resume != "" {
+		// A conversation of the cluster's (its transcript restored from
+		// the mirror): the person must at least see the session it comes
+		// from. The agents' own disks are not a team's to resume.
+		if req.Restore == "" {
+			return nil, forbidden(fmt.Errorf("%w: with a team, only a conversation of the cluster's sessions can be resumed", team.ErrForbidden))
+		}
+		if err := a.needAccess(ctx, req.Restore, team.AccessView); err != nil {
+			return nil, err
+		}
+		if req.Cwd == "" { // restoreFrom takes the source's: check that one
+			src, _, err := a.readRecord(ctx, req.Restore)
+			if err != nil {
+				return nil, err
+			}
+			rec.Cwd = src.Cwd
+			o.CLI.Cwd = src.Cwd
+		}
+	}
+	n, err := a.running(ctx, id.Subject)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.opts.Team.Start(ctx, &team.StartCheck{Cwd: rec.Cwd, Model: o.CLI.Model, Mode: string(o.CLI.PermissionMode), Running: n}); err != nil {
+		return nil, forbidden(err)
+	}
+	rec.Person = id.Subject
+	return a.teamOptions(ctx, rec, o)
+}
+
+// teamOptions returns o for the person in ctx (Authorizer.SessionOptions:
+// the host policy that checks each command, the denied tools, spend
+// counted), the CLI confined to the working directory by the isolation.
+// Without a team it returns o.
+func (a *Agent) teamOptions(ctx context.Context, rec *SessionInfo, o *host.Options) (*host.Options, error) {
+	if a.opts.Team == nil {
+		return o, nil
+	}
+	id, _ := team.FromContext(ctx)
+	o = a.opts.Team.SessionOptions(ctx, o)
+	if iso := a.opts.Isolation; iso != nil {
+		var cli claude.Options
+		if o.CLI != nil {
+			cli = *o.CLI
+		}
+		cli.Transport = iso.Transport(id, rec.Cwd, cli.Transport)
+		o.CLI = &cli
+	}
+	return o, nil
+}
+
+// readRecord reads a session's registry entry.
+func (a *Agent) readRecord(ctx context.Context, id string) (SessionInfo, uint64, error) {
+	var r SessionInfo
+	e, err := a.b.sessions.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return r, 0, &CommandError{Code: codeNoSession, Message: id}
+	}
+	if err != nil {
+		return r, 0, err
+	}
+	if err := decode(BucketSessions+"."+id, e.Value(), MaxRecordSize, &r); err != nil {
+		return r, 0, err
+	}
+	return r, e.Revision(), nil
+}
+
+// needAccess refuses unless the person in ctx has at least want on the
+// session.
+func (a *Agent) needAccess(ctx context.Context, session string, want team.Access) error {
+	got, _, err := a.opts.Team.Access(ctx, session)
+	if err != nil {
+		return forbidden(err)
+	}
+	if got < want {
+		return forbidden(fmt.Errorf("%w: %s access to session %s needed", team.ErrForbidden, want, session))
+	}
+	return nil
+}
+
+// running counts the person's sessions the registry shows running, on
+// every agent: those they started (SessionInfo.Person), not ended, on a
+// live agent. It is read, not reserved: two starts of one person racing
+// on two agents may both pass the max_sessions check.
+func (a *Agent) running(ctx context.Context, subject string) (int, error) {
+	keys, err := a.b.sessions.ListKeys(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer keys.Stop()
+	alive := map[string]bool{}
+	n := 0
+	for key := range keys.Keys() {
+		e, err := a.b.sessions.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		var r SessionInfo
+		if decode(BucketSessions+"."+key, e.Value(), MaxRecordSize, &r) != nil || r.Person != subject || r.Ended || r.Agent == "" {
+			continue
+		}
+		ok, seen := alive[r.Agent]
+		if !seen {
+			if ok, err = a.b.agentAlive(ctx, r.Agent); err != nil {
+				return 0, err
+			}
+			alive[r.Agent] = ok
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// checkSnapshot reads a snapshot request's body (who asks) and refuses
+// it at an agent with a team unless that person may view the session.
+func (s *agentSession) checkSnapshot(ctx context.Context, subject string, body []byte) error {
+	var m snapshotMsg
+	if len(body) > 0 {
+		if err := decode(subject, body, MaxRecordSize, &m); err != nil {
+			return err
+		}
+	}
+	ctx, err := s.a.withIdentity(ctx, m.Identity)
+	if err != nil || s.a.opts.Team == nil {
+		return err
+	}
+	return s.a.needAccess(ctx, s.id, team.AccessView)
+}
+
+// errorPart is a refusal in the snapshot's answer form.
+func errorPart(err error) []byte {
+	data, _ := json.Marshal(&commandReply{Error: wireErr(err)})
+	return data
+}
+
+// hostSessions maps the host sessions of this process's agents to their
+// cluster ids (HostSessionID).
+var hostSessions sync.Map // *host.Session → string
+
+// HostSessionID is the cluster's id of a session an agent of this
+// process runs ("" for another): team.AuthorizerOptions.SessionID of an
+// agent's Authorizer, so that the host policy checking each command
+// finds the session's ACL, stored under the cluster's id by the front end
+// (the host session's own id is not the cluster's).
+func HostSessionID(s *host.Session) string {
+	if id, ok := hostSessions.Load(s); ok {
+		return id.(string)
+	}
+	return ""
+}
