@@ -5,12 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/serve"
 	"github.com/tetherhq/tether/team"
 )
@@ -108,9 +112,15 @@ var teamBwrap string
 // teamServe is what setupTeam built: the server's and the backend's team
 // options, and what to close at the end.
 type teamServe struct {
-	opts   *serve.TeamOptions
-	audit  *team.Audit
-	closer func()
+	opts  *serve.TeamOptions
+	store *team.Store
+	audit *team.Audit
+	// agentAuthz and isolation are the embedded agent's (serve
+	// --nats-embedded --team): its Authorizer maps host sessions to the
+	// cluster's ids.
+	agentAuthz *team.Authorizer
+	isolation  *team.Isolation
+	closer     func()
 }
 
 // setupTeam loads the team file, checks isolation, starts the local
@@ -130,17 +140,8 @@ func setupTeam(ctx context.Context, tf *teamFlags, sf *serveFlags) (*teamServe, 
 	if cfg.MultiUser() { // isolation: on, or auto with more than one person
 		// Before anything runs: a machine that cannot confine sessions
 		// must not run people's sessions side by side unconfined.
-		iso, err = team.NewIsolation(&team.IsolationOptions{Bwrap: teamBwrap, StateDir: cfg.StateDir})
-		if err == nil {
-			err = iso.Check(ctx)
-		}
-		if err != nil {
-			why := "isolation: on"
-			if cfg.Isolation == "auto" {
-				why = "isolation: auto, and more than one person can sign in"
-			}
-			return nil, fmt.Errorf("the team file turns session isolation on (%s), and this machine cannot isolate sessions: %w; "+
-				"install bubblewrap and allow unprivileged user namespaces, or set isolation: off to accept that people's sessions can read each other's files", why, err)
+		if iso, err = checkIsolation(ctx, cfg); err != nil {
+			return nil, err
 		}
 	}
 	ljs, err := team.StartLocalJetStream(ctx, cfg.StateDir)
@@ -151,22 +152,89 @@ func setupTeam(ctx context.Context, tf *teamFlags, sf *serveFlags) (*teamServe, 
 		ljs.Close()
 		return nil, err
 	}
-	ts, err := buildTeam(ctx, ljs.JetStream(), cfg, iso, tf, sf)
+	ts, err := buildTeam(ctx, ljs.JetStream(), cfg, tf, sf, 0)
 	if err != nil {
 		return fail(err)
+	}
+	if iso != nil {
+		ts.opts.Isolation = iso // the local backend confines each session
 	}
 	ts.closer = func() { ljs.Close() }
 	return ts, nil
 }
 
-// buildTeam builds the store, the audit log, the logins, sign-in and
-// authorization of cfg on js (the local JetStream, or the cluster's).
-func buildTeam(ctx context.Context, js jetstream.JetStream, cfg *team.Config, iso *team.Isolation, tf *teamFlags, sf *serveFlags) (*teamServe, error) {
-	st, err := team.OpenStore(ctx, js, nil)
+// setupClusterTeam is --team with --nats or --nats-embedded: the team's
+// store, sign-ins and audit log live on the cluster's JetStream (no
+// second database), reached at url with nopts; they are created with
+// replicas when missing. With the embedded agent (embedded) the
+// sessions run in this process: the agent gets an Authorizer of its own
+// on the same store and log (checking each command again where it runs,
+// finding ACLs under the cluster's ids), and the isolation the team
+// file asks for. With --nats the agents elsewhere do both (tether agent
+// --team).
+func setupClusterTeam(ctx context.Context, tf *teamFlags, sf *serveFlags, url string, nopts []nats.Option, replicas int, embedded bool) (*teamServe, error) {
+	cfg, err := team.LoadConfig(tf.file)
 	if err != nil {
 		return nil, err
 	}
-	audit, err := team.OpenAudit(ctx, js, &team.AuditOptions{Retention: cfg.Audit.Retention})
+	var iso *team.Isolation
+	if embedded && cfg.MultiUser() {
+		if cfg.StateDir == "" {
+			return nil, errors.New("the team file turns session isolation on and has no state_dir: the isolated sessions' homes are kept there")
+		}
+		if iso, err = checkIsolation(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	nc, err := nats.Connect(url, append(slices.Clone(nopts), nats.Name("tether serve --team"))...)
+	if err != nil {
+		return nil, fmt.Errorf("the team's JetStream at %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	ts, err := buildTeam(ctx, js, cfg, tf, sf, replicas)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if embedded {
+		ts.agentAuthz = team.NewAuthorizer(cfg, ts.store, &team.AuthorizerOptions{Recorder: ts.audit, AllowBypass: sf.allowBypass,
+			SessionID: cluster.HostSessionID})
+		ts.isolation = iso
+	}
+	ts.closer = func() { nc.Close() }
+	return ts, nil
+}
+
+// checkIsolation makes the isolation the team file asks for, refusing
+// with its reason a machine that cannot confine sessions.
+func checkIsolation(ctx context.Context, cfg *team.Config) (*team.Isolation, error) {
+	iso, err := team.NewIsolation(&team.IsolationOptions{Bwrap: teamBwrap, StateDir: cfg.StateDir})
+	if err == nil {
+		err = iso.Check(ctx)
+	}
+	if err != nil {
+		why := "isolation: on"
+		if cfg.Isolation == "auto" {
+			why = "isolation: auto, and more than one person can sign in"
+		}
+		return nil, fmt.Errorf("the team file turns session isolation on (%s), and this machine cannot isolate sessions: %w; "+
+			"install bubblewrap and allow unprivileged user namespaces, or set isolation: off to accept that people's sessions can read each other's files", why, err)
+	}
+	return iso, nil
+}
+
+// buildTeam builds the store, the audit log, the logins, sign-in and
+// authorization of cfg on js (the local JetStream, or the cluster's).
+func buildTeam(ctx context.Context, js jetstream.JetStream, cfg *team.Config, tf *teamFlags, sf *serveFlags, replicas int) (*teamServe, error) {
+	st, err := team.OpenStore(ctx, js, &team.StoreOptions{Replicas: replicas})
+	if err != nil {
+		return nil, err
+	}
+	audit, err := team.OpenAudit(ctx, js, &team.AuditOptions{Retention: cfg.Audit.Retention, Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +267,28 @@ func buildTeam(ctx context.Context, js jetstream.JetStream, cfg *team.Config, is
 	}
 	opts := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: serve.NewTeamAuthorizer(authz, st),
 		Audit: serve.NewTeamAudit(audit), Recorder: audit}
-	if iso != nil {
-		opts.Isolation = iso
+	return &teamServe{opts: opts, store: st, audit: audit, closer: func() {}}, nil
+}
+
+// serveClusterTeam sets up --team for serve --nats / --nats-embedded
+// (sf.clusterTeam); ao is the embedded agent's options (nil with
+// --nats), given the agent's Authorizer and isolation. It returns an
+// exit code, 0 when it went well or there is no team.
+func serveClusterTeam(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, url string, nopts []nats.Option, ao *cluster.AgentOptions, stderr io.Writer) int {
+	if sf.team == nil || sf.team.file == "" {
+		return 0
 	}
-	return &teamServe{opts: opts, audit: audit, closer: func() {}}, nil
+	ts, err := setupClusterTeam(ctx, sf.team, sf, url, nopts, nsf.replicas, ao != nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "tether serve: --team: %v\n", err)
+		return 2
+	}
+	sf.clusterTeam = ts
+	if ao != nil {
+		ao.Team = ts.agentAuthz
+		if ts.isolation != nil {
+			ao.Isolation = ts.isolation
+		}
+	}
+	return 0
 }

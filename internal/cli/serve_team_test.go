@@ -36,7 +36,7 @@ func TestServeTeamFlagRefusals(t *testing.T) {
 		{[]string{"--team", file, "--oidc-issuer", "http://127.0.0.1:1", "--oidc-client-id", "x", "--public-url", "tether"}, "--public-url \"tether\""},
 		{[]string{"--team", file, "--oidc-client-id", "x", "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "need --oidc-issuer"},
 		{[]string{"--team", file, "--proxy-name-header", "X-Name"}, "--team needs a way to sign in"},
-		{[]string{"--team", file, "--nats", "nats://127.0.0.1:1", "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "--team with --nats"},
+		{[]string{"--team", multi, "--nats-embedded", "--nats-store", filepath.Join(dir, "nats"), "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "this machine cannot isolate sessions"},
 		{[]string{"--team", filepath.Join(dir, "missing.yaml"), "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "--team:"},
 		{[]string{"--team", multi, "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "this machine cannot isolate sessions"},
 		{[]string{"--oidc-trust-unverified-email"}, "--oidc-trust-unverified-email needs --team"},
