@@ -49,6 +49,14 @@ const (
 	maxAuditMsg = 64 << 10
 )
 
+// auditBatch is how many messages a query fetches at once (so holds at
+// most, each at most maxAuditMsg), auditFetchWait how long one fetch
+// waits for the server.
+const (
+	auditBatch     = 100
+	auditFetchWait = 5 * time.Second
+)
+
 // auditDuplicates is the stream's dedupe window: a Record retried with
 // the same message id within it is stored once.
 const auditDuplicates = 2 * time.Minute
@@ -329,8 +337,8 @@ func (q *AuditQuery) match(ev *AuditEvent, stored time.Time) bool {
 // its position in the stream. It reads what the stream holds when the
 // query starts and then ends: events recorded meanwhile are left for the
 // next query. Each range over the result runs the query anew, on an
-// ordered consumer of its own that is deleted when the loop ends (by
-// break too). A failure is yielded as the last pair (nil, err);
+// consumer of its own that is deleted when the loop ends (by break
+// too). A failure is yielded as the last pair (nil, err);
 // cancelling ctx yields ctx.Err(). A stored message that is not an event
 // is skipped, counted (Skipped) and logged.
 func (a *Audit) Query(ctx context.Context, q *AuditQuery) iter.Seq2[*AuditEvent, error] {
@@ -352,7 +360,7 @@ func (a *Audit) Query(ctx context.Context, q *AuditQuery) iter.Seq2[*AuditEvent,
 	}
 }
 
-func (a *Audit) query(ctx context.Context, q *AuditQuery, yield func(*AuditEvent, error) bool) error {
+func (a *Audit) query(ctx context.Context, q *AuditQuery, yield func(*AuditEvent, error) bool) (err error) {
 	info, err := a.stream.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("team: reading the audit log: %w", err)
@@ -365,9 +373,16 @@ func (a *Audit) query(ctx context.Context, q *AuditQuery, yield func(*AuditEvent
 	if q.Action != "" {
 		subject = AuditSubjectPrefix + q.Action
 	}
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	// An ephemeral pull consumer of the query's own, read in batches: the
+	// library's ordered consumer would re-create itself after a lost
+	// connection in a loop no context ends; a query just fails then.
+	cfg := jetstream.ConsumerConfig{
+		Description:   "tether: an audit query",
+		FilterSubject: subject,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckNonePolicy,
+		MemoryStorage: true,
+		Replicas:      1,
 		// Deleted by the server if this process dies mid-query.
 		InactiveThreshold: time.Minute,
 	}
@@ -375,62 +390,86 @@ func (a *Audit) query(ctx context.Context, q *AuditQuery, yield func(*AuditEvent
 		start := q.Since
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
 	}
-	cons, err := a.js.OrderedConsumer(ctx, StreamAudit, cfg)
-	if err != nil {
-		return fmt.Errorf("team: reading the audit log: %w", err)
-	}
-	msgs, err := cons.Messages()
+	cons, err := a.stream.CreateConsumer(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("team: reading the audit log: %w", err)
 	}
 	defer func() {
-		msgs.Stop()
-		if ci := cons.CachedInfo(); ci != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := a.js.DeleteConsumer(dctx, StreamAudit, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-				a.logger.Debug("team: audit query consumer left to expire", "consumer", ci.Name, "err", err)
-			}
+		// Best effort: the server drops it after InactiveThreshold
+		// anyway, so a failed or cancelled query does not wait long
+		// for it.
+		wait := 5 * time.Second
+		if err != nil || ctx.Err() != nil {
+			wait = time.Second
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+		defer cancel()
+		name := cons.CachedInfo().Name
+		if err := a.stream.DeleteConsumer(dctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			a.logger.Debug("team: audit query consumer left to expire", "consumer", name, "err", err)
 		}
 	}()
-	// Nothing to deliver at all: Next would wait for new events.
-	ci, err := cons.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("team: reading the audit log: %w", err)
-	}
-	if ci.NumPending == 0 && ci.Delivered.Consumer == 0 {
-		return nil
+	if cons.CachedInfo().NumPending == 0 {
+		return nil // nothing from the start position on
 	}
 	n := 0
+	// batch reads one fetch; done: the query is over.
+	batch := func() (done bool, err error) {
+		// The fetch's own deadline is the server's expiry of the pull:
+		// no answer at all by then means the server is gone. Returning
+		// cancels it, which ends the library's goroutine of the fetch.
+		fctx, cancel := context.WithTimeout(ctx, auditFetchWait)
+		defer cancel()
+		b, err := cons.Fetch(auditBatch, jetstream.FetchContext(fctx))
+		if err != nil {
+			return true, err
+		}
+		got := 0
+		for m := range b.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil { // not from JetStream: nothing to go on
+				return true, err
+			}
+			seq := md.Sequence.Stream
+			if seq > last {
+				return true, nil // recorded after the query started
+			}
+			if !q.Until.IsZero() && !md.Timestamp.Before(q.Until) {
+				return true, nil // the rest is later still
+			}
+			ev, err := decodeAuditEvent(m)
+			if err != nil {
+				a.skip(seq, "not an audit event", err)
+			} else if q.match(ev, md.Timestamp) {
+				ev.Seq = seq
+				if !yield(ev, nil) {
+					return true, nil
+				}
+				if n++; q.Limit > 0 && n >= q.Limit {
+					return true, nil
+				}
+			}
+			if seq >= last || md.NumPending == 0 {
+				return true, nil
+			}
+		}
+		if err := b.Error(); err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("no answer from the NATS server within %v", auditFetchWait)
+			}
+			return true, err
+		}
+		// The server ended the pull empty although the consumer had
+		// more: they aged out meanwhile. The end.
+		return got == 0, nil
+	}
 	for {
-		m, err := msgs.Next(jetstream.NextContext(ctx))
+		done, err := batch()
 		if err != nil {
 			return fmt.Errorf("team: reading the audit log: %w", err)
 		}
-		md, err := m.Metadata()
-		if err != nil { // not from JetStream: nothing to go on
-			return fmt.Errorf("team: reading the audit log: %w", err)
-		}
-		seq := md.Sequence.Stream
-		if seq > last {
-			return nil // recorded after the query started
-		}
-		if !q.Until.IsZero() && !md.Timestamp.Before(q.Until) {
-			return nil // the rest is later still
-		}
-		ev, err := decodeAuditEvent(m)
-		if err != nil {
-			a.skip(seq, "not an audit event", err)
-		} else if q.match(ev, md.Timestamp) {
-			ev.Seq = seq
-			if !yield(ev, nil) {
-				return nil
-			}
-			if n++; q.Limit > 0 && n >= q.Limit {
-				return nil
-			}
-		}
-		if seq >= last || md.NumPending == 0 {
+		if done {
 			return nil
 		}
 	}

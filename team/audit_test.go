@@ -514,3 +514,66 @@ func TestAuditSkipsJunk(t *testing.T) {
 		t.Errorf("prompt only: %q", got)
 	}
 }
+
+// TestAuditQueryServerGone: the server going away in the middle of a
+// query ends it with an error within seconds, long before ctx's
+// deadline: it does not wait for the server forever, nor end as if the
+// log were complete.
+func TestAuditQueryServerGone(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx := testCtx(t)
+	a := openAudit(t, ctx, js, nil)
+	// More than the consumer fetches ahead, so the query needs the server.
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for range 150 {
+				if err := a.Record(ctx, &team.AuditEvent{Actor: fmt.Sprint(w), Action: team.ActionPrompt, Outcome: team.OutcomeOK}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	qctx, cancel := context.WithTimeout(ctx, 50*time.Second)
+	defer cancel()
+	start := time.Now()
+	n := 0
+	var last error
+	for ev, err := range a.Query(qctx, nil) {
+		if ev != nil && n == 0 {
+			s.Shutdown()
+		}
+		if ev != nil {
+			n++
+		}
+		last = err
+	}
+	if last == nil || n >= 1200 || qctx.Err() != nil || errors.Is(last, context.DeadlineExceeded) {
+		t.Errorf("read %d of 1200 with the server gone, error %v", n, last)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the query took %v", d)
+	}
+	t.Logf("read %d, ended after %v with %v", n, time.Since(start), last)
+}
