@@ -11,6 +11,7 @@ import { Conn } from "./conn.js";
 import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
 import * as approvals from "./approvals.js";
 import * as proto from "./proto.js";
+import * as tm from "./team.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -99,7 +100,13 @@ const conn = new Conn(proto.socketURL(), {
     if (app.current) subscribe(app.current);
   },
   onMessage: (m) => proto.dispatch(m, handlers),
-  onRefused: async () => (await proto.signedIn()) === false,
+  onRefused: async () => {
+    // A team server says who it wants (api/me); the token mode asks
+    // whether its cookie is still good.
+    const d = await tm.detect();
+    if (d !== "token") return d === "signed-out";
+    return (await proto.signedIn()) === false;
+  },
 });
 
 let connTimer = 0;
@@ -113,7 +120,10 @@ function showConn(s, info) {
   document.body.dataset.conn = s;
   if (s === "live") c.textContent = "live";
   else if (s === "connecting") c.textContent = "connecting…";
-  else if (s === "down") {
+  else if (s === "down" && tm.team.on) {
+    c.textContent = "signed out";
+    if (document.body.dataset.auth !== "signin") tm.showSignIn("Your sign-in has ended. Sign in again to continue.");
+  } else if (s === "down") {
     c.textContent = "signed out — open the link tether serve printed";
     c.title = "The link carries the login token; the server prints it when it starts.";
     c.style.cursor = "pointer";
@@ -139,8 +149,14 @@ function showConn(s, info) {
 const handlers = {
   hello(m) {
     app.defaultCwd = m.default_cwd || "";
+    if (m.me) tm.setMe(m.me);
+  },
+  error(m) {
+    // A team server ends a connection whose sign-in was revoked.
+    if (tm.team.on && (m.error?.code === "unauthorized" || m.error?.code === "unauthenticated")) recheckSignIn();
   },
   sessions(list) {
+    app.listed = (app.listed || 0) + 1; // lists received (tests wait on it)
     app.sessions.clear();
     for (const s of list || []) app.sessions.set(s.id, s);
     renderList();
@@ -155,11 +171,19 @@ const handlers = {
     const old = app.sessions.get(info.id) || {};
     app.sessions.set(info.id, { ...old, ...info });
     renderList();
-    if (info.id === app.current) renderHead();
+    if (info.id === app.current) {
+      renderHead();
+      if (old.id) accessChanged(tm.access(old), tm.access(app.sessions.get(info.id)));
+    }
   },
   removed(id) {
     app.sessions.delete(id);
     renderList();
+    if (id === app.current && app.view && !app.view.ended && tm.team.on) {
+      // No longer ours to see (unshared) or closed.
+      app.view.ended = true;
+      renderHead();
+    }
   },
   snapshot(id, snap) {
     if (id !== app.current || !app.view) return;
@@ -185,6 +209,15 @@ const handlers = {
   },
 };
 
+// recheckSignIn asks the server whether we are still signed in; if not,
+// the connection stops and the sign-in page shows.
+async function recheckSignIn() {
+  if ((await tm.detect()) === "signed-out") {
+    conn.close();
+    tm.showSignIn("Your sign-in has ended. Sign in again to continue.");
+  }
+}
+
 async function refreshList() {
   try {
     handlers.sessions(await proto.list(conn));
@@ -204,7 +237,21 @@ function renderList() {
   const ul = $("sessions");
   const list = [...app.sessions.values()].sort((a, b) => (b.created || b.started || "").localeCompare(a.created || a.started || "") || a.id.localeCompare(b.id));
   ul.replaceChildren();
-  for (const s of list) {
+  for (const g of tm.groups(list)) {
+    if (g.title) {
+      const h = el("li", "group", g.title);
+      h.dataset.group = g.key;
+      h.setAttribute("role", "presentation");
+      h.appendChild(el("span", "count", String(g.items.length)));
+      ul.appendChild(h);
+    }
+    for (const s of g.items) ul.appendChild(listItem(s));
+  }
+  $("no-sessions").hidden = list.length > 0;
+}
+
+function listItem(s) {
+  {
     const li = el("li");
     li.dataset.id = s.id;
     li.tabIndex = 0;
@@ -228,13 +275,21 @@ function renderList() {
       w.appendChild(el("bdi", null, s.cwd));
       li.appendChild(w);
     }
+    if (tm.team.on && !tm.mine(s)) {
+      // Someone else's: whose, and what we may do there.
+      const by = el("div", "by");
+      by.appendChild(el("span", "avatar small", tm.initials(s.person_name || s.person || "?")));
+      by.appendChild(el("span", "owner", s.person_name || s.person || "someone"));
+      const acc = tm.access(s);
+      if (acc !== "owner") by.appendChild(el("span", "access " + acc, acc));
+      li.appendChild(by);
+    }
     li.onclick = () => openSession(s.id);
     li.onkeydown = (e) => {
       if (e.key === "Enter") openSession(s.id);
     };
-    ul.appendChild(li);
+    return li;
   }
-  $("no-sessions").hidden = list.length > 0;
 }
 
 // Times since the last event tick every second.
@@ -283,6 +338,7 @@ function openSession(id, push = true) {
   app.current = id;
   app.view = newView(id);
   $("welcome").hidden = true;
+  $("audit").hidden = true;
   $("session").hidden = false;
   $("approvals").replaceChildren();
   $("deliveries").replaceChildren();
@@ -463,6 +519,13 @@ function renderHead() {
   const sel = $("s-mode");
   if (![...sel.options].some((o) => o.value === mode)) sel.appendChild(el("option", null, mode)).value = mode;
   sel.value = mode;
+  const owner = $("s-owner");
+  owner.hidden = !tm.team.on || tm.mine(s);
+  if (!owner.hidden) {
+    const acc = tm.access(s);
+    owner.textContent = (s.person_name || s.person || "someone") + "’s" + (acc === "owner" ? "" : " · you are a " + acc);
+    owner.dataset.access = acc;
+  }
   renderSince();
   updateComposer();
   // A tab in the background shows in its title when a person is needed.
@@ -529,6 +592,25 @@ function updateComposer() {
   $("revive-btn").hidden = !gone;
   $("revive-btn").disabled = !gone || !conn.live;
   $("s-model").disabled = $("s-mode").disabled = !v || v.ended || !conn.live;
+  // What a person may not do is not offered at all: a viewer watches,
+  // only the owner shares and closes.
+  const s = v ? app.sessions.get(v.id) : null;
+  const act = !v || tm.canAct(s);
+  const own = !v || tm.canOwn(s);
+  $("prompt-form").hidden = !act;
+  $("watch-note").hidden = act;
+  for (const id of ["s-model", "s-mode"]) $(id).closest("label").hidden = !act;
+  $("fork-btn").hidden = !act || tm.isViewerRole();
+  if (!act) $("revive-btn").hidden = true;
+  $("close-btn").hidden = !own;
+  $("share-btn").hidden = !tm.team.on || !own || !v || v.ended;
+  $("share-btn").disabled = !conn.live;
+}
+
+// accessChanged: our access to the open session changed (shared, or
+// taken back): rebuild the view so its controls and cards match.
+function accessChanged(before, after) {
+  if (before !== after && app.view && conn.live) subscribe(app.view.id, true);
 }
 
 // ---- approvals ---------------------------------------------------------------------
@@ -548,13 +630,21 @@ function addApproval(a) {
     },
     (toolUseID) => v.transcript.tools.get(toolUseID)?.inputValue,
   );
+  if (!tm.canAct(app.sessions.get(v.id))) {
+    // Watching only: the card shows what is asked, with nothing to press.
+    for (const x of c.querySelectorAll(".acts, button, input.reason, .err, .rule")) x.remove();
+    for (const x of c.querySelectorAll("input, textarea, select")) x.disabled = true;
+    c.keys = null;
+    c.classList.add("watch-only");
+    c.appendChild(el("p", "muted small", "Waiting for the owner or a collaborator to answer."));
+  }
   v.approvals.set(a.id, { info: a, el: c });
   if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true, a.kind === "question");
   $("approvals").appendChild(c);
   scrollDown();
   // Keyboard-first: the new card takes the keys unless the user is typing.
   const ta = $("prompt");
-  if (v.approvals.size === 1 && (!isTyping() || (document.activeElement === ta && !ta.value.trim()))) c.focus({ preventScroll: true });
+  if (c.keys && v.approvals.size === 1 && (!isTyping() || (document.activeElement === ta && !ta.value.trim()))) c.focus({ preventScroll: true });
 }
 
 function resolveApproval(r) {
@@ -567,10 +657,11 @@ function resolveApproval(r) {
     if (r.outcome === "denied") v.transcript.denied(a.info.tool_use_id);
   }
   approvals.resolved(a.el, r, v.mine.has(r.id));
+  if (r.answered_by && a.info.tool_use_id) v.transcript.answeredBy(a.info.tool_use_id, r.outcome, r.answered_by);
   // Keep the outcome in view a moment, then let the transcript tell it.
   setTimeout(() => a.el.remove(), 1500);
   const next = [...v.approvals.values()][0];
-  if (next && (a.el.contains(document.activeElement) || !isTyping())) next.el.focus({ preventScroll: true });
+  if (next && next.el.keys && (a.el.contains(document.activeElement) || !isTyping())) next.el.focus({ preventScroll: true });
   else if (!next && a.el.contains(document.activeElement)) $("prompt").focus({ preventScroll: true });
 }
 
@@ -691,16 +782,17 @@ $("prompt-form").addEventListener("submit", async (e) => {
     await proto.send(conn, v.id, text, imgs);
   } catch (err) {
     // Give the text back: nothing typed is lost.
-    if (!ta.value) ta.value = text;
+    if (!ta.value.trim()) ta.value = text;
     attachments.push(...imgs);
     renderAttachments();
-    v.transcript.root.appendChild(el("div", "note warn", "Not sent: " + err.message));
+    v.transcript.root.appendChild(el("div", "note warn refused", "Not sent: " + tm.message(err)));
+    scrollDown();
   }
 });
 
 async function stop() {
   const v = app.view;
-  if (!v || !busyStates.has(v.state.state)) return;
+  if (!v || !busyStates.has(v.state.state) || !tm.canAct(app.sessions.get(v.id))) return;
   const force = v.stopClicks > 0;
   v.stopClicks++;
   updateComposer();
@@ -822,7 +914,7 @@ function rememberCwd(cwd) {
 }
 
 function openNew() {
-  if (!conn.live) return;
+  if (!conn.live || tm.isViewerRole()) return;
   const d = $("new-dlg");
   $("new-err").textContent = "";
   // The server's default unless this dialog was given another; the
@@ -854,14 +946,14 @@ $("new-form").addEventListener("submit", async (e) => {
     openSession(info.id);
     $("prompt").focus();
   } catch (err) {
-    $("new-err").textContent = err.message;
+    $("new-err").textContent = tm.message(err);
   } finally {
     $("new-submit").disabled = false;
   }
 });
 
 function openResume() {
-  if (!conn.live) return;
+  if (!conn.live || tm.isViewerRole()) return;
   $("resume-err").textContent = "";
   if (!$("resume-cwd").value) $("resume-cwd").value = lastCwd() || app.defaultCwd;
   $("cwds").replaceChildren(...recentCwds().map((c) => Object.assign(el("option"), { value: c })));
@@ -981,7 +1073,7 @@ document.addEventListener("keydown", (e) => {
       break;
     case "j":
     case "k": {
-      const ids = [...document.querySelectorAll("#sessions li")].map((li) => li.dataset.id);
+      const ids = [...document.querySelectorAll("#sessions li[data-id]")].map((li) => li.dataset.id);
       if (!ids.length) break;
       let i = ids.indexOf(app.current);
       i = e.key === "j" ? Math.min(ids.length - 1, i + 1) : Math.max(0, i - 1);
@@ -1005,8 +1097,57 @@ document.addEventListener("visibilitychange", () => {
 
 // ---- start ---------------------------------------------------------------------------------
 
+// ---- team: account menu, share, spend, audit ------------------------------------------------
+
+$("signout-btn").onclick = () => tm.signOut(() => conn.close());
+$("spend-btn").onclick = () => tm.openSpend();
+$("share-btn").onclick = () => {
+  const v = app.view;
+  if (!v) return;
+  const s = app.sessions.get(v.id) || { id: v.id };
+  const people = [...new Set([...app.sessions.values()].map((x) => x.person).filter(Boolean))];
+  tm.openShare(s, sessionTitle({ ...s, id: v.id }), people);
+};
+document.addEventListener("click", (e) => {
+  if ($("me").open && !$("me").contains(e.target)) $("me").open = false;
+});
+
+function showAudit(session) {
+  $("me").open = false;
+  if (!tm.isAdmin()) return;
+  if (app.current && conn.live) proto.unsubscribe(conn, app.current);
+  app.current = null;
+  app.view = null;
+  $("welcome").hidden = true;
+  $("session").hidden = true;
+  $("audit").hidden = false;
+  document.body.classList.remove("nav-open");
+  if (session != null) $("audit-form").elements.session.value = session;
+  if (location.hash !== "#audit") history.replaceState(null, "", "#audit");
+  renderList();
+  tm.loadAudit((id) => showAudit(id));
+}
+$("audit-btn").onclick = () => showAudit();
+$("audit-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  tm.loadAudit((id) => showAudit(id));
+});
+$("audit-close").onclick = () => {
+  $("audit").hidden = true;
+  $("welcome").hidden = false;
+  history.replaceState(null, "", location.pathname);
+};
+
 async function main() {
-  await proto.login(); // trade a token in the URL fragment for a cookie
+  if (/(?:^#|&)token=/.test(location.hash)) {
+    await proto.login(); // trade a token in the URL fragment for a cookie
+  } else if ((await tm.detect()) === "signed-out") {
+    // A team server and nobody signed in: the sign-in page, no socket.
+    tm.showSignIn("");
+    return;
+  }
+  tm.restoreHash();
+  if (location.hash === "#audit" && tm.isAdmin()) showAudit();
   const m = /^#s=([\w.-]+)/.exec(location.hash);
   if (m) openSession(m[1], false);
   conn.open();

@@ -291,8 +291,12 @@ export function resolved(c, r, mine) {
   else if (r.outcome === "denied") text = "Denied" + (r.message ? ": " + r.message : "");
   else if (r.outcome === "withdrawn") text = "Withdrawn by Claude";
   const here = mine || c.answeredHere;
-  if (r.outcome !== "withdrawn" && !here) text += " (answered elsewhere)";
+  // On a team server the event names who answered; that says more than
+  // "elsewhere".
+  if (r.answered_by && r.outcome !== "withdrawn") text += " — answered by " + r.answered_by;
+  else if (r.outcome !== "withdrawn" && !here) text += " (answered elsewhere)";
   const o = el("p", "outcome", text);
+  if (r.answered_by) c.dataset.answeredBy = r.answered_by;
   c.dataset.answered = r.outcome === "withdrawn" ? "withdrawn" : here ? "here" : "elsewhere";
   c.appendChild(o);
 }

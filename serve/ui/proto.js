@@ -79,6 +79,7 @@ export function dispatch(m, h) {
       break;
     case "error":
       console.warn("tether: server:", m.error?.code, m.error?.message);
+      h.error?.(m);
       break;
     case "hello":
       if (m.protocol !== 1) console.warn("tether: server speaks protocol", m.protocol);

@@ -364,6 +364,18 @@ export class Transcript {
     b.status.textContent = waiting ? (question ? "waits for your answer" : "needs approval") : "running";
   }
 
+  /** answeredBy notes on a tool call's card who allowed or denied it (team servers). */
+  answeredBy(toolUseID, outcome, name) {
+    const b = this.tools.get(toolUseID);
+    if (!b || !name) return;
+    let n = b.el.querySelector(":scope > summary .tool-by");
+    if (!n) {
+      n = el("span", "tool-by");
+      b.status.before(n);
+    }
+    n.textContent = (outcome === "denied" ? "denied by " : outcome === "answered" ? "answered by " : "allowed by ") + name;
+  }
+
   /** denied marks a tool call a person refused, so its card says so. */
   denied(toolUseID) {
     const b = this.tools.get(toolUseID);
