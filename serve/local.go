@@ -91,6 +91,9 @@ type entry struct {
 	history    *History
 	req        StartRequest // as started, for resume
 	resuming   bool
+	// owner is whose session it is (teams): a resume runs with their
+	// session options and isolation, whoever asks for it.
+	owner *team.Identity
 }
 
 // NewLocalBackend returns a backend that starts sessions on m. The
@@ -175,11 +178,13 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	}
 	co.IncludePartialMessages = true
 	o.CLI = &co
+	var owner *team.Identity
 	if t := b.opts.Team; t != nil {
 		id, ok := team.FromContext(ctx)
 		if !ok {
 			return SessionInfo{}, team.ErrUnauthenticated
 		}
+		owner = id
 		o = *t.Authorizer.SessionOptions(ctx, &o)
 		if t.Isolation != nil {
 			cli := *o.CLI
@@ -213,7 +218,7 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	e := &entry{s: s, created: time.Now(), title: title, history: hist, req: *req}
+	e := &entry{s: s, created: time.Now(), title: title, history: hist, req: *req, owner: owner}
 	e.req.Cwd = cwd
 	b.mu.Lock()
 	b.entries[s.ID()] = e
@@ -392,6 +397,12 @@ func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*Result
 	b.mu.Unlock()
 	req := e.req
 	req.Resume, req.Fork = sid, false
+	if e.owner != nil {
+		// The session stays its owner's: their denied tools, their
+		// spend, their sandbox and HOME, not those of a collaborator
+		// who resumes it. Each command is still checked as who sends it.
+		ctx = team.NewContext(ctx, e.owner)
+	}
 	info, err := b.Start(ctx, &req)
 	b.mu.Lock()
 	defer b.mu.Unlock()

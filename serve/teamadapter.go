@@ -64,3 +64,22 @@ type AuditFunc func(ctx context.Context, q *AuditQuery) iter.Seq2[*team.AuditEve
 func (f AuditFunc) Query(ctx context.Context, q *AuditQuery) iter.Seq2[*team.AuditEvent, error] {
 	return f(ctx, q)
 }
+
+// NewTeamAudit adapts package team's audit log to AuditQuerier (GET
+// /api/audit). A query the log refuses (an unknown action, until before
+// since) is a bad request, not a server failure.
+func NewTeamAudit(a *team.Audit) AuditQuerier {
+	return AuditFunc(func(ctx context.Context, q *AuditQuery) iter.Seq2[*team.AuditEvent, error] {
+		tq := &team.AuditQuery{Since: q.Since, Until: q.Until, Actor: q.Actor, Session: q.Session, Action: q.Action, Limit: q.Limit}
+		return func(yield func(*team.AuditEvent, error) bool) {
+			for ev, err := range a.Query(ctx, tq) {
+				if errors.Is(err, team.ErrAuditInvalid) {
+					err = errorf(CodeBadRequest, "%v", err)
+				}
+				if !yield(ev, err) {
+					return
+				}
+			}
+		}
+	})
+}

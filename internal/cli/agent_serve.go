@@ -110,13 +110,27 @@ func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath
 		}
 		tmpl := agentTemplate(path, dir, model, mode)
 		tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: sf.allowBypass}
-		agent, err = cluster.NewAgent(ctx, &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity,
-			Limits: nsf.limits(), Session: tmpl, Registerer: sf.registry(), TracerProvider: sf.tp})
+		ao := &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity,
+			Limits: nsf.limits(), Session: tmpl, Registerer: sf.registry(), TracerProvider: sf.tp}
+		if code := serveClusterTeam(ctx, sf, nsf, url, nopts, ao, stderr); code != 0 {
+			return code
+		}
+		if sf.clusterTeam != nil {
+			defer sf.clusterTeam.closer()
+		}
+		agent, err = cluster.NewAgent(ctx, ao)
 		if err != nil {
 			fmt.Fprintf(stderr, "tether serve: %v\n", err)
 			return 1
 		}
 		defer agent.Close()
+	} else {
+		if code := serveClusterTeam(ctx, sf, nsf, url, nopts, nil, stderr); code != 0 {
+			return code
+		}
+		if sf.clusterTeam != nil {
+			defer sf.clusterTeam.closer()
+		}
 	}
 	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: url, NATS: nopts, Limits: nsf.limits(), Registerer: sf.registry(), TracerProvider: sf.tp})
 	if err != nil {

@@ -78,10 +78,6 @@ Flags:
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
 		return 2
 	}
-	if sf.team.file != "" && nsf.enabled() {
-		fmt.Fprintln(stderr, "tether serve: --team with --nats is not available yet; run the team on one machine (without --nats)")
-		return 2
-	}
 	tp, stopTracing, err := startTracing(ctx, "tether-serve", stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
@@ -132,6 +128,7 @@ type serveFlags struct {
 	metricsAddr     string
 	reg             *prometheus.Registry // made by registry()
 	team            *teamFlags           // tether serve only; nil or no --team: the token login
+	clusterTeam     *teamServe           // serve --nats --team: the team on the cluster's JetStream (setupClusterTeam)
 }
 
 // registry is the server's metrics registry, shared by its manager, the
@@ -252,7 +249,9 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		return 2
 	}
 	var teamOpts *serve.TeamOptions
-	if sf.team != nil && sf.team.file != "" {
+	if sf.clusterTeam != nil {
+		teamOpts = sf.clusterTeam.opts // the cluster's agents run the sessions: lo is unused
+	} else if sf.team != nil && sf.team.file != "" {
 		ts, err := setupTeam(ctx, sf.team, sf)
 		if err != nil {
 			ln.Close()

@@ -18,6 +18,8 @@ func TestServeTeamFlagRefusals(t *testing.T) {
 	multi := filepath.Join(dir, "multi.yaml")
 	os.WriteFile(multi, []byte("people:\n  - {email: a@example.com, role: admin}\n  - {email: b@example.com, role: member}\nstate_dir: "+filepath.Join(dir, "state")+"\n"), 0o600)
 	t.Setenv(envOIDCSecret, "")
+	teamBwrap = filepath.Join(dir, "no-bwrap")
+	t.Cleanup(func() { teamBwrap = "" })
 	for _, c := range []struct {
 		args []string
 		want string
@@ -34,9 +36,11 @@ func TestServeTeamFlagRefusals(t *testing.T) {
 		{[]string{"--team", file, "--oidc-issuer", "http://127.0.0.1:1", "--oidc-client-id", "x", "--public-url", "tether"}, "--public-url \"tether\""},
 		{[]string{"--team", file, "--oidc-client-id", "x", "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "need --oidc-issuer"},
 		{[]string{"--team", file, "--proxy-name-header", "X-Name"}, "--team needs a way to sign in"},
-		{[]string{"--team", file, "--nats", "nats://127.0.0.1:1", "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "--team with --nats"},
+		{[]string{"--team", multi, "--nats-embedded", "--nats-store", filepath.Join(dir, "nats"), "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "this machine cannot isolate sessions"},
 		{[]string{"--team", filepath.Join(dir, "missing.yaml"), "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "--team:"},
-		{[]string{"--team", multi, "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "isolation"},
+		{[]string{"--team", multi, "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "this machine cannot isolate sessions"},
+		{[]string{"--oidc-trust-unverified-email"}, "--oidc-trust-unverified-email needs --team"},
+		{[]string{"--team", file, "--proxy-header", "X", "--trusted-proxy", "127.0.0.1", "--oidc-trust-unverified-email"}, "--oidc-trust-unverified-email needs --oidc-issuer"},
 		{[]string{"--team", file, "--oidc-issuer", "http://127.0.0.1:1", "--oidc-client-id", "x", "--public-url", "http://127.0.0.1:7878"}, "TETHER_OIDC_CLIENT_SECRET"},
 	} {
 		var out, errb bytes.Buffer

@@ -1,0 +1,144 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/team"
+)
+
+// ownerAuthz is fakeAuthz noting whose session options each start got.
+type ownerAuthz struct {
+	*fakeAuthz
+	mu   sync.Mutex
+	opts []string
+}
+
+func (a *ownerAuthz) SessionOptions(ctx context.Context, o *host.Options) *host.Options {
+	id, _ := team.FromContext(ctx)
+	a.mu.Lock()
+	a.opts = append(a.opts, subjectOr(id))
+	a.mu.Unlock()
+	return a.fakeAuthz.SessionOptions(ctx, o)
+}
+
+// recordingIsolator notes whom each session's CLI is confined for, and
+// where; it confines nothing (the fake CLI runs in the test).
+type recordingIsolator struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recordingIsolator) Transport(id *team.Identity, workspace string, base claude.Transport) claude.Transport {
+	r.mu.Lock()
+	r.calls = append(r.calls, subjectOr(id)+" "+workspace)
+	r.mu.Unlock()
+	return base
+}
+
+func (r *recordingIsolator) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.calls, ", ")
+}
+
+// quitCLI echoes prompts; "quit" makes the CLI exit, as a crash would.
+func quitCLI(ctx context.Context, c *claudetest.CLI) error {
+	if _, err := c.HandleInitialize(ctx); err != nil {
+		return err
+	}
+	for {
+		u, err := c.ReadUser(ctx)
+		if err != nil {
+			return err
+		}
+		text := claudetest.UserText(u.Raw)
+		c.Write(c.SystemInit(), replayOf(c, u))
+		if text == "quit" {
+			return nil
+		}
+		c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
+	}
+}
+
+// A collaborator who resumes the owner's session whose CLI died gets it
+// back as the owner's: the owner's session options (denied tools,
+// spend) and the owner's isolation, not the collaborator's; the resumed
+// session stays the owner's.
+func TestTeamResumeKeepsTheOwner(t *testing.T) {
+	ctx := testCtx(t)
+	root := t.TempDir()
+	cfg := &fakeConfig{root: root}
+	for u := range testPeople {
+		if err := os.MkdirAll(cfg.Workspace(&team.Identity{Subject: u}), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	authz := &ownerAuthz{fakeAuthz: newFakeAuthz()}
+	iso := &recordingIsolator{}
+	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz, Isolation: iso}
+	m := host.NewManager(nil)
+	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: quitCLI}}}, Team: to})
+	srv := serve.NewServer(b, &serve.Options{Team: to})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+		m.Close()
+	})
+	e := &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}
+
+	alice, bob := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
+	id := alice.start(ctx, "")
+	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})
+	an := 0
+	turn(t, ctx, alice, id, "hello", &an)
+	if st, code, _ := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"bob@example.com","level":"collaborator"}]}`); st != 200 {
+		t.Fatalf("share: %d %s", st, code)
+	}
+	if f := alice.do(ctx, id, map[string]any{"type": "send", "text": "quit"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	alice.waitFrame(ctx, &an, "the session disconnected", func(f *frame) bool {
+		return isKind(id, host.EventState)(f) && strings.Contains(string(f.Event.Data), `"disconnected"`)
+	})
+	f := bob.do(ctx, id, map[string]any{"type": "resume"})
+	if f.Error != nil {
+		t.Fatalf("bob's resume: %v", f.Error)
+	}
+	var rr serve.Result
+	json.Unmarshal(f.Result, &rr)
+	if rr.Session == nil || rr.Session.ID == "" || rr.Session.Person != "alice@example.com" {
+		t.Fatalf("resumed: %s", f.Result)
+	}
+	wsA := cfg.Workspace(&me_alice)
+	authz.mu.Lock()
+	opts := fmt.Sprint(authz.opts)
+	authz.mu.Unlock()
+	if opts != "[alice@example.com alice@example.com]" {
+		t.Errorf("session options were made for %s, want the owner's both times", opts)
+	}
+	if got, want := iso.String(), "alice@example.com "+wsA+", alice@example.com "+wsA; got != want {
+		t.Errorf("isolation for %q, want %q", got, want)
+	}
+	// Bob's commands into it are still his own, checked as him.
+	bn := 0
+	bob.ok(ctx, map[string]any{"type": "subscribe", "session": rr.Session.ID})
+	turn(t, ctx, bob, rr.Session.ID, "from bob", &bn)
+	e.authz.mu.Lock()
+	checks := strings.Join(e.authz.hostChecks, ",")
+	e.authz.mu.Unlock()
+	if !strings.Contains(checks, "bob@example.com send") {
+		t.Errorf("host checks %s: bob's send was not checked as bob", checks)
+	}
+}
