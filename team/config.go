@@ -96,7 +96,8 @@ type GroupConfig struct {
 type AuditConfig struct {
 	// Prompts records prompts' text; off, only their length is recorded.
 	Prompts bool `json:"prompts,omitempty"`
-	// Retention is how long events are kept (0 = forever). In YAML a
+	// Retention is how long events are kept (0 = the audit log's
+	// default, DefaultAuditRetention: 90 days). In YAML a
 	// Go duration ("2160h") or a number of seconds.
 	Retention time.Duration `json:"retention,omitempty"`
 }
