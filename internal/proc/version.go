@@ -4,21 +4,66 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
 // versionTimeout caps the --version probe whatever the caller's context
-// says: the CLI answers in well under a second, and a hung probe must not
-// hang session start.
-const versionTimeout = 10 * time.Second
+// says: a hung probe must not hang session start. The CLI answers in well
+// under a second on an idle machine, but a Node start on a machine busy
+// with many sessions starting at once has been seen to take over 10 s.
+const versionTimeout = 30 * time.Second
+
+// versions remembers the versions probed, by the executable's path, size
+// and modification time: a host starting many sessions runs the probe (a
+// whole Node start) once per CLI, and a CLI replaced in place is probed
+// again. Bounded: past maxVersions entries it starts afresh.
+var versions struct {
+	sync.Mutex
+	m map[versionKey]string
+}
+
+type versionKey struct {
+	path string
+	size int64
+	mod  time.Time
+}
+
+const maxVersions = 64
 
 // Version runs `path --version` and returns the version it reports: the
 // first word of its output ("2.1.197" from "2.1.197 (Claude Code)"),
-// without a leading "v". ctx bounds the probe, and so does a 10 s cap.
+// without a leading "v". ctx bounds the probe, and so does a 30 s cap. A
+// version found before for the same unchanged file is returned without
+// running it again.
 func Version(ctx context.Context, path string) (string, error) {
+	var key versionKey
+	if fi, err := os.Stat(path); err == nil {
+		key = versionKey{path: path, size: fi.Size(), mod: fi.ModTime()}
+		versions.Lock()
+		v, ok := versions.m[key]
+		versions.Unlock()
+		if ok {
+			return v, nil
+		}
+	}
+	v, err := probeVersion(ctx, path)
+	if err == nil && key.path != "" {
+		versions.Lock()
+		if versions.m == nil || len(versions.m) >= maxVersions {
+			versions.m = make(map[versionKey]string)
+		}
+		versions.m[key] = v
+		versions.Unlock()
+	}
+	return v, err
+}
+
+func probeVersion(ctx context.Context, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	var stdout, stderr capped

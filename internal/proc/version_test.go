@@ -114,3 +114,25 @@ func TestVersion(t *testing.T) {
 		t.Errorf("Version of a hung CLI = %v; want context.DeadlineExceeded", err)
 	}
 }
+
+// TestVersionRemembered: a second probe of the same unchanged CLI does not
+// run it again; a CLI replaced in place is probed afresh.
+func TestVersionRemembered(t *testing.T) {
+	ctx := context.Background()
+	runs := filepath.Join(t.TempDir(), "runs")
+	p := script(t, `echo x >> `+runs+`; echo "1.0.3 (Claude Code)"`)
+	for range 3 {
+		if v, err := Version(ctx, p); err != nil || v != "1.0.3" {
+			t.Fatalf("Version = %q, %v; want 1.0.3", v, err)
+		}
+	}
+	if b, _ := os.ReadFile(runs); strings.Count(string(b), "x") != 1 {
+		t.Fatalf("the CLI ran %d times for three probes, want 1", strings.Count(string(b), "x"))
+	}
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho \"1.0.40 (Claude Code)\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Version(ctx, p); err != nil || v != "1.0.40" {
+		t.Fatalf("after replacing the CLI: Version = %q, %v; want 1.0.40", v, err)
+	}
+}
