@@ -29,29 +29,7 @@ func auditJS(t *testing.T) (jetstream.JetStream, *nats.Conn) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-	s, err := server.NewServer(&server.Options{ServerName: "audit", Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server not ready")
-	}
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js, nc
+	return newJetStreamConn(t)
 }
 
 func openAudit(t *testing.T, ctx context.Context, js jetstream.JetStream, o *team.AuditOptions) *team.Audit {

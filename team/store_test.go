@@ -24,6 +24,12 @@ func testCtx(t *testing.T) context.Context {
 // newJetStream starts an embedded NATS server with JetStream on a
 // loopback port, storing in a test folder, and connects to it.
 func newJetStream(t *testing.T) jetstream.JetStream {
+	js, _ := newJetStreamConn(t)
+	return js
+}
+
+// newJetStreamConn is newJetStream with the connection too.
+func newJetStreamConn(t *testing.T) (jetstream.JetStream, *nats.Conn) {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{ServerName: "t", Host: "127.0.0.1", Port: -1, JetStream: true,
 		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
@@ -31,6 +37,10 @@ func newJetStream(t *testing.T) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
 	if !s.ReadyForConnections(10 * time.Second) {
 		t.Fatal("NATS server not ready")
 	}
@@ -38,16 +48,12 @@ func newJetStream(t *testing.T) jetstream.JetStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		nc.Close()
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return js
+	return js, nc
 }
 
 func newStore(t *testing.T) (*team.Store, jetstream.JetStream) {
