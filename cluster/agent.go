@@ -460,7 +460,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			return nil, err
 		}
 		hopts, useTemplate = a.sessionOptions(req, &rec)
-		if hopts, err = a.teamOptions(ctx, &rec, hopts); err != nil {
+		if hopts, err = a.failoverOptions(ctx, req.ID, &rec, hopts); err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}

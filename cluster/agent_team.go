@@ -97,28 +97,44 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 		return nil, forbidden(err)
 	}
 	rec.Person = id.Subject
-	return a.teamOptions(ctx, rec, o)
+	return a.teamOptions(id, rec, o), nil
 }
 
-// teamOptions returns o for the person in ctx (Authorizer.SessionOptions:
-// the host policy that checks each command, the denied tools, spend
-// counted), the CLI confined to the working directory by the isolation.
+// failoverOptions returns o for a session failing over to this agent:
+// its owner's (Authorizer.Owner), whoever asked for the failover (a
+// collaborator, an admin, the draining agent on the owner's behalf), so
+// that it keeps the owner's denied tools, spend and workspace. A session
+// without an ACL (one an admin may take over) runs as the asker's.
 // Without a team it returns o.
-func (a *Agent) teamOptions(ctx context.Context, rec *SessionInfo, o *host.Options) (*host.Options, error) {
+func (a *Agent) failoverOptions(ctx context.Context, sessionID string, rec *SessionInfo, o *host.Options) (*host.Options, error) {
 	if a.opts.Team == nil {
 		return o, nil
 	}
-	id, _ := team.FromContext(ctx)
-	o = a.opts.Team.SessionOptions(ctx, o)
+	owner, err := a.opts.Team.Owner(ctx, sessionID)
+	if errors.Is(err, team.ErrNoACL) {
+		owner, _ = team.FromContext(ctx)
+	} else if err != nil {
+		return nil, err
+	}
+	return a.teamOptions(owner, rec, o), nil
+}
+
+// teamOptions returns o for a session owner owns
+// (Authorizer.SessionOptionsFor: the host policy that checks each
+// command, the owner's denied tools, spend counted to the owner), the
+// CLI confined to the working directory by the isolation, in the
+// owner's HOME and /tmp.
+func (a *Agent) teamOptions(owner *team.Identity, rec *SessionInfo, o *host.Options) *host.Options {
+	o = a.opts.Team.SessionOptionsFor(owner, o)
 	if iso := a.opts.Isolation; iso != nil {
 		var cli claude.Options
 		if o.CLI != nil {
 			cli = *o.CLI
 		}
-		cli.Transport = iso.Transport(id, rec.Cwd, cli.Transport)
+		cli.Transport = iso.Transport(owner, rec.Cwd, cli.Transport)
 		o.CLI = &cli
 	}
-	return o, nil
+	return o
 }
 
 // readRecord reads a session's registry entry.
