@@ -55,9 +55,10 @@ func (tt *testTeam) audit(action string) []string {
 	return out
 }
 
-func newTestTeam(t *testing.T, url string) *testTeam {
+// testTeamConfig: alice and carol members (one working-directory root,
+// the modes default and plan, at most 2 sessions), bob a viewer.
+func testTeamConfig(t *testing.T, root string) *team.Config {
 	t.Helper()
-	root := t.TempDir()
 	cfg, err := team.ParseConfig([]byte(`
 people:
   - {email: alice@example.com, name: Alice, role: member}
@@ -70,6 +71,13 @@ isolation: "off"
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func newTestTeam(t *testing.T, url string) *testTeam {
+	t.Helper()
+	root := t.TempDir()
+	cfg := testTeamConfig(t, root)
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
