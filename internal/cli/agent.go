@@ -121,7 +121,7 @@ Flags:
 	drainTimeout := fs.Duration("drain-timeout", 5*time.Minute, "on SIGTERM: how long running turns may take to finish before the sessions are handed to other agents anyway")
 	drainID := fs.String("drain", "", "ask the running agent with this id to drain (its sessions move to other agents, then it exits), and wait until it has left")
 	allowBypass := fs.Bool("allow-bypass-permissions", false, "let commands switch a session to bypassPermissions (approvals off); tether serve must allow it too")
-	teamFile := fs.String("team", "", "the team file (see docs/teams.md): the agent checks every command, start and snapshot against the identity that comes with it, the ACLs and the policy, and records to the audit log; requests without an identity are refused")
+	teamFile := fs.String("team", "", "the team file (see docs/teams.md): the agent checks every command, start and snapshot against the identity that comes with it, the ACLs and the policy, and records to the audit log; requests without an identity are refused; with isolation (auto with several people, or on) each person's sessions run confined by bubblewrap")
 	bwrap := fs.String("bwrap", team.DefaultBwrap, "with --team and isolation: the bubblewrap executable that confines each person's sessions")
 	httpAddr := fs.String("http-addr", "127.0.0.1:9464", `serve /metrics (Prometheus), /healthz and /readyz here, without login ("" or "off": no listener)`)
 	if err := fs.Parse(args); err != nil {
