@@ -460,7 +460,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			return nil, err
 		}
 		hopts, useTemplate = a.sessionOptions(req, &rec)
-		if hopts, err = a.teamOptions(ctx, &rec, hopts); err != nil {
+		if hopts, err = a.failoverOptions(ctx, req.ID, &rec, hopts); err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
@@ -484,16 +484,17 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 		}
 	}
 	msg.InProgress()
+	cfgDir := a.sessionConfigDir(hopts)
 	var restored int64
 	switch {
 	case req.Failover:
-		if restored, err = a.restoreTranscript(ctx, &rec); err != nil {
+		if restored, err = a.restoreTranscript(ctx, &rec, cfgDir); err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
 		useTemplate = false
 	case req.Restore != "":
-		if err := a.restoreFrom(ctx, req, &rec); err != nil {
+		if err := a.restoreFrom(ctx, req, &rec, cfgDir); err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
@@ -512,7 +513,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 	if rec.Cwd == "" {
 		rec.Cwd = hs.Snapshot().Cwd
 	}
-	s := a.attach(req.ID, hs, base, rec, rev, restored, req.Failover)
+	s := a.attach(req.ID, hs, base, rec, rev, restored, req.Failover, cfgDir)
 	info := s.record()
 	return &info, nil
 }
@@ -624,8 +625,8 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 }
 
 // restoreFrom restores the mirrored transcript of the session named by
-// req.Restore, so that the CLI can resume it here.
-func (a *Agent) restoreFrom(ctx context.Context, req *startRequest, rec *SessionInfo) error {
+// req.Restore into configDir, so that the CLI can resume it here.
+func (a *Agent) restoreFrom(ctx context.Context, req *startRequest, rec *SessionInfo, configDir string) error {
 	e, err := a.b.sessions.Get(ctx, req.Restore)
 	if err != nil {
 		return &CommandError{Code: codeNoTranscript, Message: "session " + req.Restore + " not in the registry"}
@@ -641,7 +642,7 @@ func (a *Agent) restoreFrom(ctx context.Context, req *startRequest, rec *Session
 		rec.Cwd = src.Cwd
 	}
 	src.Cwd = rec.Cwd
-	_, err = a.restoreTranscript(ctx, &src)
+	_, err = a.restoreTranscript(ctx, &src, configDir)
 	return err
 }
 

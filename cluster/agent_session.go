@@ -26,6 +26,9 @@ type agentSession struct {
 	base uint64
 	log  *slog.Logger
 	sub  *nats.Subscription
+	// configDir is the CLI's config folder, where the transcript mirror
+	// reads the session file (the agent's, or the owner's isolated HOME).
+	configDir string
 
 	ctx    context.Context // ends when the session ends or the agent closes
 	cancel context.CancelFunc
@@ -67,8 +70,8 @@ type agentSession struct {
 	lastPrompt string
 }
 
-func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool) *agentSession {
-	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored,
+func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool, configDir string) *agentSession {
+	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, configDir: configDir, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored,
 		ordered: make(chan func(), orderedQueue), quick: make(chan struct{}, quickLimit),
 		log: a.log.With("session", id)}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"path/filepath"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,6 +40,10 @@ import (
 // folder.
 type Isolator interface {
 	Transport(id *team.Identity, workspace string, base claude.Transport) claude.Transport
+	// Home is the HOME of the person's confined CLIs: the agent points
+	// the CLI's config folder there (Home/.claude), and mirrors and
+	// restores the session's transcript there.
+	Home(id *team.Identity) string
 }
 
 // withIdentity returns ctx carrying id (when there is one), or the
@@ -97,28 +103,62 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 		return nil, forbidden(err)
 	}
 	rec.Person = id.Subject
-	return a.teamOptions(ctx, rec, o)
+	return a.teamOptions(id, rec, o), nil
 }
 
-// teamOptions returns o for the person in ctx (Authorizer.SessionOptions:
-// the host policy that checks each command, the denied tools, spend
-// counted), the CLI confined to the working directory by the isolation.
+// sessionConfigDir is where the CLI of a session with options o keeps
+// its session files: the config folder teamOptions chose for a confined
+// CLI, else the agent's.
+func (a *Agent) sessionConfigDir(o *host.Options) string {
+	if a.opts.Isolation != nil && a.opts.Team != nil && o != nil && o.CLI != nil {
+		if d := o.CLI.Env[claude.EnvConfigDir]; d != "" {
+			return d
+		}
+	}
+	return a.configDir
+}
+
+// failoverOptions returns o for a session failing over to this agent:
+// its owner's (Authorizer.Owner), whoever asked for the failover (a
+// collaborator, an admin, the draining agent on the owner's behalf), so
+// that it keeps the owner's denied tools, spend and workspace. A session
+// without an ACL (one an admin may take over) runs as the asker's.
 // Without a team it returns o.
-func (a *Agent) teamOptions(ctx context.Context, rec *SessionInfo, o *host.Options) (*host.Options, error) {
+func (a *Agent) failoverOptions(ctx context.Context, sessionID string, rec *SessionInfo, o *host.Options) (*host.Options, error) {
 	if a.opts.Team == nil {
 		return o, nil
 	}
-	id, _ := team.FromContext(ctx)
-	o = a.opts.Team.SessionOptions(ctx, o)
+	owner, err := a.opts.Team.Owner(ctx, sessionID)
+	if errors.Is(err, team.ErrNoACL) {
+		owner, _ = team.FromContext(ctx)
+	} else if err != nil {
+		return nil, err
+	}
+	return a.teamOptions(owner, rec, o), nil
+}
+
+// teamOptions returns o for a session owner owns
+// (Authorizer.SessionOptionsFor: the host policy that checks each
+// command, the owner's denied tools, spend counted to the owner), the
+// CLI confined to the working directory by the isolation, in the
+// owner's HOME and /tmp, its config folder in that HOME (the agent's own
+// is not in the sandbox): sessionConfigDir.
+func (a *Agent) teamOptions(owner *team.Identity, rec *SessionInfo, o *host.Options) *host.Options {
+	o = a.opts.Team.SessionOptionsFor(owner, o)
 	if iso := a.opts.Isolation; iso != nil {
 		var cli claude.Options
 		if o.CLI != nil {
 			cli = *o.CLI
 		}
-		cli.Transport = iso.Transport(id, rec.Cwd, cli.Transport)
+		cli.Transport = iso.Transport(owner, rec.Cwd, cli.Transport)
+		cli.Env = maps.Clone(cli.Env)
+		if cli.Env == nil {
+			cli.Env = map[string]string{}
+		}
+		cli.Env[claude.EnvConfigDir] = filepath.Join(iso.Home(owner), ".claude")
 		o.CLI = &cli
 	}
-	return o, nil
+	return o
 }
 
 // readRecord reads a session's registry entry.

@@ -543,8 +543,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // mirrored reports whether the session's transcript mirror holds text.
-func mirrored(t *testing.T, url, id, text string) func() bool {
-	nc, err := nats.Connect(url)
+func mirrored(t *testing.T, url, id, text string, nopts ...nats.Option) func() bool {
+	nc, err := nats.Connect(url, nopts...)
 	if err != nil {
 		t.Fatal(err)
 	}

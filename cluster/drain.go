@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
 )
 
 // Drain empties the agent without losing a turn, for an upgrade or a
@@ -168,7 +169,7 @@ func (s *agentSession) handOver() error {
 		}
 	}
 	s.hs.Close()
-	req := startRequest{ID: s.id, Failover: true, Expires: time.Now().Add(a.handoverWait())}
+	req := startRequest{ID: s.id, Failover: true, Expires: time.Now().Add(a.handoverWait()), Identity: s.handoverIdentity(ctx)}
 	body, _ := json.Marshal(&req)
 	m := nats.NewMsg(subjectStart)
 	m.Data = body
@@ -178,6 +179,27 @@ func (s *agentSession) handOver() error {
 	}
 	s.log.Info("session handed over")
 	return nil
+}
+
+// handoverIdentity is who a handover's failover request names at an
+// agent of a team, which refuses one without an identity: the session's
+// owner (the ACL's), on whose behalf the draining agent asks. nil without
+// a team, or when the owner cannot be read (a session without an ACL, a
+// store out of reach): then the request is refused where it lands and
+// the session waits, disconnected, for someone with access to resume it.
+func (s *agentSession) handoverIdentity(ctx context.Context) *team.Identity {
+	if s.a.opts.Team == nil {
+		return nil
+	}
+	own, err := s.a.opts.Team.Owner(ctx, s.id)
+	if err == nil {
+		err = checkIdentity(own)
+	}
+	if err != nil {
+		s.log.Warn("handing over without the owner's identity: no agent of the team will take it", "err", err)
+		return nil
+	}
+	return own
 }
 
 // handoverWait is how long a handed-over session's failover request

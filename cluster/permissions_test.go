@@ -10,7 +10,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
 )
 
 // TestNATSPermissions runs the permissions docs/cluster.md gives
@@ -19,15 +23,7 @@ import (
 // the client's user cannot publish events.
 func TestNATSPermissions(t *testing.T) {
 	ctx := testCtx(t)
-	t.Setenv("TETHER_AGENT_PASSWORD", "agent-secret")
-	t.Setenv("TETHER_SERVE_PASSWORD", "serve-secret")
-	opts, err := server.ProcessConfigFile("testdata/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := newNATS(t, func(o *server.Options) {
-		o.Accounts, o.Users = opts.Accounts, opts.Users
-	})
+	ns := permissionedNATS(t)
 	agent := nats.UserInfo("agent", "agent-secret")
 	serve := nats.UserInfo("serve", "serve-secret")
 	a1 := newAgent(t, ns.URL(), "a1", 2, agent)
@@ -47,7 +43,9 @@ func TestNATSPermissions(t *testing.T) {
 	f.wait(t, "the turn after the marker", result("echo: two"))
 	checkSeqs(t, f.list(), 1)
 	// A failover: the mirror, the start queue and the registry work
-	// under the agents' permissions.
+	// under the agents' permissions. (The second turn must be mirrored
+	// before the crash, or a2 resumes without it.)
+	waitFor(t, "the second turn mirrored", mirrored(t, ns.URL(), info.ID, "two", serve))
 	newAgent(t, ns.URL(), "a2", 2, agent)
 	cluster.Crash(a1)
 	waitFor(t, "a1 gone", func() bool {
@@ -86,6 +84,22 @@ func TestNATSPermissions(t *testing.T) {
 	}
 }
 
+// permissionedNATS runs a NATS server with testdata/permissions.conf's
+// users: agent, serve and auditor, their passwords "<user>-secret".
+func permissionedNATS(t *testing.T) *natsServer {
+	t.Helper()
+	t.Setenv("TETHER_AGENT_PASSWORD", "agent-secret")
+	t.Setenv("TETHER_SERVE_PASSWORD", "serve-secret")
+	t.Setenv("TETHER_AUDITOR_PASSWORD", "auditor-secret")
+	opts, err := server.ProcessConfigFile("testdata/permissions.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newNATS(t, func(o *server.Options) {
+		o.Accounts, o.Users = opts.Accounts, opts.Users
+	})
+}
+
 // reapUntilMarked marks a session disconnected as a client does when its
 // agent's entry lapsed, until the marker is in its events: a reap loses
 // (and appends nothing) when the live agent rewrote the registry entry
@@ -107,4 +121,166 @@ func reapUntilMarked(t *testing.T, c *cluster.Client, f *follower, id string) {
 		}
 		return false
 	})
+}
+
+// TestNATSPermissionsTeam runs a team's cluster under
+// testdata/permissions.conf, each part on its own user as deployed: the
+// agent's Authorizer (spend, audit) on the agent user; serve's (ACLs,
+// sign-ins, spend read, audit write and read) on the serve user; tether
+// audit on the auditor user. A session starts, is shared, runs a turn
+// whose cost lands on its owner and is audited where it ran. Then what
+// the permissions hold against: the auditor cannot append an event, and
+// neither the agent nor serve can delete, purge or reconfigure the audit
+// stream. (Both must append events, so both can append forged ones:
+// subject permissions cannot tell a true event from a false one.)
+func TestNATSPermissionsTeam(t *testing.T) {
+	ctx := testCtx(t)
+	ns := permissionedNATS(t)
+	agentUser := nats.UserInfo("agent", "agent-secret")
+	serveUser := nats.UserInfo("serve", "serve-secret")
+	root := t.TempDir()
+	cfg := testTeamConfig(t, root)
+	js := func(o nats.Option) jetstream.JetStream {
+		t.Helper()
+		nc, err := nats.Connect(ns.URL(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	authz := func(js jetstream.JetStream) (*team.Authorizer, *team.Audit) {
+		t.Helper()
+		st, err := team.OpenStore(ctx, js, nil)
+		if err != nil {
+			t.Fatalf("the store: %v", err)
+		}
+		au, err := team.OpenAudit(ctx, js, nil)
+		if err != nil {
+			t.Fatalf("the audit log: %v", err)
+		}
+		return team.NewAuthorizer(cfg, st, &team.AuthorizerOptions{Recorder: au, SessionID: cluster.HostSessionID}), au
+	}
+	// serve first, as a fresh deployment would: it creates the buckets
+	// and the stream the agent then adopts.
+	sjs := js(serveUser)
+	serveAuthz, serveAudit := authz(sjs)
+	logins, err := team.NewKVLoginStore(ctx, sjs)
+	if err != nil {
+		t.Fatalf("the sign-ins: %v", err)
+	}
+	agentAuthz, agentAudit := authz(js(agentUser))
+	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: ns.URL(), NATS: []nats.Option{agentUser}, ID: "a1", Capacity: 2,
+		Limits: limits, Logger: testLogger(), Team: agentAuthz,
+		Session: &host.Options{CLI: &claude.Options{Cwd: root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	c := newClient(t, ns.URL(), serveUser)
+
+	// A sign-in, then serve's path of a start: the policy, the start on
+	// an agent, the ACL; a share; a turn.
+	lid, err := logins.Create(ctx, alice, time.Hour)
+	if err != nil {
+		t.Fatalf("recording a sign-in: %v", err)
+	}
+	if _, _, err := logins.Get(ctx, lid); err != nil {
+		t.Fatalf("reading a sign-in: %v", err)
+	}
+	actx := team.NewContext(ctx, alice)
+	if err := serveAuthz.Start(actx, &team.StartCheck{Cwd: root}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Start(actx, &cluster.StartOptions{Cwd: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serveAuthz.Created(actx, info.ID, info.Cwd); err != nil {
+		t.Fatalf("storing the ACL: %v", err)
+	}
+	if err := serveAuthz.Share(actx, info.ID, []team.Grant{{Person: carol.Subject, Level: team.ShareCollaborator}}); err != nil {
+		t.Fatalf("sharing: %v", err)
+	}
+	f := follow(t, c, info.ID, 0)
+	if _, err := c.Command(team.NewContext(ctx, carol), info.ID, &host.Command{Type: host.CommandSend, Text: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "carol's turn", result("echo: one"))
+	waitFor(t, "the turn's cost on alice, as serve reads it", func() bool {
+		s, err := serveAuthz.Spend(actx)
+		if err != nil {
+			t.Fatalf("reading spend: %v", err)
+		}
+		return len(s) == 1 && s[0].USD > 0
+	})
+	if err := logins.Revoke(ctx, lid); err != nil {
+		t.Fatalf("revoking a sign-in: %v", err)
+	}
+
+	// The audit log holds what serve and the agent recorded, read by
+	// serve and by the auditor.
+	ajs := js(nats.UserInfo("auditor", "auditor-secret"))
+	auditor, err := team.OpenAudit(ctx, ajs, &team.AuditOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("the auditor's audit log: %v", err)
+	}
+	for name, au := range map[string]*team.Audit{"serve": serveAudit, "auditor": auditor} {
+		got := map[string]string{}
+		for ev, err := range au.Query(ctx, &team.AuditQuery{Session: info.ID}) {
+			if err != nil {
+				t.Fatalf("%s's query: %v", name, err)
+			}
+			got[ev.Action] = ev.Actor
+		}
+		if got[team.ActionStart] != alice.Subject || got[team.ActionShare] != alice.Subject || got[team.ActionPrompt] != carol.Subject {
+			t.Fatalf("%s reads the audit of the session as %v", name, got)
+		}
+	}
+
+	// What the permissions refuse. A refused request gets no answer:
+	// each attempt waits a moment; one let through would succeed, and
+	// the count of events below would show it.
+	refused := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	if _, err := ajs.Publish(refused(), team.AuditSubjectPrefix+team.ActionPrompt, []byte(`{"action":"prompt","actor":"forged"}`)); err == nil {
+		t.Fatal("the auditor appended an audit event")
+	}
+	st, err := ajs.Stream(ctx, team.StreamAudit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := st.CachedInfo().State.Msgs
+	for name, j := range map[string]jetstream.JetStream{"agent": js(agentUser), "serve": sjs, "auditor": ajs} {
+		if err := j.DeleteStream(refused(), team.StreamAudit); err == nil {
+			t.Fatalf("%s deleted the audit stream", name)
+		}
+		their, err := j.Stream(ctx, team.StreamAudit)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := their.Purge(refused()); err == nil {
+			t.Fatalf("%s purged the audit stream", name)
+		}
+		if err := their.DeleteMsg(refused(), 1); err == nil {
+			t.Fatalf("%s deleted an audit event", name)
+		}
+		cfg := st.CachedInfo().Config
+		cfg.MaxAge = time.Second
+		if _, err := j.UpdateStream(refused(), cfg); err == nil {
+			t.Fatalf("%s shortened the audit's retention", name)
+		}
+	}
+	if i, err := st.Info(ctx); err != nil || i.State.Msgs != before || i.Config.MaxAge == time.Second {
+		t.Fatalf("the audit stream changed: %+v, %v", i, err)
+	}
+	_ = agentAudit
 }

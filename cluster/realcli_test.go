@@ -1,6 +1,8 @@
 package cluster_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
 )
 
 // TestRealCLIFailover runs the real CLI against the fake Messages API on
@@ -65,5 +68,81 @@ func TestRealCLIFailover(t *testing.T) {
 		if !strings.Contains(last, want) {
 			t.Errorf("the model's request after the failover lacks %q", want)
 		}
+	}
+}
+
+// TestRealCLITeamIsolation runs an agent of a team with isolation on the
+// real CLI: alice's session starts confined to her workspace and runs a
+// turn (its transcript mirrored from her isolated HOME), then carol's
+// session runs Bash to read a file in alice's workspace and gets "No such
+// file or directory": the secret never reaches carol's model.
+func TestRealCLITeamIsolation(t *testing.T) {
+	iso, err := team.NewIsolation(&team.IsolationOptions{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iso.Check(testCtx(t)); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("isolation required under CI=true: %v", err)
+		}
+		t.Skipf("isolation unavailable here: %v", err)
+	}
+	ns := newNATS(t, nil)
+	tt := newTestTeam(t, ns.URL())
+	wsA, wsC := filepath.Join(tt.root, "alice"), filepath.Join(tt.root, "carol")
+	for _, d := range []string{wsA, wsC} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(wsA, "secret.txt")
+	if err := os.WriteFile(secret, []byte("the-secret-of-alice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.TextReply("hello alice"),
+		claudetest.ToolUseReply("toolu_peek", "Bash", map[string]any{"command": "cat " + secret, "description": "peek"}),
+		claudetest.TextReply("done"),
+	}})
+	t.Cleanup(api.Close)
+	cli := claudetest.NewRealCLI(t, api)
+	o := cli.Options()
+	o.SkipVersionCheck = true
+	o.AllowedTools = []string{"Bash"}
+	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{URL: ns.URL(), ID: "iso", Capacity: 2, Limits: limits,
+		MirrorInterval: 20 * time.Millisecond, Logger: testLogger(), Team: tt.Authorizer, Isolation: iso,
+		Session: &host.Options{CLI: o}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	c := newClient(t, ns.URL())
+	run := func(who *team.Identity, ws, prompt, want string) string {
+		t.Helper()
+		ctx := team.NewContext(testCtx(t), who)
+		info, err := c.Start(ctx, &cluster.StartOptions{Cwd: ws})
+		if err != nil {
+			t.Fatalf("%s's start: %v", who.Name, err)
+		}
+		if err := tt.Created(ctx, info.ID, info.Cwd); err != nil {
+			t.Fatal(err)
+		}
+		f := follow(t, c, info.ID, 0)
+		if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: prompt}); err != nil {
+			t.Fatal(err)
+		}
+		f.wait(t, who.Name+"'s turn", result(want))
+		return info.ID
+	}
+	idA := run(alice, wsA, "hi", "hello alice")
+	waitFor(t, "alice's transcript mirrored from her isolated HOME", mirrored(t, ns.URL(), idA, "hello alice"))
+	run(carol, wsC, "look at alice's file", "done")
+	reqs := api.MessagesRequests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, "toolu_peek") {
+		t.Fatalf("the model's last request has no result of carol's Bash: %.500s", last)
+	}
+	if strings.Contains(last, "the-secret-of-alice") || !strings.Contains(last, "No such file or directory") {
+		t.Fatalf("carol's Bash read alice's file, or failed otherwise: %.2000s", last)
 	}
 }

@@ -55,9 +55,10 @@ func (tt *testTeam) audit(action string) []string {
 	return out
 }
 
-func newTestTeam(t *testing.T, url string) *testTeam {
+// testTeamConfig: alice and carol members (one working-directory root,
+// the modes default and plan, at most 2 sessions), bob a viewer.
+func testTeamConfig(t *testing.T, root string) *team.Config {
 	t.Helper()
-	root := t.TempDir()
 	cfg, err := team.ParseConfig([]byte(`
 people:
   - {email: alice@example.com, name: Alice, role: member}
@@ -70,6 +71,13 @@ isolation: "off"
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func newTestTeam(t *testing.T, url string) *testTeam {
+	t.Helper()
+	root := t.TempDir()
+	cfg := testTeamConfig(t, root)
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -100,22 +108,30 @@ func teamCluster(t *testing.T) (*testTeam, *cluster.Agent, *cluster.Client, *nat
 	t.Helper()
 	ns := newNATS(t, nil)
 	tt := newTestTeam(t, ns.URL())
-	root := tt.root
+	a := teamAgent(t, ns.URL(), "a1", tt)
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return tt, a, newClient(t, ns.URL()), nc, tt.root
+}
+
+// teamAgent starts an agent of the team on the fake CLI, with a CLI
+// config folder of its own (a failover must carry the transcript over).
+func teamAgent(t *testing.T, url, id string, tt *testTeam) *cluster.Agent {
+	t.Helper()
 	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
-		URL: ns.URL(), ID: "a1", Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt.Authorizer,
-		Session: &host.Options{CLI: &claude.Options{Cwd: root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
+		URL: url, ID: id, Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt.Authorizer,
+		MirrorInterval: 20 * time.Millisecond,
+		Session: &host.Options{CLI: &claude.Options{Cwd: tt.root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
 			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return tt, a, newClient(t, ns.URL()), nc, root
+	return a
 }
 
 // startAs starts a session as who, and stores its ACL as serve's
@@ -433,4 +449,81 @@ func TestTeamAgentApprovalAnsweredBy(t *testing.T) {
 		}
 	}
 	t.Fatal("the approval was not recorded")
+}
+
+// A failover that a collaborator asks for keeps the session its owner's:
+// the turns after it count to the owner's daily spend, not to the
+// collaborator who resumed it and sent the prompt.
+func TestTeamAgentFailoverBillsTheOwner(t *testing.T) {
+	ns := newNATS(t, nil)
+	tt := newTestTeam(t, ns.URL())
+	a1 := teamAgent(t, ns.URL(), "a1", tt)
+	c := newClient(t, ns.URL())
+	info := startAs(t, tt, c, alice, team.Grant{Person: carol.Subject, Level: team.ShareCollaborator})
+	actx := team.NewContext(testCtx(t), alice)
+	cctx := team.NewContext(testCtx(t), carol)
+	spent := func(ctx context.Context) float64 {
+		t.Helper()
+		s, err := tt.Spend(ctx)
+		if err != nil || len(s) != 1 {
+			t.Fatalf("spend: %+v, %v", s, err)
+		}
+		return s[0].USD
+	}
+	f := follow(t, c, info.ID, 0)
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "apples"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "alice's turn", result("echo: apples"))
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "apples"))
+	waitFor(t, "alice's turn counted", func() bool { return spent(actx) > 0 })
+	before := spent(actx)
+
+	cluster.Crash(a1)
+	waitFor(t, "the session disconnected", func() bool {
+		s, err := c.Session(actx, info.ID)
+		return err == nil && s.State == "disconnected"
+	})
+	teamAgent(t, ns.URL(), "a2", tt)
+	if _, err := c.Resume(cctx, info.ID); err != nil {
+		t.Fatalf("carol's failover: %v", err)
+	}
+	if _, err := c.Command(cctx, info.ID, &host.Command{Type: host.CommandSend, Text: "pears"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "carol's turn after the failover", result("echo: pears"))
+	waitFor(t, "carol's turn counted to alice", func() bool { return spent(actx) > before })
+	if v := spent(cctx); v != 0 {
+		t.Fatalf("carol was charged $%v for alice's session", v)
+	}
+}
+
+// A draining agent of a team hands its sessions over on their owners'
+// behalf: the agent taking one checks the owner's identity as for any
+// failover (a request without one is refused), and the session carries
+// on there with its conversation.
+func TestTeamAgentDrainHandsOver(t *testing.T) {
+	ns := newNATS(t, nil)
+	tt := newTestTeam(t, ns.URL())
+	a1 := teamAgent(t, ns.URL(), "a1", tt)
+	c := newClient(t, ns.URL())
+	info := startAs(t, tt, c, alice)
+	actx := team.NewContext(testCtx(t), alice)
+	f := follow(t, c, info.ID, 0)
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "apples"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "the first turn", result("echo: apples"))
+	teamAgent(t, ns.URL(), "a2", tt)
+	if err := a1.Drain(actx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session on a2", func() bool {
+		s, err := c.Session(actx, info.ID)
+		return err == nil && s.Agent == "a2" && !s.Moving && s.State != "disconnected"
+	})
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "recall"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "the conversation remembered", resultContaining("remember: apples"))
 }

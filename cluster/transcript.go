@@ -56,7 +56,7 @@ func (s *agentSession) keepMirror() {
 // mirrorOnce publishes what the session file gained since last time.
 func (s *agentSession) mirrorOnce(ctx context.Context) {
 	cli := s.hs.SessionID()
-	if cli == "" || s.a.configDir == "" {
+	if cli == "" || s.configDir == "" {
 		return
 	}
 	s.mu.Lock()
@@ -69,7 +69,7 @@ func (s *agentSession) mirrorOnce(ctx context.Context) {
 			st.offset = s.restored
 		}
 	}
-	path := claude.SessionFilePath(s.a.configDir, cwd, cli)
+	path := claude.SessionFilePath(s.configDir, cwd, cli)
 	f, err := os.Open(path)
 	if err != nil {
 		return // not written yet
@@ -102,14 +102,14 @@ func (s *agentSession) mirrorOnce(ctx context.Context) {
 	s.mu.Unlock()
 }
 
-// restoreTranscript rebuilds a session's file from the mirror before the
-// CLI resumes it; it records how much was restored, so that the mirror
-// carries on from there.
-func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo) (int64, error) {
-	if a.configDir == "" {
+// restoreTranscript rebuilds a session's file from the mirror, in the
+// CLI's config folder configDir, before the CLI resumes it; it records
+// how much was restored, so that the mirror carries on from there.
+func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo, configDir string) (int64, error) {
+	if configDir == "" {
 		return 0, &CommandError{Code: codeNoTranscript, Message: "no CLI config folder to restore into"}
 	}
-	path := claude.SessionFilePath(a.configDir, rec.Cwd, rec.CLISession)
+	path := claude.SessionFilePath(configDir, rec.Cwd, rec.CLISession)
 	subj := subjectTranscript + rec.ID
 	var data []byte
 	seq := uint64(1)

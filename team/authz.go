@@ -385,11 +385,33 @@ func owner(acl *ACL, actor *Identity) *Identity {
 	if acl == nil || acl.Owner == actor.Subject {
 		return actor
 	}
+	return ownerOf(acl)
+}
+
+// ownerOf is the owner an ACL names, with the role they had when the
+// session started.
+func ownerOf(acl *ACL) *Identity {
 	o := &Identity{Subject: acl.Owner, Name: acl.OwnerName, Role: acl.OwnerRole}
 	if strings.Contains(acl.Owner, "@") {
 		o.Email = acl.Owner
 	}
 	return o
+}
+
+// Owner is the person a session belongs to, from its ACL (ErrNoACL when
+// none is stored), with the role they had when it started: the person
+// whose policy and workspace its CLI runs under and whose spend its turns
+// count to, whoever is acting on it now. A session that starts again
+// under the same id (a failover, a resume that a collaborator or an
+// admin may ask for) gets SessionOptionsFor(Owner(…)), not the options
+// of the person asking. It checks nothing: check the asker's access
+// first (Require).
+func (a *Authorizer) Owner(ctx context.Context, sessionID string) (*Identity, error) {
+	acl, err := a.st.ACL(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return ownerOf(acl), nil
 }
 
 // Created records that the person in ctx started the session: it stores
@@ -589,18 +611,28 @@ func (a *Authorizer) Share(ctx context.Context, sessionID string, grants []Grant
 }
 
 // SessionOptions returns a copy of o (nil = defaults) for a session the
-// person in ctx starts and owns: every command is checked by
-// HostAuthorize (before o's own Authorize, if any), the policy's denied
-// tools are added to the CLI's DisallowedTools, and each turn's cost is
-// added to the owner's spend of the day (host.Options.OnTurnCost, o's
-// own hook still called). bypassPermissions is left to the Authorizer to
-// allow when the server does (AllowBypass).
+// person in ctx starts and owns: SessionOptionsFor that person.
 func (a *Authorizer) SessionOptions(ctx context.Context, o *host.Options) *host.Options {
+	id, _ := FromContext(ctx)
+	return a.SessionOptionsFor(id, o)
+}
+
+// SessionOptionsFor returns a copy of o (nil = defaults) for a session
+// that owner owns: every command is checked by HostAuthorize against
+// the identity in the command's ctx (before o's own Authorize, if any),
+// the owner's denied tools are added to the CLI's DisallowedTools, and
+// each turn's cost is added to the owner's spend of the day
+// (host.Options.OnTurnCost, o's own hook still called), whoever sent the
+// prompt. bypassPermissions is left to the Authorizer to allow when the
+// server does (AllowBypass). A session started again under its id (a
+// failover, a resume) passes Owner's answer, so that it keeps running as
+// its owner's.
+func (a *Authorizer) SessionOptionsFor(owner *Identity, o *host.Options) *host.Options {
 	var out host.Options
 	if o != nil {
 		out = *o
 	}
-	id, _ := FromContext(ctx)
+	id := owner
 	var cli claude.Options
 	if out.CLI != nil {
 		cli = *out.CLI

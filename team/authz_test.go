@@ -593,3 +593,38 @@ func TestSessionOptions(t *testing.T) {
 		t.Errorf("collaborator charged %v", v)
 	}
 }
+
+// A session started again under its id by someone else (an admin or a
+// collaborator failing it over) keeps running as its owner's: Owner reads
+// the owner from the ACL, and SessionOptionsFor the owner denies the
+// owner's tools and counts the turns' cost to the owner, not to whoever
+// asked (here an admin, whose own policy denies nothing).
+func TestSessionOptionsForOwner(t *testing.T) {
+	f := newFixture(t, false)
+	f.shared("s1")
+	if _, err := f.az.Owner(f.as("admin"), "nope"); !errors.Is(err, team.ErrNoACL) {
+		t.Errorf("Owner of an unknown session: %v, want ErrNoACL", err)
+	}
+	own, err := f.az.Owner(f.as("admin"), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Subject != "owner@x.com" || own.Role != team.RoleMember || own.Name != "Olive" {
+		t.Fatalf("Owner = %+v", own)
+	}
+	if o := f.az.SessionOptions(f.as("admin"), nil); len(o.CLI.DisallowedTools) != 0 {
+		t.Fatalf("the admin's own options deny %v", o.CLI.DisallowedTools)
+	}
+	o := f.az.SessionOptionsFor(own, nil)
+	if !reflect.DeepEqual(o.CLI.DisallowedTools, []string{"WebFetch"}) {
+		t.Errorf("DisallowedTools %v, want the owner's [WebFetch]", o.CLI.DisallowedTools)
+	}
+	o.OnTurnCost(0.25)
+	m, err := f.st.Spend(f.ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m, map[string]float64{"owner@x.com": 0.25}) {
+		t.Errorf("spend %v, want only the owner's 0.25", m)
+	}
+}

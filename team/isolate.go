@@ -390,6 +390,17 @@ func (iso *Isolation) personDirs(id *Identity, u *claude.OSUser) (home, tmp stri
 	return home, tmp, nil
 }
 
+// Home is the HOME the person's confined CLIs get (StateDir/home/<person>,
+// created at their first start): their CLI keeps its session files in
+// Home/.claude, where a host that mirrors or restores transcripts must
+// look for them.
+func (iso *Isolation) Home(id *Identity) string {
+	if id == nil {
+		return ""
+	}
+	return filepath.Join(iso.stateDir, "home", isolationDirName(id))
+}
+
 // isolationDirName is the name of a person's folders under StateDir: the local
 // part of their subject sanitised to [a-z0-9._-] (as {user} in cwd_roots),
 // then a short digest of the whole subject, so that alice@a.example and

@@ -121,7 +121,8 @@ Flags:
 	drainTimeout := fs.Duration("drain-timeout", 5*time.Minute, "on SIGTERM: how long running turns may take to finish before the sessions are handed to other agents anyway")
 	drainID := fs.String("drain", "", "ask the running agent with this id to drain (its sessions move to other agents, then it exits), and wait until it has left")
 	allowBypass := fs.Bool("allow-bypass-permissions", false, "let commands switch a session to bypassPermissions (approvals off); tether serve must allow it too")
-	teamFile := fs.String("team", "", "the team file (see docs/teams.md): the agent checks every command, start and snapshot against the identity that comes with it, the ACLs and the policy, and records to the audit log; requests without an identity are refused")
+	teamFile := fs.String("team", "", "the team file (see docs/teams.md): the agent checks every command, start and snapshot against the identity that comes with it, the ACLs and the policy, and records to the audit log; requests without an identity are refused; with isolation (auto with several people, or on) each person's sessions run confined by bubblewrap")
+	bwrap := fs.String("bwrap", team.DefaultBwrap, "with --team and isolation: the bubblewrap executable that confines each person's sessions")
 	httpAddr := fs.String("http-addr", "127.0.0.1:9464", `serve /metrics (Prometheus), /healthz and /readyz here, without login ("" or "off": no listener)`)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -145,6 +146,14 @@ Flags:
 			return 2
 		}
 		teamCfg = cfg
+	}
+	var iso *team.Isolation
+	if teamCfg != nil && *drainID == "" {
+		var err error
+		if iso, err = agentIsolation(ctx, teamCfg, *bwrap, nil); err != nil {
+			fmt.Fprintf(stderr, "tether agent: --team: %v\n", err)
+			return 1
+		}
 	}
 	if *drainID != "" {
 		nopts, err := nf.options()
@@ -227,6 +236,9 @@ Flags:
 			return 1
 		}
 		ao.Conn, ao.URL, ao.NATS, ao.Team = nc, "", nil, t.authz
+		if iso != nil {
+			ao.Isolation = iso
+		}
 	}
 	if reg != nil {
 		ao.Registerer = reg

@@ -20,19 +20,38 @@ type agentTeam struct {
 	authz *team.Authorizer
 }
 
-// loadAgentTeam reads the team file. A configuration that asks for
-// isolation (isolation: on, or auto with more than one person) is
-// refused: this agent does not confine CLIs yet, and a team that wants
-// isolation must not silently get sessions sharing one OS user.
+// loadAgentTeam reads the team file. A team that asks for isolation
+// (isolation: on, or auto with more than one person) needs state_dir:
+// the people's HOME and /tmp folders are kept there.
 func loadAgentTeam(path string) (*team.Config, error) {
 	cfg, err := team.LoadConfig(path)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MultiUser() {
-		return nil, fmt.Errorf("%s asks for isolation (isolation: %s, several people): this tether agent does not isolate sessions; set isolation: off to run every session as the agent's OS user", path, cfg.Isolation)
+	if cfg.MultiUser() && cfg.StateDir == "" {
+		return nil, fmt.Errorf("%s asks for isolation (isolation: %s) and has no state_dir: each person's HOME and /tmp for their sessions are kept there; set state_dir, or isolation: off to run every session as the agent's OS user", path, cfg.Isolation)
 	}
 	return cfg, nil
+}
+
+// agentIsolation is the confinement of a team's sessions on this agent
+// (nil when the team file does not ask for it), checked once: a machine
+// where bubblewrap is missing or the kernel refuses its namespaces is
+// refused at start-up, before the agent takes a session, rather than at
+// each start. A team that asked for isolation never gets sessions
+// sharing one OS user unconfined.
+func agentIsolation(ctx context.Context, cfg *team.Config, bwrap string, log *slog.Logger) (*team.Isolation, error) {
+	if !cfg.MultiUser() {
+		return nil, nil
+	}
+	iso, err := team.NewIsolation(&team.IsolationOptions{Bwrap: bwrap, StateDir: cfg.StateDir, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := iso.Check(ctx); err != nil {
+		return nil, fmt.Errorf("the team file asks for isolation (isolation: %s) and this machine cannot give it: %w", cfg.Isolation, err)
+	}
+	return iso, nil
 }
 
 // openAgentTeam opens the team's store and audit log on nc's JetStream

@@ -18,8 +18,9 @@ import (
 	"github.com/tetherhq/tether/team"
 )
 
-// A team file that cannot be read, is wrong, or asks for isolation this
-// agent cannot give is refused before anything starts.
+// A team file that cannot be read, is wrong, or asks for isolation
+// without a state_dir for the people's HOME and /tmp is refused before
+// anything starts.
 func TestAgentTeamFileRefused(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -32,12 +33,29 @@ func TestAgentTeamFileRefused(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
 		{filepath.Join(dir, "missing.yaml"), "missing.yaml"},
 		{write("bad.yaml", "people: []\nfrobnicate: 1\n"), "frobnicate"},
-		{write("iso.yaml", "people:\n  - {email: a@example.com, role: admin}\n  - {email: b@example.com, role: member}\n"), "isolation"},
+		{write("iso.yaml", "people:\n  - {email: a@example.com, role: admin}\n  - {email: b@example.com, role: member}\n"), "no state_dir"},
 	} {
 		code, _, stderr := tether(t, "agent", "--nats", "nats://127.0.0.1:1", "--team", c.file)
 		if code != 2 || !strings.Contains(stderr, "--team") || !strings.Contains(stderr, c.want) {
 			t.Errorf("%s: exit %d, %q; want 2 and %q", c.file, code, stderr, c.want)
 		}
+	}
+}
+
+// A team file that asks for isolation on a machine that cannot give it
+// (here: no bubblewrap where --bwrap says) stops the agent at start-up
+// with bubblewrap's absence named, before it connects or takes a
+// session: the team never gets unconfined sessions.
+func TestAgentTeamIsolationUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "team.yaml")
+	body := "people:\n  - {email: a@example.com, role: admin}\nisolation: \"on\"\nstate_dir: " + filepath.Join(dir, "state") + "\n"
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := tether(t, "agent", "--nats", "nats://127.0.0.1:1", "--team", file, "--bwrap", filepath.Join(dir, "no-bwrap"), "--http-addr", "off")
+	if code != 1 || !strings.Contains(stderr, "cannot give it") || !strings.Contains(stderr, "bubblewrap not found") || stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 and bubblewrap not found", code, stdout, stderr)
 	}
 }
 
