@@ -63,6 +63,8 @@ func (tf *teamFlags) check(sf *serveFlags) error {
 		return nil
 	}
 	switch {
+	case sf.spares > 0:
+		return errors.New("--spares does not go with --team: spare CLIs are started before anyone asks, so they would run without a person's policy and isolation")
 	case tf.issuer != "" && tf.proxyHeader != "":
 		return errors.New("--oidc-issuer and --proxy-header exclude each other: people sign in one way")
 	case tf.issuer == "" && tf.proxyHeader == "":

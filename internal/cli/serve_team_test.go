@@ -40,6 +40,7 @@ func TestServeTeamFlagRefusals(t *testing.T) {
 		{[]string{"--team", filepath.Join(dir, "missing.yaml"), "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "--team:"},
 		{[]string{"--team", multi, "--proxy-header", "X", "--trusted-proxy", "127.0.0.1"}, "this machine cannot isolate sessions"},
 		{[]string{"--oidc-trust-unverified-email"}, "--oidc-trust-unverified-email needs --team"},
+		{[]string{"--team", file, "--proxy-header", "X", "--trusted-proxy", "127.0.0.1", "--spares", "2"}, "--spares does not go with --team"},
 		{[]string{"--team", file, "--proxy-header", "X", "--trusted-proxy", "127.0.0.1", "--oidc-trust-unverified-email"}, "--oidc-trust-unverified-email needs --oidc-issuer"},
 		{[]string{"--team", file, "--oidc-issuer", "http://127.0.0.1:1", "--oidc-client-id", "x", "--public-url", "http://127.0.0.1:7878"}, "TETHER_OIDC_CLIENT_SECRET"},
 	} {
