@@ -152,6 +152,7 @@ func (o *Options) promptsInitialize(r *initializeRequest) error {
 	}
 	r.AppendSystemPrompt = o.AppendSystemPrompt
 	r.ExcludeDynamicSections = o.ExcludeDynamicSections
+	r.SystemPromptSnapshot = o.SystemPromptSnapshot
 	if len(o.Agents) > 0 {
 		b, err := json.Marshal(o.Agents)
 		if err != nil {

@@ -116,7 +116,21 @@ type ClaimOptions struct {
 	// CLAUDE_CODE_HOST_SESSION_ID are accepted (the CLI has read every
 	// other one while it started): another key is a *NotClaimableError.
 	Env map[string]string
+	// Settings is a flag-tier settings overlay (a JSON object, as
+	// Session.ApplyFlagSettings takes), applied before the claim so that
+	// permission rules, model, fastMode, enabledPlugins and the .mcp.json
+	// server choices are in force when the folder's servers and plugins
+	// start. A refusal closes the spare with a *ClaimError whose Reason
+	// is "settings_not_applied". Keys that govern hooks (hooks,
+	// disableAllHooks, allowManagedHooksOnly, allowedHttpHookUrls,
+	// httpHookAllowedEnvVars) are a *NotClaimableError before anything is
+	// sent: give those to Prewarm's Options.Settings.
+	Settings json.RawMessage
 }
+
+// hookSettingsKeys are the settings keys a claim's overlay may not set:
+// the parked CLI has loaded its hooks already.
+var hookSettingsKeys = []string{"hooks", "disableAllHooks", "allowManagedHooksOnly", "allowedHttpHookUrls", "httpHookAllowedEnvVars"}
 
 // A Spare is a CLI started by Prewarm, initialized and parked, that is
 // not yet any session. Claim binds it to one; Close discards it. Single
@@ -270,6 +284,21 @@ func (sp *Spare) Claim(ctx context.Context, c *ClaimOptions) (*Session, error) {
 			return nil, &NotClaimableError{Fields: []string{"Env[" + k + "]"}}
 		}
 	}
+	if len(co.Settings) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(co.Settings, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("claude: Claim: ClaimOptions.Settings must be a JSON object")
+		}
+		var refused []string
+		for _, k := range hookSettingsKeys {
+			if _, ok := obj[k]; ok {
+				refused = append(refused, "Settings."+k)
+			}
+		}
+		if len(refused) > 0 {
+			return nil, &NotClaimableError{Fields: refused}
+		}
+	}
 	cwd := co.Cwd
 	if cwd == "" || !filepath.IsAbs(cwd) {
 		abs, err := filepath.Abs(cmpOrString(cwd, "."))
@@ -298,6 +327,11 @@ func (sp *Spare) Claim(ctx context.Context, c *ClaimOptions) (*Session, error) {
 	fail := func(reason, msg string, err error) (*Session, error) {
 		s.Close()
 		return nil, &ClaimError{Reason: reason, Message: msg, Err: err}
+	}
+	if len(co.Settings) > 0 {
+		if err := s.ApplyFlagSettings(ctx, co.Settings); err != nil {
+			return fail("settings_not_applied", "settings_not_applied: "+err.Error(), err)
+		}
 	}
 	raw, err := s.request(ctx, "claim_session", req)
 	if err != nil {
