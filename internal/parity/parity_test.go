@@ -139,8 +139,12 @@ func TestParity(t *testing.T) {
 	}
 	// Strict: a gap is a failure. Every name, field and parameter is
 	// covered, or declined with its reason.
+	seen := map[int]bool{} // Check and CheckShapes both report a Types gap
 	for _, g := range gaps {
-		t.Errorf("line %d (%s: %s): a gap; cover it, or decline it with the reason", g.Line, g.Section, g.Name)
+		if !seen[g.Line] {
+			seen[g.Line] = true
+			t.Errorf("line %d (%s: %s): a gap; cover it, or decline it with the reason", g.Line, g.Section, g.Name)
+		}
 	}
 	count := map[string]map[Status]int{}
 	for _, r := range rows {
