@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +55,10 @@ func subagentBodies(api *claudetest.MessagesServer) []string {
 	return out
 }
 
+// atLeast330 reports a CLI version at least 2.1.330, where the newer
+// AgentDefinition fields take effect.
+func atLeast330(version string) bool { return proc.CompareVersions(version, "2.1.330") >= 0 }
+
 func anyContains(bodies []string, s string) bool {
 	return slices.ContainsFunc(bodies, func(b string) bool { return strings.Contains(b, s) })
 }
@@ -92,10 +98,7 @@ func TestRealCLIAgentOmitClaudeMd(t *testing.T) {
 			writeFiles(o.Cwd, map[string]string{"CLAUDE.md": "Always say " + marker + "."})
 			o.SettingSources = []claude.SettingSource{claude.SettingSourceProject}
 		})
-		want := !omit
-		if proc.CompareVersions(r.Version, "2.1.330") < 0 {
-			want = true // 2.1.197 does not know the field: the subagent reads CLAUDE.md
-		}
+		want := !omit || !atLeast330(r.Version) // 2.1.197 ignores the field
 		if got := anyContains(bodies, marker); got != want {
 			t.Errorf("OmitClaudeMd %v: CLAUDE.md in the subagent's request = %v, want %v (CLI %s)", omit, got, want, r.Version)
 		}
@@ -277,6 +280,118 @@ func TestRealCLIClaimSettings(t *testing.T) {
 		}
 		if ran := strings.Contains(res, "CLAIM-RAN-42"); ran == deny {
 			t.Errorf("overlay denying Bash %v: Bash ran = %v; tool result %s (CLI %s)", deny, ran, res, cliVersionUnderTest())
+		}
+	}
+}
+
+// compactPrompt begins the CLI's request for a summary when it compacts a
+// conversation (every pinned version).
+const compactPrompt = "CRITICAL: Respond with TEXT ONLY"
+
+// TestRealCLIAgentAutoCompactWindow: a subagent whose API usage reports
+// 150,000 input tokens compacts its conversation when its agent's
+// AutoCompactWindow is 100,000 (the CLI's minimum: a smaller value drops
+// the whole agent), and goes on without compacting otherwise. 2.1.330 and
+// newer; 2.1.197 ignores the field.
+func TestRealCLIAgentAutoCompactWindow(t *testing.T) {
+	t.Parallel()
+	for _, window := range []int{100000, 0} {
+		var mu sync.Mutex
+		calls := 0
+		api := &claudetest.MessagesOptions{Respond: func(req *claudetest.Request) *claudetest.Reply {
+			switch {
+			case req.Subagent():
+				mu.Lock()
+				calls++
+				n := calls
+				mu.Unlock()
+				if n > 3 {
+					return claudetest.TextReply("SUB-DONE")
+				}
+				r := claudetest.ToolUseReply(fmt.Sprintf("toolu_big_%d", n), "Glob", map[string]any{"pattern": "*.md"})
+				r.Usage = claudetest.Usage{InputTokens: 150000, OutputTokens: 10}
+				return r
+			case req.Params.ToolResult("toolu_proof_agent") != nil:
+				return claudetest.TextReply("done")
+			default:
+				return claudetest.ToolUseReply("toolu_proof_agent", "Agent", map[string]any{
+					"description": "Do the task", "prompt": "Do the task", "subagent_type": "proof", "run_in_background": false,
+				})
+			}
+		}}
+		r := parityRun(t, api, func(o *claude.Options) {
+			o.Agents = map[string]claude.AgentDefinition{"proof": {Description: "Does the task", Prompt: "You do the task.", AutoCompactWindow: window}}
+		})
+		turnOf(t, r.Ctx, r.S, "start the agent")
+		subs := subagentBodies(r.API)
+		if len(subs) == 0 {
+			t.Fatalf("window %d: the subagent made no request (CLI %s)", window, r.Version)
+		}
+		want := window > 0 && atLeast330(r.Version)
+		if got := anyContains(subs, compactPrompt); got != want {
+			t.Errorf("AutoCompactWindow %d: the subagent compacted = %v, want %v (CLI %s)", window, got, want, r.Version)
+		}
+	}
+}
+
+// TestRealCLIAgentObserver: an agent's Observer is started as a
+// background agent while the agent runs, and its ObserverMessage ends the
+// activity digests it is sent. The CLI does this only with its own
+// switch CLAUDE_CODE_EXPERIMENTAL_OBSERVER_AGENTS set (in Options.Env),
+// and from 2.1.330 on (2.1.197 ignores the fields).
+func TestRealCLIAgentObserver(t *testing.T) {
+	t.Parallel()
+	const watcherPrompt, note = "WATCHER-PROMPT-77", "OBSERVER-NOTE-55"
+	for _, with := range []bool{true, false} {
+		var mu sync.Mutex
+		calls := 0
+		api := &claudetest.MessagesOptions{Respond: func(req *claudetest.Request) *claudetest.Reply {
+			switch {
+			case strings.Contains(string(req.Body), watcherPrompt):
+				return claudetest.TextReply("observed")
+			case req.Subagent():
+				// A few tool calls: the observer is sent digests of the
+				// agent's activity.
+				mu.Lock()
+				calls++
+				n := calls
+				mu.Unlock()
+				if n > 3 {
+					return claudetest.TextReply("SUB-DONE")
+				}
+				return claudetest.ToolUseReply(fmt.Sprintf("toolu_obs_%d", n), "Glob", map[string]any{"pattern": "*.md"})
+			case req.Params.ToolResult("toolu_proof_agent") != nil:
+				return claudetest.TextReply("done")
+			default:
+				return claudetest.ToolUseReply("toolu_proof_agent", "Agent", map[string]any{
+					"description": "Do the task", "prompt": "Do the task", "subagent_type": "proof", "run_in_background": false,
+				})
+			}
+		}}
+		r := parityRun(t, api, func(o *claude.Options) {
+			def := claude.AgentDefinition{Description: "Does the task", Prompt: "You do the task."}
+			if with {
+				def.Observer, def.ObserverMessage = "watcher", note
+			}
+			o.Agents = map[string]claude.AgentDefinition{"proof": def, "watcher": {Description: "Watches the task", Prompt: watcherPrompt}}
+			if o.Env == nil {
+				o.Env = map[string]string{}
+			}
+			o.Env["CLAUDE_CODE_EXPERIMENTAL_OBSERVER_AGENTS"] = "1"
+		})
+		turnOf(t, r.Ctx, r.S, "start the agent")
+		var watcher []string
+		for _, req := range r.API.MessagesRequests() {
+			if b := string(req.Body); strings.Contains(b, watcherPrompt) {
+				watcher = append(watcher, b)
+			}
+		}
+		want := with && atLeast330(r.Version)
+		if got := len(watcher) > 0; got != want {
+			t.Errorf("Observer set %v: the observer ran = %v, want %v (CLI %s)", with, got, want, r.Version)
+		}
+		if want && !anyContains(watcher, note) {
+			t.Errorf("the observer's requests lack ObserverMessage (CLI %s)", r.Version)
 		}
 	}
 }
