@@ -395,3 +395,77 @@ func TestRealCLIAgentObserver(t *testing.T) {
 		}
 	}
 }
+
+// summaryPrompt begins the CLI's request for a subagent's progress
+// summary.
+const summaryPrompt = "Describe your most recent action in 3-5 words"
+
+// TestRealCLIAgentProgressSummaries: with AgentProgressSummaries the CLI
+// forks a running subagent's conversation about every 30 seconds to ask
+// for a short summary, and reports the answer in a *TaskProgressMessage.
+// The subagent here keeps calling Bash until the summary has been asked
+// for and reported (about 30 s), then finishes.
+func TestRealCLIAgentProgressSummaries(t *testing.T) {
+	t.Parallel()
+	const summary = "Checking the proof file"
+	var mu sync.Mutex
+	asked, after, calls := false, 0, 0
+	var first time.Time // the subagent's first call
+	api := &claudetest.MessagesOptions{Respond: func(req *claudetest.Request) *claudetest.Reply {
+		last := ""
+		if u := req.Params.LastUser(); u != nil {
+			last = u.Text()
+		}
+		switch {
+		case req.Subagent() && strings.Contains(last, summaryPrompt):
+			mu.Lock()
+			asked = true
+			mu.Unlock()
+			return claudetest.TextReply(summary)
+		case req.Subagent():
+			mu.Lock()
+			calls++
+			n := calls
+			if first.IsZero() {
+				first = time.Now()
+			}
+			if asked {
+				after++
+			}
+			// Done a few calls after the summary, or, if none comes, when
+			// three timer periods have passed.
+			done := after > 3 || time.Since(first) > 90*time.Second
+			mu.Unlock()
+			if done {
+				return claudetest.TextReply("SUB-DONE")
+			}
+			time.Sleep(time.Second) // the subagent is busy; the summary timer runs
+			return claudetest.ToolUseReply(fmt.Sprintf("toolu_busy_%d", n), "Bash", map[string]any{"command": "true"})
+		case req.Params.ToolResult("toolu_proof_agent") != nil:
+			return claudetest.TextReply("done")
+		default:
+			return claudetest.ToolUseReply("toolu_proof_agent", "Agent", map[string]any{
+				"description": "Do the task", "prompt": "Do the task", "subagent_type": "proof", "run_in_background": false,
+			})
+		}
+	}}
+	r := parityRun(t, api, func(o *claude.Options) {
+		o.Agents = map[string]claude.AgentDefinition{"proof": {Description: "Does the task", Prompt: "You do the task."}}
+		o.AgentProgressSummaries = true
+		o.CanUseTool = func(context.Context, *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+			return &claude.PermissionAllow{}, nil
+		}
+	})
+	msgs := turnOf(t, r.Ctx, r.S, "start the agent")
+	mu.Lock()
+	defer mu.Unlock()
+	if !asked {
+		t.Fatalf("the CLI never asked for a progress summary in %d subagent calls (CLI %s)", calls, r.Version)
+	}
+	if !slices.ContainsFunc(msgs, func(m claude.Message) bool {
+		p, ok := m.(*claude.TaskProgressMessage)
+		return ok && p.Summary == summary
+	}) {
+		t.Errorf("no task_progress carried the summary %q (CLI %s)", summary, r.Version)
+	}
+}
