@@ -50,7 +50,8 @@ type AgentDefinition struct {
 	InitialPrompt string `json:"initialPrompt,omitempty"`
 	// AutoCompactWindow is the token count at which the agent, as a
 	// subagent, compacts its own conversation (0 = what it inherits; it can
-	// only lower that).
+	// only lower that). The CLI's minimum is 100,000: below it the CLI
+	// (2.1.331) silently drops the whole agent.
 	AutoCompactWindow int `json:"autoCompactWindow,omitempty"`
 	// OmitClaudeMd runs the agent, as a subagent, without the user,
 	// project and local CLAUDE.md files (managed ones are kept).
@@ -60,11 +61,14 @@ type AgentDefinition struct {
 	Memory string `json:"memory,omitempty"`
 	// Observer names the agent type (or up to four, comma-separated)
 	// started as a read-only background observer whenever this agent runs;
-	// ObserverMessage is appended to each digest it is sent.
+	// ObserverMessage is appended to each digest it is sent. The CLI
+	// (2.1.330 and newer) starts observers only with its switch
+	// CLAUDE_CODE_EXPERIMENTAL_OBSERVER_AGENTS set (Options.Env).
 	Observer        string `json:"observer,omitempty"`
 	ObserverMessage string `json:"observerMessage,omitempty"`
 	// CriticalSystemReminderExperimental is added to the agent's system
-	// prompt. Experimental in the CLI.
+	// prompt. Experimental in the CLI: the pinned CLIs accept it from
+	// initialize but were not seen to use it for an agent defined there.
 	CriticalSystemReminderExperimental string `json:"criticalSystemReminder_EXPERIMENTAL,omitempty"`
 }
 
@@ -152,6 +156,7 @@ func (o *Options) promptsInitialize(r *initializeRequest) error {
 	}
 	r.AppendSystemPrompt = o.AppendSystemPrompt
 	r.ExcludeDynamicSections = o.ExcludeDynamicSections
+	r.SystemPromptSnapshot = o.SystemPromptSnapshot
 	if len(o.Agents) > 0 {
 		b, err := json.Marshal(o.Agents)
 		if err != nil {

@@ -93,9 +93,76 @@ type ContextUsageResult struct {
 	// APIUsage is the last API response's usage; nil before the first.
 	APIUsage *Usage `json:"apiUsage"`
 
-	// Raw is the CLI's whole answer (it also has the grid the terminal
-	// draws, skills and a per-kind message breakdown).
+	// The finer breakdown newer CLIs add: each in-context MCP server's
+	// instructions, the deferred built-in tools, the built-in tools and
+	// system prompt sections by name, and the slash commands' and skills'
+	// listings.
+	MCPInstructions      []ContextNamedTokens `json:"mcpInstructions,omitempty"`
+	DeferredBuiltinTools []ContextMCPTool     `json:"deferredBuiltinTools,omitempty"`
+	SystemTools          []ContextNamedTokens `json:"systemTools,omitempty"`
+	SystemPromptSections []ContextNamedTokens `json:"systemPromptSections,omitempty"`
+	SlashCommands        *ContextCommands     `json:"slashCommands,omitempty"`
+	// Skills is {totalSkills, includedSkills, tokens, skillFrontmatter},
+	// kept as sent.
+	Skills json.RawMessage `json:"skills,omitempty"`
+	// MessageBreakdown splits the messages' tokens by kind (tool calls,
+	// tool results, attachments, …), kept as sent.
+	MessageBreakdown json.RawMessage `json:"messageBreakdown,omitempty"`
+	// GridRows is the square grid the terminal draws, kept as sent.
+	GridRows json.RawMessage `json:"gridRows,omitempty"`
+
+	// Raw is the CLI's whole answer.
 	Raw json.RawMessage `json:"-"`
+}
+
+// ContextNamedTokens is a named part of the context and its size. For
+// MCP instructions the name is the server's (ServerName).
+type ContextNamedTokens struct {
+	Name       string `json:"name,omitempty"`
+	ServerName string `json:"serverName,omitempty"`
+	Tokens     int64  `json:"tokens"`
+}
+
+// ContextCommands is ContextUsageResult.SlashCommands: how many slash
+// commands there are, how many the model is told about, and their cost.
+type ContextCommands struct {
+	TotalCommands    int   `json:"totalCommands"`
+	IncludedCommands int   `json:"includedCommands"`
+	Tokens           int64 `json:"tokens"`
+}
+
+// ContextUsageReport is the structured /context report a synthetic
+// AssistantMessage carries (AssistantMessage.ContextUsage): the same data
+// as ContextUsageResult, in the snake_case form of the message stream.
+type ContextUsageReport struct {
+	Model        string  `json:"model"`
+	TotalTokens  int64   `json:"total_tokens"`
+	RawMaxTokens int64   `json:"raw_max_tokens"`
+	Percentage   float64 `json:"percentage"`
+	// OverLimit is set when the context is over a limit: TokensOver by
+	// how much, Kind hard_limit or compaction_window.
+	OverLimit *struct {
+		TokensOver int64  `json:"tokens_over"`
+		Kind       string `json:"kind"`
+	} `json:"over_limit,omitempty"`
+	Categories []ContextCategory `json:"categories"`
+	MCPTools   []struct {
+		Name       string `json:"name"`
+		ServerName string `json:"server_name"`
+		Tokens     int64  `json:"tokens"`
+	} `json:"mcp_tools"`
+	MemoryFiles []ContextMemoryFile `json:"memory_files"`
+	Agents      []struct {
+		AgentType string `json:"agent_type"`
+		Source    string `json:"source"`
+		Tokens    int64  `json:"tokens"`
+	} `json:"agents"`
+	Skills []struct {
+		Name       string `json:"name"`
+		Source     string `json:"source"`
+		PluginName string `json:"plugin_name,omitempty"`
+		Tokens     int64  `json:"tokens"`
+	} `json:"skills,omitempty"`
 }
 
 // ContextCategory is one row of the context breakdown: the system prompt,
@@ -326,6 +393,21 @@ type ReloadPluginsParams struct {
 	// RefuseIfBusy makes a reload requested while a turn runs fail
 	// instead of changing things under it. Newer CLIs only.
 	RefuseIfBusy bool `json:"refuse_if_busy,omitempty"`
+	// AddPlugins are plugin directories to load as well, each as one more
+	// Options.PluginDirs entry would (absolute paths); loaded plugins
+	// stay. Newer CLIs only.
+	AddPlugins []PluginConfig `json:"add_plugins,omitempty"`
+}
+
+// PluginConfig is a local plugin directory, as ReloadPluginsParams.AddPlugins
+// sends it.
+type PluginConfig struct {
+	// Type is "local", the only kind; "" is sent as "local".
+	Type string `json:"type"`
+	Path string `json:"path"`
+	// SkipMCPDiscovery loads the plugin without its MCP servers, for a
+	// host that connects those itself.
+	SkipMCPDiscovery bool `json:"skipMcpDiscovery,omitempty"`
 }
 
 // ReloadPluginsResult is the session's commands, agents, plugins and MCP
@@ -339,6 +421,9 @@ type ReloadPluginsResult struct {
 	ErrorCount int `json:"error_count"`
 	// Held is set when HoldOnCacheImpact kept the old plugins.
 	Held bool `json:"held,omitempty"`
+	// CacheImpact says what the reload changes (or, Held, would have
+	// changed) that the prompt cache depends on.
+	CacheImpact *PluginCacheImpact `json:"cache_impact,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -350,6 +435,16 @@ func (s *Session) ReloadPlugins(ctx context.Context, params *ReloadPluginsParams
 	if params == nil {
 		params = &ReloadPluginsParams{}
 	}
+	if len(params.AddPlugins) > 0 {
+		p := *params
+		p.AddPlugins = append([]PluginConfig(nil), params.AddPlugins...)
+		for i := range p.AddPlugins {
+			if p.AddPlugins[i].Type == "" {
+				p.AddPlugins[i].Type = "local"
+			}
+		}
+		params = &p
+	}
 	r := &ReloadPluginsResult{}
 	if err := s.requestInto(ctx, "reload_plugins", params, r, &r.Raw); err != nil {
 		return nil, err
@@ -357,13 +452,45 @@ func (s *Session) ReloadPlugins(ctx context.Context, params *ReloadPluginsParams
 	return r, nil
 }
 
+// PluginCacheImpact is ReloadPluginsResult.CacheImpact.
+type PluginCacheImpact struct {
+	MCPServersAdded   []string `json:"mcp_servers_added"`
+	MCPServersRemoved []string `json:"mcp_servers_removed"`
+	// LSPToolChange is adds, may-add, removes, may-remove or "" (none).
+	LSPToolChange string `json:"lsp_tool_change"`
+}
+
 // RenameSession sets the session's title, which session lists show
 // (SessionInfo.Title). Newer CLIs confirm with a
 // *SessionTitleChangedMessage.
 func (s *Session) RenameSession(ctx context.Context, title string) error {
-	_, err := s.request(ctx, "rename_session", struct {
-		Title string `json:"title"`
-	}{title})
+	return s.RenameSessionWith(ctx, &RenameSessionParams{Title: title})
+}
+
+// RenameSessionParams are the parameters of Session.RenameSessionWith.
+type RenameSessionParams struct {
+	Title string `json:"title"`
+	// Source says who chose the title: RenameSourceHost for the user in
+	// the host application (the CLI counts it as the user's rename), or
+	// RenameSourceRemote; "" is the CLI's default (remote).
+	Source string `json:"source,omitempty"`
+	// SessionID, when set, makes the CLI refuse the rename if it has
+	// moved on to another session (/clear, a resume) since.
+	SessionID string `json:"session_id,omitempty"`
+}
+
+// Rename sources.
+const (
+	RenameSourceHost   = "host"
+	RenameSourceRemote = "remote"
+)
+
+// RenameSessionWith is RenameSession with the request's other fields.
+func (s *Session) RenameSessionWith(ctx context.Context, params *RenameSessionParams) error {
+	if params == nil {
+		params = &RenameSessionParams{}
+	}
+	_, err := s.request(ctx, "rename_session", params)
 	return err
 }
 

@@ -148,6 +148,18 @@ type MCPContentBlock struct {
 	MIMEType string `json:"mimeType,omitempty"`
 }
 
+// MCPResourceLink is an MCP resource link, as a task's notification
+// carries them (TaskNotificationMessage.ResourceLinks).
+type MCPResourceLink struct {
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Size        int64           `json:"size,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+}
+
 // Blocks decodes Content as content blocks; a string Content is one text
 // block.
 func (r *MCPCallResult) Blocks() ([]MCPContentBlock, error) {

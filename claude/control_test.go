@@ -136,6 +136,14 @@ func TestControlMethodsIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	body(`{"subtype":"rename_session","title":"New title"}`)
+	if err := s.RenameSessionWith(ctx, &claude.RenameSessionParams{Title: "T", Source: claude.RenameSourceHost, SessionID: "sid"}); err != nil {
+		t.Fatal(err)
+	}
+	body(`{"subtype":"rename_session","title":"T","source":"host","session_id":"sid"}`)
+	if _, err := s.ReloadPlugins(ctx, &claude.ReloadPluginsParams{AddPlugins: []claude.PluginConfig{{Path: "/p", SkipMCPDiscovery: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	body(`{"subtype":"reload_plugins","add_plugins":[{"type":"local","path":"/p","skipMcpDiscovery":true}]}`)
 
 	if err := s.ApplyFlagSettings(ctx, json.RawMessage(`{"model":"claude-sonnet-4-5"}`)); err != nil {
 		t.Fatal(err)

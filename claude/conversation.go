@@ -38,6 +38,26 @@ type AssistantMessage struct {
 	// ResumeReason says why this turn continues one a restart
 	// interrupted (newer CLIs; empty otherwise).
 	ResumeReason string `json:"resume_reason,omitempty"`
+	// UserMessageUUID is the UUID of the host message this turn answers,
+	// on the turn's first top-level assistant message; UserMessageUUIDs
+	// lists every host message the turn has taken in so far (newer CLIs).
+	UserMessageUUID  string   `json:"user_message_uuid,omitempty"`
+	UserMessageUUIDs []string `json:"user_message_uuids,omitempty"`
+	// ResumedFromIncompleteThinking marks a turn that continued a
+	// truncated one inside its last thinking block.
+	ResumedFromIncompleteThinking bool `json:"resumed_from_incomplete_thinking,omitempty"`
+	// Aborted is set when an interrupt cut the message short: it may end
+	// mid-word and has no stop reason.
+	Aborted bool `json:"aborted,omitempty"`
+	// Timestamp is when the block finished, on the CLI's clock (display
+	// only).
+	Timestamp string `json:"timestamp,omitempty"`
+	// ContextUsage is the structured /context report, on the synthetic
+	// message that carries its table (newer CLIs).
+	ContextUsage *ContextUsageReport `json:"context_usage,omitempty"`
+	// UsageReport is the structured /usage report, on the synthetic
+	// message that carries its text (newer CLIs, claude.ai sessions).
+	UsageReport *UsageResult `json:"usage_report,omitempty"`
 }
 
 // ToolUseMeta names an MCP tool call for display.
@@ -157,6 +177,24 @@ type UserMessage struct {
 	// ResumeReason says why this turn continues one a restart interrupted
 	// (newer CLIs).
 	ResumeReason string
+	// ShouldQuery false appends the message to the transcript without
+	// starting a turn: it joins the next message that does. nil is the
+	// CLI's default (a turn).
+	ShouldQuery *bool
+	// ClientComposed says the host composed the text, not the user: the
+	// CLI sends it as written, with no @path expansion, no slash command
+	// and none of the context it attaches to a typed prompt.
+	ClientComposed bool
+	// PastedContent is what the user pasted rather than typed: each entry
+	// a JSON string or an array of content blocks, appended after the
+	// typed text (text only).
+	PastedContent []json.RawMessage
+	// InlinePastes are pastes still inside Content where the user put
+	// them, one entry per paste, so the CLI can mark them as pasted.
+	InlinePastes []string
+	// FileAttachments are a replayed message's attachments, as the CLI
+	// wrote them.
+	FileAttachments []json.RawMessage
 }
 
 // NewUserMessage returns a user message with one text block, ready to
@@ -176,19 +214,24 @@ type wireUser struct {
 		Role    string    `json:"role"`
 		Content blockList `json:"content"`
 	} `json:"message"`
-	ParentToolUseID *string         `json:"parent_tool_use_id"`
-	SessionID       string          `json:"session_id"`
-	UUID            string          `json:"uuid,omitempty"`
-	IsReplay        bool            `json:"isReplay,omitempty"`
-	IsSynthetic     bool            `json:"isSynthetic,omitempty"`
-	Timestamp       string          `json:"timestamp,omitempty"`
-	ToolUseResult   json.RawMessage `json:"tool_use_result,omitempty"`
-	SubagentType    string          `json:"subagent_type,omitempty"`
-	TaskDescription string          `json:"task_description,omitempty"`
-	AgentID         string          `json:"agent_id,omitempty"`
-	Priority        string          `json:"priority,omitempty"`
-	Origin          *MessageOrigin  `json:"origin,omitempty"`
-	ResumeReason    string          `json:"resume_reason,omitempty"`
+	ParentToolUseID *string           `json:"parent_tool_use_id"`
+	SessionID       string            `json:"session_id"`
+	UUID            string            `json:"uuid,omitempty"`
+	IsReplay        bool              `json:"isReplay,omitempty"`
+	IsSynthetic     bool              `json:"isSynthetic,omitempty"`
+	Timestamp       string            `json:"timestamp,omitempty"`
+	ToolUseResult   json.RawMessage   `json:"tool_use_result,omitempty"`
+	SubagentType    string            `json:"subagent_type,omitempty"`
+	TaskDescription string            `json:"task_description,omitempty"`
+	AgentID         string            `json:"agent_id,omitempty"`
+	Priority        string            `json:"priority,omitempty"`
+	Origin          *MessageOrigin    `json:"origin,omitempty"`
+	ResumeReason    string            `json:"resume_reason,omitempty"`
+	ShouldQuery     *bool             `json:"shouldQuery,omitempty"`
+	ClientComposed  bool              `json:"client_composed,omitempty"`
+	PastedContent   []json.RawMessage `json:"pasted_content,omitempty"`
+	InlinePastes    []string          `json:"inline_pastes,omitempty"`
+	FileAttachments []json.RawMessage `json:"file_attachments,omitempty"`
 }
 
 // MarshalJSON encodes the message as a line of the CLI's stdin.
@@ -197,7 +240,9 @@ func (m *UserMessage) MarshalJSON() ([]byte, error) {
 		Type: "user", SessionID: m.SessionID, UUID: m.UUID, IsReplay: m.IsReplay, IsSynthetic: m.IsSynthetic,
 		Timestamp: m.Timestamp, ToolUseResult: m.ToolUseResult, SubagentType: m.SubagentType,
 		TaskDescription: m.TaskDescription, AgentID: m.AgentID, Priority: m.Priority,
-		Origin: m.Origin, ResumeReason: m.ResumeReason,
+		Origin: m.Origin, ResumeReason: m.ResumeReason, ShouldQuery: m.ShouldQuery,
+		ClientComposed: m.ClientComposed, PastedContent: m.PastedContent, InlinePastes: m.InlinePastes,
+		FileAttachments: m.FileAttachments,
 	}
 	w.Message.Role = "user"
 	w.Message.Content = m.Content
@@ -225,6 +270,8 @@ func (m *UserMessage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		Content: w.Message.Content, IsReplay: w.IsReplay, IsSynthetic: w.IsSynthetic, Timestamp: w.Timestamp,
 		ToolUseResult: w.ToolUseResult, SubagentType: w.SubagentType, TaskDescription: w.TaskDescription,
 		AgentID: w.AgentID, Priority: w.Priority, Origin: w.Origin, ResumeReason: w.ResumeReason,
+		ShouldQuery: w.ShouldQuery, ClientComposed: w.ClientComposed, PastedContent: w.PastedContent,
+		InlinePastes: w.InlinePastes, FileAttachments: w.FileAttachments,
 	}
 	if w.ParentToolUseID != nil {
 		m.ParentToolUseID = *w.ParentToolUseID
@@ -302,6 +349,59 @@ type BashResult struct {
 	// in bytes.
 	PersistedOutputPath string `json:"persistedOutputPath,omitempty"`
 	PersistedOutputSize int64  `json:"persistedOutputSize,omitempty"`
+	// RawOutputPath is the file holding a large MCP tool's raw output.
+	RawOutputPath string `json:"rawOutputPath,omitempty"`
+	// BackgroundTaskID is set when the command runs in the background:
+	// because the user backgrounded it (BackgroundedByUser), or because it
+	// hit its timeout (TimedOutAfterMS, the timeout).
+	BackgroundTaskID   string `json:"backgroundTaskId,omitempty"`
+	BackgroundedByUser bool   `json:"backgroundedByUser,omitempty"`
+	TimedOutAfterMS    int64  `json:"timedOutAfterMs,omitempty"`
+	// BackgroundCwdHint notes that a backgrounded cd did not change the
+	// session's directory.
+	BackgroundCwdHint string `json:"backgroundCwdHint,omitempty"`
+	// BackgroundEndsWithFinalResponse: the backgrounded command ends with
+	// its caller's final response, so no completion notice follows.
+	BackgroundEndsWithFinalResponse bool `json:"backgroundEndsWithFinalResponse,omitempty"`
+	// BackgroundWakesOwner: the subagent that owns the command waits for
+	// it and is woken by its end.
+	BackgroundWakesOwner bool `json:"backgroundWakesOwner,omitempty"`
+	// DangerouslyDisableSandbox says the command ran outside the sandbox.
+	DangerouslyDisableSandbox bool `json:"dangerouslyDisableSandbox,omitempty"`
+	// ReturnCodeInterpretation explains a non-error exit code with a
+	// meaning of its own (grep's 1: no match).
+	ReturnCodeInterpretation string `json:"returnCodeInterpretation,omitempty"`
+	// StructuredContent are structured content blocks of the output.
+	StructuredContent []json.RawMessage `json:"structuredContent,omitempty"`
+	// StaleReadFileStateHint and GHRateLimitHint are notes the CLI added
+	// for the model: files read earlier that the command changed, and a
+	// GitHub rate limit a gh command hit.
+	StaleReadFileStateHint string `json:"staleReadFileStateHint,omitempty"`
+	GHRateLimitHint        string `json:"ghRateLimitHint,omitempty"`
+	// GitOperation is the git or gh operation the command performed, as
+	// the CLI recognised it.
+	GitOperation *GitOperation `json:"gitOperation,omitempty"`
+}
+
+// GitOperation is BashResult.GitOperation: at most one of each kind.
+type GitOperation struct {
+	Commit *struct {
+		SHA    string `json:"sha"`
+		Kind   string `json:"kind"` // committed, amended, cherry-picked
+		Branch string `json:"branch,omitempty"`
+	} `json:"commit,omitempty"`
+	Push *struct {
+		Branch string `json:"branch"`
+	} `json:"push,omitempty"`
+	Branch *struct {
+		Ref    string `json:"ref"`
+		Action string `json:"action"` // merged, rebased
+	} `json:"branch,omitempty"`
+	PR *struct {
+		Number int    `json:"number"`
+		URL    string `json:"url,omitempty"`
+		Action string `json:"action"` // created, edited, merged, commented, closed, …
+	} `json:"pr,omitempty"`
 }
 
 // WriteResult is the structured result of the Write tool.
@@ -311,6 +411,13 @@ type WriteResult struct {
 	Content         string          `json:"content"`
 	StructuredPatch json.RawMessage `json:"structuredPatch"`
 	OriginalFile    *string         `json:"originalFile"`
+	// GitDiff is the write as a git diff, when the file is in a
+	// repository and the CLI computed one.
+	GitDiff *GitDiff `json:"gitDiff,omitempty"`
+	// UserModified says the user changed the content before it was
+	// written; Staged that the file was staged rather than written.
+	UserModified bool `json:"userModified,omitempty"`
+	Staged       bool `json:"staged,omitempty"`
 }
 
 // AgentResult is the structured result of the Agent (subagent) tool.
@@ -332,6 +439,33 @@ type AgentResult struct {
 	Description      string `json:"description,omitempty"`
 	OutputFile       string `json:"outputFile,omitempty"`
 	CanContinueAgent bool   `json:"canContinueAgent,omitempty"`
+	// CanReadOutputFile says the caller may read OutputFile.
+	CanReadOutputFile bool `json:"canReadOutputFile,omitempty"`
+	// ModelsUsed and ToolsUsed name what the agent ran on and called;
+	// ToolStats counts its calls by kind.
+	ModelsUsed []string        `json:"modelsUsed,omitempty"`
+	ToolsUsed  []string        `json:"toolsUsed,omitempty"`
+	ToolStats  *AgentToolStats `json:"toolStats,omitempty"`
+	// WorktreePath and WorktreeBranch are the agent's worktree, when it
+	// ran isolated in one.
+	WorktreePath   string `json:"worktreePath,omitempty"`
+	WorktreeBranch string `json:"worktreeBranch,omitempty"`
+	// TaskID is the background task running the agent; SessionURL the
+	// remote session, for an agent run remotely.
+	TaskID     string `json:"taskId,omitempty"`
+	SessionURL string `json:"sessionUrl,omitempty"`
+}
+
+// AgentToolStats is AgentResult.ToolStats.
+type AgentToolStats struct {
+	ReadCount      int `json:"readCount"`
+	SearchCount    int `json:"searchCount"`
+	BashCount      int `json:"bashCount"`
+	EditFileCount  int `json:"editFileCount"`
+	LinesAdded     int `json:"linesAdded"`
+	LinesRemoved   int `json:"linesRemoved"`
+	OtherToolCount int `json:"otherToolCount"`
+	FrameCount     int `json:"frameCount,omitempty"`
 }
 
 // AskUserQuestionResult is the structured result of AskUserQuestion: the
@@ -339,6 +473,13 @@ type AgentResult struct {
 type AskUserQuestionResult struct {
 	Questions json.RawMessage   `json:"questions"`
 	Answers   map[string]string `json:"answers"`
+	// Response is text the user typed instead of picking an option.
+	Response string `json:"response,omitempty"`
+	// Annotations are per-question notes, by question text.
+	Annotations map[string]QuestionAnnotation `json:"annotations,omitempty"`
+	// AFKTimeoutMS is set when the dialog resolved itself after this long
+	// idle (the user away).
+	AFKTimeoutMS int64 `json:"afkTimeoutMs,omitempty"`
 }
 
 func (*AssistantMessage) isMessage() {}

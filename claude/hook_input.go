@@ -223,7 +223,10 @@ type MessageDisplayHookInput struct {
 // SessionStartHookInput: a session started, resumed, was cleared or
 // compacted.
 type SessionStartHookInput struct {
-	Source       string `json:"source"` // startup, resume, clear, compact, fork
+	Source string `json:"source"` // startup, resume, clear, compact, fork
+	// AgentType is the agent the session runs as (Options.Agent), when
+	// one was given.
+	AgentType    string `json:"agent_type,omitempty"`
 	Model        string `json:"model,omitempty"`
 	SessionTitle string `json:"session_title,omitempty"`
 	// For resume and fork (newer CLIs): how stale the prompt cache is.

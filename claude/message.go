@@ -87,6 +87,18 @@ type RateLimitInfo struct {
 	Utilization    float64 `json:"utilization,omitempty"`
 	IsUsingOverage bool    `json:"isUsingOverage,omitempty"`
 	OverageStatus  string  `json:"overageStatus,omitempty"`
+	// SurpassedThreshold is the utilisation threshold the warning is for.
+	SurpassedThreshold float64 `json:"surpassedThreshold,omitempty"`
+	// LimitScope is service, channel or group_pool.
+	LimitScope            string `json:"limitScope,omitempty"`
+	OverageEnabled        bool   `json:"overageEnabled,omitempty"`
+	OverageInUse          bool   `json:"overageInUse,omitempty"`
+	OverageResetsAt       int64  `json:"overageResetsAt,omitempty"`
+	OverageDisabledReason string `json:"overageDisabledReason,omitempty"`
+	// CanUserPurchaseCredits and HasChargeableSavedPaymentMethod are
+	// what a UI needs to offer buying more.
+	CanUserPurchaseCredits          bool `json:"canUserPurchaseCredits,omitempty"`
+	HasChargeableSavedPaymentMethod bool `json:"hasChargeableSavedPaymentMethod,omitempty"`
 }
 
 // AuthStatusMessage reports progress of an authentication the CLI runs.
@@ -105,6 +117,25 @@ type ToolProgressMessage struct {
 	ParentToolUseID    string  `json:"parent_tool_use_id"`
 	ElapsedTimeSeconds float64 `json:"elapsed_time_seconds"`
 	TaskID             string  `json:"task_id,omitempty"`
+	// Heartbeat marks a progress message that only says the tool is
+	// alive, with nothing new.
+	Heartbeat    bool   `json:"heartbeat,omitempty"`
+	SubagentType string `json:"subagent_type,omitempty"`
+	// SubagentRetry is set while a subagent's API call is being retried.
+	SubagentRetry *SubagentRetry `json:"subagent_retry,omitempty"`
+}
+
+// SubagentRetry is ToolProgressMessage.SubagentRetry: a subagent's API
+// call failed and will be retried, as APIRetryMessage says for the main
+// loop.
+type SubagentRetry struct {
+	AgentID      string  `json:"agent_id"`
+	Attempt      int     `json:"attempt"`
+	MaxRetries   int     `json:"max_retries"`
+	RetryDelayMS float64 `json:"retry_delay_ms"`
+	// ErrorStatus is the HTTP status, 0 when there was none.
+	ErrorStatus   int    `json:"error_status"`
+	ErrorCategory string `json:"error_category"`
 }
 
 // ToolUseSummaryMessage summarises a run of tool calls

@@ -270,6 +270,12 @@ type Options struct {
 	// machines and its prompt cache can be shared. Only Claude Code's own
 	// prompt has such sections: with SystemPrompt set it does nothing.
 	ExcludeDynamicSections bool
+	// SystemPromptSnapshot false makes the CLI render the system prompt
+	// afresh for every request instead of recording it on the first and
+	// sending the record as it is afterwards (nil, or true: the CLI's
+	// default, until compaction). Sent in initialize; CLIs without system
+	// prompt recording ignore it.
+	SystemPromptSnapshot *bool
 	// JSONSchema asks for structured output: the model must end the turn
 	// by calling a StructuredOutput tool whose input follows this JSON
 	// schema (a JSON object; JSONSchemaFor builds one from a Go type). The
@@ -617,7 +623,8 @@ type initializeRequest struct {
 	Agents             json.RawMessage `json:"agents,omitempty"`
 	Title              string          `json:"title,omitempty"`
 
-	ExcludeDynamicSections bool `json:"excludeDynamicSections,omitempty"`
+	ExcludeDynamicSections bool  `json:"excludeDynamicSections,omitempty"`
+	SystemPromptSnapshot   *bool `json:"systemPromptSnapshot,omitempty"`
 
 	// Filled by Options.parityInitialize.
 	PromptSuggestions      bool              `json:"promptSuggestions,omitempty"`

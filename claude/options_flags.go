@@ -58,7 +58,7 @@ type ThinkingConfig struct {
 // request, which Options.InitializeExtra may not set.
 var initializeKeys = []string{
 	"subtype", "hooks", "sdkMcpServers", "jsonSchema", "systemPrompt", "appendSystemPrompt", "agents", "title",
-	"excludeDynamicSections", "promptSuggestions", "agentProgressSummaries", "forwardSubagentText",
+	"excludeDynamicSections", "systemPromptSnapshot", "promptSuggestions", "agentProgressSummaries", "forwardSubagentText",
 	"planModeInstructions", "toolAliases", "supportedDialogKinds", "skills", "perTaskStopAffordance",
 	"settings", "managedSettings", "plugins", "mcpServers", "sdkMcpServerConfigs",
 }

@@ -139,6 +139,7 @@ func TestEveryOptionReachesTheCLI(t *testing.T) {
 			o.Agents = map[string]claude.AgentDefinition{"reviewer": {Description: "Reviews", Prompt: "You review."}}
 		}, initKeys: []string{"agents"}},
 		"ExcludeDynamicSections": {set: func(o *claude.Options) { o.ExcludeDynamicSections = true }, initKeys: []string{"excludeDynamicSections"}},
+		"SystemPromptSnapshot":   {set: func(o *claude.Options) { f := false; o.SystemPromptSnapshot = &f }, initKeys: []string{"systemPromptSnapshot"}},
 		"JSONSchema":             {set: func(o *claude.Options) { o.JSONSchema = json.RawMessage(`{"type":"object"}`) }, initKeys: []string{"jsonSchema"}},
 		"PluginDirs":             {set: func(o *claude.Options) { o.PluginDirs = []string{"/p1", "/p2.zip"} }, args: []string{"--plugin-dir=/p1", "--plugin-dir=/p2.zip"}},
 		"Betas": {set: func(o *claude.Options) { o.Betas = []claude.Beta{claude.BetaContext1M, "other-2025-01-01"} },

@@ -40,6 +40,20 @@ type ToolPermissionRequest struct {
 	// configuration came from (Source "sdk" for an in-process server);
 	// nil for other tools and on CLIs that do not report it (2.1.197).
 	MCPServer *HookMCPServer
+	// SuppressAlwaysAllowRule: offer no persistent "don't ask again"
+	// choice for this request (the rule would be broader than the ask,
+	// or the CLI saves none).
+	SuppressAlwaysAllowRule bool
+	// DefaultToNo: do not pre-select approve; a single stray key must not
+	// approve it.
+	DefaultToNo bool
+	// RequiresUserInteraction: no one-tap approve or deny, and no stored
+	// grant or automatic approval, may answer it; the user has to see it.
+	RequiresUserInteraction bool
+	// MatchedAskRule is the user's ask rule (permissions.ask) that forced
+	// the prompt, when one did: treat the request as the user asking for a
+	// human decision. Its text is untrusted, as DecisionReason's.
+	MatchedAskRule *MatchedAskRule
 
 	// Raw is the request body as the CLI sent it.
 	Raw json.RawMessage
@@ -59,6 +73,18 @@ type wirePermissionRequest struct {
 	Title                string             `json:"title"`
 	AgentID              string             `json:"agent_id"`
 	MCPServer            *HookMCPServer     `json:"mcp_server"`
+	SuppressAlwaysAllow  bool               `json:"suppress_always_allow_rule"`
+	DefaultToNo          bool               `json:"default_to_no"`
+	RequiresInteraction  bool               `json:"requires_user_interaction"`
+	MatchedAskRule       *MatchedAskRule    `json:"matched_ask_rule"`
+}
+
+// MatchedAskRule is ToolPermissionRequest.MatchedAskRule.
+type MatchedAskRule struct {
+	// Source is the settings source the rule came from.
+	Source      string `json:"source"`
+	ToolName    string `json:"tool_name"`
+	RuleContent string `json:"rule_content,omitempty"`
 }
 
 func decodePermissionRequest(id string, raw json.RawMessage) (*ToolPermissionRequest, error) {
@@ -71,7 +97,8 @@ func decodePermissionRequest(id string, raw json.RawMessage) (*ToolPermissionReq
 		ToolUseID: w.ToolUseID, Description: w.Description, Suggestions: w.Suggestions,
 		BlockedPath: w.BlockedPath, DecisionReasonType: w.DecisionReasonType,
 		ClassifierApprovable: w.ClassifierApprovable, Title: w.Title, AgentID: w.AgentID, Raw: raw,
-		MCPServer: w.MCPServer,
+		MCPServer: w.MCPServer, SuppressAlwaysAllowRule: w.SuppressAlwaysAllow, DefaultToNo: w.DefaultToNo,
+		RequiresUserInteraction: w.RequiresInteraction, MatchedAskRule: w.MatchedAskRule,
 	}
 	// decision_reason is a string in the schema but may grow into an
 	// object; keep text either way.
@@ -104,20 +131,42 @@ type PermissionAllow struct {
 	// request's Suggestions for "always allow". Destination "session"
 	// takes effect at once.
 	UpdatedPermissions []PermissionUpdate
+	// ToolUseID and DecisionClassification tell the CLI which call the
+	// answer is for and how the user decided (see PermissionDecisionClass);
+	// both optional.
+	ToolUseID              string
+	DecisionClassification PermissionDecisionClass
 }
+
+// PermissionDecisionClass says how a user decided a permission prompt,
+// for the CLI's record of the decision.
+type PermissionDecisionClass string
+
+// Decision classes.
+const (
+	// DecisionUserTemporary: allowed this once.
+	DecisionUserTemporary PermissionDecisionClass = "user_temporary"
+	// DecisionUserPermanent: allowed with an "always allow" rule.
+	DecisionUserPermanent PermissionDecisionClass = "user_permanent"
+	// DecisionUserReject: the user refused.
+	DecisionUserReject PermissionDecisionClass = "user_reject"
+)
 
 // PermissionDeny refuses the tool. The model sees Message as the tool's
 // error result and carries on, unless Interrupt ends the turn.
 type PermissionDeny struct {
 	Message   string
 	Interrupt bool
+	// ToolUseID and DecisionClassification as for PermissionAllow.
+	ToolUseID              string
+	DecisionClassification PermissionDecisionClass
 }
 
 func (a *PermissionAllow) permissionResponse(req *ToolPermissionRequest) any {
 	in := a.UpdatedInput
 	if len(in) == 0 {
 		in = req.Input
-		if len(a.UpdatedPermissions) == 0 && len(in) > 0 {
+		if len(a.UpdatedPermissions) == 0 && len(in) > 0 && a.ToolUseID == "" && a.DecisionClassification == "" {
 			// The common answer, pre-encoded: the CLI waits for it, and
 			// the input came from one line the CLI wrote, so it is
 			// valid JSON with no newline.
@@ -128,10 +177,12 @@ func (a *PermissionAllow) permissionResponse(req *ToolPermissionRequest) any {
 		}
 	}
 	return struct {
-		Behavior           string             `json:"behavior"`
-		UpdatedInput       json.RawMessage    `json:"updatedInput"`
-		UpdatedPermissions []PermissionUpdate `json:"updatedPermissions,omitempty"`
-	}{"allow", in, a.UpdatedPermissions}
+		Behavior               string                  `json:"behavior"`
+		UpdatedInput           json.RawMessage         `json:"updatedInput"`
+		UpdatedPermissions     []PermissionUpdate      `json:"updatedPermissions,omitempty"`
+		ToolUseID              string                  `json:"toolUseID,omitempty"`
+		DecisionClassification PermissionDecisionClass `json:"decisionClassification,omitempty"`
+	}{"allow", in, a.UpdatedPermissions, a.ToolUseID, a.DecisionClassification}
 }
 
 func (d *PermissionDeny) permissionResponse(*ToolPermissionRequest) any {
@@ -140,10 +191,12 @@ func (d *PermissionDeny) permissionResponse(*ToolPermissionRequest) any {
 		msg = "denied by the host"
 	}
 	return struct {
-		Behavior  string `json:"behavior"`
-		Message   string `json:"message"`
-		Interrupt bool   `json:"interrupt,omitempty"`
-	}{"deny", msg, d.Interrupt}
+		Behavior               string                  `json:"behavior"`
+		Message                string                  `json:"message"`
+		Interrupt              bool                    `json:"interrupt,omitempty"`
+		ToolUseID              string                  `json:"toolUseID,omitempty"`
+		DecisionClassification PermissionDecisionClass `json:"decisionClassification,omitempty"`
+	}{"deny", msg, d.Interrupt, d.ToolUseID, d.DecisionClassification}
 }
 
 // PermissionUpdate is a change to the CLI's permission rules, as the CLI

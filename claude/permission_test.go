@@ -98,3 +98,53 @@ func ExampleAnswerQuestions() {
 	}
 	_ = opts
 }
+
+// TestPermissionFieldsOnTheWire checks the can_use_tool fields the
+// TypeScript SDK declares past the basic ones, both ways: the request's
+// UI hints reach the callback, and the answer's toolUseID and
+// decisionClassification reach the CLI.
+func TestPermissionFieldsOnTheWire(t *testing.T) {
+	reqs := make(chan *claude.ToolPermissionRequest, 2)
+	answers := make(chan json.RawMessage, 2)
+	connect(t, &claude.Options{CanUseTool: func(ctx context.Context, r *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+		reqs <- r
+		if r.ToolName == "Bash" {
+			return &claude.PermissionAllow{ToolUseID: r.ToolUseID, DecisionClassification: claude.DecisionUserTemporary}, nil
+		}
+		return &claude.PermissionDeny{Message: "no", ToolUseID: r.ToolUseID, DecisionClassification: claude.DecisionUserReject}, nil
+	}}, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		for _, body := range []claudetest.Msg{
+			{"tool_name": "Bash", "tool_use_id": "toolu_1", "input": map[string]any{"command": "ls"},
+				"suppress_always_allow_rule": true, "default_to_no": true, "requires_user_interaction": true,
+				"matched_ask_rule": map[string]any{"source": "userSettings", "tool_name": "Bash", "rule_content": "ls *"}},
+			{"tool_name": "Write", "tool_use_id": "toolu_2", "input": map[string]any{"file_path": "/x"}},
+		} {
+			resp, err := c.Request(ctx, "can_use_tool", body)
+			if err != nil {
+				return err
+			}
+			answers <- resp
+		}
+		return nil
+	})
+	r := <-reqs
+	if !r.SuppressAlwaysAllowRule || !r.DefaultToNo || !r.RequiresUserInteraction ||
+		r.MatchedAskRule == nil || *r.MatchedAskRule != (claude.MatchedAskRule{Source: "userSettings", ToolName: "Bash", RuleContent: "ls *"}) {
+		t.Errorf("request = %+v (matched %+v), want every hint set", r, r.MatchedAskRule)
+	}
+	for _, want := range []map[string]any{
+		{"behavior": "allow", "updatedInput": map[string]any{"command": "ls"}, "toolUseID": "toolu_1", "decisionClassification": "user_temporary"},
+		{"behavior": "deny", "message": "no", "toolUseID": "toolu_2", "decisionClassification": "user_reject"},
+	} {
+		var got map[string]any
+		if err := json.Unmarshal(<-answers, &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("answer (-want +got):\n%s", diff)
+		}
+	}
+}

@@ -116,7 +116,53 @@ type ClaimOptions struct {
 	// CLAUDE_CODE_HOST_SESSION_ID are accepted (the CLI has read every
 	// other one while it started): another key is a *NotClaimableError.
 	Env map[string]string
+	// Settings is a flag-tier settings overlay (a JSON object, as
+	// Session.ApplyFlagSettings takes), applied as the TS SDK does: its
+	// model, agent, fastMode, permissions, availableModels and
+	// disableAutoMode right after the claim (which resets them for the
+	// folder), the rest before it, so that enabledPlugins and the
+	// .mcp.json server choices decide what the folder starts. All is in
+	// force before Claim returns. A refusal closes the spare with a
+	// *ClaimError whose Reason is "settings_not_applied". Keys that govern hooks (hooks,
+	// disableAllHooks, allowManagedHooksOnly, allowedHttpHookUrls,
+	// httpHookAllowedEnvVars) are a *NotClaimableError before anything is
+	// sent: give those to Prewarm's Options.Settings.
+	Settings json.RawMessage
 }
+
+// claimAfterKeys are the settings keys a claim resets for its folder, so
+// an overlay's values for them are applied after claim_session, as the
+// TS SDK does; the rest goes before it, so that it decides which of the
+// folder's servers and plugins start.
+var claimAfterKeys = []string{"model", "agent", "fastMode", "permissions", "availableModels", "disableAutoMode"}
+
+// splitClaimSettings splits an overlay into what is applied before the
+// claim and after it; a half with no keys is nil.
+func splitClaimSettings(obj map[string]json.RawMessage) (before, after json.RawMessage, err error) {
+	b, a := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	for k, v := range obj {
+		if slices.Contains(claimAfterKeys, k) {
+			a[k] = v
+		} else {
+			b[k] = v
+		}
+	}
+	if len(b) > 0 {
+		if before, err = json.Marshal(b); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(a) > 0 {
+		if after, err = json.Marshal(a); err != nil {
+			return nil, nil, err
+		}
+	}
+	return before, after, nil
+}
+
+// hookSettingsKeys are the settings keys a claim's overlay may not set:
+// the parked CLI has loaded its hooks already.
+var hookSettingsKeys = []string{"hooks", "disableAllHooks", "allowManagedHooksOnly", "allowedHttpHookUrls", "httpHookAllowedEnvVars"}
 
 // A Spare is a CLI started by Prewarm, initialized and parked, that is
 // not yet any session. Claim binds it to one; Close discards it. Single
@@ -270,6 +316,26 @@ func (sp *Spare) Claim(ctx context.Context, c *ClaimOptions) (*Session, error) {
 			return nil, &NotClaimableError{Fields: []string{"Env[" + k + "]"}}
 		}
 	}
+	var before, after json.RawMessage // the overlay's two halves
+	if len(co.Settings) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(co.Settings, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("claude: Claim: ClaimOptions.Settings must be a JSON object")
+		}
+		var refused []string
+		for _, k := range hookSettingsKeys {
+			if _, ok := obj[k]; ok {
+				refused = append(refused, "Settings."+k)
+			}
+		}
+		if len(refused) > 0 {
+			return nil, &NotClaimableError{Fields: refused}
+		}
+		var err error
+		if before, after, err = splitClaimSettings(obj); err != nil {
+			return nil, fmt.Errorf("claude: Claim: encoding ClaimOptions.Settings: %w", err)
+		}
+	}
 	cwd := co.Cwd
 	if cwd == "" || !filepath.IsAbs(cwd) {
 		abs, err := filepath.Abs(cmpOrString(cwd, "."))
@@ -298,6 +364,11 @@ func (sp *Spare) Claim(ctx context.Context, c *ClaimOptions) (*Session, error) {
 	fail := func(reason, msg string, err error) (*Session, error) {
 		s.Close()
 		return nil, &ClaimError{Reason: reason, Message: msg, Err: err}
+	}
+	if before != nil {
+		if err := s.ApplyFlagSettings(ctx, before); err != nil {
+			return fail("settings_not_applied", "settings_not_applied: "+err.Error(), err)
+		}
 	}
 	raw, err := s.request(ctx, "claim_session", req)
 	if err != nil {
@@ -332,6 +403,11 @@ func (sp *Spare) Claim(ctx context.Context, c *ClaimOptions) (*Session, error) {
 	if co.MaxThinkingTokens > 0 {
 		if err := s.SetMaxThinkingTokens(ctx, co.MaxThinkingTokens, ""); err != nil {
 			return fail("option_not_applied", "option_not_applied: max thinking tokens: "+err.Error(), err)
+		}
+	}
+	if after != nil {
+		if err := s.ApplyFlagSettings(ctx, after); err != nil {
+			return fail("settings_not_applied", "settings_not_applied: "+err.Error(), err)
 		}
 	}
 	if resp.ParkedMS > 0 {

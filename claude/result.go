@@ -80,6 +80,53 @@ type ResultMessage struct {
 	// ResumeReason says why this turn continued one a restart
 	// interrupted.
 	ResumeReason string `json:"resume_reason,omitempty"`
+
+	// CredentialExpiresAt is when the credential the turn used expires
+	// (an ISO 8601 time), when the CLI knows.
+	CredentialExpiresAt string `json:"credential_expires_at,omitempty"`
+	// StartupFailureReason is set on the zeroed error_during_execution
+	// result a run writes before exiting on a known start-up failure
+	// (config_file_invalid, managed_settings_invalid, cwd_unavailable, …);
+	// Errors carries the message.
+	StartupFailureReason string `json:"startup_failure_reason,omitempty"`
+	// InvalidConfigFile is set with the config_file_invalid reason: the
+	// file that did not parse, and its backup.
+	InvalidConfigFile *InvalidConfigFile `json:"invalid_config_file,omitempty"`
+
+	// More timings of the turn's first request and of the first frames
+	// it posted, in milliseconds (0 when the CLI did not say). The _wall_
+	// ones are Unix times; TimeOriginMS is the Unix time the others are
+	// measured from. FirstStreamPostQueuedBehind and
+	// FirstTextPostQueuedBehind say what a post waited behind
+	// (durable_post, ephemeral_post, retry_backoff, hold, none).
+	RequestSentWallMS           int64  `json:"request_sent_wall_ms,omitempty"`
+	TimeOriginMS                int64  `json:"time_origin_ms,omitempty"`
+	TimeToRequestFromSpawnMS    int64  `json:"time_to_request_from_spawn_ms,omitempty"`
+	FirstStreamPostMS           int64  `json:"first_stream_post_ms,omitempty"`
+	FirstStreamPostAckMS        int64  `json:"first_stream_post_ack_ms,omitempty"`
+	FirstStreamPostQueueWaitMS  int64  `json:"first_stream_post_queue_wait_ms,omitempty"`
+	FirstStreamPostQueuedBehind string `json:"first_stream_post_queued_behind,omitempty"`
+	FirstStreamPostWallMS       int64  `json:"first_stream_post_wall_ms,omitempty"`
+	FirstTextPostMS             int64  `json:"first_text_post_ms,omitempty"`
+	FirstTextPostQueueWaitMS    int64  `json:"first_text_post_queue_wait_ms,omitempty"`
+	FirstTextPostQueuedBehind   string `json:"first_text_post_queued_behind,omitempty"`
+	FirstTextPostWallMS         int64  `json:"first_text_post_wall_ms,omitempty"`
+	// WarmSpareClaimed is set when the turn ran on a prewarmed CLI that a
+	// claim took (see Prewarm).
+	WarmSpareClaimed bool `json:"warm_spare_claimed,omitempty"`
+}
+
+// InvalidConfigFile is ResultMessage.InvalidConfigFile: paths are in the
+// form of the machine that runs the CLI.
+type InvalidConfigFile struct {
+	Path string `json:"path"`
+	// IsGlobal says it is the CLI's global config file, the only one with
+	// backups.
+	IsGlobal bool `json:"is_global"`
+	// BackupSearched true with no BackupPath: the CLI looked and found no
+	// backup.
+	BackupSearched bool   `json:"backup_searched"`
+	BackupPath     string `json:"backup_path,omitempty"`
 }
 
 // DeferredToolUse is a tool call a hook deferred: the model asked for it,
@@ -133,6 +180,18 @@ type ModelUsage struct {
 	CostUSD                  float64 `json:"costUSD"`
 	ContextWindow            int64   `json:"contextWindow"`
 	MaxOutputTokens          int64   `json:"maxOutputTokens"`
+	// ThinkingTokens are the output tokens spent thinking, when the CLI
+	// counts them apart.
+	ThinkingTokens int64 `json:"thinkingTokens,omitempty"`
+	// The cache writes by time to live, when the API reported them.
+	CacheCreationEphemeral5mInputTokens int64 `json:"cacheCreationEphemeral5mInputTokens,omitempty"`
+	CacheCreationEphemeral1hInputTokens int64 `json:"cacheCreationEphemeral1hInputTokens,omitempty"`
+	// CanonicalModel is the model's canonical id, Provider who served it
+	// (firstParty, bedrock, vertex, …), CostBasis how CostUSD was priced:
+	// list, managed or unknown.
+	CanonicalModel string `json:"canonicalModel,omitempty"`
+	Provider       string `json:"provider,omitempty"`
+	CostBasis      string `json:"costBasis,omitempty"`
 }
 
 // PermissionDenial is a tool call that was refused during the turn.

@@ -383,6 +383,21 @@ type InitializeResponse struct {
 	SettingsApplied        *bool `json:"settings_applied,omitempty"`
 	ManagedSettingsApplied *bool `json:"managed_settings_applied,omitempty"`
 	PluginsApplied         *bool `json:"plugins_applied,omitempty"`
+	// HooksApplied and MCPServersApplied say whether the CLI took the
+	// request's hooks and in-process MCP servers (a repeated initialize
+	// may not); nil when it does not say.
+	HooksApplied      *bool `json:"hooks_applied,omitempty"`
+	MCPServersApplied *bool `json:"mcp_servers_applied,omitempty"`
+	// HookOnFailureSupported says the CLI honours HookMatcher.OnFailure.
+	HookOnFailureSupported bool `json:"hook_on_failure_supported,omitempty"`
+	// FastModeState is the session's fast mode (off, cooldown, on) and
+	// FastModeDisabledReason why it is off, when it is.
+	FastModeState          string `json:"fast_mode_state,omitempty"`
+	FastModeDisabledReason string `json:"fast_mode_disabled_reason,omitempty"`
+	// SDKMCPManifestsParked answers sdkMcpServerManifests, by server:
+	// parked, already_connected, protocol_version_mismatch, malformed,
+	// not_honoured. Tether sends no manifests, so it stays nil.
+	SDKMCPManifestsParked map[string]string `json:"sdk_mcp_manifests_parked,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -393,6 +408,9 @@ type SlashCommand struct {
 	Description  string   `json:"description"`
 	ArgumentHint string   `json:"argumentHint"`
 	Aliases      []string `json:"aliases,omitempty"`
+	// Builtin marks the CLI's own commands, as against skills, plugins'
+	// and the user's.
+	Builtin bool `json:"builtin,omitempty"`
 }
 
 // AgentInfo describes a subagent the CLI can start.
@@ -420,6 +438,11 @@ type AccountInfo struct {
 	TokenSource  string `json:"tokenSource"`
 	APIKeySource string `json:"apiKeySource"`
 	APIProvider  string `json:"apiProvider"`
+	// Email, Organization and SubscriptionType describe a claude.ai
+	// login; empty with an API key.
+	Email            string `json:"email,omitempty"`
+	Organization     string `json:"organization,omitempty"`
+	SubscriptionType string `json:"subscriptionType,omitempty"`
 }
 
 // Initialize returns the CLI's answer to the initialize request.

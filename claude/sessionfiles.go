@@ -137,6 +137,16 @@ type ListSessionsOptions struct {
 	// Limit caps the number of sessions returned (the most recent ones);
 	// 0 means all.
 	Limit int
+	// Offset skips that many of the most recent sessions first, for
+	// paging with Limit.
+	Offset int
+	// IncludeWorktrees adds the sessions of every git worktree of dir's
+	// repository (found from the repository's own files; git is not run).
+	IncludeWorktrees bool
+	// ExcludeProgrammatic leaves out sessions started by an SDK (an
+	// sdk-* entrypoint, Tether's included) or a daemon, as the CLI's own
+	// /resume does.
+	ExcludeProgrammatic bool
 }
 
 // SessionInfo describes a session file.
@@ -172,6 +182,15 @@ type SessionInfo struct {
 	Cwd       string
 	GitBranch string
 	Version   string
+	// Entrypoint is how the CLI that wrote the session was started
+	// ("cli", "sdk-go", "sdk-ts", …), as its first entry recorded it.
+	Entrypoint string
+}
+
+// Programmatic reports a session an SDK or a daemon started, which the
+// CLI's own /resume does not list.
+func (si *SessionInfo) Programmatic() bool {
+	return strings.HasPrefix(si.Entrypoint, "sdk-") || strings.HasPrefix(si.Entrypoint, "daemon")
 }
 
 // DisplayTitle is what a session picker would show: Title, else Summary,
@@ -188,6 +207,7 @@ func (si *SessionInfo) DisplayTitle() string {
 // ListSessions lists the sessions the CLI ran in dir (a project's working
 // directory, as given to Options.Cwd), most recently active first. It
 // reads the session files only; no CLI is started.
+// With dir "" it lists the sessions of every project.
 //
 // A directory with no sessions yields an empty list and no error. A file
 // that cannot be read is skipped; its error is joined into the returned
@@ -204,9 +224,33 @@ func ListSessions(dir string, opts *ListSessionsOptions) ([]SessionInfo, error) 
 		}
 		o.ConfigDir = d
 	}
-	folders, err := projectFolders(o.ConfigDir, dir)
-	if err != nil {
-		return nil, err
+	var folders []string
+	if dir == "" {
+		ents, err := os.ReadDir(filepath.Join(o.ConfigDir, "projects"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				folders = append(folders, filepath.Join(o.ConfigDir, "projects", e.Name()))
+			}
+		}
+	} else {
+		dirs := []string{dir}
+		if o.IncludeWorktrees {
+			dirs = append(dirs, gitWorktrees(dir)...)
+		}
+		for _, d := range dirs {
+			fl, err := projectFolders(o.ConfigDir, d)
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range fl {
+				if !slices.Contains(folders, f) {
+					folders = append(folders, f)
+				}
+			}
+		}
 	}
 	var (
 		out  []SessionInfo
@@ -230,6 +274,9 @@ func ListSessions(dir string, opts *ListSessionsOptions) ([]SessionInfo, error) 
 				errs = append(errs, err)
 				continue
 			}
+			if o.ExcludeProgrammatic && info.Programmatic() {
+				continue
+			}
 			out = append(out, *info)
 		}
 	}
@@ -239,6 +286,9 @@ func ListSessions(dir string, opts *ListSessionsOptions) ([]SessionInfo, error) 
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+	if o.Offset > 0 {
+		out = out[min(o.Offset, len(out)):]
+	}
 	if o.Limit > 0 && len(out) > o.Limit {
 		out = out[:o.Limit]
 	}
@@ -320,6 +370,9 @@ func ReadSessionInfo(path string) (*SessionInfo, error) {
 			}
 			if m.Version != "" {
 				info.Version = m.Version
+			}
+			if info.Entrypoint == "" {
+				info.Entrypoint = m.Entrypoint
 			}
 		}
 		switch e := e.(type) {
@@ -779,4 +832,59 @@ func blocksText(blocks []ContentBlock) string {
 		}
 	}
 	return b.String()
+}
+
+// gitWorktrees returns the working directories of the other worktrees of
+// the git repository dir is the top of, read from the repository's files
+// (.git, .git/worktrees/*/gitdir, commondir) so no git process runs. It
+// returns nil when dir is not a repository's top or nothing can be read.
+func gitWorktrees(dir string) []string {
+	gitDir := filepath.Join(dir, ".git")
+	st, err := os.Stat(gitDir)
+	if err != nil {
+		return nil
+	}
+	if !st.IsDir() {
+		// A linked worktree: .git is a file naming its git directory,
+		// whose commondir leads to the main repository's.
+		b, err := os.ReadFile(gitDir)
+		if err != nil {
+			return nil
+		}
+		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+		if !ok {
+			return nil
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		c, err := os.ReadFile(filepath.Join(p, "commondir"))
+		if err != nil {
+			return nil
+		}
+		gitDir = strings.TrimSpace(string(c))
+		if !filepath.IsAbs(gitDir) {
+			gitDir = filepath.Join(p, gitDir)
+		}
+		gitDir = filepath.Clean(gitDir)
+	}
+	var out []string
+	if main := filepath.Dir(gitDir); filepath.Base(gitDir) == ".git" && main != filepath.Clean(dir) {
+		out = append(out, main)
+	}
+	ents, err := os.ReadDir(filepath.Join(gitDir, "worktrees"))
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(gitDir, "worktrees", e.Name(), "gitdir"))
+		if err != nil {
+			continue
+		}
+		wt := filepath.Dir(strings.TrimSpace(string(b)))
+		if wt != filepath.Clean(dir) && !slices.Contains(out, wt) {
+			out = append(out, wt)
+		}
+	}
+	return out
 }

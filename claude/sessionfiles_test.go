@@ -95,13 +95,13 @@ func TestListSessionsTestdata(t *testing.T) {
 			ID: demoID, Path: filepath.Join(testConfigDir, "projects", "-home-user-demo-app-v2", demoID+".jsonl"), Size: 15895,
 			CreatedAt: time.Date(2026, 11, 22, 23, 14, 10, 555e6, time.UTC), Title: "Rewind demo",
 			FirstPrompt: "Create notes.txt saying v1", LastPrompt: "Now change it to v2",
-			Cwd: demoCwd, GitBranch: "HEAD", Version: "2.1.197",
+			Cwd: demoCwd, GitBranch: "HEAD", Version: "2.1.197", Entrypoint: "sdk-go",
 		}},
 		{notesCwd, claude.SessionInfo{
 			ID: notesID, Path: filepath.Join(testConfigDir, "projects", "-home-user-notes-app", notesID+".jsonl"), Size: 41808,
 			CreatedAt: time.Date(2026, 11, 22, 23, 14, 18, 91e6, time.UTC), Title: "Rewind demo",
 			FirstPrompt: "Create notes.txt saying v1", LastPrompt: "Now change it to v2",
-			Cwd: notesCwd, GitBranch: "HEAD", Version: "2.1.330",
+			Cwd: notesCwd, GitBranch: "HEAD", Version: "2.1.330", Entrypoint: "sdk-go",
 		}},
 	} {
 		got, err := claude.ListSessions(tc.cwd, &claude.ListSessionsOptions{ConfigDir: testConfigDir})

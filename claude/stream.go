@@ -17,6 +17,11 @@ type StreamEvent struct {
 	ParentToolUseID string
 	// TTFTMS is the time to the first token, on message_start.
 	TTFTMS int64
+	// UserMessageUUID, UserMessageUUIDs and ResumeReason are stamped on
+	// the turn's first stream event as on AssistantMessage (newer CLIs).
+	UserMessageUUID  string
+	UserMessageUUIDs []string
+	ResumeReason     string
 }
 
 // MessageStreamEvent is one Messages API streaming event (see
@@ -111,11 +116,14 @@ func (*UnknownDelta) isDelta()   {}
 // wireStreamEvent decodes the hot path (token deltas) in a single pass:
 // every event and delta field sits in one flat struct.
 type wireStreamEvent struct {
-	UUID            string `json:"uuid"`
-	SessionID       string `json:"session_id"`
-	ParentToolUseID string `json:"parent_tool_use_id"`
-	TTFTMS          int64  `json:"ttft_ms"`
-	Event           struct {
+	UUID             string   `json:"uuid"`
+	SessionID        string   `json:"session_id"`
+	ParentToolUseID  string   `json:"parent_tool_use_id"`
+	TTFTMS           int64    `json:"ttft_ms"`
+	UserMessageUUID  string   `json:"user_message_uuid"`
+	UserMessageUUIDs []string `json:"user_message_uuids"`
+	ResumeReason     string   `json:"resume_reason"`
+	Event            struct {
 		Type  string `json:"type"`
 		Index int    `json:"index"`
 		Delta *struct {
@@ -145,7 +153,8 @@ func (e *StreamEvent) decode(b []byte) error {
 	if err := unmarshal(b, &w); err != nil {
 		return err
 	}
-	*e = StreamEvent{Meta: Meta{UUID: w.UUID, SessionID: w.SessionID}, ParentToolUseID: w.ParentToolUseID, TTFTMS: w.TTFTMS}
+	*e = StreamEvent{Meta: Meta{UUID: w.UUID, SessionID: w.SessionID}, ParentToolUseID: w.ParentToolUseID, TTFTMS: w.TTFTMS,
+		UserMessageUUID: w.UserMessageUUID, UserMessageUUIDs: w.UserMessageUUIDs, ResumeReason: w.ResumeReason}
 	ev := &w.Event
 	switch ev.Type {
 	case "content_block_delta":

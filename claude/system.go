@@ -23,8 +23,42 @@ type InitMessage struct {
 	Plugins           []PluginInfo      `json:"plugins"`
 	Betas             []string          `json:"betas,omitempty"`
 	FastModeState     string            `json:"fast_mode_state,omitempty"`
+	// FastModeDisabledReason says why fast mode is off, when it is.
+	FastModeDisabledReason string `json:"fast_mode_disabled_reason,omitempty"`
 	// Capabilities are feature flags newer CLIs advertise.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// TerminalSlashCommands are the slash commands that run only in the
+	// CLI's own terminal UI (newer CLIs).
+	TerminalSlashCommands []string `json:"terminal_slash_commands,omitempty"`
+	// PluginErrors are the plugins that failed to load, or loaded
+	// without a component; absent when there were none (newer CLIs).
+	PluginErrors []PluginError `json:"plugin_errors,omitempty"`
+	// Effort is the session's effort level (low, medium, high, xhigh,
+	// max); empty when the CLI did not say or sent null.
+	Effort string `json:"effort,omitempty"`
+	// ViewMode is "focus" or "default" (newer CLIs).
+	ViewMode string `json:"view_mode,omitempty"`
+}
+
+// PluginError is a plugin's load-time failure in InitMessage.PluginErrors.
+// Type is from an open set (path-not-found, generic-error,
+// manifest-validation-error, …): treat an unknown one as generic.
+type PluginError struct {
+	// Plugin is name@marketplace, or inline[N] / synced[N] for a
+	// directory entry that failed before it had a name.
+	Plugin  string `json:"plugin"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Path    string `json:"path,omitempty"`
+	// ManagedLock is set when managed settings enable the plugin.
+	ManagedLock *PluginManagedLock `json:"managed_lock,omitempty"`
+}
+
+// PluginManagedLock says a plugin is enabled by managed settings.
+type PluginManagedLock struct {
+	PluginEnabled bool   `json:"plugin_enabled"`
+	Name          string `json:"name"`
+	Marketplace   string `json:"marketplace,omitempty"`
 }
 
 // PluginInfo names a loaded plugin.
@@ -57,6 +91,16 @@ type APIRetryMessage struct {
 	// Error is server_error, overloaded, rate_limit,
 	// authentication_failed, …
 	Error string `json:"error"`
+	// NoResponse is set when the API sent no response headers within the
+	// first-byte window (CLAUDE_STREAM_FIRST_BYTE_TIMEOUT_MS).
+	NoResponse *APINoResponse `json:"no_response,omitempty"`
+}
+
+// APINoResponse is APIRetryMessage.NoResponse: how long the failed
+// attempt waited for headers, and how long the retry will wait.
+type APINoResponse struct {
+	WaitedMS    int64 `json:"waited_ms"`
+	RetryWaitMS int64 `json:"retry_wait_ms"`
 }
 
 // ThinkingTokensMessage (system/thinking_tokens) estimates thinking tokens
@@ -65,6 +109,9 @@ type ThinkingTokensMessage struct {
 	Meta
 	EstimatedTokens      int64 `json:"estimated_tokens"`
 	EstimatedTokensDelta int64 `json:"estimated_tokens_delta"`
+	// UserMessageUUID is the UUID of the host message whose turn this is
+	// (newer CLIs).
+	UserMessageUUID string `json:"user_message_uuid,omitempty"`
 }
 
 // TaskUsage is a background task's running usage.
@@ -84,6 +131,18 @@ type TaskStartedMessage struct {
 	SubagentType string `json:"subagent_type,omitempty"`
 	TaskType     string `json:"task_type,omitempty"`
 	Prompt       string `json:"prompt,omitempty"`
+	// RunID tells one run of a task from another (newer CLIs).
+	RunID          string `json:"run_id,omitempty"`
+	IsBackgrounded bool   `json:"is_backgrounded,omitempty"`
+	// SpawnDepth is how deep in the subagent tree the task started.
+	SpawnDepth   int    `json:"spawn_depth,omitempty"`
+	ParentTaskID string `json:"parent_task_id,omitempty"`
+	WorkflowName string `json:"workflow_name,omitempty"`
+	// SkipTranscript marks a task that writes no transcript of its own.
+	SkipTranscript bool `json:"skip_transcript,omitempty"`
+	// Ambient marks a task that is not activity (a watcher): leave it
+	// out of activity indicators.
+	Ambient bool `json:"ambient,omitempty"`
 }
 
 // TaskProgressMessage (system/task_progress): a task's progress.
@@ -96,12 +155,14 @@ type TaskProgressMessage struct {
 	Usage        TaskUsage `json:"usage"`
 	LastToolName string    `json:"last_tool_name,omitempty"`
 	Summary      string    `json:"summary,omitempty"`
+	RunID        string    `json:"run_id,omitempty"`
 }
 
 // TaskUpdatedMessage (system/task_updated): a change to a task's state.
 type TaskUpdatedMessage struct {
 	Meta
 	TaskID string `json:"task_id"`
+	RunID  string `json:"run_id,omitempty"`
 	Patch  struct {
 		Status      string `json:"status,omitempty"`
 		Description string `json:"description,omitempty"`
@@ -119,6 +180,12 @@ type TaskNotificationMessage struct {
 	OutputFile string     `json:"output_file"`
 	Summary    string     `json:"summary"`
 	Usage      *TaskUsage `json:"usage,omitempty"`
+	// RunID is the run_id the task's task_* messages carried.
+	RunID string `json:"run_id,omitempty"`
+	// ResourceLinks are MCP resource links the task produced.
+	ResourceLinks  []MCPResourceLink `json:"resource_links,omitempty"`
+	SkipTranscript bool              `json:"skip_transcript,omitempty"`
+	Ambient        bool              `json:"ambient,omitempty"`
 }
 
 // NotificationMessage (system/notification) is a notice for the user, such
@@ -128,6 +195,10 @@ type NotificationMessage struct {
 	Key      string `json:"key"`
 	Text     string `json:"text"`
 	Priority string `json:"priority"`
+	// Color and TimeoutMS are display hints: a theme colour name and how
+	// long to show the notice.
+	Color     string `json:"color,omitempty"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
 }
 
 // CommandsChangedMessage (system/commands_changed): the slash commands
@@ -212,6 +283,10 @@ type InformationalMessage struct {
 	Content   string `json:"content"`
 	Level     string `json:"level,omitempty"` // info, notice, suggestion, warning
 	ToolUseID string `json:"tool_use_id,omitempty"`
+	// Tag classifies the notice for a host that filters them.
+	Tag string `json:"tag,omitempty"`
+	// PreventContinuation is set when the notice ends the turn.
+	PreventContinuation bool `json:"prevent_continuation,omitempty"`
 }
 
 // PermissionDeniedMessage (system/permission_denied, CLI 2.1.330 and
@@ -261,6 +336,8 @@ type FilesPersistedMessage struct {
 		Filename string `json:"filename"`
 		Error    string `json:"error"`
 	} `json:"failed"`
+	// ProcessedAt is when the CLI finished the upload (an ISO 8601 time).
+	ProcessedAt string `json:"processed_at,omitempty"`
 }
 
 // ElicitationCompleteMessage (system/elicitation_complete): an MCP

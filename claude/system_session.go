@@ -212,6 +212,16 @@ type MessageOrigin struct {
 	FromSession  string `json:"fromSession,omitempty"`
 	SenderTaskID string `json:"senderTaskId,omitempty"`
 	Body         string `json:"body,omitempty"`
+	// VerifiedPeerPID is the sending peer's process id, when the CLI
+	// verified it.
+	VerifiedPeerPID int `json:"verifiedPeerPid,omitempty"`
+	// Subkind, FireReason and RunID describe a "task-notification"
+	// origin: what fired it (scheduled-trigger, peer-send-message,
+	// projects-relay, session-inbox, external-event), why, and the
+	// background task's run.
+	Subkind    string `json:"subkind,omitempty"`
+	FireReason string `json:"fireReason,omitempty"`
+	RunID      string `json:"runId,omitempty"`
 }
 
 func (*ConversationResetMessage) isMessage()      {}

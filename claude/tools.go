@@ -126,6 +126,9 @@ type AgentInput struct {
 	Name            string         `json:"name,omitempty"` // makes a background agent addressable by SendMessage
 	Mode            PermissionMode `json:"mode,omitempty"`
 	Isolation       string         `json:"isolation,omitempty"` // "worktree" or "remote"
+	// TeamName is deprecated and ignored by the CLI (a session has one
+	// implicit team); read for older transcripts.
+	TeamName string `json:"team_name,omitempty"`
 }
 
 // BashInput runs a shell command.
@@ -272,6 +275,9 @@ type AskUserQuestionInput struct {
 type QuestionAnnotation struct {
 	Preview string `json:"preview,omitempty"`
 	Notes   string `json:"notes,omitempty"`
+	// Unanswered says why a question has no answer (in a result):
+	// skipped, replied_in_chat, dismissed.
+	Unanswered string `json:"unanswered,omitempty"`
 }
 
 // QuestionMetadata says where questions came from.

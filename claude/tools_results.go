@@ -47,6 +47,16 @@ type GitDiff struct {
 type ReadResult struct {
 	Type string          `json:"type"`
 	File *ReadResultFile `json:"file"`
+	// ArtifactRead names the artifact a "text" read came from (slug and
+	// version), when it was one.
+	ArtifactRead *struct {
+		Slug string `json:"slug"`
+		Ver  string `json:"ver"`
+	} `json:"artifactRead,omitempty"`
+	// FirstPage and Pages are a "parts" read's page images: the number of
+	// the first page, and each page's image (or its error).
+	FirstPage int        `json:"firstPage,omitempty"`
+	Pages     []ReadPage `json:"pages,omitempty"`
 	// Raw is the whole result, for the types other than "text".
 	Raw json.RawMessage `json:"-"`
 }
@@ -63,6 +73,13 @@ type ReadResultFile struct {
 	TruncatedByTokenCap bool `json:"truncatedByTokenCap,omitempty"`
 }
 
+// ReadPage is one page image of a "parts" ReadResult.
+type ReadPage struct {
+	Base64    string `json:"base64"`
+	MediaType string `json:"mediaType"`
+	Error     string `json:"error,omitempty"`
+}
+
 // UnmarshalJSON decodes the result, keeping it whole in Raw.
 func (r *ReadResult) UnmarshalJSON(b []byte) error {
 	type plain ReadResult
@@ -70,12 +87,14 @@ func (r *ReadResult) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		// Not text: the file member has another shape.
 		var t struct {
-			Type string `json:"type"`
+			Type      string     `json:"type"`
+			FirstPage int        `json:"firstPage"`
+			Pages     []ReadPage `json:"pages"`
 		}
 		if err := json.Unmarshal(b, &t); err != nil {
 			return err
 		}
-		*r = ReadResult{Type: t.Type}
+		*r = ReadResult{Type: t.Type, FirstPage: t.FirstPage, Pages: t.Pages}
 	} else {
 		*r = ReadResult(p)
 		if r.Type != "text" {
@@ -110,6 +129,10 @@ type GrepResult struct {
 	AppliedLimit  int      `json:"appliedLimit,omitempty"`
 	AppliedOffset int      `json:"appliedOffset,omitempty"`
 	TimedOut      bool     `json:"timedOut,omitempty"`
+	// TotalFiles and TotalLines count all there was before a limit cut
+	// the result.
+	TotalFiles int `json:"totalFiles,omitempty"`
+	TotalLines int `json:"totalLines,omitempty"`
 }
 
 // TodoWriteResult is the structured result of the TodoWrite tool.
@@ -128,6 +151,15 @@ type CronCreateResult struct {
 	NextFireAt int64 `json:"nextFireAt,omitempty"`
 	// MaxAgeMS is when a recurring job ends; 0 means never.
 	MaxAgeMS int64 `json:"maxAgeMs,omitempty"`
+	// OtherOneShots are the session's other pending one-shot jobs.
+	OtherOneShots []CronOneShot `json:"otherOneShots,omitempty"`
+}
+
+// CronOneShot is a pending one-shot job in CronCreateResult.OtherOneShots.
+type CronOneShot struct {
+	ID            string `json:"id"`
+	HumanSchedule string `json:"humanSchedule"`
+	Prompt        string `json:"prompt"`
 }
 
 // CronDeleteResult is the structured result of the CronDelete tool.
@@ -181,6 +213,9 @@ type MonitorResult struct {
 	// TimeoutMS is the watch's deadline (0 when persistent).
 	TimeoutMS  int64 `json:"timeoutMs"`
 	Persistent bool  `json:"persistent,omitempty"`
+	// KeptInSandboxByCheck: the command ran sandboxed only because its
+	// permission check relied on the sandbox.
+	KeptInSandboxByCheck bool `json:"keptInSandboxByCheck,omitempty"`
 }
 
 // TaskStopResult is the structured result of the TaskStop tool.

@@ -373,6 +373,12 @@ type ProjectsResult struct {
 	Knowledge    json.RawMessage `json:"knowledge,omitempty"`
 	// project_info and project_memory_list.
 	Files []ProjectFile `json:"files,omitempty"`
+	// project_write: PresentToUser marks the deliverable the user must
+	// see; LocalPath is the local file that was uploaded.
+	PresentToUser bool   `json:"present_to_user,omitempty"`
+	LocalPath     string `json:"local_path,omitempty"`
+	// project_info: the project's sync sources, each {type, config}.
+	SyncSources []json.RawMessage `json:"sync_sources,omitempty"`
 	// project_read, project_write, project_delete, project_memory_read.
 	Path      string `json:"path,omitempty"`
 	Content   string `json:"content,omitempty"`
@@ -474,8 +480,14 @@ type ArtifactResult struct {
 	Truncated     bool              `json:"truncated,omitempty"`
 	Total         int               `json:"total,omitempty"`
 	NextPageToken string            `json:"next_page_token,omitempty"`
-	PinsEnabled   bool              `json:"pins_enabled,omitempty"`
-	Scope         string            `json:"scope,omitempty"`
+	// TotalAtLeast: Total is a lower bound. ExternalListed: the list
+	// includes artifacts shared from outside.
+	TotalAtLeast   bool `json:"total_at_least,omitempty"`
+	ExternalListed bool `json:"external_listed,omitempty"`
+	// FilterURL is the URL a watch was filtered to.
+	FilterURL   string `json:"filter_url,omitempty"`
+	PinsEnabled bool   `json:"pins_enabled,omitempty"`
+	Scope       string `json:"scope,omitempty"`
 
 	// read.
 	Read         *ArtifactRead    `json:"read,omitempty"`

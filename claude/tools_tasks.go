@@ -71,6 +71,10 @@ type WorkflowInput struct {
 	ScriptPath string          `json:"scriptPath,omitempty"`
 	// ResumeFromRunID replays a prior run from its cache.
 	ResumeFromRunID string `json:"resumeFromRunId,omitempty"`
+	// Description and Title are ignored by the CLI (the script's meta
+	// block sets them) but the model may write them.
+	Description string `json:"description,omitempty"`
+	Title       string `json:"title,omitempty"`
 }
 
 // ReportFindingsInput reports a code review's findings.

@@ -88,6 +88,12 @@ func CheckShapes(sh *Shapes, rows []Row, goShapes *GoShapes) (problems []string,
 			}
 		}
 		for _, f := range sh.Types[t] {
+			if w, ok := WireNames[t+"."+f]; ok {
+				if !have[w] {
+					problems = append(problems, fmt.Sprintf("%s: %s.%s: no field of %s has the wire's JSON name %q (WireNames)", SectionTypes, t, f, strings.Join(structs, ", "), w))
+				}
+				continue
+			}
 			if fr, ok := types[t+"."+f]; ok && fr.Status == Gap && have[f] {
 				problems = append(problems, fmt.Sprintf("%s: a gap no more: a field of %s has the JSON name %q (remove the row)", where(fr), strings.Join(structs, ", "), f))
 			}

@@ -228,6 +228,8 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 var jsonMethods = map[string]bool{
 	"MarshalJSON": true, "UnmarshalJSON": true, "MarshalJSONTo": true, "UnmarshalJSONFrom": true,
 	"decode": true, "encode": true, "wire": true, "toWire": true,
+	// A permission answer's body is built by its permissionResponse.
+	"permissionResponse": true,
 }
 
 // stringLit returns the value of a string literal.

@@ -94,3 +94,18 @@ func goCase(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// WireNames maps a field of a type the TypeScript SDK hands a callback
+// ("ElicitationRequest.serverName") to the JSON name the CLI sends it
+// under: the SDK renames the wire's snake_case for its callback, and
+// Tether's Go type keeps the wire's names. The field then counts as
+// covered by a Go field with that JSON name, and by no other. Like
+// Renamed, each entry is a reviewed claim.
+var WireNames = map[string]string{
+	"ElicitationRequest.serverName":      "mcp_server_name",
+	"ElicitationRequest.elicitationId":   "elicitation_id",
+	"ElicitationRequest.requestedSchema": "requested_schema",
+	"ElicitationRequest.displayName":     "display_name",
+	"UserDialogRequest.dialogKind":       "dialog_kind",
+	"UserDialogRequest.toolUseID":        "tool_use_id",
+}
