@@ -32,6 +32,12 @@ const (
 // AuditOptions.Retention is 0: 90 days.
 const DefaultAuditRetention = 90 * 24 * time.Hour
 
+// DefaultAuditMaxBytes bounds a new audit stream's size when
+// AuditOptions.MaxBytes is 0: 4 GiB, some ten million events. Past it
+// the oldest events go first, as they do past the retention: a full
+// disk would stop the log (and the JetStream server) altogether.
+const DefaultAuditMaxBytes = 4 << 30
+
 // Bounds of an event's fields. Record truncates a longer field (on a
 // UTF-8 boundary, ending it with "…") rather than refusing the event: an
 // audit log that drops the record of an action because its text was
@@ -103,6 +109,11 @@ type AuditOptions struct {
 	// setting never shortens the log; a value > 0 is applied to an
 	// existing stream too.
 	Retention time.Duration
+	// MaxBytes bounds the stream's size: past it the oldest events are
+	// dropped. 0 means DefaultAuditMaxBytes for a new stream and leaves an
+	// existing stream's bound as it is; a value > 0 is applied to an
+	// existing stream too.
+	MaxBytes int64
 	// Replicas of the stream when this process creates it (0 = 1; 3 on a
 	// 3-node NATS cluster). An existing stream keeps its replicas.
 	Replicas int
@@ -144,6 +155,9 @@ func OpenAudit(ctx context.Context, js jetstream.JetStream, opts *AuditOptions) 
 	if opts != nil {
 		o = *opts
 	}
+	if o.MaxBytes < 0 {
+		return nil, &AuditInputError{What: "options", Field: "max_bytes", Message: fmt.Sprintf("%d is negative", o.MaxBytes)}
+	}
 	if o.Retention < 0 {
 		return nil, &AuditInputError{What: "options", Field: "retention", Message: fmt.Sprintf("%v is negative", o.Retention)}
 	}
@@ -173,7 +187,13 @@ func OpenAudit(ctx context.Context, js jetstream.JetStream, opts *AuditOptions) 
 	if retention == 0 {
 		retention = DefaultAuditRetention
 	}
+	maxBytes := o.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultAuditMaxBytes
+	}
 	cfg := jetstream.StreamConfig{
+		MaxBytes:    maxBytes,
+		Discard:     jetstream.DiscardOld,
 		Name:        StreamAudit,
 		Description: "tether: the audit log of teams, append-only",
 		Subjects:    []string{AuditSubjectPrefix + ">"},
@@ -187,7 +207,7 @@ func OpenAudit(ctx context.Context, js jetstream.JetStream, opts *AuditOptions) 
 	}
 	st, err := js.CreateStream(ctx, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		st, err = a.adopt(ctx, o.Retention)
+		st, err = a.adopt(ctx, o.Retention, o.MaxBytes)
 	}
 	if err != nil {
 		if errors.Is(err, ErrAuditStream) {
@@ -199,10 +219,10 @@ func OpenAudit(ctx context.Context, js jetstream.JetStream, opts *AuditOptions) 
 	return a, nil
 }
 
-// adopt takes an existing stream: append-only it must be, retention (if
-// > 0) it gets. Its other settings (replicas, storage, limits an
-// operator chose) stay.
-func (a *Audit) adopt(ctx context.Context, retention time.Duration) (jetstream.Stream, error) {
+// adopt takes an existing stream: append-only it must be, retention and
+// size bound (if > 0) it gets. Its other settings (replicas, storage,
+// limits an operator chose) stay.
+func (a *Audit) adopt(ctx context.Context, retention time.Duration, maxBytes int64) (jetstream.Stream, error) {
 	st, err := a.js.Stream(ctx, StreamAudit)
 	if err != nil {
 		return nil, err
@@ -213,10 +233,13 @@ func (a *Audit) adopt(ctx context.Context, retention time.Duration) (jetstream.S
 	if retention > 0 {
 		cfg.MaxAge = retention
 	}
+	if maxBytes > 0 {
+		cfg.MaxBytes, cfg.Discard = maxBytes, jetstream.DiscardOld
+	}
 	if !slices.Contains(cfg.Subjects, AuditSubjectPrefix+">") {
 		cfg.Subjects = append(slices.Clone(cfg.Subjects), AuditSubjectPrefix+">")
 	}
-	if cfg.MaxAge != old.MaxAge || !old.DenyDelete || !old.DenyPurge || old.AllowRollup || len(cfg.Subjects) != len(old.Subjects) {
+	if cfg.MaxAge != old.MaxAge || cfg.MaxBytes != old.MaxBytes || !old.DenyDelete || !old.DenyPurge || old.AllowRollup || len(cfg.Subjects) != len(old.Subjects) {
 		if st, err = a.js.UpdateStream(ctx, cfg); err != nil {
 			return nil, fmt.Errorf("%w %s: cannot make it append-only with retention %v: %w", ErrAuditStream, StreamAudit, cfg.MaxAge, err)
 		}

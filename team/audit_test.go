@@ -223,6 +223,29 @@ func TestAuditQueryEndsAtTheEnd(t *testing.T) {
 	consumersGone(t, ctx, js)
 }
 
+// TestAuditSizeBound: past MaxBytes the oldest events go, the newest stay.
+func TestAuditSizeBound(t *testing.T) {
+	js, _ := auditJS(t)
+	ctx := testCtx(t)
+	a := openAudit(t, ctx, js, &team.AuditOptions{MaxBytes: 4096})
+	for i := range 40 {
+		if err := a.Record(ctx, &team.AuditEvent{Actor: fmt.Sprintf("p%02d@example.com", i), Action: team.ActionSignIn, Outcome: team.OutcomeOK,
+			Detail: strings.Repeat("x", 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := collect(t, a, ctx, &team.AuditQuery{})
+	if len(got) == 0 || len(got) >= 40 {
+		t.Fatalf("%d events kept of 40 in 4 KiB", len(got))
+	}
+	if first, last := got[0].Actor, got[len(got)-1].Actor; first == "p00@example.com" || last != "p39@example.com" {
+		t.Fatalf("kept %s … %s: want the newest kept, the oldest gone", first, last)
+	}
+	if _, err := team.OpenAudit(ctx, js, &team.AuditOptions{MaxBytes: -1}); !errors.Is(err, team.ErrAuditInvalid) {
+		t.Fatalf("negative MaxBytes: %v", err)
+	}
+}
+
 func TestAuditRetentionAndAppendOnly(t *testing.T) {
 	js, nc := auditJS(t)
 	ctx := testCtx(t)
@@ -235,7 +258,8 @@ func TestAuditRetentionAndAppendOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := st.CachedInfo().Config
-	if cfg.MaxAge != time.Hour || !cfg.DenyDelete || !cfg.DenyPurge || cfg.AllowRollup || cfg.Replicas != 1 ||
+	if cfg.MaxAge != time.Hour || cfg.MaxBytes != team.DefaultAuditMaxBytes || cfg.Discard != jetstream.DiscardOld ||
+		!cfg.DenyDelete || !cfg.DenyPurge || cfg.AllowRollup || cfg.Replicas != 1 ||
 		len(cfg.Subjects) != 1 || cfg.Subjects[0] != "tether.v1.audit.>" {
 		t.Fatalf("stream config %+v", cfg)
 	}

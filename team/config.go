@@ -100,6 +100,9 @@ type AuditConfig struct {
 	// default, DefaultAuditRetention: 90 days). In YAML a
 	// Go duration ("2160h") or a number of seconds.
 	Retention time.Duration `json:"retention,omitempty"`
+	// MaxBytes bounds the log's size; past it the oldest events go
+	// (0 = DefaultAuditMaxBytes, 4 GiB).
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
 // UnmarshalJSON reads Retention as a duration string or seconds.
@@ -107,13 +110,14 @@ func (a *AuditConfig) UnmarshalJSON(b []byte) error {
 	var w struct {
 		Prompts   bool            `json:"prompts"`
 		Retention json.RawMessage `json:"retention"`
+		MaxBytes  int64           `json:"max_bytes"`
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&w); err != nil {
 		return err
 	}
-	a.Prompts = w.Prompts
+	a.Prompts, a.MaxBytes = w.Prompts, w.MaxBytes
 	a.Retention = 0
 	if len(w.Retention) == 0 || string(w.Retention) == "null" {
 		return nil
@@ -324,6 +328,9 @@ func (c *Config) validate() error {
 	}
 	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
 		return cfgErr("state_dir", "%q is not an absolute path", c.StateDir)
+	}
+	if c.Audit.MaxBytes < 0 {
+		return cfgErr("audit.max_bytes", "is negative")
 	}
 	if c.Audit.Retention < 0 {
 		return cfgErr("audit.retention", "is negative")

@@ -65,7 +65,7 @@ func openAgentTeam(ctx context.Context, cfg *team.Config, nc *nats.Conn, replica
 	if err != nil {
 		return nil, fmt.Errorf("the team's store: %w", err)
 	}
-	audit, err := team.OpenAudit(ctx, js, &team.AuditOptions{Retention: cfg.Audit.Retention, Replicas: replicas, Logger: log})
+	audit, err := team.OpenAudit(ctx, js, &team.AuditOptions{Retention: cfg.Audit.Retention, MaxBytes: cfg.Audit.MaxBytes, Replicas: replicas, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("the team's audit log: %w", err)
 	}

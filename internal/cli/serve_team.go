@@ -236,7 +236,7 @@ func buildTeam(ctx context.Context, js jetstream.JetStream, cfg *team.Config, tf
 	if err != nil {
 		return nil, err
 	}
-	audit, err := team.OpenAudit(ctx, js, &team.AuditOptions{Retention: cfg.Audit.Retention, Replicas: replicas})
+	audit, err := team.OpenAudit(ctx, js, &team.AuditOptions{Retention: cfg.Audit.Retention, MaxBytes: cfg.Audit.MaxBytes, Replicas: replicas})
 	if err != nil {
 		return nil, err
 	}
