@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -102,4 +103,16 @@ func NewContext(ctx context.Context, id *Identity) context.Context {
 func FromContext(ctx context.Context) (*Identity, bool) {
 	id, ok := ctx.Value(ctxKey{}).(*Identity)
 	return id, ok && id != nil
+}
+
+// Authenticator establishes who sent a request: an OpenID Connect login
+// (NewOIDC) or a trusted reverse proxy's header (NewProxyAuth).
+type Authenticator interface {
+	// Identify returns the person r comes from, as the provider or proxy
+	// says (Role is resolved afterwards by Config.Resolve), or an error
+	// matching ErrUnauthenticated.
+	Identify(r *http.Request) (*Identity, error)
+	// Handler serves the sign-in routes under /auth/ (login, callback,
+	// logout); nil when the sign-in happens elsewhere (a proxy).
+	Handler() http.Handler
 }

@@ -2,21 +2,8 @@ package team
 
 import (
 	"context"
-	"net/http"
 	"time"
 )
-
-// Authenticator establishes who sent a request: an OpenID Connect login
-// (NewOIDC) or a trusted reverse proxy's header (NewProxyAuth).
-type Authenticator interface {
-	// Identify returns the person r comes from, as the provider or proxy
-	// says (Role is resolved afterwards by Config.Resolve), or an error
-	// matching ErrUnauthenticated.
-	Identify(r *http.Request) (*Identity, error)
-	// Handler serves the sign-in routes under /auth/ (login, callback,
-	// logout); nil when the sign-in happens elsewhere (a proxy).
-	Handler() http.Handler
-}
 
 // Recorder takes audit events: *Audit, or anything that wants them. A
 // Recorder must not block for long; its error is logged, never shown to
