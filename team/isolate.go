@@ -328,7 +328,9 @@ func (iso *Isolation) launch(id *Identity, workspace string, l *claude.Launch) (
 	}
 	args = append(args,
 		"--bind", home, home,
-		"--bind", ws, ws,
+		"--bind", ws, ws)
+	args = append(args, launchFiles(l, home, ws)...)
+	args = append(args,
 		"--chdir", dir,
 		"--", cli)
 	args = append(args, l.Args...)
@@ -339,6 +341,46 @@ func (iso *Isolation) launch(id *Identity, workspace string, l *claude.Launch) (
 	nl.Dir = dir
 	nl.Env = confinedEnv(l.Env, home)
 	return &nl, nil
+}
+
+// launchFiles binds what the host itself prepared for this one CLI and
+// names in its launch, which would otherwise not exist inside: the
+// private --mcp-config file Tether writes for older CLIs (read-only) and
+// the CLAUDE_CONFIG_DIR of a session resumed from a session store
+// (read-write: the CLI writes its transcript there). Only absolute paths
+// that exist and lie outside the person's HOME and workspace are bound;
+// a JSON --mcp-config needs nothing.
+func launchFiles(l *claude.Launch, home, ws string) []string {
+	outside := func(p string) bool {
+		if !filepath.IsAbs(p) {
+			return false
+		}
+		p = filepath.Clean(p)
+		return !within(p, home) && !within(p, ws)
+	}
+	var a []string
+	for i, arg := range l.Args {
+		var p string
+		switch {
+		case strings.HasPrefix(arg, "--mcp-config="):
+			p = strings.TrimPrefix(arg, "--mcp-config=")
+		case arg == "--mcp-config" && i+1 < len(l.Args):
+			p = l.Args[i+1]
+		default:
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && outside(p) {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	for _, kv := range l.Env {
+		if p, ok := strings.CutPrefix(kv, claude.EnvConfigDir+"="); ok {
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() && outside(p) {
+				a = append(a, "--bind", p, p)
+			}
+		}
+	}
+	return a
 }
 
 // confinedEnv points HOME and the temporary folders inside the sandbox.

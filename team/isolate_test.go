@@ -449,3 +449,53 @@ func TestRealCLIIsolationAsUser(t *testing.T) {
 		t.Errorf("id -u and the owner of files made in HOME and /tmp = %q, want %s thrice", tr.Content[0].Text, u)
 	}
 }
+
+// TestIsolationLaunchFiles: the private --mcp-config file and a session
+// store's CLAUDE_CONFIG_DIR, which the host prepares outside the sandbox,
+// are bound into it; a JSON --mcp-config and paths already inside are not.
+func TestIsolationLaunchFiles(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	root := t.TempDir()
+	link, _ := fakeInstall(t, filepath.Join(root, "cli"))
+	ws := filepath.Join(root, "work", "alice")
+	host := filepath.Join(root, "host")
+	cfgDir := filepath.Join(host, "config")
+	for _, d := range []string{ws, cfgDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mcpFile := filepath.Join(host, "mcp.json")
+	if err := os.WriteFile(mcpFile, []byte(`{"mcpServers":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inWS := filepath.Join(ws, "mcp.json")
+	if err := os.WriteFile(inWS, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	iso, err := NewIsolation(&IsolationOptions{Bwrap: "/opt/bwrap", StateDir: filepath.Join(root, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := &Identity{Subject: "alice@example.com", Role: RoleMember}
+	rec := &launchRecorder{}
+	l := &claude.Launch{Path: link, Dir: ws,
+		Args: []string{"--mcp-config=" + mcpFile, "--mcp-config", `{"mcpServers":{}}`, "--mcp-config", inWS, "--mcp-config=" + filepath.Join(host, "missing.json")},
+		Env:  []string{claude.EnvConfigDir + "=" + cfgDir}}
+	if _, err := iso.Transport(alice, ws, rec).Connect(context.Background(), l); !errors.Is(err, errRecorded) {
+		t.Fatalf("Connect: %v", err)
+	}
+	got := rec.got.Args
+	end := slices.Index(got, "--")
+	if !hasSeq(got[:end], "--ro-bind", mcpFile, mcpFile) {
+		t.Errorf("the --mcp-config file is not bound read-only: %q", got)
+	}
+	if !hasSeq(got[:end], "--bind", cfgDir, cfgDir) {
+		t.Errorf("CLAUDE_CONFIG_DIR is not bound: %q", got)
+	}
+	for _, p := range []string{inWS, filepath.Join(host, "missing.json"), `{"mcpServers":{}}`} {
+		if slices.Contains(got[:end], p) {
+			t.Errorf("%s is bound: %q", p, got)
+		}
+	}
+}
