@@ -87,7 +87,7 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 			return nil, err
 		}
 		if req.Cwd == "" { // restoreFrom takes the source's: check that one
-			src, _, err := a.readRecord(ctx, req.Restore)
+			src, _, err := a.b.record(ctx, req.Restore)
 			if err != nil {
 				return nil, err
 			}
@@ -159,22 +159,6 @@ func (a *Agent) teamOptions(owner *team.Identity, rec *SessionInfo, o *host.Opti
 		o.CLI = &cli
 	}
 	return o
-}
-
-// readRecord reads a session's registry entry.
-func (a *Agent) readRecord(ctx context.Context, id string) (SessionInfo, uint64, error) {
-	var r SessionInfo
-	e, err := a.b.sessions.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return r, 0, &CommandError{Code: codeNoSession, Message: id}
-	}
-	if err != nil {
-		return r, 0, err
-	}
-	if err := decode(BucketSessions+"."+id, e.Value(), MaxRecordSize, &r); err != nil {
-		return r, 0, err
-	}
-	return r, e.Revision(), nil
 }
 
 // needAccess refuses unless the person in ctx has at least want on the

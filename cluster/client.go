@@ -216,22 +216,9 @@ func (c *Client) Session(ctx context.Context, id string) (SessionInfo, error) {
 	return r, nil
 }
 
+// record reads a session's registry entry (bus.record).
 func (c *Client) record(ctx context.Context, id string) (SessionInfo, uint64, error) {
-	var r SessionInfo
-	if !validID(id) {
-		return r, 0, &CommandError{Code: codeNoSession, Message: "bad session id"}
-	}
-	e, err := c.b.sessions.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return r, 0, &CommandError{Code: codeNoSession, Message: id}
-	}
-	if err != nil {
-		return r, 0, err
-	}
-	if err := decode(BucketSessions+"."+id, e.Value(), MaxRecordSize, &r); err != nil {
-		return r, 0, err
-	}
-	return r, e.Revision(), nil
+	return c.b.record(ctx, id)
 }
 
 // StartOptions says what session to start. A nil *StartOptions starts one

@@ -293,3 +293,22 @@ func (b *bus) entries(ctx context.Context, kv jetstream.KeyValue) (map[string]je
 	}
 	return out, nil
 }
+
+// record reads a session's registry entry and its revision.
+func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error) {
+	var r SessionInfo
+	if !validID(id) {
+		return r, 0, &CommandError{Code: codeNoSession, Message: "bad session id"}
+	}
+	e, err := b.sessions.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return r, 0, &CommandError{Code: codeNoSession, Message: id}
+	}
+	if err != nil {
+		return r, 0, err
+	}
+	if err := decode(BucketSessions+"."+id, e.Value(), MaxRecordSize, &r); err != nil {
+		return r, 0, err
+	}
+	return r, e.Revision(), nil
+}
