@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +20,6 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
-	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
@@ -267,51 +264,7 @@ func (b *browser) tabIn(t *testing.T, w *teamWorld, name string, bcid cdp.Browse
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(tid))
 	tb := &tab{t: t, b: b, ctx: ctx, origin: w.origin, name: name}
 	browserContexts.Store(tb, bcid)
-	allowed := []string{w.origin, w.op.Issuer(), w.proxyOrigin}
-	chromedp.ListenTarget(ctx, func(ev any) {
-		switch e := ev.(type) {
-		case *cdpruntime.EventExceptionThrown:
-			tb.mu.Lock()
-			tb.errors = append(tb.errors, e.ExceptionDetails.Error())
-			tb.mu.Unlock()
-		case *cdpruntime.EventConsoleAPICalled:
-			if e.Type == cdpruntime.APITypeError {
-				var parts []string
-				for _, a := range e.Args {
-					parts = append(parts, string(a.Value)+a.Description)
-				}
-				tb.mu.Lock()
-				tb.errors = append(tb.errors, "console.error: "+strings.Join(parts, " "))
-				tb.mu.Unlock()
-			}
-		case *network.EventRequestWillBeSent:
-			u := e.Request.URL
-			if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") || strings.HasPrefix(u, "about:") {
-				return
-			}
-			pu, err := url.Parse(u)
-			if err != nil || !slices.Contains(allowed, "http://"+pu.Host) {
-				tb.mu.Lock()
-				tb.foreign = append(tb.foreign, u)
-				tb.mu.Unlock()
-			}
-		}
-	})
-	if err := chromedp.Run(ctx, network.Enable()); err != nil {
-		cancel()
-		t.Fatalf("open tab: %v", err)
-	}
-	t.Cleanup(func() {
-		tb.mu.Lock()
-		foreign, errs := tb.foreign, tb.errors
-		tb.mu.Unlock()
-		if len(foreign) > 0 {
-			t.Errorf("%s: the page made requests off its server and the provider: %q", name, foreign)
-		}
-		if len(errs) > 0 {
-			t.Errorf("%s: errors in the page:\n%s", name, strings.Join(errs, "\n"))
-		}
-		cancel()
+	tb.watch(cancel, []string{w.origin, w.op.Issuer(), w.proxyOrigin}, func() {
 		browserContexts.Delete(tb)
 		if owned {
 			_ = chromedp.Run(b.ctx, chromedp.ActionFunc(func(ctx context.Context) error {

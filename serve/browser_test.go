@@ -128,7 +128,17 @@ func (b *browser) newTab(t *testing.T, origin, name string) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx)
 	tb := &tab{t: t, b: b, ctx: ctx, origin: origin, name: name}
-	chromedp.ListenTarget(ctx, func(ev any) {
+	tb.watch(cancel, []string{origin}, nil)
+	return tb
+}
+
+// watch records the tab's uncaught exceptions, console errors and
+// requests to anything but the allowed origins, and reports them when
+// the test ends; then it cancels the tab and runs closed (if set).
+func (tb *tab) watch(cancel context.CancelFunc, allowed []string, closed func()) {
+	t := tb.t
+	t.Helper()
+	chromedp.ListenTarget(tb.ctx, func(ev any) {
 		switch e := ev.(type) {
 		case *cdpruntime.EventExceptionThrown:
 			tb.mu.Lock()
@@ -144,20 +154,19 @@ func (b *browser) newTab(t *testing.T, origin, name string) *tab {
 				tb.errors = append(tb.errors, "console.error: "+strings.Join(parts, " "))
 				tb.mu.Unlock()
 			}
-		}
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+		case *network.EventRequestWillBeSent:
 			u := e.Request.URL
 			if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") || strings.HasPrefix(u, "about:") {
 				return
 			}
-			if pu, err := url.Parse(u); err != nil || (pu.Scheme+"://"+pu.Host != origin && "http://"+pu.Host != origin) {
+			if pu, err := url.Parse(u); err != nil || (!slices.Contains(allowed, pu.Scheme+"://"+pu.Host) && !slices.Contains(allowed, "http://"+pu.Host)) {
 				tb.mu.Lock()
 				tb.foreign = append(tb.foreign, u)
 				tb.mu.Unlock()
 			}
 		}
 	})
-	if err := chromedp.Run(ctx, network.Enable()); err != nil {
+	if err := chromedp.Run(tb.ctx, network.Enable()); err != nil {
 		cancel()
 		t.Fatalf("open tab: %v", err)
 	}
@@ -166,14 +175,16 @@ func (b *browser) newTab(t *testing.T, origin, name string) *tab {
 		foreign, errs := tb.foreign, tb.errors
 		tb.mu.Unlock()
 		if len(foreign) > 0 {
-			t.Errorf("%s: the page made requests off its server: %q", name, foreign)
+			t.Errorf("%s: the page made requests off %q: %q", tb.name, allowed, foreign)
 		}
 		if len(errs) > 0 {
-			t.Errorf("%s: errors in the page:\n%s", name, strings.Join(errs, "\n"))
+			t.Errorf("%s: errors in the page:\n%s", tb.name, strings.Join(errs, "\n"))
 		}
 		cancel()
+		if closed != nil {
+			closed()
+		}
 	})
-	return tb
 }
 
 // run runs chromedp actions with a deadline.
