@@ -520,7 +520,9 @@ func TestTeamAgentDrainHandsOver(t *testing.T) {
 	}
 	waitFor(t, "the session on a2", func() bool {
 		s, err := c.Session(actx, info.ID)
-		return err == nil && s.Agent == "a2" && !s.Moving && s.State != "disconnected"
+		// Ready, not just claimed: a2 writes the entry ("starting")
+		// before its CLI is up and it listens for commands.
+		return err == nil && s.Agent == "a2" && !s.Moving && (s.State == "ready" || s.State == "idle")
 	})
 	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "recall"}); err != nil {
 		t.Fatal(err)
