@@ -74,6 +74,8 @@ type generator struct {
 	used  map[string]bool
 	buf   bytes.Buffer
 	notes []string
+	// errs are what the generator cannot decide: generation fails.
+	errs []string
 }
 
 func newGenerator(decls *parity.File, specs map[string]typeSpec) *generator {
@@ -204,8 +206,11 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 		if declared[fs.JSON] {
 			continue
 		}
-		if !fs.Extra {
-			g.notef("%s.%s: in the mapping but not declared; mark it Extra to keep it", path, fs.JSON)
+		if !fs.Extra || fs.Go == "" || fs.Type == "" {
+			// Dropping the field would change package claude
+			// incompatibly.
+			g.errs = append(g.errs, fmt.Sprintf("%s.%s: in the mapping but no longer declared; keep it with Extra, Go and Type", path, fs.JSON))
+			continue
 		}
 		tag := fs.Tag
 		if tag == "" {

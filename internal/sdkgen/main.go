@@ -101,6 +101,9 @@ func generate(dir, version string) (map[string][]byte, []string, error) {
 	if files[resultsFile], err = source(version, "sdk-tools.d.ts ToolOutputSchemas", res); err != nil {
 		return nil, g.notes, err
 	}
+	if len(g.errs) > 0 {
+		return nil, g.notes, errors.New(strings.Join(g.errs, "\n"))
+	}
 	for _, k := range g.unusedSpecs() {
 		g.notef("%s: in the mapping but not declared; remove it, or keep its type by hand", k)
 	}
