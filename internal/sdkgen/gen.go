@@ -76,6 +76,12 @@ type generator struct {
 	notes []string
 	// errs are what the generator cannot decide: generation fails.
 	errs []string
+	// meta makes the top-level structs messages: they embed Meta (which
+	// holds uuid and session_id, and the raw line) and leave out the
+	// discriminants type and subtype.
+	meta bool
+	// depth bounds the resolution of type aliases.
+	depth int
 }
 
 func newGenerator(decls *parity.File, specs map[string]typeSpec) *generator {
@@ -149,13 +155,20 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 	}
 	declared := map[string]bool{}
 	fields := ordered(o.Fields, sp.Order)
-	if len(fields) == 0 && len(sp.Fields) == 0 {
+	if len(fields) == 0 && len(sp.Fields) == 0 && !g.meta {
 		g.printf("type %s struct{}\n\n", goName)
 		return
 	}
+	isMessage := g.meta && !strings.Contains(path, ".")
 	g.printf("type %s struct {\n", goName)
+	if isMessage {
+		g.printf("\tMeta\n")
+	}
 	for _, f := range fields {
 		if _, isFunc := f.Type.(*parity.Func); isFunc {
+			continue
+		}
+		if isMessage && metaField(f) {
 			continue
 		}
 		declared[f.Name] = true
@@ -177,8 +190,15 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 				if nname == "" {
 					nname = goName + name
 				}
+				if typ == "\x00" && f.Optional {
+					typ = "*\x00" // omitempty omits no struct
+				}
 				typ = strings.Replace(typ, "\x00", nname, 1)
-				later = append(later, nested{npath, nname, obj})
+				if g.specs[npath].Skip == "" {
+					later = append(later, nested{npath, nname, obj})
+				} else {
+					g.used[npath] = true
+				}
 			}
 		} else if obj := inlineObject(f.Type); obj != nil {
 			// The mapping names the Go type; write it unless it is
@@ -225,8 +245,21 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 	}
 	g.printf("}\n\n")
 	for _, n := range later {
-		g.structType(n.path, n.goName, n.o, fmt.Sprintf("%s is an element of %s.", n.goName, path))
+		g.structType(n.path, n.goName, n.o, fmt.Sprintf("%s is what %s holds.", n.goName, n.path))
 	}
+}
+
+// metaField reports whether a message's field is Meta's (uuid,
+// session_id) or a discriminant (type, subtype).
+func metaField(f parity.Field) bool {
+	switch f.Name {
+	case "uuid", "session_id":
+		return true
+	case "type", "subtype":
+		_, lit := f.Type.(*parity.Literal)
+		return lit
+	}
+	return false
 }
 
 // ordered returns fields with those named in order first.
@@ -299,9 +332,27 @@ func (g *generator) goType(n parity.Node) (string, *parity.Object) {
 				return "[]" + e, o
 			}
 		}
+		// A type alias of a scalar (UUID, a union of string literals) is
+		// that scalar; of anything else, raw.
+		if d := g.decls.Decls[t.Name]; d != nil && d.Kind == "type" && len(t.Args) == 0 && g.depth < 20 {
+			g.depth++
+			typ, o := g.goType(d.Type)
+			g.depth--
+			if o == nil && !strings.HasPrefix(typ, "[]") {
+				return typ, nil
+			}
+		}
 		return "json.RawMessage", nil
 	case *parity.Literal:
 		return "string", nil
+	case *parity.Opaque:
+		switch {
+		case strings.HasPrefix(t.Text, "`"): // a template literal type
+			return "string", nil
+		case len(t.Text) > 0 && (t.Text[0] >= '0' && t.Text[0] <= '9' || t.Text[0] == '-'):
+			return "int", nil // a number literal type
+		}
+		return "json.RawMessage", nil
 	case *parity.Array:
 		e, o := g.goType(t.Elem)
 		return "[]" + e, o
@@ -372,6 +423,10 @@ func goFieldName(j string) string {
 	for _, w := range words {
 		if up, ok := initialisms[strings.ToLower(w)]; ok {
 			b.WriteString(up)
+			continue
+		}
+		if up, ok := initialisms[strings.ToLower(strings.TrimSuffix(w, "s"))]; ok && len(w) > 2 {
+			b.WriteString(up + "s") // uuids → UUIDs
 			continue
 		}
 		r := []rune(w)

@@ -28,8 +28,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tetherhq/tether/internal/parity"
@@ -42,6 +44,7 @@ const SDKVersion = "0.3.332"
 const (
 	inputsFile  = "tools_input_gen.go"
 	resultsFile = "tools_result_gen.go"
+	systemFile  = "system_gen.go"
 )
 
 func main() {
@@ -71,6 +74,10 @@ func generate(dir, version string) (map[string][]byte, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	sdkSrc, err := os.ReadFile(filepath.Join(dir, "sdk.d.ts"))
+	if err != nil {
+		return nil, nil, err
+	}
 	if v, err := packageVersion(dir); err == nil && v != version {
 		return nil, nil, fmt.Errorf("%s holds SDK %s, not %s", dir, v, version)
 	}
@@ -78,8 +85,12 @@ func generate(dir, version string) (map[string][]byte, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	sdkDecls, err := parity.ParseDecls(string(sdkSrc))
+	if err != nil {
+		return nil, nil, err
+	}
 	specs := map[string]typeSpec{}
-	for _, m := range []map[string]typeSpec{inputSpecs, resultSpecs} {
+	for _, m := range []map[string]typeSpec{inputSpecs, resultSpecs, systemSpecs} {
 		for k, v := range m {
 			specs[k] = v
 		}
@@ -100,6 +111,23 @@ func generate(dir, version string) (map[string][]byte, []string, error) {
 	}
 	if files[resultsFile], err = source(version, "sdk-tools.d.ts ToolOutputSchemas", res); err != nil {
 		return nil, g.notes, err
+	}
+	if len(g.errs) > 0 {
+		return nil, g.notes, errors.New(strings.Join(g.errs, "\n"))
+	}
+	sg := newGenerator(sdkDecls, specs)
+	sg.meta = true
+	sys, err := sg.systemMessages(decls)
+	if err != nil {
+		return nil, append(g.notes, sg.notes...), err
+	}
+	if files[systemFile], err = source(version, "sdk.d.ts system messages", sys); err != nil {
+		return nil, g.notes, err
+	}
+	g.notes = append(g.notes, sg.notes...)
+	g.errs = append(g.errs, sg.errs...)
+	for k := range sg.used {
+		g.used[k] = true
 	}
 	if len(g.errs) > 0 {
 		return nil, g.notes, errors.New(strings.Join(g.errs, "\n"))
@@ -222,5 +250,63 @@ func (g *generator) toolResults() ([]byte, error) {
 			g.notef("%s: not an object type; skipped (type it by hand and mark it Skip)", ts)
 		}
 	}
+	return g.buf.Bytes(), nil
+}
+
+// systemMessages writes a struct per system message subtype sdk.d.ts
+// declares (the members of SDKMessage whose type is "system"), their
+// Message methods, and the table decodeSystem looks subtypes up in.
+func (g *generator) systemMessages(tools *parity.File) ([]byte, error) {
+	sh, err := parity.ExtractShapes(g.decls, tools)
+	if err != nil {
+		return nil, err
+	}
+	type msg struct{ subtype, goName string }
+	var table []msg
+	var order []string // declarations, in the order of their first subtype
+	subtypes := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(sh.MessageTypes)) {
+		sub, ok := strings.CutPrefix(name, "system/")
+		if !ok {
+			continue
+		}
+		for _, ts := range sh.MessageTypes[name] {
+			if subtypes[ts] == nil {
+				order = append(order, ts)
+			}
+			subtypes[ts] = append(subtypes[ts], sub)
+		}
+	}
+	var goNames []string
+	for _, ts := range order {
+		sp := g.spec(ts)
+		if sp.Skip != "" {
+			continue
+		}
+		o, ok := g.object(ts)
+		if !ok {
+			g.notef("%s: not an object type; skipped (type it by hand and mark it Skip)", ts)
+			continue
+		}
+		goName := sp.Go
+		if goName == "" {
+			goName = strings.TrimPrefix(ts, "SDK")
+			g.notef("%s: not in the mapping; generated as %s", ts, goName)
+		}
+		g.structType(ts, goName, o, fmt.Sprintf("%s (system/%s) is a system message.", goName, subtypes[ts][0]))
+		goNames = append(goNames, goName)
+		for _, sub := range append(subtypes[ts], sp.Aliases...) {
+			table = append(table, msg{sub, goName})
+		}
+	}
+	for _, n := range goNames {
+		g.printf("func (*%s) isMessage() {}\n", n)
+	}
+	g.printf("\n// systemMessages maps the system subtypes the SDK declares to their\n// types, for decodeSystem.\n")
+	g.printf("var systemMessages = map[string]func() Message{\n")
+	for _, m := range table {
+		g.printf("\t%q: func() Message { return new(%s) },\n", m.subtype, m.goName)
+	}
+	g.printf("}\n")
 	return g.buf.Bytes(), nil
 }
