@@ -80,12 +80,24 @@ type generator struct {
 	// holds uuid and session_id, and the raw line) and leave out the
 	// discriminants type and subtype.
 	meta bool
+	// discriminant is a field the top-level structs leave out: the Go
+	// type stands for it (hook_event_name).
+	discriminant string
 	// depth bounds the resolution of type aliases.
 	depth int
+	// named maps the object literals of type aliases to their names: a
+	// field of such a type has the spec of that name, not of its path.
+	named map[*parity.Object]string
 }
 
 func newGenerator(decls *parity.File, specs map[string]typeSpec) *generator {
-	return &generator{decls: decls, specs: specs, emitted: map[string]bool{}, used: map[string]bool{}}
+	g := &generator{decls: decls, specs: specs, emitted: map[string]bool{}, used: map[string]bool{}, named: map[*parity.Object]string{}}
+	for name, d := range decls.Decls {
+		if o, ok := d.Type.(*parity.Object); ok && d.Kind == "type" {
+			g.named[o] = name
+		}
+	}
+	return g
 }
 
 func (g *generator) notef(format string, args ...any) {
@@ -171,6 +183,9 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 		if isMessage && metaField(f) {
 			continue
 		}
+		if g.discriminant != "" && f.Name == g.discriminant && !strings.Contains(path, ".") {
+			continue
+		}
 		declared[f.Name] = true
 		fs := byJSON[f.Name]
 		if fs.Extra {
@@ -187,6 +202,12 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 			if obj != nil {
 				npath := path + "." + f.Name
 				nname := g.specs[npath].Go
+				if tsName, ok := g.named[obj]; ok {
+					npath, nname = tsName, g.specs[tsName].Go
+					if nname == "" {
+						nname = tsName
+					}
+				}
 				if nname == "" {
 					nname = goName + name
 				}
@@ -200,10 +221,13 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 					g.used[npath] = true
 				}
 			}
-		} else if obj := inlineObject(f.Type); obj != nil {
+		} else if obj := g.inlineObject(f.Type); obj != nil {
 			// The mapping names the Go type; write it unless it is
 			// written by hand elsewhere.
 			npath := path + "." + f.Name
+			if tsName, ok := g.named[obj]; ok {
+				npath = tsName
+			}
 			if ns, ok := g.specs[npath]; ok && ns.Skip == "" {
 				later = append(later, nested{npath, ns.Go, obj})
 			}
@@ -245,7 +269,11 @@ func (g *generator) structType(path, goName string, o *parity.Object, defaultDoc
 	}
 	g.printf("}\n\n")
 	for _, n := range later {
-		g.structType(n.path, n.goName, n.o, fmt.Sprintf("%s is what %s holds.", n.goName, n.path))
+		doc := fmt.Sprintf("%s is what %s holds.", n.goName, n.path)
+		if !strings.Contains(n.path, ".") {
+			doc = fmt.Sprintf("%s is the declarations' %s.", n.goName, n.path)
+		}
+		g.structType(n.path, n.goName, n.o, doc)
 	}
 }
 
@@ -285,14 +313,20 @@ func ordered(fields []parity.Field, order []string) []parity.Field {
 
 // inlineObject returns the object literal a field's type holds, directly
 // or as an array's elements.
-func inlineObject(n parity.Node) *parity.Object {
+func (g *generator) inlineObject(n parity.Node) *parity.Object {
 	switch t := n.(type) {
+	case *parity.Ref:
+		if d := g.decls.Decls[t.Name]; d != nil && d.Kind == "type" {
+			if o, ok := d.Type.(*parity.Object); ok && len(o.Fields) > 0 {
+				return o
+			}
+		}
 	case *parity.Object:
 		if len(t.Fields) > 0 {
 			return t
 		}
 	case *parity.Array:
-		return inlineObject(t.Elem)
+		return g.inlineObject(t.Elem)
 	case *parity.Union:
 		var o *parity.Object
 		for _, m := range t.Types {
@@ -302,7 +336,7 @@ func inlineObject(n parity.Node) *parity.Object {
 			if o != nil {
 				return nil
 			}
-			o = inlineObject(m)
+			o = g.inlineObject(m)
 			if o == nil {
 				return nil
 			}
@@ -335,6 +369,9 @@ func (g *generator) goType(n parity.Node) (string, *parity.Object) {
 		// A type alias of a scalar (UUID, a union of string literals) is
 		// that scalar; of anything else, raw.
 		if d := g.decls.Decls[t.Name]; d != nil && d.Kind == "type" && len(t.Args) == 0 && g.depth < 20 {
+			if o, ok := d.Type.(*parity.Object); ok && len(o.Fields) > 0 {
+				return "\x00", o // a named object type: a struct of its own
+			}
 			g.depth++
 			typ, o := g.goType(d.Type)
 			g.depth--
@@ -390,7 +427,7 @@ func (g *generator) goType(n parity.Node) (string, *parity.Object) {
 // initialisms are the words Go spells in capitals.
 var initialisms = map[string]string{
 	"id": "ID", "url": "URL", "uri": "URI", "ms": "MS", "json": "JSON", "html": "HTML",
-	"http": "HTTP", "api": "API", "mcp": "MCP", "uuid": "UUID", "ui": "UI", "md": "MD", "rag": "RAG",
+	"http": "HTTP", "api": "API", "mcp": "MCP", "uuid": "UUID", "ui": "UI", "md": "MD", "rag": "RAG", "usd": "USD",
 }
 
 // goFieldName derives a Go field name from a JSON name: words split at
@@ -495,4 +532,20 @@ func (g *generator) unusedSpecs() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ownFields lists the fields of the object literals of an intersection
+// (nested ones included), leaving out the named types it extends.
+func ownFields(n parity.Node) []parity.Field {
+	switch t := n.(type) {
+	case *parity.Object:
+		return t.Fields
+	case *parity.Intersection:
+		var out []parity.Field
+		for _, m := range t.Types {
+			out = append(out, ownFields(m)...)
+		}
+		return out
+	}
+	return nil
 }

@@ -45,6 +45,7 @@ const (
 	inputsFile  = "tools_input_gen.go"
 	resultsFile = "tools_result_gen.go"
 	systemFile  = "system_gen.go"
+	hooksFile   = "hook_input_gen.go"
 )
 
 func main() {
@@ -90,7 +91,7 @@ func generate(dir, version string) (map[string][]byte, []string, error) {
 		return nil, nil, err
 	}
 	specs := map[string]typeSpec{}
-	for _, m := range []map[string]typeSpec{inputSpecs, resultSpecs, systemSpecs} {
+	for _, m := range []map[string]typeSpec{inputSpecs, resultSpecs, systemSpecs, hookSpecs} {
 		for k, v := range m {
 			specs[k] = v
 		}
@@ -124,10 +125,21 @@ func generate(dir, version string) (map[string][]byte, []string, error) {
 	if files[systemFile], err = source(version, "sdk.d.ts system messages", sys); err != nil {
 		return nil, g.notes, err
 	}
-	g.notes = append(g.notes, sg.notes...)
-	g.errs = append(g.errs, sg.errs...)
-	for k := range sg.used {
-		g.used[k] = true
+	hg := newGenerator(sdkDecls, specs)
+	hg.discriminant = "hook_event_name"
+	hooks, err := hg.hookInputs()
+	if err != nil {
+		return nil, append(g.notes, hg.notes...), err
+	}
+	if files[hooksFile], err = source(version, "sdk.d.ts HookInput", hooks); err != nil {
+		return nil, g.notes, err
+	}
+	for _, x := range []*generator{sg, hg} {
+		g.notes = append(g.notes, x.notes...)
+		g.errs = append(g.errs, x.errs...)
+		for k := range x.used {
+			g.used[k] = true
+		}
 	}
 	if len(g.errs) > 0 {
 		return nil, g.notes, errors.New(strings.Join(g.errs, "\n"))
@@ -306,6 +318,59 @@ func (g *generator) systemMessages(tools *parity.File) ([]byte, error) {
 	g.printf("var systemMessages = map[string]func() Message{\n")
 	for _, m := range table {
 		g.printf("\t%q: func() Message { return new(%s) },\n", m.subtype, m.goName)
+	}
+	g.printf("}\n")
+	return g.buf.Bytes(), nil
+}
+
+// hookInputs writes a struct per member of HookInput (each event's own
+// fields: HookInput holds BaseHookInput's), their HookEventInput methods,
+// and the table decodeHookInput looks events up in. An event's constant,
+// HookEvent<Name>, is hand-written (hook.go) with what it is for.
+func (g *generator) hookInputs() ([]byte, error) {
+	members, err := g.unionMembers("HookInput")
+	if err != nil {
+		return nil, err
+	}
+	type hook struct{ event, goName string }
+	var hooks []hook
+	for _, ts := range members {
+		sp := g.spec(ts)
+		if sp.Skip != "" {
+			continue
+		}
+		d := g.decls.Decls[ts]
+		if d == nil {
+			return nil, fmt.Errorf("the declarations have no %s", ts)
+		}
+		// BaseHookInput & {hook_event_name: "X"; …}: the object parts.
+		own := &parity.Object{Fields: ownFields(d.Type)}
+		event := ""
+		for _, f := range own.Fields {
+			if l, ok := f.Type.(*parity.Literal); ok && f.Name == g.discriminant {
+				event = l.Value
+			}
+		}
+		if event == "" {
+			g.notef("%s: no hook_event_name; skipped (type it by hand and mark it Skip)", ts)
+			continue
+		}
+		goName := sp.Go
+		if goName == "" {
+			goName = ts
+			g.notef("%s: not in the mapping; generated as %s (add the constant HookEvent%s to hook.go)", ts, goName, event)
+		}
+		g.structType(ts, goName, own, fmt.Sprintf("%s: the %s hook event fired.", goName, event))
+		hooks = append(hooks, hook{event, goName})
+	}
+	for _, h := range hooks {
+		g.printf("func (*%s) HookEvent() HookEvent { return HookEvent%s }\n", h.goName, h.event)
+		g.printf("func (*%s) isHookEventInput() {}\n\n", h.goName)
+	}
+	g.printf("// hookInputs makes the empty variant for each event the SDK declares.\n")
+	g.printf("var hookInputs = map[HookEvent]func() HookEventInput{\n")
+	for _, h := range hooks {
+		g.printf("\tHookEvent%s: func() HookEventInput { return new(%s) },\n", h.event, h.goName)
 	}
 	g.printf("}\n")
 	return g.buf.Bytes(), nil
