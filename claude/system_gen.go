@@ -475,8 +475,8 @@ func (*TaskUpdatedMessage) isMessage()            {}
 func (*ThinkingTokensMessage) isMessage()         {}
 func (*WorkerShuttingDownMessage) isMessage()     {}
 
-// systemMessages maps the system subtypes the SDK declares to their
-// types, for decodeSystem.
+// systemMessages maps the system subtypes the SDK declares to their types,
+// for decodeSystem.
 var systemMessages = map[string]func() Message{
 	"api_retry":                 func() Message { return new(APIRetryMessage) },
 	"background_tasks_changed":  func() Message { return new(BackgroundTasksChangedMessage) },

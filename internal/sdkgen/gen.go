@@ -549,3 +549,14 @@ func ownFields(n parity.Node) []parity.Field {
 	}
 	return nil
 }
+
+// table writes the map a decoder looks a type up in: each row's key
+// expression and the Go type a new value of which it makes, as an iface.
+func (g *generator) table(doc, name, key, iface string, rows [][2]string) {
+	writeDoc(&g.buf, doc, "")
+	g.printf("var %s = map[%s]func() %s{\n", name, key, iface)
+	for _, r := range rows {
+		g.printf("\t%s: func() %s { return new(%s) },\n", r[0], iface, r[1])
+	}
+	g.printf("}\n")
+}

@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tetherhq/tether/internal/parity"
@@ -209,12 +210,12 @@ func (g *generator) toolInputs() ([]byte, error) {
 		g.printf("// ToolName returns %q.\nfunc (*%s) ToolName() string { return %q }\n", t.name, t.goName, t.name)
 		g.printf("func (*%s) isToolInput() {}\n\n", t.goName)
 	}
-	g.printf("// toolInputs maps the names of the tools, current and former, to their\n// input types, for DecodeToolInput.\n")
-	g.printf("var toolInputs = map[string]func() ToolInput{\n")
+	var rows [][2]string
 	for _, t := range append(tools, aliases...) {
-		g.printf("\t%q: func() ToolInput { return new(%s) },\n", t.name, t.goName)
+		rows = append(rows, [2]string{strconv.Quote(t.name), t.goName})
 	}
-	g.printf("}\n")
+	g.table("toolInputs maps the names of the tools, current and former, to their input types, for DecodeToolInput.",
+		"toolInputs", "string", "ToolInput", rows)
 	return g.buf.Bytes(), nil
 }
 
@@ -314,12 +315,13 @@ func (g *generator) systemMessages(tools *parity.File) ([]byte, error) {
 	for _, n := range goNames {
 		g.printf("func (*%s) isMessage() {}\n", n)
 	}
-	g.printf("\n// systemMessages maps the system subtypes the SDK declares to their\n// types, for decodeSystem.\n")
-	g.printf("var systemMessages = map[string]func() Message{\n")
+	var rows [][2]string
 	for _, m := range table {
-		g.printf("\t%q: func() Message { return new(%s) },\n", m.subtype, m.goName)
+		rows = append(rows, [2]string{strconv.Quote(m.subtype), m.goName})
 	}
-	g.printf("}\n")
+	g.printf("\n")
+	g.table("systemMessages maps the system subtypes the SDK declares to their types, for decodeSystem.",
+		"systemMessages", "string", "Message", rows)
 	return g.buf.Bytes(), nil
 }
 
@@ -367,11 +369,11 @@ func (g *generator) hookInputs() ([]byte, error) {
 		g.printf("func (*%s) HookEvent() HookEvent { return HookEvent%s }\n", h.goName, h.event)
 		g.printf("func (*%s) isHookEventInput() {}\n\n", h.goName)
 	}
-	g.printf("// hookInputs makes the empty variant for each event the SDK declares.\n")
-	g.printf("var hookInputs = map[HookEvent]func() HookEventInput{\n")
+	var rows [][2]string
 	for _, h := range hooks {
-		g.printf("\tHookEvent%s: func() HookEventInput { return new(%s) },\n", h.event, h.goName)
+		rows = append(rows, [2]string{"HookEvent" + h.event, h.goName})
 	}
-	g.printf("}\n")
+	g.table("hookInputs makes the empty variant for each event the SDK declares.",
+		"hookInputs", "HookEvent", "HookEventInput", rows)
 	return g.buf.Bytes(), nil
 }
