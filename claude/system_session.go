@@ -5,9 +5,10 @@ import "encoding/json"
 // Messages about the session's course (a conversation reset, the active
 // goal, the transcript mirror, a model refusal's fallback, API errors,
 // compaction, a remote worker's shutdown), which CLI 2.1.330 writes.
-// Their shapes come from the TypeScript SDK's declarations (0.3.330) and,
-// for those it does not declare (api_error, stop_hook_summary,
-// microcompact_boundary, transcript_mirror), from the CLI itself. Most
+// Those the TypeScript SDK declares are generated (system_gen.go); these
+// are the rest: conversation_reset and active_goal (not system
+// messages), and those only the CLI writes (api_error,
+// stop_hook_summary, microcompact_boundary, transcript_mirror). Most
 // need conditions an offline test cannot produce (a model refusal, a full
 // disk, a remote worker shutting down); the decoder's golden file
 // (testdata/decode) holds a line of each.
@@ -56,104 +57,6 @@ type TranscriptMirrorMessage struct {
 	Meta
 	FilePath string            `json:"filePath"`
 	Entries  []json.RawMessage `json:"entries"`
-}
-
-// ModelRefusalFallbackMessage (system/model_refusal_fallback) says the
-// model refused and the CLI switched models: Direction "retry" (the turn
-// is retried on FallbackModel), "revert" or "sticky". The messages in
-// RetractedMessageUUIDs are withdrawn; remove them from a display.
-type ModelRefusalFallbackMessage struct {
-	Meta
-	Trigger                string   `json:"trigger"`
-	Direction              string   `json:"direction"`
-	Scope                  string   `json:"scope,omitempty"`
-	OriginalModel          string   `json:"original_model"`
-	FallbackModel          string   `json:"fallback_model"`
-	RequestID              string   `json:"request_id"`
-	APIRefusalCategory     string   `json:"api_refusal_category,omitempty"`
-	APIRefusalExplanation  string   `json:"api_refusal_explanation,omitempty"`
-	RetractedMessageUUIDs  []string `json:"retracted_message_uuids,omitempty"`
-	RefusedUserMessageUUID string   `json:"refused_user_message_uuid,omitempty"`
-	// Content is the notice to show the user.
-	Content string `json:"content"`
-}
-
-// ModelRefusalNoFallbackMessage (system/model_refusal_no_fallback) says
-// the model refused and no fallback model was available: the turn ends.
-type ModelRefusalNoFallbackMessage struct {
-	Meta
-	OriginalModel          string `json:"original_model"`
-	RequestID              string `json:"request_id"`
-	APIRefusalCategory     string `json:"api_refusal_category,omitempty"`
-	APIRefusalExplanation  string `json:"api_refusal_explanation,omitempty"`
-	RefusedUserMessageUUID string `json:"refused_user_message_uuid,omitempty"`
-	Content                string `json:"content"`
-}
-
-// ControlRequestProgressMessage (system/control_request_progress)
-// reports progress on a long-running control request the host sent,
-// named by RequestID: Status "started", or "api_retry" with the retry
-// counters.
-type ControlRequestProgressMessage struct {
-	Meta
-	RequestID    string  `json:"request_id"`
-	Status       string  `json:"status"`
-	Attempt      int     `json:"attempt,omitempty"`
-	MaxRetries   int     `json:"max_retries,omitempty"`
-	RetryDelayMS float64 `json:"retry_delay_ms,omitempty"`
-	ErrorStatus  int     `json:"error_status,omitempty"`
-}
-
-// WorkerShuttingDownMessage (system/worker_shutting_down) says the CLI
-// process is about to exit (a remote worker being replaced, a shutdown
-// signal), with the reason.
-type WorkerShuttingDownMessage struct {
-	Meta
-	Reason string `json:"reason"`
-}
-
-// MemoryRecallMessage (system/memory_recall) lists the memory files the
-// CLI recalled into the conversation.
-type MemoryRecallMessage struct {
-	Meta
-	// Mode is "select" or "synthesize".
-	Mode     string           `json:"mode"`
-	Memories []RecalledMemory `json:"memories"`
-}
-
-// RecalledMemory is one memory of a MemoryRecallMessage.
-type RecalledMemory struct {
-	Path string `json:"path"`
-	// Scope is "personal", "team" or "organization".
-	Scope   string `json:"scope"`
-	Content string `json:"content,omitempty"`
-}
-
-// MirrorErrorMessage (system/mirror_error) says writing a transcript to
-// a session mirror failed.
-type MirrorErrorMessage struct {
-	Meta
-	Error string    `json:"error"`
-	Key   MirrorKey `json:"key"`
-}
-
-// MirrorKey names a mirrored transcript.
-type MirrorKey struct {
-	ProjectKey string `json:"projectKey"`
-	SessionID  string `json:"sessionId"`
-	Subpath    string `json:"subpath,omitempty"`
-}
-
-// SessionWritesLostMessage (system/session_writes_lost) says the CLI
-// could not write its session file or global config: the disk is full
-// (ErrorCode "ENOSPC") or over quota ("EDQUOT"). Lost names what was not
-// written ("transcript", "global_config"); a session whose transcript
-// was lost cannot be resumed completely.
-type SessionWritesLostMessage struct {
-	Meta
-	ErrorCode            string   `json:"error_code"`
-	Lost                 []string `json:"lost"`
-	TranscriptSessionIDs []string `json:"transcript_session_ids,omitempty"`
 }
 
 // APIErrorMessage (system/api_error) reports an API call that failed and
@@ -224,43 +127,9 @@ type MessageOrigin struct {
 	RunID      string `json:"runId,omitempty"`
 }
 
-func (*ConversationResetMessage) isMessage()      {}
-func (*TranscriptMirrorMessage) isMessage()       {}
-func (*ActiveGoalMessage) isMessage()             {}
-func (*ModelRefusalFallbackMessage) isMessage()   {}
-func (*ModelRefusalNoFallbackMessage) isMessage() {}
-func (*ControlRequestProgressMessage) isMessage() {}
-func (*WorkerShuttingDownMessage) isMessage()     {}
-func (*MemoryRecallMessage) isMessage()           {}
-func (*MirrorErrorMessage) isMessage()            {}
-func (*SessionWritesLostMessage) isMessage()      {}
-func (*APIErrorMessage) isMessage()               {}
-func (*StopHookSummaryMessage) isMessage()        {}
-func (*MicrocompactBoundaryMessage) isMessage()   {}
-
-// newSystemMore is newSystem for the subtypes in this file.
-func newSystemMore(subtype string) Message {
-	switch subtype {
-	case "model_refusal_fallback":
-		return new(ModelRefusalFallbackMessage)
-	case "model_refusal_no_fallback":
-		return new(ModelRefusalNoFallbackMessage)
-	case "control_request_progress":
-		return new(ControlRequestProgressMessage)
-	case "worker_shutting_down":
-		return new(WorkerShuttingDownMessage)
-	case "memory_recall":
-		return new(MemoryRecallMessage)
-	case "mirror_error":
-		return new(MirrorErrorMessage)
-	case "session_writes_lost":
-		return new(SessionWritesLostMessage)
-	case "api_error":
-		return new(APIErrorMessage)
-	case "stop_hook_summary":
-		return new(StopHookSummaryMessage)
-	case "microcompact_boundary":
-		return new(MicrocompactBoundaryMessage)
-	}
-	return nil
-}
+func (*ConversationResetMessage) isMessage()    {}
+func (*TranscriptMirrorMessage) isMessage()     {}
+func (*ActiveGoalMessage) isMessage()           {}
+func (*APIErrorMessage) isMessage()             {}
+func (*StopHookSummaryMessage) isMessage()      {}
+func (*MicrocompactBoundaryMessage) isMessage() {}
