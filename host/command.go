@@ -339,6 +339,18 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 	if isClosed(s) && c.Type != CommandClose {
 		return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
 	}
+	if c.Type != CommandClose {
+		// Every command but close wakes a sleeping session first (and
+		// keeps it from falling asleep while it runs).
+		done, err := s.awake(ctx)
+		if err != nil {
+			if isClosed(s) {
+				return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
+			}
+			return nil, err
+		}
+		defer done()
+	}
 	res, err := s.do(ctx, c)
 	if err != nil && isClosed(s) && ErrorCode(err) == CodeInternal {
 		err = &CommandError{Code: CodeSessionClosed, Message: "the session has ended: " + err.Error(), Err: err}
