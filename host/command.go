@@ -423,6 +423,7 @@ func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
 			}
 			s.mu.Lock()
 			s.info.model = c.Model
+			s.base.Model = c.Model // a restart or a wake starts with it
 			s.mu.Unlock()
 			return &CommandResult{}, nil
 		}
@@ -431,6 +432,7 @@ func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
 		}
 		s.mu.Lock()
 		s.info.mode = c.Mode
+		s.base.PermissionMode = claude.PermissionMode(c.Mode)
 		s.mu.Unlock()
 		return &CommandResult{}, nil
 	case CommandClose:

@@ -266,11 +266,10 @@ func newUUID() string {
 
 // connect starts a CLI; resume continues the conversation s.sid.
 func (s *Session) connect(ctx context.Context, resume bool) error {
-	o := s.base
+	s.mu.Lock()
+	o, sid := s.base, s.sid
+	s.mu.Unlock()
 	if resume {
-		s.mu.Lock()
-		sid := s.sid
-		s.mu.Unlock()
 		o.Resume, o.Continue, o.ForkSession, o.SessionID = sid, false, false, ""
 	}
 	ctx, span := s.tracer.Start(ctx, "cli start", trace.WithAttributes(attrSession.String(s.id), attrResume.Bool(resume)))
