@@ -438,6 +438,8 @@ func (s *Session) disconnected(cs *claude.Session, cause error) {
 		s.resetTurn()
 		s.withdrawAll()
 		s.failDeliveries(ErrNotIdle)
+		s.journal.compact(sleepKeep)
+		clear(s.replayed)
 		s.transition()
 		return
 	}

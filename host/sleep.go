@@ -31,6 +31,11 @@ import (
 // again (session persistence off, a parked spare).
 var ErrNotIdle = errors.New("host: the session is not idle")
 
+// sleepKeep is how many of its newest events a sleeping session's journal
+// keeps: a sleeper holds its transcript (for snapshots) and little else.
+// A subscriber further behind resyncs from a snapshot.
+const sleepKeep = 64
+
 // maxWakeWaiters bounds the commands that may wait for one wake: past
 // it, a command fails with ErrBusy rather than queue without limit.
 const maxWakeWaiters = 64
@@ -61,7 +66,10 @@ func (s *Session) Asleep() bool {
 }
 
 // Sleep closes the session's CLI and keeps the session, in StateAsleep,
-// until a command (Do, SendMessage) or Wake wakes it. It returns
+// until a command (Do, SendMessage) or Wake wakes it. Its journal keeps
+// its numbering and its transcript, but only its newest 64 events: a
+// subscriber that needs an older one resyncs from a snapshot, as after
+// any of the journal's bounds. It returns
 // ErrNotIdle, and changes nothing, unless the session has nothing to do
 // (see above); nil when it is asleep already. It waits for the CLI to
 // exit.

@@ -361,3 +361,41 @@ func TestManagerSleepsIdleSessions(t *testing.T) {
 		}
 	})
 }
+
+// TestSleepCompactsJournal: a sleeping session keeps its numbering and
+// transcript but only its newest events; a subscriber that needs older
+// ones resyncs from a snapshot.
+func TestSleepCompactsJournal(t *testing.T) {
+	ctx := testCtx(t)
+	sc := newSleepyCLI()
+	s, _ := startSleepy(t, sc)
+	for range 20 {
+		send(t, ctx, s, "turn")
+	}
+	before := s.Snapshot()
+	if err := s.Sleep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := s.Snapshot()
+	if after.Seq <= before.Seq || len(after.Transcript) != len(before.Transcript) {
+		t.Errorf("asleep: seq %d → %d, transcript %d → %d lines", before.Seq, after.Seq, len(before.Transcript), len(after.Transcript))
+	}
+	for _, err := range s.Events(ctx, 1) {
+		if !errors.Is(err, host.ErrResync) {
+			t.Errorf("reading from 1 after the sleep: %v, want a resync", err)
+		}
+		break
+	}
+	var n int
+	for e, err := range s.Events(ctx, after.Seq-10) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; e.Seq == after.Seq {
+			break
+		}
+	}
+	if n != 10 {
+		t.Errorf("read %d of the newest 10 events", n)
+	}
+}
