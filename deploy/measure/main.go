@@ -5,6 +5,12 @@
 //
 //	go run ./deploy/measure -cli "$(scripts/install-cli.sh 2.1.197)"
 //
+// With -sleep it measures sessions that sleep instead (sleep.go): many
+// sessions on one host.Manager, a few of them on the real CLI, awake and
+// asleep, and the time a wake takes:
+//
+//	go run ./deploy/measure -sleep -sessions 1000 -active 20
+//
 // It reads /proc, so it runs on Linux only.
 package main
 
@@ -27,8 +33,18 @@ func main() {
 	turns := flag.Int("turns", 10, "turns to run, each with one Bash tool call")
 	idle := flag.Duration("idle", 30*time.Second, "how long to watch the idle session")
 	reply := flag.Int("reply-bytes", 4096, "the size of each turn's final text reply")
+	sleep := flag.Bool("sleep", false, "measure sessions that sleep: -sessions on one host, -active of them on the real CLI")
+	sessions := flag.Int("sessions", 100, "with -sleep: the sessions to open")
+	active := flag.Int("active", 2, "with -sleep: how many of them run the real CLI")
+	wakes := flag.Int("wakes", 10, "with -sleep: the wakes to time")
 	flag.Parse()
-	if err := run(*cli, *turns, *idle, *reply); err != nil {
+	var err error
+	if *sleep {
+		err = runSleep(&sleepRun{cli: *cli, sessions: *sessions, active: *active, turns: *turns, replyBytes: *reply, wakes: *wakes})
+	} else {
+		err = run(*cli, *turns, *idle, *reply)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "measure:", err)
 		os.Exit(1)
 	}
