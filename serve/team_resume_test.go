@@ -71,14 +71,12 @@ func quitCLI(ctx context.Context, c *claudetest.CLI) error {
 	}
 }
 
-// A collaborator who resumes the owner's session whose CLI died gets it
-// back as the owner's: the owner's session options (denied tools,
-// spend) and the owner's isolation, not the collaborator's; the resumed
-// session stays the owner's.
-func TestTeamResumeKeepsTheOwner(t *testing.T) {
-	ctx := testCtx(t)
-	root := t.TempDir()
-	cfg := &fakeConfig{root: root}
+// newOwnerTeamEnv is a team server over the local backend whose fake
+// CLI is quitCLI, noting whose session options and isolation each start
+// (or wake) got.
+func newOwnerTeamEnv(t *testing.T) (*teamEnv, *ownerAuthz, *recordingIsolator, *host.Manager) {
+	t.Helper()
+	cfg := &fakeConfig{root: t.TempDir()}
 	for u := range testPeople {
 		if err := os.MkdirAll(cfg.Workspace(&team.Identity{Subject: u}), 0o755); err != nil {
 			t.Fatal(err)
@@ -96,7 +94,17 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 		srv.Close()
 		m.Close()
 	})
-	e := &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}
+	return &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}, authz, iso, m
+}
+
+// A collaborator who resumes the owner's session whose CLI died gets it
+// back as the owner's: the owner's session options (denied tools,
+// spend) and the owner's isolation, not the collaborator's; the resumed
+// session stays the owner's.
+func TestTeamResumeKeepsTheOwner(t *testing.T) {
+	ctx := testCtx(t)
+	e, authz, iso, _ := newOwnerTeamEnv(t)
+	cfg := e.cfg
 
 	alice, bob := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
 	id := alice.start(ctx, "")
