@@ -37,10 +37,11 @@ func main() {
 	sessions := flag.Int("sessions", 100, "with -sleep: the sessions to open")
 	active := flag.Int("active", 2, "with -sleep: how many of them run the real CLI")
 	wakes := flag.Int("wakes", 10, "with -sleep: the wakes to time")
+	memprofile := flag.String("memprofile", "", "with -sleep: write a heap profile here once every session is asleep")
 	flag.Parse()
 	var err error
 	if *sleep {
-		err = runSleep(&sleepRun{cli: *cli, sessions: *sessions, active: *active, turns: *turns, replyBytes: *reply, wakes: *wakes})
+		err = runSleep(&sleepRun{cli: *cli, sessions: *sessions, active: *active, turns: *turns, replyBytes: *reply, wakes: *wakes, memprofile: *memprofile})
 	} else {
 		err = run(*cli, *turns, *idle, *reply)
 	}

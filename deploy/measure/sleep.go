@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ type sleepRun struct {
 	turns      int
 	replyBytes int
 	wakes      int
+	memprofile string
 }
 
 func runSleep(r *sleepRun) error {
@@ -115,6 +117,17 @@ func runSleep(r *sleepRun) error {
 		return err
 	}
 	report("all asleep", base, len(all))
+	if r.memprofile != "" {
+		f, err := os.Create(r.memprofile)
+		if err != nil {
+			return err
+		}
+		err = pprof.WriteHeapProfile(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
 
 	// Wakes: prompt → the resumed turn's first event, and its answer.
 	var first, answer []time.Duration
@@ -218,8 +231,8 @@ func report(what string, base, n int) {
 	clis := rss("VmRSS")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Printf("%-28s host RSS %5d MiB (%3d KiB a session; Go heap in use %4d MiB), CLIs: %3d processes, RSS %5d MiB; in all %5d MiB\n",
-		what+":", h/1024, (h-base)/max(n, 1), ms.HeapInuse>>20, len(tree()), clis/1024, (h+clis)/1024)
+	fmt.Printf("%-28s host RSS %5d MiB (%3d KiB a session; Go heap in use %4d MiB, %d goroutines), CLIs: %3d processes, RSS %5d MiB; in all %5d MiB\n",
+		what+":", h/1024, (h-base)/max(n, 1), ms.HeapInuse>>20, runtime.NumGoroutine(), len(tree()), clis/1024, (h+clis)/1024)
 }
 
 // hostRSS is this process's RSS in KiB, after a collection has given
