@@ -27,7 +27,7 @@ type ManagerOptions struct {
 	// differ from the template only in what a claim sets (the CLI's Cwd,
 	// AddDirs, Model, PermissionMode, MaxThinkingTokens,
 	// AppendSystemPrompt, Title, Agents; host Commands, Restart,
-	// InterruptTimeout) claims one; a claim the CLI refuses falls back to
+	// InterruptTimeout, OnWake) claims one; a claim the CLI refuses falls back to
 	// a cold start. With an older CLI they are sessions started with the
 	// template and waiting for their first prompt, handed out only to
 	// Start(ctx, nil).
