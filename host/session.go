@@ -483,21 +483,7 @@ func (s *Session) restart(delay time.Duration) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resume := s.resumable()
-	err := s.connect(ctx, resume)
-	if resume && isNoConversation(err) {
-		// The CLI writes its session file lazily: one killed right after
-		// a turn may have left nothing to resume. Carry on with a new
-		// conversation rather than stay down, and say so.
-		s.log.Warn("host: the conversation could not be resumed; starting a new one", "session", s.id, "err", err)
-		s.mu.Lock()
-		s.base.SessionID = newUUID()
-		s.sid = s.base.SessionID
-		s.costs.sawTurn = false
-		s.publishLocked(nil, fmt.Errorf("%w: %w", ErrNotResumed, err))
-		s.mu.Unlock()
-		err = s.connect(ctx, false)
-	}
+	err := s.reconnect(ctx)
 	if err == nil || errors.Is(err, claude.ErrClosed) {
 		return
 	}
@@ -519,9 +505,32 @@ func (s *Session) restart(delay time.Duration) {
 	go s.restart(next)
 }
 
-// ErrNotResumed is yielded by Messages when a restarted CLI could not
-// resume the conversation (the CLI had not written it to disk yet) and
-// the session went on with a new one: the model has lost the context.
+// reconnect starts the CLI again (a restart, a wake): resuming the
+// conversation when the CLI has written it, else under the same session
+// id, as it was to begin.
+func (s *Session) reconnect(ctx context.Context) error {
+	resume := s.resumable()
+	err := s.connect(ctx, resume)
+	if resume && isNoConversation(err) {
+		// The CLI writes its session file lazily: one killed right after
+		// a turn may have left nothing to resume. Carry on with a new
+		// conversation rather than stay down, and say so.
+		s.log.Warn("host: the conversation could not be resumed; starting a new one", "session", s.id, "err", err)
+		s.mu.Lock()
+		s.base.SessionID = newUUID()
+		s.sid = s.base.SessionID
+		s.costs.sawTurn = false
+		s.publishLocked(nil, fmt.Errorf("%w: %w", ErrNotResumed, err))
+		s.mu.Unlock()
+		err = s.connect(ctx, false)
+	}
+	return err
+}
+
+// ErrNotResumed is yielded by Messages when a restarted (or woken) CLI
+// could not resume the conversation (the CLI had not written it to disk
+// yet) and the session went on with a new one: the model has lost the
+// context.
 var ErrNotResumed = errors.New("host: conversation not resumed after a restart")
 
 func isNoConversation(err error) bool {

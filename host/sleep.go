@@ -205,8 +205,7 @@ func (s *Session) Wake(ctx context.Context) error {
 	return nil
 }
 
-// wake starts the CLI again: resuming the conversation when the CLI has
-// written it, else starting it under the same id.
+// wake starts the CLI again (reconnect), after OnWake.
 func (s *Session) wake(ctx context.Context) error {
 	if f := s.opts.OnWake; f != nil {
 		s.mu.Lock()
@@ -227,19 +226,7 @@ func (s *Session) wake(ctx context.Context) error {
 		s.base = o
 		s.mu.Unlock()
 	}
-	resume := s.resumable()
-	err := s.connect(ctx, resume)
-	if resume && isNoConversation(err) {
-		s.log.Warn("host: the conversation could not be resumed at wake; starting a new one", "session", s.id, "err", err)
-		s.mu.Lock()
-		s.base.SessionID = newUUID()
-		s.sid = s.base.SessionID
-		s.costs.sawTurn = false
-		s.publishLocked(nil, fmt.Errorf("%w: %w", ErrNotResumed, err))
-		s.mu.Unlock()
-		err = s.connect(ctx, false)
-	}
-	return err
+	return s.reconnect(ctx)
 }
 
 // callOnWake calls Options.OnWake, a panic refusing the wake.

@@ -97,6 +97,22 @@ func newOwnerTeamEnv(t *testing.T) (*teamEnv, *ownerAuthz, *recordingIsolator, *
 	return &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}, authz, iso, m
 }
 
+// wantAliceTwice fails unless the session options and the isolation
+// were made twice, both times for alice (the owner) and her workspace.
+func wantAliceTwice(t *testing.T, e *teamEnv, authz *ownerAuthz, iso *recordingIsolator) {
+	t.Helper()
+	wsA := e.cfg.Workspace(&me_alice)
+	authz.mu.Lock()
+	opts := fmt.Sprint(authz.opts)
+	authz.mu.Unlock()
+	if opts != "[alice@example.com alice@example.com]" {
+		t.Errorf("session options were made for %s, want the owner's both times", opts)
+	}
+	if got, want := iso.String(), "alice@example.com "+wsA+", alice@example.com "+wsA; got != want {
+		t.Errorf("isolation for %q, want %q", got, want)
+	}
+}
+
 // A collaborator who resumes the owner's session whose CLI died gets it
 // back as the owner's: the owner's session options (denied tools,
 // spend) and the owner's isolation, not the collaborator's; the resumed
@@ -104,7 +120,6 @@ func newOwnerTeamEnv(t *testing.T) (*teamEnv, *ownerAuthz, *recordingIsolator, *
 func TestTeamResumeKeepsTheOwner(t *testing.T) {
 	ctx := testCtx(t)
 	e, authz, iso, _ := newOwnerTeamEnv(t)
-	cfg := e.cfg
 
 	alice, bob := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
 	id := alice.start(ctx, "")
@@ -129,16 +144,7 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 	if rr.Session == nil || rr.Session.ID == "" || rr.Session.Person != "alice@example.com" {
 		t.Fatalf("resumed: %s", f.Result)
 	}
-	wsA := cfg.Workspace(&me_alice)
-	authz.mu.Lock()
-	opts := fmt.Sprint(authz.opts)
-	authz.mu.Unlock()
-	if opts != "[alice@example.com alice@example.com]" {
-		t.Errorf("session options were made for %s, want the owner's both times", opts)
-	}
-	if got, want := iso.String(), "alice@example.com "+wsA+", alice@example.com "+wsA; got != want {
-		t.Errorf("isolation for %q, want %q", got, want)
-	}
+	wantAliceTwice(t, e, authz, iso)
 	// Bob's commands into it are still his own, checked as him.
 	bn := 0
 	bob.ok(ctx, map[string]any{"type": "subscribe", "session": rr.Session.ID})

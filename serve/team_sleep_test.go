@@ -1,7 +1,6 @@
 package serve_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -31,16 +30,7 @@ func TestTeamWakeAsTheOwner(t *testing.T) {
 	bob.ok(ctx, map[string]any{"type": "subscribe", "session": id})
 	turn(t, ctx, bob, id, "from bob", &bn)
 	bob.waitFrame(ctx, new(int), "the session waking", isState(id, "waking"))
-	wsA := e.cfg.Workspace(&me_alice)
-	authz.mu.Lock()
-	opts := fmt.Sprint(authz.opts)
-	authz.mu.Unlock()
-	if opts != "[alice@example.com alice@example.com]" {
-		t.Errorf("session options were made for %s, want the owner's at the start and the wake", opts)
-	}
-	if got, want := iso.String(), "alice@example.com "+wsA+", alice@example.com "+wsA; got != want {
-		t.Errorf("isolation for %q, want %q", got, want)
-	}
+	wantAliceTwice(t, e, authz, iso) // at the start and at the wake
 
 	// The owner's budget is spent: the wake is refused.
 	if err := hs.Sleep(ctx); err != nil {

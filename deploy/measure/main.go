@@ -71,13 +71,11 @@ func run(cli string, turns int, idle time.Duration, replyBytes int) error {
 		},
 	})
 	defer api.Close()
-	home, err := os.MkdirTemp("", "tether-measure-home-")
+	home, env, err := offline(api)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(home)
-	env := api.CLIEnv(home)
-	env["PATH"] = os.Getenv("PATH")
 	ctx := context.Background()
 	t0 := time.Now()
 	s, err := claude.Connect(ctx, &claude.Options{
@@ -112,6 +110,18 @@ func run(cli string, turns int, idle time.Duration, replyBytes int) error {
 	fmt.Printf("%d turns (1 Bash call and a %d-byte reply each) in %v: CPU %.3fs per turn, RSS %d MiB, peak RSS %d MiB\n",
 		turns, replyBytes, wall.Round(time.Millisecond), (cpu()-c0)/float64(turns), rss("VmRSS")/1024, rss("VmHWM")/1024)
 	return nil
+}
+
+// offline makes a home folder for CLIs that talk to api only, and their
+// environment; the caller removes the folder.
+func offline(api *claudetest.MessagesServer) (home string, env map[string]string, err error) {
+	home, err = os.MkdirTemp("", "tether-measure-home-")
+	if err != nil {
+		return "", nil, err
+	}
+	env = api.CLIEnv(home)
+	env["PATH"] = os.Getenv("PATH")
+	return home, env, nil
 }
 
 // tree lists the processes below this one: the supervisor, the CLI under

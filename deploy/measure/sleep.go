@@ -53,13 +53,11 @@ func runSleep(r *sleepRun) error {
 		Respond: func(*claudetest.Request) *claudetest.Reply { return claudetest.TextReply(reply) },
 	})
 	defer api.Close()
-	home, err := os.MkdirTemp("", "tether-measure-home-")
+	home, env, err := offline(api)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(home)
-	env := api.CLIEnv(home)
-	env["PATH"] = os.Getenv("PATH")
 	real := &host.Options{CLI: &claude.Options{
 		CLIPath: r.cli, Cwd: home, Env: env, EnvOnly: true, IncludePartialMessages: true,
 		PermissionMode: claude.PermissionModeBypassPermissions,
