@@ -113,6 +113,20 @@ func wantAliceTwice(t *testing.T, e *teamEnv, authz *ownerAuthz, iso *recordingI
 	}
 }
 
+// sharedWithBob starts alice's session, runs a turn in it and shares it
+// with bob as a collaborator; an is alice's frame cursor after the turn.
+func sharedWithBob(t *testing.T, ctx context.Context, e *teamEnv) (alice, bob *wsClient, id string, an int) {
+	t.Helper()
+	alice, bob = e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
+	id = alice.start(ctx, "")
+	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})
+	turn(t, ctx, alice, id, "hello", &an)
+	if st, code, _ := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"bob@example.com","level":"collaborator"}]}`); st != 200 {
+		t.Fatalf("share: %d %s", st, code)
+	}
+	return alice, bob, id, an
+}
+
 // A collaborator who resumes the owner's session whose CLI died gets it
 // back as the owner's: the owner's session options (denied tools,
 // spend) and the owner's isolation, not the collaborator's; the resumed
@@ -121,14 +135,7 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 	ctx := testCtx(t)
 	e, authz, iso, _ := newOwnerTeamEnv(t)
 
-	alice, bob := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
-	id := alice.start(ctx, "")
-	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})
-	an := 0
-	turn(t, ctx, alice, id, "hello", &an)
-	if st, code, _ := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"bob@example.com","level":"collaborator"}]}`); st != 200 {
-		t.Fatalf("share: %d %s", st, code)
-	}
+	alice, bob, id, an := sharedWithBob(t, ctx, e)
 	if f := alice.do(ctx, id, map[string]any{"type": "send", "text": "quit"}); f.Error != nil {
 		t.Fatal(f.Error)
 	}

@@ -14,14 +14,7 @@ import (
 func TestTeamWakeAsTheOwner(t *testing.T) {
 	ctx := testCtx(t)
 	e, authz, iso, m := newOwnerTeamEnv(t)
-	alice, bob := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
-	id := alice.start(ctx, "")
-	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})
-	an := 0
-	turn(t, ctx, alice, id, "hello", &an)
-	if st, code, _ := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"bob@example.com","level":"collaborator"}]}`); st != 200 {
-		t.Fatalf("share: %d %s", st, code)
-	}
+	_, bob, id, _ := sharedWithBob(t, ctx, e)
 	hs := m.Get(id)
 	if err := hs.Sleep(ctx); err != nil {
 		t.Fatal(err)
