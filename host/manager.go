@@ -284,7 +284,9 @@ func (m *Manager) reap() {
 			every = d / 4
 		}
 	}
-	t := time.NewTicker(max(every, 10*time.Millisecond))
+	// A quarter of the shortest, at most 30 s: a session sleeps or is
+	// closed within that of its time.
+	t := time.NewTicker(min(max(every, 10*time.Millisecond), 30*time.Second))
 	defer t.Stop()
 	for {
 		select {

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -398,4 +399,29 @@ func TestSleepCompactsJournal(t *testing.T) {
 	if n != 10 {
 		t.Errorf("read %d of the newest 10 events", n)
 	}
+}
+
+// A session put to sleep has no CLI; the next prompt wakes it.
+func ExampleSession_Sleep() {
+	ctx := context.Background()
+	s, err := host.Start(ctx, &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: claudetest.Echo}}})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	d, _ := s.Send(ctx, "hello")
+	d.Wait(ctx)
+	if err := s.Sleep(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println(s.State().State, s.Claude() == nil)
+	d, err = s.Send(ctx, "again") // wakes it, resuming the conversation
+	if err != nil {
+		panic(err)
+	}
+	r, _ := d.Wait(ctx)
+	fmt.Println(r.Result)
+	// Output:
+	// asleep true
+	// echo: again
 }
