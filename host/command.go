@@ -342,7 +342,7 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 	if c.Type != CommandClose {
 		// Every command but close wakes a sleeping session first (and
 		// keeps it from falling asleep while it runs).
-		done, err := s.awake(ctx)
+		wctx, done, err := s.awake(ctx, c)
 		if err != nil {
 			if isClosed(s) {
 				return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
@@ -350,6 +350,7 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 			return nil, err
 		}
 		defer done()
+		ctx = wctx
 	}
 	res, err := s.do(ctx, c)
 	if err != nil && isClosed(s) && ErrorCode(err) == CodeInternal {

@@ -239,24 +239,38 @@ func callOnWake(ctx context.Context, f func(context.Context, *Session, *claude.O
 	return f(ctx, s, o)
 }
 
-// awake wakes the session for a command, and counts the command in
-// progress until done is called, so that the session does not fall
-// asleep under it.
-func (s *Session) awake(ctx context.Context) (done func(), err error) {
+// awake wakes the session for c, and counts the command in progress
+// until done is called, so that the session does not fall asleep under
+// it. It returns the ctx to run c with: a prompt that came while the
+// session slept is sent once it is awake even if its sender has gone
+// meanwhile (a closed tab, a reconnect), so a wake never drops a prompt
+// the server took.
+func (s *Session) awake(ctx context.Context, c *Command) (_ context.Context, done func(), err error) {
 	s.mu.Lock()
 	s.inflight++
+	asleep := s.asleep
 	s.mu.Unlock()
 	done = func() {
 		s.mu.Lock()
 		s.inflight--
 		s.mu.Unlock()
 	}
+	if asleep && c.Type == CommandSend {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout+sendAfterWake)
+		inner := done
+		done = func() { cancel(); inner() }
+	}
 	if err := s.Wake(ctx); err != nil {
 		done()
-		return nil, err
+		return nil, nil, err
 	}
-	return done, nil
+	return ctx, done, nil
 }
+
+// sendAfterWake bounds the send of a prompt that woke the session, past
+// the wake.
+const sendAfterWake = 30 * time.Second
 
 // noteTask follows the background tasks the CLI reports (s.mu held): a
 // session with one running does not sleep.

@@ -425,3 +425,33 @@ func ExampleSession_Sleep() {
 	// asleep true
 	// echo: again
 }
+
+// TestWakeKeepsAPromptWhoseSenderLeft: a prompt that wakes the session
+// is sent once the CLI is up even if its sender gave up meanwhile.
+func TestWakeKeepsAPromptWhoseSenderLeft(t *testing.T) {
+	ctx := testCtx(t)
+	sc := newSleepyCLI()
+	s, l := startSleepy(t, sc)
+	if err := s.Sleep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	sc.set(gate, nil)
+	sctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Do(sctx, &host.Command{Type: host.CommandSend, Text: "orphan"})
+		errc <- err
+	}()
+	l.waitState(t, ctx, host.StateWaking)
+	cancel() // the sender leaves while the session wakes
+	close(gate)
+	if err := <-errc; err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	l.waitState(t, ctx, host.StateIdle)
+	snap := s.Snapshot()
+	if !strings.Contains(string(snap.Transcript[len(snap.Transcript)-1]), "echo: orphan") {
+		t.Errorf("the prompt was not answered: %s", snap.Transcript[len(snap.Transcript)-1])
+	}
+}
