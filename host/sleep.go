@@ -69,10 +69,14 @@ func (s *Session) Asleep() bool {
 // until a command (Do, SendMessage) or Wake wakes it. Its journal keeps
 // its numbering and its transcript, but only its newest 64 events: a
 // subscriber that needs an older one resyncs from a snapshot, as after
-// any of the journal's bounds. It returns
-// ErrNotIdle, and changes nothing, unless the session has nothing to do
-// (see above); nil when it is asleep already. It waits for the CLI to
-// exit.
+// any of the journal's bounds.
+//
+// It returns ErrNotIdle, and changes nothing, unless the session has
+// nothing to do: no turn under way, no approval or question pending, no
+// prompt unanswered, no background task the CLI reported running, no
+// command in progress, and a conversation the CLI can resume (session
+// persistence on). It returns nil when the session is asleep already,
+// and waits for the CLI to exit.
 func (s *Session) Sleep(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
@@ -162,10 +166,9 @@ func (s *Session) Wake(ctx context.Context) error {
 			return ctx.Err()
 		}
 		s.mu.Lock()
-		err := s.wakeErr
-		s.mu.Unlock()
-		if err != nil {
-			return err
+		defer s.mu.Unlock()
+		if s.wakeErr != nil {
+			return s.wakeErr
 		}
 		return nil
 	}
