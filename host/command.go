@@ -339,6 +339,19 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 	if isClosed(s) && c.Type != CommandClose {
 		return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
 	}
+	if c.Type != CommandClose {
+		// Every command but close wakes a sleeping session first (and
+		// keeps it from falling asleep while it runs).
+		wctx, done, err := s.awake(ctx, c)
+		if err != nil {
+			if isClosed(s) {
+				return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
+			}
+			return nil, err
+		}
+		defer done()
+		ctx = wctx
+	}
 	res, err := s.do(ctx, c)
 	if err != nil && isClosed(s) && ErrorCode(err) == CodeInternal {
 		err = &CommandError{Code: CodeSessionClosed, Message: "the session has ended: " + err.Error(), Err: err}
@@ -411,6 +424,7 @@ func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
 			}
 			s.mu.Lock()
 			s.info.model = c.Model
+			s.base.Model = c.Model // a restart or a wake starts with it
 			s.mu.Unlock()
 			return &CommandResult{}, nil
 		}
@@ -419,6 +433,7 @@ func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
 		}
 		s.mu.Lock()
 		s.info.mode = c.Mode
+		s.base.PermissionMode = claude.PermissionMode(c.Mode)
 		s.mu.Unlock()
 		return &CommandResult{}, nil
 	case CommandClose:

@@ -106,6 +106,10 @@ func (s *Session) SendMessage(ctx context.Context, m *claude.UserMessage) (*Deli
 		c.UUID = newUUID()
 	}
 	d := &Delivery{UUID: c.UUID, Message: &c, Sent: time.Now(), s: s, done: make(chan struct{})}
+	// A sleeping session wakes for the prompt (Do has woken it already).
+	if err := s.Wake(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	cs := s.cs
 	switch {

@@ -12,10 +12,11 @@
 //
 //   - one liveness State (starting, ready, requesting, thinking,
 //     streaming, running_tool, awaiting_approval, awaiting_answer,
-//     interrupting, idle, error, disconnected), changed in exactly one
-//     place: read it with State, follow it with Watch (no transition is
-//     dropped; a watcher far behind gets them coalesced and is told how
-//     many it missed), and LastEvent says when the CLI last spoke;
+//     interrupting, idle, error, disconnected, asleep, waking), changed
+//     in exactly one place: read it with State, follow it with Watch (no
+//     transition is dropped; a watcher far behind gets them coalesced
+//     and is told how many it missed), and LastEvent says when the CLI
+//     last spoke;
 //   - Drafts: the assistant message being written, token by token, tool
 //     input included (see claude.Accumulator);
 //   - a Delivery per prompt: queued, accepted when the CLI echoes it,
@@ -56,4 +57,15 @@
 // A Manager runs many sessions in one process: Start (from prewarmed
 // spares, hiding the CLI's start-up second), Get, Sessions, idle reaping
 // and Close.
+//
+// # Sessions that sleep
+//
+// An open session nobody uses still costs its CLI process. Sleep closes
+// the CLI of a session with nothing to do and keeps the session (id,
+// journal numbering, transcript, cost, options): StateAsleep, no
+// process. The next command wakes it (StateWaking): a CLI starts again
+// resuming the conversation, then the command runs; a prompt is never
+// dropped. ManagerOptions.SleepAfter does it for sessions idle that
+// long; Options.OnWake checks and sets up a wake as a start is (a team's
+// policy, a sandbox). Nothing sleeps unless asked.
 package host

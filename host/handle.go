@@ -94,6 +94,8 @@ func (s *Session) handle(m claude.Message, merr error) {
 		}
 	case *claude.CommandLifecycleMessage:
 		s.lifecycle(m)
+	case *claude.TaskStartedMessage, *claude.TaskNotificationMessage, *claude.TaskUpdatedMessage:
+		s.noteTask(m)
 	case *claude.ResultMessage:
 		if m.SessionID != "" {
 			s.sid = m.SessionID

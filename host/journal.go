@@ -325,6 +325,26 @@ func (j *journal) append(kind EventKind, data json.RawMessage) {
 	}
 }
 
+// compact keeps only the newest keep events and gives the rest of the
+// ring's memory back (a sleeping session: Sleep). A subscriber that
+// needs an older one resyncs from a snapshot, as after any bound.
+func (j *journal) compact(keep int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for j.n > keep {
+		old := &j.ring[j.head]
+		j.bytes -= len(old.Data) + eventOverhead
+		*old = Event{}
+		j.head = (j.head + 1) % len(j.ring)
+		j.n--
+	}
+	nr := make([]Event, max(j.n, 16))
+	for i := range j.n {
+		nr[i] = j.ring[(j.head+i)%len(j.ring)]
+	}
+	j.ring, j.head = nr, 0
+}
+
 // end marks the journal complete: subscribers finish what is kept and
 // stop.
 func (j *journal) end() {

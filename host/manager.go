@@ -27,15 +27,22 @@ type ManagerOptions struct {
 	// differ from the template only in what a claim sets (the CLI's Cwd,
 	// AddDirs, Model, PermissionMode, MaxThinkingTokens,
 	// AppendSystemPrompt, Title, Agents; host Commands, Restart,
-	// InterruptTimeout) claims one; a claim the CLI refuses falls back to
+	// InterruptTimeout, OnWake) claims one; a claim the CLI refuses falls back to
 	// a cold start. With an older CLI they are sessions started with the
 	// template and waiting for their first prompt, handed out only to
 	// Start(ctx, nil).
 	Spares int
 	// IdleTimeout closes a session that has waited for a prompt (ready,
-	// idle or error) with no word from its CLI for this long. 0 means
-	// never.
+	// idle, error or asleep) with no word from its CLI for this long. 0
+	// means never.
 	IdleTimeout time.Duration
+	// SleepAfter puts to sleep (Session.Sleep) a session that has had
+	// nothing to do for this long: its CLI is closed, the session stays
+	// listed, asleep, with its journal and cost, and its next command
+	// wakes it, resuming the conversation (a second or two). 0 means
+	// never: sessions keep their CLI while they are open, as with
+	// Start.
+	SleepAfter time.Duration
 	// Registerer, when set, gets the sessions' metrics (host/metrics.go):
 	// sessions by state, CLI starts and exits, turn and approval times,
 	// tokens and cost. nil means no metrics, at no cost. Sessions started
@@ -86,7 +93,7 @@ func NewManager(opts *ManagerOptions) *Manager {
 	m.mu.Lock()
 	m.refill()
 	m.mu.Unlock()
-	if m.opts.IdleTimeout > 0 {
+	if m.opts.IdleTimeout > 0 || m.opts.SleepAfter > 0 {
 		m.wg.Add(1)
 		go m.reap()
 	}
@@ -267,11 +274,19 @@ func (m *Manager) Spares() int {
 	return len(m.spares)
 }
 
-// reap closes sessions idle longer than IdleTimeout.
+// reap closes sessions idle longer than IdleTimeout and puts to sleep
+// those idle longer than SleepAfter.
 func (m *Manager) reap() {
 	defer m.wg.Done()
-	every := max(m.opts.IdleTimeout/4, 10*time.Millisecond)
-	t := time.NewTicker(every)
+	every := time.Duration(0)
+	for _, d := range []time.Duration{m.opts.IdleTimeout, m.opts.SleepAfter} {
+		if d > 0 && (every == 0 || d/4 < every) {
+			every = d / 4
+		}
+	}
+	// A quarter of the shortest, at most 30 s: a session sleeps or is
+	// closed within that of its time.
+	t := time.NewTicker(min(max(every, 10*time.Millisecond), 30*time.Second))
 	defer t.Stop()
 	for {
 		select {
@@ -280,13 +295,30 @@ func (m *Manager) reap() {
 		case now := <-t.C:
 			for _, s := range m.Sessions() {
 				l := s.State()
-				waiting := l.State == StateReady || l.State == StateIdle || l.State == StateError
 				last := s.LastEvent()
 				if l.Since.After(last) {
 					last = l.Since
 				}
-				if waiting && now.Sub(last) >= m.opts.IdleTimeout {
+				idle := now.Sub(last)
+				switch l.State {
+				case StateReady, StateIdle, StateError, StateAsleep:
+				default:
+					continue
+				}
+				switch {
+				case m.opts.IdleTimeout > 0 && idle >= m.opts.IdleTimeout:
 					s.Close()
+				case m.opts.SleepAfter > 0 && idle >= m.opts.SleepAfter && l.State != StateAsleep && !s.Asleep():
+					// Beside the loop: a CLI may take a while to exit.
+					// Refused (ErrNotIdle) when it has something to do
+					// after all: tried again on the next tick.
+					m.wg.Add(1)
+					go func() {
+						defer m.wg.Done()
+						ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+						defer cancel()
+						_ = s.Sleep(ctx)
+					}()
 				}
 			}
 		}

@@ -67,6 +67,16 @@ type Options struct {
 	// so keep it short. A panic in it is recovered and logged.
 	OnTurnCost func(usd float64)
 
+	// OnWake, when set, is called before a sleeping session's CLI starts
+	// again (see Session.Sleep), with a copy of the CLI options it starts
+	// with, which it may change (a sandbox's transport, denied tools, the
+	// environment; the host's own wiring is kept): what was checked and
+	// set up at the start is checked and set up again at the wake, with
+	// the policy of now. An error refuses the wake: the command that
+	// asked for it fails with a *WakeError wrapping it, and the session
+	// stays asleep. A panic in it refuses the wake too.
+	OnWake func(ctx context.Context, s *Session, cli *claude.Options) error
+
 	// TracerProvider records the session's spans (session start, cli
 	// start, turns, tool calls, approval waits; see docs/cluster.md).
 	// nil means otel.GetTracerProvider(): a no-op unless the program set
@@ -134,9 +144,22 @@ type Session struct {
 	replayed     map[string]struct{}
 	acc          claude.Accumulator
 	costs        costTracker
-	restarts     int // in a row
-	closed       bool
-	ended        bool // for good: Done is closed
+	restarts     int                 // in a row
+	tasks        map[string]struct{} // background tasks the CLI reported running
+	// Sleeping (sleep.go): asleep from Sleep until a wake's CLI is
+	// attached; waking while a wake runs; wakeErr is the last failed
+	// wake's; inflight counts commands in progress (none sleeps under
+	// one); ranDone is closed when the current CLI's receive loop has
+	// ended.
+	asleep      bool
+	waking      bool
+	wakeErr     *WakeError
+	wakeDone    chan struct{}
+	wakeWaiters int
+	inflight    int
+	ranDone     chan struct{}
+	closed      bool
+	ended       bool // for good: Done is closed
 
 	journal journal     // Events and Snapshot; appended with mu held
 	info    sessionInfo // cwd, model, permission mode
@@ -243,11 +266,10 @@ func newUUID() string {
 
 // connect starts a CLI; resume continues the conversation s.sid.
 func (s *Session) connect(ctx context.Context, resume bool) error {
-	o := s.base
+	s.mu.Lock()
+	o, sid := s.base, s.sid
+	s.mu.Unlock()
 	if resume {
-		s.mu.Lock()
-		sid := s.sid
-		s.mu.Unlock()
 		o.Resume, o.Continue, o.ForkSession, o.SessionID = sid, false, false, ""
 	}
 	ctx, span := s.tracer.Start(ctx, "cli start", trace.WithAttributes(attrSession.String(s.id), attrResume.Bool(resume)))
@@ -274,7 +296,10 @@ func (s *Session) attach(cs *claude.Session) error {
 		s.costs.restarted()
 	}
 	s.launched = true
+	s.asleep, s.wakeErr = false, nil
 	s.cs = cs
+	ran := make(chan struct{})
+	s.ranDone = ran
 	s.echoing = false
 	s.connected, s.gone, s.killed = true, false, false
 	s.cause = nil
@@ -283,13 +308,14 @@ func (s *Session) attach(cs *claude.Session) error {
 	s.transition()
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go s.run(cs)
+	go s.run(cs, ran)
 	return nil
 }
 
-// run is the receive loop of one CLI session.
-func (s *Session) run(cs *claude.Session) {
+// run is the receive loop of one CLI session; it closes ran when done.
+func (s *Session) run(cs *claude.Session, ran chan struct{}) {
 	defer s.wg.Done()
+	defer close(ran)
 	var term error
 	for m, err := range cs.Receive(context.Background()) {
 		if m == nil {
@@ -404,6 +430,19 @@ func (s *Session) disconnected(cs *claude.Session, cause error) {
 	case s.closed && cause == nil:
 		cause = claude.ErrClosed
 	}
+	s.tasks = nil
+	if s.asleep && !s.closed {
+		// Sleep closed it: the session stays, without a process.
+		s.connected, s.gone = false, false
+		s.metrics.CLIExited(exitReason(nil, true))
+		s.resetTurn()
+		s.withdrawAll()
+		s.failDeliveries(ErrNotIdle)
+		s.journal.compact(sleepKeep)
+		clear(s.replayed)
+		s.transition()
+		return
+	}
 	s.cause = cause
 	s.metrics.CLIExited(exitReason(cause, s.closed))
 	s.resetTurn()
@@ -444,21 +483,7 @@ func (s *Session) restart(delay time.Duration) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resume := s.resumable()
-	err := s.connect(ctx, resume)
-	if resume && isNoConversation(err) {
-		// The CLI writes its session file lazily: one killed right after
-		// a turn may have left nothing to resume. Carry on with a new
-		// conversation rather than stay down, and say so.
-		s.log.Warn("host: the conversation could not be resumed; starting a new one", "session", s.id, "err", err)
-		s.mu.Lock()
-		s.base.SessionID = newUUID()
-		s.sid = s.base.SessionID
-		s.costs.sawTurn = false
-		s.publishLocked(nil, fmt.Errorf("%w: %w", ErrNotResumed, err))
-		s.mu.Unlock()
-		err = s.connect(ctx, false)
-	}
+	err := s.reconnect(ctx)
 	if err == nil || errors.Is(err, claude.ErrClosed) {
 		return
 	}
@@ -480,9 +505,32 @@ func (s *Session) restart(delay time.Duration) {
 	go s.restart(next)
 }
 
-// ErrNotResumed is yielded by Messages when a restarted CLI could not
-// resume the conversation (the CLI had not written it to disk yet) and
-// the session went on with a new one: the model has lost the context.
+// reconnect starts the CLI again (a restart, a wake): resuming the
+// conversation when the CLI has written it, else under the same session
+// id, as it was to begin.
+func (s *Session) reconnect(ctx context.Context) error {
+	resume := s.resumable()
+	err := s.connect(ctx, resume)
+	if resume && isNoConversation(err) {
+		// The CLI writes its session file lazily: one killed right after
+		// a turn may have left nothing to resume. Carry on with a new
+		// conversation rather than stay down, and say so.
+		s.log.Warn("host: the conversation could not be resumed; starting a new one", "session", s.id, "err", err)
+		s.mu.Lock()
+		s.base.SessionID = newUUID()
+		s.sid = s.base.SessionID
+		s.costs.sawTurn = false
+		s.publishLocked(nil, fmt.Errorf("%w: %w", ErrNotResumed, err))
+		s.mu.Unlock()
+		err = s.connect(ctx, false)
+	}
+	return err
+}
+
+// ErrNotResumed is yielded by Messages when a restarted (or woken) CLI
+// could not resume the conversation (the CLI had not written it to disk
+// yet) and the session went on with a new one: the model has lost the
+// context.
 var ErrNotResumed = errors.New("host: conversation not resumed after a restart")
 
 func isNoConversation(err error) bool {
@@ -564,6 +612,12 @@ func (s *Session) derive() Liveness {
 	switch {
 	case s.gone:
 		return Liveness{State: StateDisconnected, Err: s.cause}
+	case s.waking:
+		return Liveness{State: StateWaking}
+	case s.asleep && !s.connected && s.wakeErr != nil:
+		return Liveness{State: StateError, Err: s.wakeErr}
+	case s.asleep && !s.connected:
+		return Liveness{State: StateAsleep}
 	case !s.connected:
 		return Liveness{State: StateStarting}
 	case len(s.approvals) > 0 && !s.interrupting:

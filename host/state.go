@@ -50,6 +50,16 @@ const (
 	// a clean exit, claude.ErrClosed after Close, a *claude.ProcessError
 	// when it died).
 	StateDisconnected
+	// StateAsleep: the session had nothing to do and its CLI was closed
+	// to free its memory (Session.Sleep, ManagerOptions.SleepAfter); it
+	// keeps its id, journal, cost and options, and the next command
+	// wakes it. (After a failed wake the session is asleep still, but
+	// shows StateError with a *WakeError.) Added after the others, so
+	// that the values above keep their numbers.
+	StateAsleep
+	// StateWaking: a command woke the session; its CLI is starting again,
+	// resuming the conversation, and the command runs once it is up.
+	StateWaking
 )
 
 var stateNames = [...]string{
@@ -65,6 +75,8 @@ var stateNames = [...]string{
 	StateIdle:             "idle",
 	StateError:            "error",
 	StateDisconnected:     "disconnected",
+	StateAsleep:           "asleep",
+	StateWaking:           "waking",
 }
 
 // String returns the state's name in snake case ("awaiting_approval").

@@ -64,7 +64,8 @@ func (s *Session) parked() bool {
 }
 
 // claim binds a parked session to c; opts are the host options asked for
-// (their Commands, Restart and InterruptTimeout replace the template's).
+// (their Commands, Restart, InterruptTimeout and OnWake replace the
+// template's).
 // On failure the session is closed.
 func (s *Session) claim(ctx context.Context, c *claude.ClaimOptions, opts *Options) error {
 	s.mu.Lock()
@@ -95,6 +96,7 @@ func (s *Session) claim(ctx context.Context, c *claude.ClaimOptions, opts *Optio
 	s.info = sessionInfo{cwd: cwd, model: c.Model, mode: string(c.PermissionMode)}
 	if opts != nil {
 		s.opts.Commands, s.opts.Restart, s.opts.InterruptTimeout = opts.Commands, opts.Restart, opts.InterruptTimeout
+		s.opts.OnWake = opts.OnWake
 	}
 	s.mu.Unlock()
 	return s.attach(cs)

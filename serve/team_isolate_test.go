@@ -17,7 +17,8 @@ import (
 // TestRealCLITeamIsolation goes through serve's start path with the
 // real CLI under bubblewrap: Alice's session runs in her workspace,
 // which holds a secret; Bob's session, started the same way, runs Bash
-// to read it and finds nothing there.
+// to read it and finds nothing there; put to sleep and woken by his next
+// prompt, his CLI is confined again and resumes the conversation.
 func TestRealCLITeamIsolation(t *testing.T) {
 	ctx := testCtx(t)
 	iso, err := team.NewIsolation(&team.IsolationOptions{StateDir: t.TempDir()})
@@ -44,6 +45,8 @@ func TestRealCLITeamIsolation(t *testing.T) {
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
 		claudetest.ToolUseReply("toolu_peek", "Bash", map[string]any{"command": "cat " + secret, "description": "peek"}),
 		claudetest.TextReply("done"),
+		claudetest.ToolUseReply("toolu_peek2", "Bash", map[string]any{"command": "cat " + secret, "description": "peek"}),
+		claudetest.TextReply("done again"),
 	}})
 	t.Cleanup(api.Close)
 	cli := claudetest.NewRealCLI(t, api)
@@ -59,26 +62,39 @@ func TestRealCLITeamIsolation(t *testing.T) {
 	id := bob.start(ctx, "")
 	bob.ok(ctx, map[string]any{"type": "subscribe", "session": id})
 	n := 0
-	if f := bob.do(ctx, id, map[string]any{"type": "send", "text": "peek"}); f.Error != nil {
-		t.Fatal(f.Error)
+	peek := func(toolUseID string) {
+		t.Helper()
+		if f := bob.do(ctx, id, map[string]any{"type": "send", "text": "peek"}); f.Error != nil {
+			t.Fatal(f.Error)
+		}
+		ev := bob.waitFrame(ctx, &n, "the approval", isKind(id, host.EventApproval))
+		var ai host.ApprovalInfo
+		json.Unmarshal(ev.Event.Data, &ai)
+		if f := bob.do(ctx, id, map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}); f.Error != nil {
+			t.Fatal(f.Error)
+		}
+		bob.waitFrame(ctx, &n, "idle", isState(id, "idle"))
+		reqs := api.MessagesRequests()
+		if len(reqs) == 0 {
+			t.Fatal("no request reached the API")
+		}
+		tr := reqs[len(reqs)-1].Params.ToolResult(toolUseID)
+		if tr == nil || len(tr.Content) == 0 {
+			t.Fatal("the Bash result did not reach the API")
+		}
+		out := tr.Content[0].Text
+		if strings.Contains(out, "the-secret-of-alice") || !strings.Contains(out, "No such file or directory") {
+			t.Fatalf("Bob's Bash on Alice's file: %q", out)
+		}
 	}
-	ev := bob.waitFrame(ctx, &n, "the approval", isKind(id, host.EventApproval))
-	var ai host.ApprovalInfo
-	json.Unmarshal(ev.Event.Data, &ai)
-	if f := bob.do(ctx, id, map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}); f.Error != nil {
-		t.Fatal(f.Error)
+	peek("toolu_peek")
+	// Asleep and woken by his next prompt, his CLI is confined again.
+	if err := m.Get(id).Sleep(ctx); err != nil {
+		t.Fatal(err)
 	}
-	bob.waitFrame(ctx, &n, "idle", isState(id, "idle"))
+	peek("toolu_peek2")
 	reqs := api.MessagesRequests()
-	if len(reqs) == 0 {
-		t.Fatal("no request reached the API")
-	}
-	tr := reqs[len(reqs)-1].Params.ToolResult("toolu_peek")
-	if tr == nil || len(tr.Content) == 0 {
-		t.Fatal("the Bash result did not reach the API")
-	}
-	out := tr.Content[0].Text
-	if strings.Contains(out, "the-secret-of-alice") || !strings.Contains(out, "No such file or directory") {
-		t.Fatalf("Bob's Bash on Alice's file: %q", out)
+	if b, _ := json.Marshal(reqs[len(reqs)-1].Params.Messages); !strings.Contains(string(b), `"toolu_peek"`) {
+		t.Errorf("the woken, confined CLI did not resume the conversation: %.300s", b)
 	}
 }

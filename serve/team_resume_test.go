@@ -71,14 +71,12 @@ func quitCLI(ctx context.Context, c *claudetest.CLI) error {
 	}
 }
 
-// A collaborator who resumes the owner's session whose CLI died gets it
-// back as the owner's: the owner's session options (denied tools,
-// spend) and the owner's isolation, not the collaborator's; the resumed
-// session stays the owner's.
-func TestTeamResumeKeepsTheOwner(t *testing.T) {
-	ctx := testCtx(t)
-	root := t.TempDir()
-	cfg := &fakeConfig{root: root}
+// newOwnerTeamEnv is a team server over the local backend whose fake
+// CLI is quitCLI, noting whose session options and isolation each start
+// (or wake) got.
+func newOwnerTeamEnv(t *testing.T) (*teamEnv, *ownerAuthz, *recordingIsolator, *host.Manager) {
+	t.Helper()
+	cfg := &fakeConfig{root: t.TempDir()}
 	for u := range testPeople {
 		if err := os.MkdirAll(cfg.Workspace(&team.Identity{Subject: u}), 0o755); err != nil {
 			t.Fatal(err)
@@ -96,16 +94,48 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 		srv.Close()
 		m.Close()
 	})
-	e := &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}
+	return &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}, authz, iso, m
+}
 
-	alice, bob := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
-	id := alice.start(ctx, "")
+// wantAliceTwice fails unless the session options and the isolation
+// were made twice, both times for alice (the owner) and her workspace.
+func wantAliceTwice(t *testing.T, e *teamEnv, authz *ownerAuthz, iso *recordingIsolator) {
+	t.Helper()
+	wsA := e.cfg.Workspace(&me_alice)
+	authz.mu.Lock()
+	opts := fmt.Sprint(authz.opts)
+	authz.mu.Unlock()
+	if opts != "[alice@example.com alice@example.com]" {
+		t.Errorf("session options were made for %s, want the owner's both times", opts)
+	}
+	if got, want := iso.String(), "alice@example.com "+wsA+", alice@example.com "+wsA; got != want {
+		t.Errorf("isolation for %q, want %q", got, want)
+	}
+}
+
+// sharedWithBob starts alice's session, runs a turn in it and shares it
+// with bob as a collaborator; an is alice's frame cursor after the turn.
+func sharedWithBob(t *testing.T, ctx context.Context, e *teamEnv) (alice, bob *wsClient, id string, an int) {
+	t.Helper()
+	alice, bob = e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
+	id = alice.start(ctx, "")
 	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})
-	an := 0
 	turn(t, ctx, alice, id, "hello", &an)
 	if st, code, _ := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"bob@example.com","level":"collaborator"}]}`); st != 200 {
 		t.Fatalf("share: %d %s", st, code)
 	}
+	return alice, bob, id, an
+}
+
+// A collaborator who resumes the owner's session whose CLI died gets it
+// back as the owner's: the owner's session options (denied tools,
+// spend) and the owner's isolation, not the collaborator's; the resumed
+// session stays the owner's.
+func TestTeamResumeKeepsTheOwner(t *testing.T) {
+	ctx := testCtx(t)
+	e, authz, iso, _ := newOwnerTeamEnv(t)
+
+	alice, bob, id, an := sharedWithBob(t, ctx, e)
 	if f := alice.do(ctx, id, map[string]any{"type": "send", "text": "quit"}); f.Error != nil {
 		t.Fatal(f.Error)
 	}
@@ -121,16 +151,7 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 	if rr.Session == nil || rr.Session.ID == "" || rr.Session.Person != "alice@example.com" {
 		t.Fatalf("resumed: %s", f.Result)
 	}
-	wsA := cfg.Workspace(&me_alice)
-	authz.mu.Lock()
-	opts := fmt.Sprint(authz.opts)
-	authz.mu.Unlock()
-	if opts != "[alice@example.com alice@example.com]" {
-		t.Errorf("session options were made for %s, want the owner's both times", opts)
-	}
-	if got, want := iso.String(), "alice@example.com "+wsA+", alice@example.com "+wsA; got != want {
-		t.Errorf("isolation for %q, want %q", got, want)
-	}
+	wantAliceTwice(t, e, authz, iso)
 	// Bob's commands into it are still his own, checked as him.
 	bn := 0
 	bob.ok(ctx, map[string]any{"type": "subscribe", "session": rr.Session.ID})

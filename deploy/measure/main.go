@@ -5,6 +5,12 @@
 //
 //	go run ./deploy/measure -cli "$(scripts/install-cli.sh 2.1.197)"
 //
+// With -sleep it measures sessions that sleep instead (sleep.go): many
+// sessions on one host.Manager, a few of them on the real CLI, awake and
+// asleep, and the time a wake takes:
+//
+//	go run ./deploy/measure -sleep -sessions 1000 -active 20
+//
 // It reads /proc, so it runs on Linux only.
 package main
 
@@ -27,8 +33,19 @@ func main() {
 	turns := flag.Int("turns", 10, "turns to run, each with one Bash tool call")
 	idle := flag.Duration("idle", 30*time.Second, "how long to watch the idle session")
 	reply := flag.Int("reply-bytes", 4096, "the size of each turn's final text reply")
+	sleep := flag.Bool("sleep", false, "measure sessions that sleep: -sessions on one host, -active of them on the real CLI")
+	sessions := flag.Int("sessions", 100, "with -sleep: the sessions to open")
+	active := flag.Int("active", 2, "with -sleep: how many of them run the real CLI")
+	wakes := flag.Int("wakes", 10, "with -sleep: the wakes to time")
+	memprofile := flag.String("memprofile", "", "with -sleep: write a heap profile here once every session is asleep")
 	flag.Parse()
-	if err := run(*cli, *turns, *idle, *reply); err != nil {
+	var err error
+	if *sleep {
+		err = runSleep(&sleepRun{cli: *cli, sessions: *sessions, active: *active, turns: *turns, replyBytes: *reply, wakes: *wakes, memprofile: *memprofile})
+	} else {
+		err = run(*cli, *turns, *idle, *reply)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "measure:", err)
 		os.Exit(1)
 	}
@@ -54,13 +71,11 @@ func run(cli string, turns int, idle time.Duration, replyBytes int) error {
 		},
 	})
 	defer api.Close()
-	home, err := os.MkdirTemp("", "tether-measure-home-")
+	home, env, err := offline(api)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(home)
-	env := api.CLIEnv(home)
-	env["PATH"] = os.Getenv("PATH")
 	ctx := context.Background()
 	t0 := time.Now()
 	s, err := claude.Connect(ctx, &claude.Options{
@@ -95,6 +110,18 @@ func run(cli string, turns int, idle time.Duration, replyBytes int) error {
 	fmt.Printf("%d turns (1 Bash call and a %d-byte reply each) in %v: CPU %.3fs per turn, RSS %d MiB, peak RSS %d MiB\n",
 		turns, replyBytes, wall.Round(time.Millisecond), (cpu()-c0)/float64(turns), rss("VmRSS")/1024, rss("VmHWM")/1024)
 	return nil
+}
+
+// offline makes a home folder for CLIs that talk to api only, and their
+// environment; the caller removes the folder.
+func offline(api *claudetest.MessagesServer) (home string, env map[string]string, err error) {
+	home, err = os.MkdirTemp("", "tether-measure-home-")
+	if err != nil {
+		return "", nil, err
+	}
+	env = api.CLIEnv(home)
+	env["PATH"] = os.Getenv("PATH")
+	return home, env, nil
 }
 
 // tree lists the processes below this one: the supervisor, the CLI under

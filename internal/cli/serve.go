@@ -78,6 +78,10 @@ Flags:
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
 		return 2
 	}
+	if err := sf.checkSleepAfter(); err != nil { // before looking for a CLI
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 2
+	}
 	tp, stopTracing, err := startTracing(ctx, "tether-serve", stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
@@ -124,6 +128,7 @@ type serveFlags struct {
 	plainHTTP       bool
 	allowBypass     bool
 	spares          int
+	sleepAfter      time.Duration
 	verbose         bool
 	metricsAddr     string
 	reg             *prometheus.Registry // made by registry()
@@ -151,8 +156,30 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.BoolVar(&sf.allowBypass, "allow-bypass-permissions", false, "let clients choose the bypassPermissions mode (approvals off)")
 	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus) on this separate address WITHOUT login, for loopback or internal scraping (default: /metrics on --addr, which needs the token as a bearer)")
 	fs.IntVar(&sf.spares, "spares", 0, "CLIs to start ahead of sessions; with CLI 2.1.330 or newer they park and any start claims one with its own folder and model")
+	fs.DurationVar(&sf.sleepAfter, "sleep-after", defaultSleepAfter, "close the CLI of a session that has had nothing to do this long (no turn, approval, question or background task); it stays listed, asleep, and its next prompt wakes it, resuming the conversation (0: never; at least 1m)")
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
 	return sf
+}
+
+// defaultSleepAfter is --sleep-after's default. A sleeping session costs
+// no process, a woken one a CLI start (one to three seconds): 15 minutes
+// keeps a session a person steps away from for a coffee awake (past
+// the API's five-minute prompt cache, a turn pays the cache write again
+// anyway, so the wake adds little to what the next turn costs), while
+// the many sessions left open overnight or across a team cost nothing.
+// docs/operations.md sizes a host with it.
+const defaultSleepAfter = 15 * time.Minute
+
+// checkSleepAfter refuses a --sleep-after that would put sessions to
+// sleep between one turn and the next prompt.
+func (sf *serveFlags) checkSleepAfter() error {
+	switch {
+	case sf.sleepAfter < 0:
+		return fmt.Errorf("--sleep-after %v: give 0 (never) or a duration of at least 1m", sf.sleepAfter)
+	case sf.sleepAfter > 0 && sf.sleepAfter < time.Minute:
+		return fmt.Errorf("--sleep-after %v is too short: a session would sleep between a turn and the next prompt, and each wake starts a CLI; give at least 1m, or 0 (never)", sf.sleepAfter)
+	}
+	return nil
 }
 
 type stringList []string
@@ -196,6 +223,10 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 		fmt.Fprintln(stderr, "tether serve: --tls-cert and --tls-key go together")
 		return 2
 	}
+	if err := sf.checkSleepAfter(); err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
+		return 2
+	}
 	tls := sf.cert != ""
 	host_, _, err := net.SplitHostPort(sf.addr)
 	if err != nil {
@@ -232,7 +263,7 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	mo := &host.ManagerOptions{TracerProvider: sf.tp}
 	if sf.backend == nil {
 		mo.Registerer = reg // with --nats the agents count the sessions
-		mo.Session, mo.Spares = lo.SpareTemplate(), sf.spares
+		mo.Session, mo.Spares, mo.SleepAfter = lo.SpareTemplate(), sf.spares, sf.sleepAfter
 	}
 	m := host.NewManager(mo)
 	defer m.Close()

@@ -167,6 +167,22 @@ func TestServeTrustedProxyFlag(t *testing.T) {
 	}
 }
 
+// TestServeSleepAfterFlag: --sleep-after is 0 (never) or at least a
+// minute, refused with a message before anything starts.
+func TestServeSleepAfterFlag(t *testing.T) {
+	for _, tc := range []struct{ v, want string }{
+		{"-1m", "give 0 (never)"},
+		{"10s", "too short"},
+		{"soon", "invalid value"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"serve", "--sleep-after", tc.v}, strings.NewReader(""), &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("--sleep-after %s: exit %d, stderr %q", tc.v, code, errb.String())
+		}
+	}
+}
+
 // TETHER_SERVE_TOKEN is the login token when set (replicas share it): a
 // short one is refused, and the token never reaches the log.
 func TestServeTokenFromEnv(t *testing.T) {

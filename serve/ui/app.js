@@ -52,6 +52,8 @@ const stateWords = {
   error: "error",
   disconnected: "disconnected",
   closed: "closed",
+  asleep: "asleep",
+  waking: "waking",
 };
 const busyStates = new Set(["requesting", "thinking", "streaming", "running_tool", "awaiting_approval", "awaiting_answer", "interrupting"]);
 
