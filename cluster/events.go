@@ -485,7 +485,13 @@ func (c *Client) monitor() {
 					continue
 				}
 				owner[id] = r.Agent
-				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned || r.Moving {
+				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned {
+					continue
+				}
+				if r.Moving && time.Since(r.Updated) < c.b.ttl {
+					// A handover: an agent with room takes it at once.
+					// Past the lapse, none has: the session waits, and its
+					// events say so.
 					continue
 				}
 				c.reap(ctx, id, r, rev)
@@ -507,19 +513,18 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 	r.State = host.StateDisconnected.String()
 	r.Orphaned = true
 	r.Updated = now
-	data, _ := json.Marshal(r)
-	if _, err := c.b.sessions.Update(ctx, id, data, rev); err != nil {
+	if _, err := c.b.putSession(ctx, &r, rev, false); err != nil {
 		return // someone else did, or the session was taken over
 	}
-	c.log.Info("agent gone; session disconnected", "session", id, "agent", r.Agent)
+	c.log.Info("session has no agent; marked disconnected", "session", id, "agent", lastAgent(r), "moving", r.Moving)
 	lastSeq, lastStream, err := c.b.lastSeq(ctx, id)
 	if err != nil {
 		return
 	}
-	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: "agent " + r.Agent + " is gone"})
+	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: noAgentText(id, r)})
 	ev := host.Event{Seq: lastSeq + 1, Time: now, Kind: host.EventState, Data: info}
 	evData, _ := json.Marshal(ev)
-	msg := nats.NewMsg(subjectGone + id)
+	msg := stamp(nats.NewMsg(subjectGone + id))
 	msg.Data = evData
 	seq := strconv.FormatUint(ev.Seq, 10)
 	msg.Header.Set(hdrSeq, seq)

@@ -306,7 +306,7 @@ func (s *agentSession) eventMsgs(seq uint64, data []byte) []*nats.Msg {
 	parts := splitParts(data, s.a.b.maxPart())
 	msgs := make([]*nats.Msg, len(parts))
 	for i, p := range parts {
-		m := nats.NewMsg(subjectEvents + s.id)
+		m := stamp(nats.NewMsg(subjectEvents + s.id))
 		m.Data = p
 		m.Header.Set(hdrSeq, seqs)
 		m.Header.Set(hdrAgent, s.a.id)
