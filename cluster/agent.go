@@ -617,6 +617,10 @@ func (a *Agent) claimOnce(ctx context.Context, id string) (SessionInfo, uint64, 
 	if err != nil {
 		return rec, 0, 0, err
 	}
+	if a.b.unstamped(ctx, id, base) {
+		return rec, 0, 0, &UnsupportedError{Subject: subjectEvents + id, Revision: 0,
+			What: "failing over a session whose events no agent stamped (a release before f95a7ed wrote them); resume its conversation as a new session"}
+	}
 	if rec.Agent != "" && rec.Agent != a.id {
 		rec.Owners = append(rec.Owners, rec.Agent)
 		if n := len(rec.Owners); n > maxOwners {

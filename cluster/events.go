@@ -383,6 +383,19 @@ func markerEvent(id, subject string, h nats.Header, data []byte) (uint64, bool) 
 	return n, true
 }
 
+// unstamped reports whether a session whose last accepted number is seq
+// (0: none) has events nonetheless: events no agent stamped, which a
+// release before the wire revisions (2f828d2, without Tether-Agent)
+// wrote. Numbering after them cannot be told from numbering after junk,
+// and from 1 would store their numbers twice, so nothing is appended.
+func (b *bus) unstamped(ctx context.Context, id string, seq uint64) bool {
+	if seq > 0 {
+		return false
+	}
+	_, err := b.events.GetLastMsgForSubject(ctx, subjectEvents+id)
+	return err == nil
+}
+
 // deleteConsumer deletes an ordered consumer's current server-side
 // consumer (the library only stops reading from it).
 func (b *bus) deleteConsumer(cons jetstream.Consumer) {
@@ -519,6 +532,11 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 	c.log.Info("session has no agent; marked disconnected", "session", id, "agent", lastAgent(r), "moving", r.Moving)
 	lastSeq, lastStream, err := c.b.lastSeq(ctx, id)
 	if err != nil {
+		return
+	}
+	if c.b.unstamped(ctx, id, lastSeq) {
+		// Its numbers are not readable here: a marker would reuse one.
+		c.log.Warn("a session of a release before f95a7ed: marked disconnected in the registry only", "session", id)
 		return
 	}
 	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: noAgentText(id, r)})
