@@ -232,7 +232,7 @@ type browserFrame struct {
 	Snapshot *host.Snapshot  `json:"snapshot"`
 }
 
-func dialBrowser(t *testing.T, name, addr string) *browser {
+func browse(t *testing.T, name, addr string) *browser {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + compatToken}}})
@@ -465,6 +465,12 @@ func everyCommand(t *testing.T, w, other *browser, id string) {
 	w.wait(id, "the held turn's text", from, func(ev host.Event) bool { s, ok := deltaText(ev); return ok && s == "working" })
 	w.do(id, map[string]any{"type": "interrupt"})
 	w.wait(id, "the interrupted turn's end", from, result(""))
+	// Commands whose answer is a refusal still cross both ways, with
+	// host's code.
+	if f := w.call(map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "cancel", "uuid": "no-such-prompt"}}); f.Error == nil || f.Error.Code != "not_queued" {
+		t.Fatalf("%s: cancel of no prompt: %+v", w.name, f.Error)
+	}
+	w.call(map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "force_interrupt"}})
 
 	w.do(id, map[string]any{"type": "set_model", "model": "claude-compat-1"})
 	w.do(id, map[string]any{"type": "set_mode", "mode": "plan"})
@@ -473,6 +479,32 @@ func everyCommand(t *testing.T, w, other *browser, id string) {
 	evs := w.list(id)
 	if snap := w.snapshot(id); snap.Seq < evs[len(evs)-1].Seq {
 		t.Fatalf("%s: snapshot at %d, events up to %d", w.name, snap.Seq, evs[len(evs)-1].Seq)
+	}
+
+	// Replays through the other serve: from the middle, and from a
+	// snapshot.
+	last := evs[len(evs)-1].Seq
+	mid := browse(t, other.name+" from the middle", other.addr)
+	mid.subscribe(id, last/2, false)
+	mid.until("the replay up to the last event", func() bool {
+		e := mid.events[id]
+		return len(e) > 0 && e[len(e)-1].Seq >= last
+	})
+	if e := mid.list(id); e[0].Seq != last/2+1 {
+		t.Fatalf("%s: replay after %d began at %d", mid.name, last/2, e[0].Seq)
+	}
+	checkSeqs(t, mid.list(id), last/2+1)
+	snap := browse(t, other.name+" from a snapshot", other.addr)
+	snap.subscribe(id, 0, true)
+	var first *host.Snapshot
+	snap.until("a snapshot", func() bool {
+		if len(snap.snaps[id]) > 0 {
+			first = snap.snaps[id][0]
+		}
+		return first != nil
+	})
+	if first.Seq < last {
+		t.Fatalf("%s: snapshot at %d, events up to %d", snap.name, first.Seq, last)
 	}
 }
 
@@ -561,8 +593,8 @@ func TestCompatMixedVersions(t *testing.T) {
 		t.Run(fmt.Sprintf("%s agent, %s serve, failover to %s", v.agent, v.serve, v.next), func(t *testing.T) {
 			f := newFleet(t, prev, cur)
 			a1 := f.agent(v.agent, "a1")
-			w := dialBrowser(t, v.serve+" serve", f.serve(v.serve))
-			o := dialBrowser(t, other+" serve", f.serve(other))
+			w := browse(t, v.serve+" serve", f.serve(v.serve))
+			o := browse(t, other+" serve", f.serve(other))
 			id := w.start()
 			w.subscribe(id, 0, false)
 			o.subscribe(id, 0, false)
@@ -581,8 +613,8 @@ func TestCompatMixedVersions(t *testing.T) {
 	t.Run("drain old into new into old", func(t *testing.T) {
 		f := newFleet(t, prev, cur)
 		a1 := f.agent("old", "a1")
-		w := dialBrowser(t, "new serve", f.serve("new"))
-		o := dialBrowser(t, "old serve", f.serve("old"))
+		w := browse(t, "new serve", f.serve("new"))
+		o := browse(t, "old serve", f.serve("old"))
 		id := w.start()
 		w.subscribe(id, 0, false)
 		o.subscribe(id, 0, false)
