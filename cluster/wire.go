@@ -298,7 +298,7 @@ func jsonReason(err error) string {
 		return fmt.Sprintf("field %q: want %s", e.Field, e.Type)
 	}
 	if s := err.Error(); len(s) < 120 {
-		return s // "json: unknown field \"x\"", "unexpected EOF"
+		return s // "unexpected EOF"
 	}
 	return "invalid JSON"
 }
