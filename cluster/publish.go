@@ -271,7 +271,7 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 		}
 		var apiErr *jetstream.APIError
 		switch {
-		case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+		case wrongLastSeq(err): // 10071, or 10164 from a replicated stream
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 			next, gerr := b.events.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(filter))
 			cancel()

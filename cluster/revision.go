@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -278,10 +277,12 @@ func (b *bus) kvWrite(ctx context.Context, bucket, key string, data []byte, rev 
 	return 0, fmt.Errorf("%w: %w", jetstream.ErrKeyExists, err)
 }
 
+// wrongLastSeq reports whether a publish was refused by its expected last
+// sequence: code 10071, or 10164 from a replicated (R>1) stream.
 func wrongLastSeq(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		strings.Contains(strings.ToLower(apiErr.Description), "wrong last sequence"))
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // kvStream is the stream behind a bucket.
