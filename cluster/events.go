@@ -501,10 +501,7 @@ func (c *Client) monitor() {
 				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned {
 					continue
 				}
-				if r.Moving && time.Since(r.Updated) < c.b.ttl {
-					// A handover: an agent with room takes it at once.
-					// Past the lapse, none has: the session waits, and its
-					// events say so.
+				if r.Moving && !stranded(r, agents, c.b.ttl) {
 					continue
 				}
 				c.reap(ctx, id, r, rev)
@@ -512,6 +509,26 @@ func (c *Client) monitor() {
 		}
 		cancel()
 	}
+}
+
+// stranded reports whether a session a drain handed over waits with no
+// agent to take it: past the heartbeat lapse with no live agent that has
+// room, or past ten lapses whatever the agents say. An agent with room
+// takes a handover at once, so a slow takeover is not shown as one.
+func stranded(r SessionInfo, agents map[string]agentRecord, ttl time.Duration) bool {
+	waited := time.Since(r.Updated)
+	if waited > 10*ttl {
+		return true
+	}
+	if waited < ttl {
+		return false
+	}
+	for _, a := range agents {
+		if a.Sessions < a.Capacity {
+			return false
+		}
+	}
+	return true
 }
 
 // reap marks a session of a dead agent disconnected: in the registry (at
