@@ -587,8 +587,9 @@ func (c *Client) encodeCommand(ctx context.Context, id string, cmd *commandMsg) 
 }
 
 // takeoverWait bounds how long a command waits for a session that an
-// agent is taking over (claimed, its CLI starting) to take commands.
-const takeoverWait = 15 * time.Second
+// agent is taking over (claimed, its CLI starting) to take commands (a
+// variable for tests).
+var takeoverWait = 15 * time.Second
 
 // request sends a command to the session's agent. While nobody serves the
 // session's subject because an agent is taking it over (the registry

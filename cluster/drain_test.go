@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
@@ -222,4 +223,30 @@ func TestDrainWithNoAgentLeftSaysSo(t *testing.T) {
 	f.wait(t, "the conversation remembered", resultContaining("remember pears"))
 	checkSeqs(t, f.list(), 1)
 	checkStored(t, raw, info.ID)
+}
+
+// A command to a session that a live agent has claimed but not attached
+// yet (a takeover, its CLI starting) waits for it, then says the session
+// is starting (busy), never that its agent is gone.
+func TestCommandDuringTakeoverSaysStarting(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	kv, err := raw.js.KeyValue(ctx, cluster.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a claim leaves in the registry while the CLI starts.
+	now := time.Now()
+	rec, _ := json.Marshal(cluster.SessionInfo{ID: "claimed1", Agent: "a1", State: "starting", Takeovers: 1, Created: now, Updated: now})
+	if _, err := kv.Put(ctx, "claimed1", rec); err != nil {
+		t.Fatal(err)
+	}
+	cluster.SetTakeoverWait(t, 300*time.Millisecond)
+	_, err = c.Command(ctx, "claimed1", &host.Command{Type: host.CommandSend, Text: "hi"})
+	if !errors.Is(err, host.ErrBusy) || !strings.Contains(err.Error(), "starting on agent a1") || errors.Is(err, cluster.ErrDisconnected) {
+		t.Fatalf("a command during a takeover: %v", err)
+	}
 }
