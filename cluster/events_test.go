@@ -264,3 +264,33 @@ func TestUnstampedSessionNotRenumbered(t *testing.T) {
 		t.Fatalf("stored %v (%v): want the old event alone", seqs, subjects)
 	}
 }
+
+// Agents advertise their wire revision on their registry entry; an entry
+// without it (the previous release's) is revision 1.
+func TestAgentsAdvertiseTheirRevision(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	if rev := cluster.AgentWire(ctx, c, "a1"); rev != cluster.WireRevision {
+		t.Fatalf("a1 advertises %d, want %d", rev, cluster.WireRevision)
+	}
+	kv, err := raw.js.KeyValue(ctx, cluster.BucketAgents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec, _ := json.Marshal(map[string]any{"id": "old1", "capacity": 2, "sessions": 0, "heartbeat": now, "started": now})
+	if _, err := kv.Put(ctx, "old1", rec); err != nil {
+		t.Fatal(err)
+	}
+	rev := 0
+	waitFor(t, "old1 listed", func() bool {
+		rev = cluster.AgentWire(ctx, c, "old1")
+		return rev != 0
+	})
+	if rev != 1 {
+		t.Fatalf("an entry without a revision reads as %d, want 1", rev)
+	}
+}

@@ -26,3 +26,13 @@ func SetTakeoverWait(t interface{ Cleanup(func()) }, d time.Duration) {
 	takeoverWait = d
 	t.Cleanup(func() { takeoverWait = old })
 }
+
+// AgentWire is the wire revision the live agent id advertises, as c
+// reads it (for tests); 0 when it is not live.
+func AgentWire(ctx context.Context, c *Client, id string) int {
+	agents, err := c.liveAgents(ctx)
+	if a, ok := agents[id]; err == nil && ok {
+		return c.agentWire(ctx, a)
+	}
+	return 0
+}
