@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -305,8 +304,8 @@ func (a *Agent) heartbeat(ctx context.Context) error {
 		capacity = n // no room: clients do not count on it
 	}
 	rec := agentRecord{ID: a.id, Capacity: capacity, Sessions: n, Heartbeat: time.Now(), Started: a.started}
-	data, _ := json.Marshal(rec)
-	_, err := a.b.agents.Put(ctx, a.id, data)
+	// The entry's header advertises the wire revision the agent speaks.
+	_, err := a.b.kvWrite(ctx, BucketAgents, a.id, encodeRecord("agent", rec), 0, false)
 	return err
 }
 
@@ -372,8 +371,11 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 		if reply == "" {
 			return
 		}
-		data, _ := json.Marshal(r)
-		if err := a.b.nc.Publish(reply, data); err != nil {
+		// In the asker's revision: a client of revision 1 refuses a field
+		// it does not know.
+		m := stamp(nats.NewMsg(reply))
+		m.Data, _, _ = encodeFor(wireOf(msg.Headers()), "start_reply", r)
+		if err := a.b.nc.PublishMsg(m); err != nil {
 			a.log.Debug("answering a start request", "err", err)
 		}
 	}
@@ -386,7 +388,7 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 		}
 	}()
 	var req startRequest
-	if err := decode(msg.Subject(), msg.Data(), MaxStartSize, &req); err != nil {
+	if err := decodeFrom(msg.Subject(), msg.Headers(), msg.Data(), MaxStartSize, &req); err != nil {
 		a.log.Warn("refused a start request", "err", err)
 		msg.Term()
 		answer(&startReply{Error: wireErr(err)})
@@ -474,8 +476,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			}
 			useTemplate = false // a spare is nobody's
 		}
-		data, _ := json.Marshal(rec)
-		rev, err = a.b.sessions.Create(ctx, req.ID, data)
+		rev, err = a.b.putSession(ctx, &rec, 0, true)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, &CommandError{Code: codeOwned, Message: "session id " + req.ID + " already exists"}
 		}
@@ -569,8 +570,23 @@ func (a *Agent) sessionOptions(req *startRequest, rec *SessionInfo) (*host.Optio
 }
 
 // claim takes over a session whose agent is gone: the registry entry is
-// updated at its revision, so of two agents racing only one wins.
+// updated at its revision, so of two agents racing only one wins. An
+// entry changed meanwhile by a client that marked the session
+// disconnected is read again (a few times), so that the marker does not
+// cost a handed-over session its takeover.
 func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint64, error) {
+	for attempt := 1; ; attempt++ {
+		rec, rev, base, err := a.claimOnce(ctx, id)
+		if err == nil || attempt == 3 || !errors.Is(err, jetstream.ErrKeyExists) {
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				err = &CommandError{Code: codeOwned, Message: id + " was taken over by another agent"}
+			}
+			return rec, rev, base, err
+		}
+	}
+}
+
+func (a *Agent) claimOnce(ctx context.Context, id string) (SessionInfo, uint64, uint64, error) {
 	var rec SessionInfo
 	e, err := a.b.sessions.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -601,6 +617,10 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 	if err != nil {
 		return rec, 0, 0, err
 	}
+	if a.b.unstamped(ctx, id, base) {
+		return rec, 0, 0, &UnsupportedError{Subject: subjectEvents + id, Revision: 0,
+			What: "failing over a session whose events no agent stamped (a release before f95a7ed wrote them); resume its conversation as a new session"}
+	}
 	if rec.Agent != "" && rec.Agent != a.id {
 		rec.Owners = append(rec.Owners, rec.Agent)
 		if n := len(rec.Owners); n > maxOwners {
@@ -613,11 +633,7 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 	rec.Takeovers++
 	rec.Updated = time.Now()
 	rec.Seq = base
-	data, _ := json.Marshal(rec)
-	rev, err := a.b.sessions.Update(ctx, id, data, e.Revision())
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		return rec, 0, 0, &CommandError{Code: codeOwned, Message: id + " was taken over by another agent"}
-	}
+	rev, err := a.b.putSession(ctx, &rec, e.Revision(), false)
 	if err != nil {
 		return rec, 0, 0, err
 	}
@@ -657,8 +673,7 @@ func (a *Agent) failRecord(id string, rev uint64, rec *SessionInfo, cause error)
 	} else {
 		rec.Agent = "" // a failed takeover: free for another try
 	}
-	data, _ := json.Marshal(rec)
-	if _, err := a.b.sessions.Update(ctx, id, data, rev); err != nil {
+	if _, err := a.b.putSession(ctx, rec, rev, false); err != nil {
 		a.log.Debug("marking a failed start", "session", id, "err", err)
 	}
 }

@@ -28,12 +28,19 @@ const (
 // command takes one request from the session's subject into its lane.
 // It runs on the subscription's goroutine and never blocks it.
 func (s *agentSession) command(msg *nats.Msg) {
-	if msg.Header.Get(hdrOp) == opSnapshot {
+	switch op := msg.Header.Get(hdrOp); op {
+	case "":
+	case opSnapshot:
 		s.quickLane(msg, func() { s.snapshot(msg) })
+		return
+	default:
+		ue := &UnsupportedError{Subject: msg.Subject, What: fmt.Sprintf("request %q", clip(op, 40)), Revision: wireOf(msg.Header)}
+		s.log.Warn("refused a request", "err", ue)
+		respond(msg, &commandReply{Error: wireErr(ue)})
 		return
 	}
 	var c commandMsg
-	if err := decode(msg.Subject, msg.Data, MaxCommandSize, &c); err != nil {
+	if err := decodeFrom(msg.Subject, msg.Header, msg.Data, MaxCommandSize, &c); err != nil {
 		s.log.Warn("refused a command", "err", err)
 		respond(msg, &commandReply{Error: wireErr(err)})
 		return
@@ -93,12 +100,15 @@ func (s *agentSession) runOrdered() {
 	}
 }
 
+// respond answers a request in its writer's revision (fields a client of
+// revision 1 does not know are left out: it would refuse the reply).
 func respond(msg *nats.Msg, r *commandReply) {
 	if msg.Reply == "" {
 		return
 	}
-	data, _ := json.Marshal(r)
-	msg.Respond(data)
+	m := stamp(nats.NewMsg(msg.Reply))
+	m.Data, _, _ = encodeFor(wireOf(msg.Header), "command_reply", r)
+	msg.RespondMsg(m)
 }
 
 // serve runs one command with host.Session.Do, as the person who sent
@@ -197,7 +207,7 @@ func (s *agentSession) snapshot(msg *nats.Msg) {
 	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, commandLimit)
 	defer cancel()
-	if err := s.checkSnapshot(ctx, msg.Subject, msg.Data); err != nil {
+	if err := s.checkSnapshot(ctx, msg.Subject, msg.Header, msg.Data); err != nil {
 		s.log.Info("snapshot refused", "err", err)
 		replyParts(s.a.b, msg.Reply, errorPart(err))
 		return
@@ -221,7 +231,7 @@ func replyParts(b *bus, reply string, data []byte) {
 	}
 	parts := splitParts(data, b.maxPart())
 	for i, p := range parts {
-		m := nats.NewMsg(reply)
+		m := stamp(nats.NewMsg(reply))
 		m.Data = p
 		m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
 		if err := b.nc.PublishMsg(m); err != nil {

@@ -120,6 +120,7 @@ func (s *agentSession) finish() {
 	s.mu.Lock()
 	s.lanesClosed = true
 	s.mu.Unlock()
+	s.awaitPublished(5 * time.Second)
 	s.cancel()
 	s.wg.Wait()
 	a := s.a
@@ -129,6 +130,32 @@ func (s *agentSession) finish() {
 	hostSessions.CompareAndDelete(s.hs, s.id)
 	<-a.slots
 	s.log.Info("session detached")
+}
+
+// awaitPublished waits (at most d) until the publisher has stored the
+// journal's last event: a session that ended on a live agent (closed, or
+// its CLI gone) gets its last state and its closed event to subscribers.
+// Not when the agent closes or lost the session: nothing more is
+// published then.
+func (s *agentSession) awaitPublished(d time.Duration) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	timeout := time.After(d)
+	for {
+		last := s.hs.Snapshot().Seq
+		s.mu.Lock()
+		done := s.handedOver || s.rec.Seq >= s.base+last
+		s.mu.Unlock()
+		if done || s.deposed.Load() || s.a.gone() || s.ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-t.C:
+		case <-timeout:
+			s.log.Warn("the session's last events were not all published")
+			return
+		}
+	}
 }
 
 // poke tells the record keeper to look again.
@@ -234,10 +261,9 @@ func (s *agentSession) putRecord(ctx context.Context) {
 		return
 	}
 	r.Updated = time.Now()
-	full, _ := json.Marshal(r)
-	nrev, err := s.a.b.sessions.Update(ctx, s.id, full, rev)
+	nrev, err := s.a.b.putSession(ctx, &r, rev, false)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		nrev, err = s.readopt(ctx, full)
+		nrev, err = s.readopt(ctx, &r)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -256,7 +282,7 @@ func (s *agentSession) putRecord(ctx context.Context) {
 // event fenced after the "disconnected" one the client appended. When
 // another agent took it over, this one stops publishing and closes its
 // CLI, so that two CLIs never run one conversation.
-func (s *agentSession) readopt(ctx context.Context, full []byte) (uint64, error) {
+func (s *agentSession) readopt(ctx context.Context, r *SessionInfo) (uint64, error) {
 	e, err := s.a.b.sessions.Get(ctx, s.id)
 	if err != nil {
 		return 0, err
@@ -273,5 +299,5 @@ func (s *agentSession) readopt(ctx context.Context, full []byte) (uint64, error)
 	}
 	s.log.Info("session taken back after the agent's registry entry lapsed")
 	s.fence.Store(true)
-	return s.a.b.sessions.Update(ctx, s.id, full, e.Revision())
+	return s.a.b.putSession(ctx, r, e.Revision(), false)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/claude"
@@ -214,10 +215,10 @@ func (a *Agent) running(ctx context.Context, subject string) (int, error) {
 
 // checkSnapshot reads a snapshot request's body (who asks) and refuses
 // it at an agent with a team unless that person may view the session.
-func (s *agentSession) checkSnapshot(ctx context.Context, subject string, body []byte) error {
+func (s *agentSession) checkSnapshot(ctx context.Context, subject string, h nats.Header, body []byte) error {
 	var m snapshotMsg
 	if len(body) > 0 {
-		if err := decode(subject, body, MaxRecordSize, &m); err != nil {
+		if err := decodeFrom(subject, h, body, MaxRecordSize, &m); err != nil {
 			return err
 		}
 	}

@@ -194,7 +194,11 @@ func serveErr(err error) error {
 	case errors.Is(err, ErrNoSession):
 		return fmt.Errorf("%w: %w", serve.ErrNoSession, err)
 	case errors.Is(err, ErrDisconnected):
-		return fmt.Errorf("%w: %w", serve.ErrSessionClosed, err)
+		// Not ended: it goes on once an agent takes it (a drain's
+		// handover, or a resume).
+		return &serve.Error{Code: serve.CodeWaitingForAgent, Message: commandMessage(err)}
+	case errors.Is(err, ErrUnsupported):
+		return &serve.Error{Code: serve.CodeUnsupported, Message: err.Error()}
 	case errors.Is(err, ErrMalformed):
 		return fmt.Errorf("%w: %w", serve.ErrBadRequest, err)
 	case errors.Is(err, ErrTooLarge):
@@ -203,6 +207,16 @@ func serveErr(err error) error {
 		return fmt.Errorf("%w: %w", serve.ErrUnavailable, err)
 	}
 	return err
+}
+
+// commandMessage is a *CommandError's message without the package
+// prefix, for people.
+func commandMessage(err error) string {
+	var ce *CommandError
+	if errors.As(err, &ce) && ce.Message != "" {
+		return ce.Message
+	}
+	return err.Error()
 }
 
 func cmpOr(v, def string) string {

@@ -68,6 +68,7 @@ type Client struct {
 	watched map[string]int // sessions with a subscriber: liveness is checked
 	closed  bool
 
+	revs    revisions     // the wire revision of each live agent (agentWire)
 	skipped atomic.Uint64 // messages event readers skipped (Skipped)
 	metrics *telemetry.Cluster
 }
@@ -297,7 +298,7 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 }
 
 func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, err error) {
-	m := nats.NewMsg(subjectStart)
+	m := stamp(nats.NewMsg(subjectStart))
 	ctx, span := startClientSpan(ctx, c.tr, "cluster start", subjectStart, req.ID, m.Header, attrFail.Bool(req.Failover))
 	defer func() { endSpan(span, err) }()
 	parent, began := ctx, time.Now()
@@ -312,7 +313,16 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 	if err := req.validate(); err != nil {
 		return SessionInfo{}, &MessageError{Subject: subjectStart, Reason: err.Error(), Err: ErrMalformed}
 	}
-	data, _ := json.Marshal(req)
+	// Any live agent may take the request from the queue: it carries
+	// only what the oldest of them reads.
+	data, dropped, _ := encodeFor(OldestWireRevision, "start", req)
+	if len(dropped) > 0 {
+		if rev := c.oldestAgentWire(ctx); rev < 2 {
+			return SessionInfo{}, &UnsupportedError{Subject: subjectStart, Revision: rev,
+				What: "a start request with " + strings.Join(dropped, ", ") + " while an agent of an older release is live"}
+		}
+		data, _ = json.Marshal(req)
+	}
 	if len(data) > MaxStartSize {
 		return SessionInfo{}, &MessageError{Subject: subjectStart, Reason: fmt.Sprintf("%d bytes, limit %d", len(data), MaxStartSize), Err: ErrTooLarge}
 	}
@@ -355,7 +365,7 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 		select {
 		case r := <-replies:
 			var rep startReply
-			if err := decode(r.Subject, r.Data, MaxRecordSize, &rep); err != nil {
+			if err := decodeFrom(r.Subject, r.Header, r.Data, MaxRecordSize, &rep); err != nil {
 				c.log.Warn("ignoring a start reply", "err", err)
 				continue
 			}
@@ -499,6 +509,11 @@ func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*ho
 	}
 	cm := &commandMsg{Command: *cmd, Identity: ctxIdentity(ctx)}
 	if err := cm.validate(); err != nil {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) {
+			ue.Subject = subjectCommand + id
+			return nil, ue
+		}
 		return nil, &MessageError{Subject: subjectCommand + id, Reason: err.Error(), Err: ErrMalformed}
 	}
 	return c.command(ctx, id, cm)
@@ -506,10 +521,13 @@ func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*ho
 
 // command is Command once the command was checked, in its span.
 func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *host.CommandResult, err error) {
-	msg := nats.NewMsg(subjectCommand + id)
+	msg := stamp(nats.NewMsg(subjectCommand + id))
 	ctx, span := startClientSpan(ctx, c.tr, spanName("cluster command", &cmd.Command), msg.Subject, id, msg.Header, attrCommand.String(string(cmd.Type)))
 	defer func() { endSpan(span, err) }()
-	data, _ := json.Marshal(cmd)
+	data, err := c.encodeCommand(ctx, id, cmd)
+	if err != nil {
+		return nil, err
+	}
 	if max := min(MaxCommandSize, int(c.b.nc.MaxPayload())); len(data) > max {
 		return nil, &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), max), Err: ErrTooLarge}
 	}
@@ -519,15 +537,12 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 		defer cancel()
 	}
 	msg.Data = data
-	r, err := c.b.nc.RequestMsgWithContext(ctx, msg)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return nil, c.noOwner(ctx, id)
-	}
+	r, err := c.request(ctx, id, msg)
 	if err != nil {
-		return nil, c.unavailable(err)
+		return nil, err
 	}
 	var rep commandReply
-	if err := decode(subjectCommand+id, r.Data, MaxRecordSize, &rep); err != nil {
+	if err := decodeFrom(subjectCommand+id, r.Header, r.Data, MaxRecordSize, &rep); err != nil {
 		return nil, err
 	}
 	if rep.Error != nil {
@@ -547,7 +562,71 @@ func (c *Client) unavailable(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// noOwner says why nobody answered on a session's subject.
+// encodeCommand is a command as its session's agent reads it: the
+// fields of revision 1 only, unless the command needs more and the agent
+// speaks a later revision (else an *UnsupportedError, before anything is
+// sent).
+func (c *Client) encodeCommand(ctx context.Context, id string, cmd *commandMsg) ([]byte, error) {
+	data, dropped, err := encodeFor(OldestWireRevision, "command", cmd)
+	if err != nil || len(dropped) == 0 {
+		return data, err
+	}
+	rev := OldestWireRevision
+	if r, _, err := c.record(ctx, id); err == nil && r.Agent != "" {
+		if agents, err := c.liveAgents(ctx); err == nil {
+			if a, ok := agents[r.Agent]; ok {
+				rev = c.agentWire(ctx, a)
+			}
+		}
+	}
+	if rev < 2 {
+		return nil, &UnsupportedError{Subject: subjectCommand + id, Revision: rev,
+			What: fmt.Sprintf("a %s command with %s, on an agent of an older release", cmd.Type, strings.Join(dropped, ", "))}
+	}
+	return json.Marshal(cmd)
+}
+
+// takeoverWait bounds how long a command waits for a session that an
+// agent is taking over (claimed, its CLI starting) to take commands (a
+// variable for tests).
+var takeoverWait = 15 * time.Second
+
+// request sends a command to the session's agent. While nobody serves the
+// session's subject because an agent is taking it over (the registry
+// names a live agent that has not attached it yet), it tries again, for
+// at most takeoverWait: nothing was delivered, so nothing runs twice.
+func (c *Client) request(ctx context.Context, id string, msg *nats.Msg) (*nats.Msg, error) {
+	wait := 50 * time.Millisecond
+	deadline := time.Now().Add(takeoverWait)
+	for {
+		r, err := c.b.nc.RequestMsgWithContext(ctx, msg)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return nil, c.unavailable(err)
+		}
+		err = c.noOwner(ctx, id)
+		if !errors.Is(err, errStarting) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// errStarting marks noOwner's answer for a session a live agent is
+// taking over.
+var errStarting = errors.New("cluster: session starting")
+
+// noOwner says why nobody answered on a session's subject: it ended; a
+// live agent is taking it over (host's busy code, "starting", matching
+// errStarting); or it has no agent (ErrDisconnected: its agent is gone,
+// or drained with no agent to take it, and it waits for one).
 func (c *Client) noOwner(ctx context.Context, id string) error {
 	r, _, err := c.record(ctx, id)
 	if err != nil {
@@ -556,7 +635,32 @@ func (c *Client) noOwner(ctx context.Context, id string) error {
 	if r.Ended {
 		return &CommandError{Code: codeNoSession, Message: id + " has ended"}
 	}
-	return &CommandError{Code: codeDisconnected, Message: id + ": agent " + r.Agent + " is gone"}
+	if r.Agent != "" && !r.Orphaned && !r.Moving {
+		if alive, err := c.b.agentAlive(ctx, r.Agent); err == nil && alive {
+			return fmt.Errorf("%w: %w", &host.CommandError{Code: host.CodeBusy, Err: host.ErrBusy,
+				Message: "session " + id + " is starting on agent " + r.Agent + "; try again in a moment"}, errStarting)
+		}
+	}
+	return &CommandError{Code: codeDisconnected, Message: noAgentText(id, r)}
+}
+
+// lastAgent names the agent that ran the session last.
+func lastAgent(r SessionInfo) string {
+	if r.Agent != "" {
+		return r.Agent
+	}
+	if n := len(r.Owners); n > 0 {
+		return r.Owners[n-1]
+	}
+	return "(none)"
+}
+
+// noAgentText says why a session has no agent, and what happens next.
+func noAgentText(id string, r SessionInfo) string {
+	if r.Moving {
+		return "session " + id + " is waiting for an agent with room: agent " + lastAgent(r) + " drained and handed it over"
+	}
+	return "session " + id + " is waiting for an agent: agent " + lastAgent(r) + " is gone (resume it to go on elsewhere)"
 }
 
 // Snapshot returns the session's snapshot from its agent, its Seq in the
@@ -567,7 +671,7 @@ func (c *Client) Snapshot(ctx context.Context, id string) (_ *host.Snapshot, err
 	if !validID(id) {
 		return nil, &CommandError{Code: codeNoSession, Message: "bad session id"}
 	}
-	req := nats.NewMsg(subjectCommand + id)
+	req := stamp(nats.NewMsg(subjectCommand + id))
 	ctx, span := startClientSpan(ctx, c.tr, "cluster snapshot", req.Subject, id, req.Header)
 	defer func() { endSpan(span, err) }()
 	if _, ok := ctx.Deadline(); !ok {
@@ -589,7 +693,7 @@ func (c *Client) Snapshot(ctx context.Context, id string) (_ *host.Snapshot, err
 		if err := sm.validate(); err != nil {
 			return nil, &MessageError{Subject: req.Subject, Reason: err.Error(), Err: ErrMalformed}
 		}
-		req.Data, _ = json.Marshal(sm)
+		req.Data = encodeRecord("snapshot", sm)
 	}
 	if err := c.b.nc.PublishMsg(req); err != nil {
 		return nil, c.unavailable(err)
@@ -655,7 +759,7 @@ func (c *Client) offlineSnapshot(ctx context.Context, id string) (*host.Snapshot
 		Transcript: []json.RawMessage{}, Approvals: []host.ApprovalInfo{}, Deliveries: []host.DeliveryInfo{}}
 	snap.Cost.USD = r.CostUSD
 	if !r.Ended {
-		snap.Error = "agent " + r.Agent + " is gone"
+		snap.Error = noAgentText(id, r)
 		snap.State.Error = snap.Error
 	}
 	if last == 0 {

@@ -39,9 +39,16 @@
 // # The wire
 //
 // Subjects, streams and buckets are versioned (tether.v1.…, TETHER_V1_…,
-// tether_v1_…). Every message read from the bus is size-checked and decoded
-// strictly before it has any effect; a refused one gets a *MessageError or
-// *CommandError matching ErrMalformed or ErrTooLarge. NATS auth and TLS
+// tether_v1_…). Every message and record carries the wire revision of the
+// release that wrote it (the Tether-Wire header; none: revision 1), and a
+// release speaks to each process in that process's revision, so that two
+// releases run side by side during an upgrade (docs/cluster.md,
+// "Compatibility"). Every message read from the bus is size-checked and
+// decoded before it has any effect: fields it does not know are ignored;
+// a refused one gets a *MessageError or *CommandError matching
+// ErrMalformed or ErrTooLarge, or an *UnsupportedError (ErrUnsupported)
+// when it names an operation this release does not know or lacks what it
+// needs. NATS auth and TLS
 // are nats.Options, passed through (AgentOptions.NATS, ClientOptions.NATS).
 // Logs carry ids, states and sizes, never prompts or payloads.
 //

@@ -146,8 +146,7 @@ func (s *agentSession) handOver() error {
 	rec.Moving = true
 	rec.State = host.StateDisconnected.String()
 	rec.Updated = time.Now()
-	data, _ := json.Marshal(rec)
-	if _, err := a.b.sessions.Update(ctx, s.id, data, rev); err != nil {
+	if _, err := a.b.putSession(ctx, &rec, rev, false); err != nil {
 		// Someone else changed it (a client marking it orphaned): read
 		// again and free it at that revision.
 		e, gerr := a.b.sessions.Get(ctx, s.id)
@@ -163,16 +162,15 @@ func (s *agentSession) handOver() error {
 			return nil
 		}
 		cur.Owners, cur.Agent, cur.Moving, cur.State, cur.Updated = rec.Owners, "", true, rec.State, rec.Updated
-		data, _ = json.Marshal(cur)
-		if _, err := a.b.sessions.Update(ctx, s.id, data, e.Revision()); err != nil {
+		if _, err := a.b.putSession(ctx, &cur, e.Revision(), false); err != nil {
 			return fmt.Errorf("freeing the registry entry: %w", err)
 		}
 	}
 	s.hs.Close()
 	req := startRequest{ID: s.id, Failover: true, Expires: time.Now().Add(a.handoverWait()), Identity: s.handoverIdentity(ctx)}
-	body, _ := json.Marshal(&req)
-	m := nats.NewMsg(subjectStart)
-	m.Data = body
+	// Any agent may take it: in the oldest revision this release speaks.
+	m := stamp(nats.NewMsg(subjectStart))
+	m.Data = encodeRecord("start", &req)
 	m.Header.Set(hdrMsgID, "handover."+s.id+"."+randomID(8))
 	if err := a.b.publishRetry(ctx, m); err != nil {
 		return fmt.Errorf("queueing the handover: %w", err)
@@ -230,8 +228,14 @@ func (a *Agent) serveControl(msg *nats.Msg) {
 	var req struct {
 		Op string `json:"op"`
 	}
-	if err := json.Unmarshal(msg.Data, &req); err != nil || req.Op != "drain" {
-		msg.Respond([]byte(`{"error":{"code":"malformed","message":"unknown request"}}`))
+	if err := json.Unmarshal(msg.Data, &req); err != nil {
+		respondControl(msg, `{"error":{"code":"malformed","message":"not a JSON request"}}`)
+		return
+	}
+	if req.Op != "drain" {
+		ue := &UnsupportedError{Subject: msg.Subject, What: fmt.Sprintf("control request %q", clip(req.Op, 40)), Revision: wireOf(msg.Header)}
+		data, _ := json.Marshal(&commandReply{Error: wireErr(ue)})
+		respondControl(msg, string(data))
 		return
 	}
 	a.log.Info("drain requested over the bus")
@@ -248,7 +252,17 @@ func (a *Agent) serveControl(msg *nats.Msg) {
 		a.stopTaking()
 		close(a.drainReq)
 	}
-	msg.Respond([]byte(`{}`))
+	respondControl(msg, `{}`)
+}
+
+// respondControl answers a control request, stamped.
+func respondControl(msg *nats.Msg, body string) {
+	if msg.Reply == "" {
+		return
+	}
+	m := stamp(nats.NewMsg(msg.Reply))
+	m.Data = []byte(body)
+	msg.RespondMsg(m)
 }
 
 // DrainAgent asks an agent to drain (Agent.Drain, then exit where it runs
@@ -263,7 +277,9 @@ func (c *Client) DrainAgent(ctx context.Context, id string) error {
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	r, err := c.b.nc.RequestWithContext(ctx, subjectControl+id, []byte(`{"op":"drain"}`))
+	req := stamp(nats.NewMsg(subjectControl + id))
+	req.Data = []byte(`{"op":"drain"}`)
+	r, err := c.b.nc.RequestMsgWithContext(ctx, req)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return &CommandError{Code: codeNoSession, Message: "no live agent " + id}
 	}

@@ -1,13 +1,17 @@
 package cluster_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
 )
 
 // Drain lets the running turn finish, refuses new prompts meanwhile, and
@@ -172,4 +176,77 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	}
 	ns.p.stop()
 	checkNoProcessLeft(t)
+}
+
+// An agent drained with no other agent left: the session's events say it
+// has no agent (a disconnected state naming the drained agent), a prompt
+// is refused with "waiting for an agent" (tether serve's
+// waiting_for_agent), and the next agent to start takes the session over
+// from the queue, its numbers going on after the marker.
+func TestDrainWithNoAgentLeftSaysSo(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "remember pears")
+	f.wait(t, "the first turn", result("echo: remember pears"))
+	if err := a1.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a1.Close()
+	ev := f.wait(t, "the session marked as having no agent", state("disconnected"))
+	var st host.StateInfo
+	json.Unmarshal(ev.Data, &st)
+	if !strings.Contains(st.Error, "waiting for an agent") || !strings.Contains(st.Error, "a1") {
+		t.Fatalf("the disconnected state says %q", st.Error)
+	}
+	_, err = c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "anyone?"})
+	if !errors.Is(err, cluster.ErrDisconnected) || !strings.Contains(err.Error(), "agent a1") {
+		t.Fatalf("a prompt to a session with no agent: %v", err)
+	}
+	_, err = cluster.NewBackend(c, nil).Do(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "anyone?"})
+	var se *serve.Error
+	if !errors.As(err, &se) || se.Code != serve.CodeWaitingForAgent {
+		t.Fatalf("through serve: %v, want %s", err, serve.CodeWaitingForAgent)
+	}
+	newAgent(t, ns.URL(), "a2", 2)
+	waitFor(t, "a prompt taken on a2", func() bool {
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "recall"})
+		return err == nil
+	})
+	f.wait(t, "the conversation remembered", resultContaining("remember pears"))
+	checkSeqs(t, f.list(), 1)
+	checkStored(t, raw, info.ID)
+}
+
+// A command to a session that a live agent has claimed but not attached
+// yet (a takeover, its CLI starting) waits for it, then says the session
+// is starting (busy), never that its agent is gone.
+func TestCommandDuringTakeoverSaysStarting(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	kv, err := raw.js.KeyValue(ctx, cluster.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a claim leaves in the registry while the CLI starts.
+	now := time.Now()
+	rec, _ := json.Marshal(cluster.SessionInfo{ID: "claimed1", Agent: "a1", State: "starting", Takeovers: 1, Created: now, Updated: now})
+	if _, err := kv.Put(ctx, "claimed1", rec); err != nil {
+		t.Fatal(err)
+	}
+	cluster.SetTakeoverWait(t, 300*time.Millisecond)
+	_, err = c.Command(ctx, "claimed1", &host.Command{Type: host.CommandSend, Text: "hi"})
+	if !errors.Is(err, host.ErrBusy) || !strings.Contains(err.Error(), "starting on agent a1") || errors.Is(err, cluster.ErrDisconnected) {
+		t.Fatalf("a command during a takeover: %v", err)
+	}
 }

@@ -17,9 +17,11 @@ var (
 	ErrTooLarge = errors.New("cluster: message too large")
 	// ErrNoSession: no session has that id, or it has ended.
 	ErrNoSession = errors.New("cluster: no such session")
-	// ErrDisconnected: the session's agent is gone (it died, or lost its
-	// connection to NATS for longer than the heartbeat bound). Resume can
-	// bring the session back on another agent.
+	// ErrDisconnected: the session has no agent: its agent is gone (it
+	// died, or lost its connection to NATS for longer than the heartbeat
+	// bound; Resume can bring the session back on another agent), or
+	// drained with no agent left to take the session, which waits in the
+	// work queue for one. tether serve says waiting_for_agent.
 	ErrDisconnected = errors.New("cluster: session disconnected")
 	// ErrOwned: a failover was asked for a session whose agent is alive,
 	// or another agent took it over first.
@@ -83,6 +85,7 @@ const (
 	codeOwned        = "owned"
 	codeNoTranscript = "no_transcript"
 	codeStartFailed  = "start_failed"
+	codeUnsupported  = "unsupported"
 )
 
 var codeErrors = map[string]error{
@@ -93,6 +96,7 @@ var codeErrors = map[string]error{
 	codeOwned:        ErrOwned,
 	codeNoTranscript: ErrNoTranscript,
 	codeStartFailed:  ErrStartFailed,
+	codeUnsupported:  ErrUnsupported,
 }
 
 // wireErr turns an error into its wire form: the cluster's code, or

@@ -383,6 +383,19 @@ func markerEvent(id, subject string, h nats.Header, data []byte) (uint64, bool) 
 	return n, true
 }
 
+// unstamped reports whether a session whose last accepted number is seq
+// (0: none) has events nonetheless: events no agent stamped, which a
+// release before the wire revisions (2f828d2, without Tether-Agent)
+// wrote. Numbering after them cannot be told from numbering after junk,
+// and from 1 would store their numbers twice, so nothing is appended.
+func (b *bus) unstamped(ctx context.Context, id string, seq uint64) bool {
+	if seq > 0 {
+		return false
+	}
+	_, err := b.events.GetLastMsgForSubject(ctx, subjectEvents+id)
+	return err == nil
+}
+
 // deleteConsumer deletes an ordered consumer's current server-side
 // consumer (the library only stops reading from it).
 func (b *bus) deleteConsumer(cons jetstream.Consumer) {
@@ -485,7 +498,10 @@ func (c *Client) monitor() {
 					continue
 				}
 				owner[id] = r.Agent
-				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned || r.Moving {
+				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned {
+					continue
+				}
+				if r.Moving && !stranded(r, agents, c.b.ttl) {
 					continue
 				}
 				c.reap(ctx, id, r, rev)
@@ -493,6 +509,26 @@ func (c *Client) monitor() {
 		}
 		cancel()
 	}
+}
+
+// stranded reports whether a session a drain handed over waits with no
+// agent to take it: past the heartbeat lapse with no live agent that has
+// room, or past ten lapses whatever the agents say. An agent with room
+// takes a handover at once, so a slow takeover is not shown as one.
+func stranded(r SessionInfo, agents map[string]agentRecord, ttl time.Duration) bool {
+	waited := time.Since(r.Updated)
+	if waited > 10*ttl {
+		return true
+	}
+	if waited < ttl {
+		return false
+	}
+	for _, a := range agents {
+		if a.Sessions < a.Capacity {
+			return false
+		}
+	}
+	return true
 }
 
 // reap marks a session of a dead agent disconnected: in the registry (at
@@ -507,19 +543,23 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 	r.State = host.StateDisconnected.String()
 	r.Orphaned = true
 	r.Updated = now
-	data, _ := json.Marshal(r)
-	if _, err := c.b.sessions.Update(ctx, id, data, rev); err != nil {
+	if _, err := c.b.putSession(ctx, &r, rev, false); err != nil {
 		return // someone else did, or the session was taken over
 	}
-	c.log.Info("agent gone; session disconnected", "session", id, "agent", r.Agent)
+	c.log.Info("session has no agent; marked disconnected", "session", id, "agent", lastAgent(r), "moving", r.Moving)
 	lastSeq, lastStream, err := c.b.lastSeq(ctx, id)
 	if err != nil {
 		return
 	}
-	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: "agent " + r.Agent + " is gone"})
+	if c.b.unstamped(ctx, id, lastSeq) {
+		// Its numbers are not readable here: a marker would reuse one.
+		c.log.Warn("a session of a release before f95a7ed: marked disconnected in the registry only", "session", id)
+		return
+	}
+	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: noAgentText(id, r)})
 	ev := host.Event{Seq: lastSeq + 1, Time: now, Kind: host.EventState, Data: info}
 	evData, _ := json.Marshal(ev)
-	msg := nats.NewMsg(subjectGone + id)
+	msg := stamp(nats.NewMsg(subjectGone + id))
 	msg.Data = evData
 	seq := strconv.FormatUint(ev.Seq, 10)
 	msg.Header.Set(hdrSeq, seq)

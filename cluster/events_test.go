@@ -228,3 +228,69 @@ func TestMarkerNeverTakesAnAgentsNumber(t *testing.T) {
 		}
 	}
 }
+
+// A session whose events no agent stamped (a release before the wire
+// revisions wrote them, 2f828d2) is never numbered again from 1: a
+// client that finds its agent gone marks it in the registry only, and a
+// failover of it is refused as unsupported (its conversation resumes as
+// a new session instead).
+func TestUnstampedSessionNotRenumbered(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	kv, err := raw.js.KeyValue(ctx, cluster.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec, _ := json.Marshal(cluster.SessionInfo{ID: "old1", Agent: "gone1", State: "idle", CLISession: "cli-1", Created: now, Updated: now})
+	if _, err := kv.Put(ctx, "old1", rec); err != nil {
+		t.Fatal(err)
+	}
+	old := host.Event{Seq: 1, Time: now, Kind: host.EventState, Data: json.RawMessage(`{"state":"idle"}`)}
+	raw.publish(t, "tether.v1.ev.old1", eventData(t, old), map[string]string{"Tether-Seq": "1"})
+	f := follow(t, c, "old1", 0)
+	waitFor(t, "the session marked disconnected in the registry", func() bool {
+		s, err := c.Session(ctx, "old1")
+		return err == nil && s.Orphaned
+	})
+	if _, err := c.Resume(ctx, "old1"); !errors.Is(err, cluster.ErrUnsupported) {
+		t.Fatalf("failover of an unstamped session: %v, want unsupported", err)
+	}
+	f.stop()
+	if seqs, subjects := raw.storedSeqs(t, "old1"); len(seqs) != 1 || seqs[0] != 1 {
+		t.Fatalf("stored %v (%v): want the old event alone", seqs, subjects)
+	}
+}
+
+// Agents advertise their wire revision on their registry entry; an entry
+// without it (the previous release's) is revision 1.
+func TestAgentsAdvertiseTheirRevision(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	raw := newRawBus(t, ns.URL())
+	if rev := cluster.AgentWire(ctx, c, "a1"); rev != cluster.WireRevision {
+		t.Fatalf("a1 advertises %d, want %d", rev, cluster.WireRevision)
+	}
+	kv, err := raw.js.KeyValue(ctx, cluster.BucketAgents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec, _ := json.Marshal(map[string]any{"id": "old1", "capacity": 2, "sessions": 0, "heartbeat": now, "started": now})
+	if _, err := kv.Put(ctx, "old1", rec); err != nil {
+		t.Fatal(err)
+	}
+	rev := 0
+	waitFor(t, "old1 listed", func() bool {
+		rev = cluster.AgentWire(ctx, c, "old1")
+		return rev != 0
+	})
+	if rev != 1 {
+		t.Fatalf("an entry without a revision reads as %d, want 1", rev)
+	}
+}

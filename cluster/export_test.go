@@ -1,6 +1,9 @@
 package cluster
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Crash makes a vanish as a killed process would (for tests).
 func Crash(a *Agent) { a.crash() }
@@ -14,4 +17,22 @@ func Reap(ctx context.Context, c *Client, id string) error {
 	}
 	c.reap(ctx, id, r, rev)
 	return nil
+}
+
+// SetTakeoverWait sets how long a command waits for a takeover (for
+// tests), until the test ends.
+func SetTakeoverWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := takeoverWait
+	takeoverWait = d
+	t.Cleanup(func() { takeoverWait = old })
+}
+
+// AgentWire is the wire revision the live agent id advertises, as c
+// reads it (for tests); 0 when it is not live.
+func AgentWire(ctx context.Context, c *Client, id string) int {
+	agents, err := c.liveAgents(ctx)
+	if a, ok := agents[id]; err == nil && ok {
+		return c.agentWire(ctx, a)
+	}
+	return 0
 }

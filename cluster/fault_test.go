@@ -14,7 +14,6 @@ package cluster_test
 // stopped VM would.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -122,7 +121,7 @@ type child struct {
 	t    *testing.T
 	name string
 	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	out  *syncBuffer
 	done chan struct{} // closed once Wait returned
 }
 
@@ -132,7 +131,19 @@ func spawn(t *testing.T, name, role string, env ...string) *child {
 	readyFile := filepath.Join(t.TempDir(), "ready")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, faultRoleEnv+"="+role, faultReadyEnv+"="+readyFile)...)
-	out := &bytes.Buffer{}
+	c := startChild(t, name, cmd)
+	c.waitReady(func() bool {
+		_, err := os.Stat(readyFile)
+		return err == nil
+	})
+	return c
+}
+
+// startChild starts cmd as a child of the test, its output collected,
+// stopped (SIGTERM) when the test ends.
+func startChild(t *testing.T, name string, cmd *exec.Cmd) *child {
+	t.Helper()
+	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// The child dies with this process, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -145,16 +156,20 @@ func spawn(t *testing.T, name, role string, env ...string) *child {
 		close(c.done)
 	}()
 	t.Cleanup(c.stop)
+	return c
+}
+
+// waitReady waits until ready says so, failing the test if the child
+// exits first or takes over a minute.
+func (c *child) waitReady(ready func() bool) {
+	c.t.Helper()
 	deadline := time.After(time.Minute)
-	for {
-		if _, err := os.Stat(readyFile); err == nil {
-			return c
-		}
+	for !ready() {
 		select {
 		case <-c.done:
-			t.Fatalf("%s exited before it was ready: %s", name, out.String())
+			c.t.Fatalf("%s exited before it was ready: %s", c.name, c.out.String())
 		case <-deadline:
-			t.Fatalf("%s not ready: %s", name, out.String())
+			c.t.Fatalf("%s not ready: %s", c.name, c.out.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -271,7 +271,7 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 		}
 		var apiErr *jetstream.APIError
 		switch {
-		case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+		case wrongLastSeq(err): // 10071, or 10164 from a replicated stream
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 			next, gerr := b.events.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(filter))
 			cancel()
@@ -306,7 +306,7 @@ func (s *agentSession) eventMsgs(seq uint64, data []byte) []*nats.Msg {
 	parts := splitParts(data, s.a.b.maxPart())
 	msgs := make([]*nats.Msg, len(parts))
 	for i, p := range parts {
-		m := nats.NewMsg(subjectEvents + s.id)
+		m := stamp(nats.NewMsg(subjectEvents + s.id))
 		m.Data = p
 		m.Header.Set(hdrSeq, seqs)
 		m.Header.Set(hdrAgent, s.a.id)

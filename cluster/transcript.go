@@ -82,7 +82,7 @@ func (s *agentSession) mirrorOnce(ctx context.Context) {
 	for {
 		n, err := io.ReadFull(f, buf)
 		if n > 0 {
-			m := nats.NewMsg(subjectTranscript + s.id)
+			m := stamp(nats.NewMsg(subjectTranscript + s.id))
 			m.Data = buf[:n]
 			off := strconv.FormatInt(st.offset, 10)
 			m.Header.Set(hdrCLISess, cli)

@@ -3,9 +3,12 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/team"
@@ -94,10 +97,12 @@ type startRequest struct {
 
 func (r *startRequest) validate() error {
 	switch {
+	case r.ID == "":
+		return &UnsupportedError{What: "a start request without a session id"}
 	case !validID(r.ID):
 		return fmt.Errorf("bad session id")
 	case r.Expires.IsZero():
-		return fmt.Errorf("no expiry")
+		return &UnsupportedError{What: "a start request without an expiry"}
 	case r.Failover && (r.Resume != "" || r.Fork):
 		return fmt.Errorf("failover with resume or fork")
 	case r.Restore != "" && (r.Resume == "" || !validID(r.Restore)):
@@ -130,6 +135,9 @@ type commandMsg struct {
 }
 
 func (c *commandMsg) validate() error {
+	if !knownCommand(c.Type) {
+		return &UnsupportedError{What: fmt.Sprintf("command type %q", clip(string(c.Type), 40))}
+	}
 	if err := c.Validate(&host.CommandPolicy{AllowBypassPermissions: true, MaxImageBytes: MaxCommandSize}); err != nil {
 		return err
 	}
@@ -239,15 +247,18 @@ func (r *SessionInfo) validate() error {
 
 type validator interface{ validate() error }
 
-// decode reads one message of the bus strictly: within max bytes, one JSON
-// value of the right shape (unknown fields are refused), valid by v's rules.
-// The error is a *MessageError and never quotes the payload.
+// decode reads one message of the bus by the compatibility rule
+// (docs/cluster.md, "Compatibility"): within max bytes, one JSON value of
+// the right shape, valid by v's rules. Fields it does not know are
+// ignored: a later revision may add them. A message that names an
+// operation this release does not know, or lacks what it needs, is an
+// *UnsupportedError (v's validate says so); anything else wrong is a
+// *MessageError (ErrMalformed, ErrTooLarge). Neither quotes the payload.
 func decode(subject string, data []byte, max int, v validator) error {
 	if len(data) > max {
 		return &MessageError{Subject: subject, Reason: fmt.Sprintf("%d bytes, limit %d", len(data), max), Err: ErrTooLarge}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return &MessageError{Subject: subject, Reason: jsonReason(err), Err: ErrMalformed}
 	}
@@ -255,9 +266,27 @@ func decode(subject string, data []byte, max int, v validator) error {
 		return &MessageError{Subject: subject, Reason: "trailing data", Err: ErrMalformed}
 	}
 	if err := v.validate(); err != nil {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) {
+			if ue.Subject == "" {
+				ue.Subject = subject
+			}
+			return ue
+		}
 		return &MessageError{Subject: subject, Reason: err.Error(), Err: ErrMalformed}
 	}
 	return nil
+}
+
+// decodeFrom is decode for a message whose headers name the writer's wire
+// revision: an *UnsupportedError names it.
+func decodeFrom(subject string, h nats.Header, data []byte, max int, v validator) error {
+	err := decode(subject, data, max, v)
+	var ue *UnsupportedError
+	if errors.As(err, &ue) {
+		ue.Revision = wireOf(h)
+	}
+	return err
 }
 
 // jsonReason describes a decoding error without quoting the input.
@@ -269,7 +298,7 @@ func jsonReason(err error) string {
 		return fmt.Sprintf("field %q: want %s", e.Field, e.Type)
 	}
 	if s := err.Error(); len(s) < 120 {
-		return s // "json: unknown field \"x\"", "unexpected EOF"
+		return s // "unexpected EOF"
 	}
 	return "invalid JSON"
 }

@@ -134,6 +134,13 @@ const (
 	CodeMethodNotAllowed   = "method_not_allowed"
 	CodeTooLarge           = "too_large"
 	CodeRateLimited        = "rate_limited"
+	// CodeWaitingForAgent: the session has no agent right now (tether
+	// serve --nats: its agent drained with no other agent left, or is
+	// gone); it has not ended, and goes on once an agent takes it.
+	CodeWaitingForAgent = "waiting_for_agent"
+	// CodeUnsupported: a process of another release on the way (tether
+	// serve --nats) cannot do what was asked: the message says which.
+	CodeUnsupported = "unsupported"
 )
 
 // Error is a protocol error: a code from the table in the protocol

@@ -787,7 +787,8 @@ $("prompt-form").addEventListener("submit", async (e) => {
     if (!ta.value.trim()) ta.value = text;
     attachments.push(...imgs);
     renderAttachments();
-    v.transcript.root.appendChild(el("div", "note warn refused", "Not sent: " + tm.message(err)));
+    const why = err?.code === "waiting_for_agent" ? "waiting for an agent to take this session (" + tm.message(err) + ")" : tm.message(err);
+    v.transcript.root.appendChild(el("div", "note warn refused", "Not sent: " + why));
     scrollDown();
   }
 });

@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
+)
+
+// fill sets every field of v (a pointer) to a value that is not empty,
+// recursively, so that its JSON has every field it can have.
+func fill(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		fill(v.Elem())
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			v.Set(reflect.ValueOf(time.Unix(1, 0)))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == reflect.TypeFor[json.RawMessage]() {
+			v.SetBytes([]byte(`{"x":1}`))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), 1, 1)
+		fill(s.Index(0))
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(k)
+		fill(e)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(1)
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		v.SetUint(1)
+	case reflect.Float64:
+		v.SetFloat(1)
+	}
+}
+
+// Every message revision 1 decodes strictly has its shape here, and the
+// fields this release has beyond it are the ones listed: a field added to
+// one of these messages shows up in this test, to be added to the list
+// (it then reaches only readers of revision 2 and later, see encodeFor)
+// and to docs/cluster.md's Compatibility section.
+func TestRevision1Shapes(t *testing.T) {
+	beyond := map[string][]string{} // none yet
+	for kind, v := range map[string]any{
+		"command": &commandMsg{}, "command_reply": &commandReply{}, "start": &startRequest{}, "start_reply": &startReply{},
+		"snapshot": &snapshotMsg{}, "session": &SessionInfo{}, "agent": &agentRecord{},
+	} {
+		fill(reflect.ValueOf(v))
+		_, dropped, err := encodeFor(1, kind, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dropped, beyond[kind]) {
+			t.Errorf("%s: fields beyond revision 1: %v, listed %v", kind, dropped, beyond[kind])
+		}
+	}
+}
+
+// A field revision 1 does not know is left out for such a reader, and
+// said so when it held a value; a reader of revision 2 gets it.
+func TestEncodeForRevision1(t *testing.T) {
+	type later struct {
+		commandMsg
+		Display string `json:"display,omitempty"`
+		Flag    bool   `json:"flag"`
+	}
+	v := &later{commandMsg: commandMsg{Command: host.Command{Type: host.CommandSend, Text: "hi",
+		Images: []host.Image{{MediaType: "image/png", Data: "aGk="}}}, Identity: &team.Identity{Subject: "a", Role: team.RoleMember}},
+		Display: "summarized"}
+	data, dropped, err := encodeFor(1, "command", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dropped, []string{"display"}) {
+		t.Fatalf("dropped %v, want [display] (flag is false: nothing lost)", dropped)
+	}
+	var back commandMsg
+	if err := decode("s", data, MaxCommandSize, &back); err != nil || back.Text != "hi" || back.Identity.Subject != "a" {
+		t.Fatalf("projected %s: %v", data, err)
+	}
+	// What revision 1 would have decoded strictly: no field it does not know.
+	var m map[string]json.RawMessage
+	json.Unmarshal(data, &m)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if want := []string{"identity", "images", "text", "type"}; !slices.Equal(keys, want) {
+		t.Fatalf("fields %v, want %v", keys, want)
+	}
+	data, dropped, _ = encodeFor(2, "command", v)
+	if dropped != nil || !strings.Contains(string(data), `"display":"summarized"`) {
+		t.Fatalf("revision 2 got %s (dropped %v)", data, dropped)
+	}
+}
+
+// Decoding follows one rule: unknown fields are ignored; an operation
+// this release does not know, or a message lacking what it needs, is an
+// *UnsupportedError naming the writer's revision, never ErrMalformed.
+func TestDecodeRule(t *testing.T) {
+	h := nats.Header{}
+	h.Set(hdrWire, "7")
+	var c commandMsg
+	if err := decodeFrom("s", h, []byte(`{"type":"interrupt","later":{"x":1}}`), MaxCommandSize, &c); err != nil {
+		t.Fatalf("an unknown field: %v", err)
+	}
+	for _, tc := range []struct {
+		data string
+		v    validator
+	}{
+		{`{"type":"summon"}`, &commandMsg{}},
+		{`{"op":"send","prompt":"2f828d2's shape"}`, &commandMsg{}},
+		{`{"id":"abc"}`, &startRequest{}},
+		{`{"expires":"2030-01-01T00:00:00Z"}`, &startRequest{}},
+	} {
+		err := decodeFrom("s", h, []byte(tc.data), MaxCommandSize, tc.v)
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrMalformed) || ue.Revision != 7 ||
+			!strings.Contains(err.Error(), "wire revision 7") {
+			t.Errorf("%s: %v, want unsupported from revision 7", tc.data, err)
+		}
+		if w := wireErr(err); w.Code != codeUnsupported || !errors.Is(w.err(), ErrUnsupported) {
+			t.Errorf("%s: crosses the bus as %+v", tc.data, w)
+		}
+	}
+	if err := decode("s", []byte(`{"type":"send","text":"x"`), MaxCommandSize, &c); !errors.Is(err, ErrMalformed) {
+		t.Errorf("broken JSON: %v", err)
+	}
+	if wireOf(nil) != 1 || wireOf(nats.Header{}) != 1 {
+		t.Error("a message without the header is revision 1's")
+	}
+}
