@@ -14,7 +14,7 @@ import (
 
 // Version is this module's version, reported to the CLI (and from there to
 // the API's user agent) as CLAUDE_AGENT_SDK_VERSION.
-const Version = "0.1.0"
+const Version = "0.7.0"
 
 // Options configures a Session or a Query. A nil *Options means defaults.
 // The zero value of every field means "the CLI's default": the matching flag
