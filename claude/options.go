@@ -12,8 +12,12 @@ import (
 	"time"
 )
 
-// Version is this module's version, reported to the CLI (and from there to
-// the API's user agent) as CLAUDE_AGENT_SDK_VERSION.
+// Version is this module's release version, a semantic version: the SDK
+// (this package and claudetest) changes only compatibly, other packages
+// change shape only in a new minor version, and CHANGELOG.md has a section
+// for each release (scripts/api-check.sh holds all three in CI). It is
+// reported to the CLI (and from there to the API's user agent) as
+// CLAUDE_AGENT_SDK_VERSION, and printed by `tether version`.
 const Version = "0.7.0"
 
 // Options configures a Session or a Query. A nil *Options means defaults.
