@@ -206,6 +206,16 @@ func parseChange(module, msg string) (Change, error) {
 	return c, nil
 }
 
+// notAPI are the folders whose packages no program imports: commands,
+// scripts, examples, and deploy/'s file-only packages. apidiff's module
+// mode lists them; their changes are not API changes.
+var notAPI = []string{"cmd", "scripts", "examples", "deploy"}
+
+func isAPI(pkg string) bool {
+	top, _, _ := strings.Cut(pkg, "/")
+	return !slices.Contains(notAPI, top)
+}
+
 // sdk is where the Go 1 promise holds.
 var sdk = []string{"claude", "claude/claudetest"}
 
@@ -332,7 +342,7 @@ func Check(in *Input, w io.Writer) bool {
 	used := make([]bool, len(exc))
 	n := 0
 	for _, c := range changes {
-		if c.Compatible {
+		if c.Compatible || !isAPI(c.Pkg) {
 			continue
 		}
 		n++

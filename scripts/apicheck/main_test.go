@@ -160,3 +160,12 @@ func TestVersionValueChangeIsTheRelease(t *testing.T) {
 		t.Errorf("another constant: ok\n%s", out)
 	}
 }
+
+// Commands, scripts, examples and deploy/ are packages apidiff lists but
+// no program imports.
+func TestNotAPIPackagesIgnored(t *testing.T) {
+	report := "Incompatible changes:\n- package github.com/tetherhq/tether/scripts/benchhost: removed\n- ./examples/quickstart.X: removed\n"
+	if ok, out := run(t, report, "0.7.0", "0.7.0", exceptions, changelog); !ok {
+		t.Errorf("failed\n%s", out)
+	}
+}
