@@ -3,8 +3,6 @@ package export_test
 import (
 	"context"
 	"errors"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,15 +13,6 @@ import (
 	"github.com/tetherhq/tether/internal/telemetry/otlptest"
 )
 
-func clearOTEL(t *testing.T) {
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-	}
-}
-
 func TestSetupTracingOffUnlessAsked(t *testing.T) {
 	for _, env := range []map[string]string{
 		{},
@@ -31,7 +20,7 @@ func TestSetupTracingOffUnlessAsked(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_EXPORTER": "none"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_SDK_DISABLED": "true"},
 	} {
-		clearOTEL(t)
+		otlptest.ClearOTEL(t)
 		for k, v := range env {
 			t.Setenv(k, v)
 		}
@@ -51,7 +40,7 @@ func TestSetupTracingRefusesWhatItCannotDo(t *testing.T) {
 		{"OTEL_TRACES_EXPORTER": "zipkin"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
 	} {
-		clearOTEL(t)
+		otlptest.ClearOTEL(t)
 		for k, v := range env {
 			t.Setenv(k, v)
 		}
@@ -75,7 +64,7 @@ func TestSetupTracingExports(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint()}, "tether-test"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": recv.URL(), "OTEL_SERVICE_NAME": "mine"}, "mine"},
 	} {
-		clearOTEL(t)
+		otlptest.ClearOTEL(t)
 		for k, v := range c.env {
 			t.Setenv(k, v)
 		}
