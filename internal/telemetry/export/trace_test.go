@@ -86,3 +86,19 @@ func TestSetupTracingExports(t *testing.T) {
 		}
 	}
 }
+
+// OTLP over gRPC stays available to the command that links this package:
+// asked for, it makes an enabled provider (the exporter connects lazily,
+// so no collector is needed to set it up).
+func TestSetupTracingGRPC(t *testing.T) {
+	otlptest.ClearOTEL(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+	ts, err := export.SetupTracing(context.Background(), "tether-test", nil)
+	if err != nil || !ts.Enabled() {
+		t.Fatalf("enabled %v, err %v", ts.Enabled(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ts.Shutdown(ctx) // nothing buffered: nothing to deliver to the absent collector
+}
