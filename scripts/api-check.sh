@@ -44,6 +44,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+git worktree prune # a run killed before its clean-up leaves a stale entry
 git worktree add --quiet --detach "$tmp/old" "$prev"
 
 GOBIN="$tmp/bin" go install "$APIDIFF"
