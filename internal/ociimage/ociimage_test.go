@@ -3,6 +3,7 @@ package ociimage_test
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"debug/elf"
 	"errors"
@@ -51,6 +52,15 @@ func TestBuildOptionsRequired(t *testing.T) {
 	}
 }
 
+func TestBadCompressionIsTyped(t *testing.T) {
+	_, err := ociimage.Build(context.Background(), &ociimage.Options{
+		TetherBinary: os.Args[0], CLIBinary: os.Args[0], DebDir: t.TempDir(), WorkDir: t.TempDir(), Compression: 42,
+	})
+	if !errors.Is(err, ociimage.ErrOptions) {
+		t.Fatalf("Build with gzip level 42: %v, want ErrOptions", err)
+	}
+}
+
 func TestMissingDebIsTyped(t *testing.T) {
 	dir := t.TempDir()
 	_, err := ociimage.Build(context.Background(), &ociimage.Options{
@@ -96,10 +106,11 @@ func TestImage(t *testing.T) {
 	need(t, "the Debian packages", err)
 	done()
 
-	done = step("build the layers (the CLI's is ~240 MB gzipped)")
+	done = step("build the layers (the CLI's is ~240 MB, gzipped)")
 	img, err := ociimage.Build(ctx, &ociimage.Options{
 		TetherBinary: tether, CLIBinary: cli, CLIVersion: claudetest.DefaultCLIVersion, DebDir: debs,
 		Version: "0.1.0", Source: "https://example.invalid/tether", WorkDir: filepath.Join(tmp, "work"),
+		Compression: gzip.BestSpeed, // the contents are under test, not the size
 	})
 	if err != nil {
 		t.Fatal(err)
