@@ -12,9 +12,13 @@ import (
 	"time"
 )
 
-// Version is this module's version, reported to the CLI (and from there to
-// the API's user agent) as CLAUDE_AGENT_SDK_VERSION.
-const Version = "0.1.0"
+// Version is this module's release version, a semantic version: the SDK
+// (this package and claudetest) changes only compatibly, other packages
+// change shape only in a new minor version, and CHANGELOG.md has a section
+// for each release (scripts/api-check.sh holds all three in CI). It is
+// reported to the CLI (and from there to the API's user agent) as
+// CLAUDE_AGENT_SDK_VERSION, and printed by `tether version`.
+const Version = "0.7.0"
 
 // Options configures a Session or a Query. A nil *Options means defaults.
 // The zero value of every field means "the CLI's default": the matching flag

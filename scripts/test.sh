@@ -42,6 +42,10 @@ fi
 scripts/install-sdk.sh 0.3.331 >/dev/null
 
 go vet ./...
+# The Go API against the previous release (compat/previous): the SDK
+# changes only compatibly, the other packages only in a new minor version
+# named in CHANGELOG.md.
+scripts/api-check.sh
 echo "== go test -race ./... (CLI ${versions[0]})"
 TETHER_CLI_VERSION=${versions[0]} go test -race -count=1 -parallel 6 -timeout 30m ./...
 echo "== fuzz the line reader and decoder (short run; longer: -fuzztime 10m)"

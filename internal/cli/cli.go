@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"strings"
 
 	"github.com/tetherhq/tether/claude"
 )
@@ -39,7 +41,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		defer stop()
 		return doctor(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintf(stdout, "tether %s (supports Claude Code CLI %s and newer)\n", claude.Version, claude.MinCLIVersion)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
@@ -49,6 +51,15 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		usage(stderr)
 		return 2
 	}
+}
+
+// versionLine is what `tether version` prints, on one line so that scripts
+// read the version as its second word (scripts/build-image.sh does): the
+// release, the CLI versions it supports and was tested with, and the Go
+// that built it.
+func versionLine() string {
+	return fmt.Sprintf("tether %s (Claude Code CLI %s and newer; tested with %s; built with %s)",
+		claude.Version, claude.MinCLIVersion, strings.Join(TestedCLIVersions, ", "), runtime.Version())
 }
 
 func usage(w io.Writer) {
@@ -61,7 +72,7 @@ Commands:
   agent     run sessions for a cluster of machines over NATS (see docs/cluster.md)
   audit     print a team's audit log: who signed in, started, shared, prompted, approved
   doctor    check the Claude Code CLI, its version, authentication, and an offline run
-  version   print Tether's version
+  version   print Tether's version (also --version)
   help      show this help
 
 Run "tether <command> -h" for a command's flags.

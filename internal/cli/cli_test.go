@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 )
 
@@ -147,5 +149,26 @@ func TestAuthCheckNeverPrintsSecrets(t *testing.T) {
 	}
 	if c := authCheck(func(string) string { return "" }); c.status != warn {
 		t.Errorf("no auth = %+v", c)
+	}
+}
+
+// TestVersion: `tether version` and `tether --version` print the release
+// (claude.Version, a semantic version) as the second word of one line,
+// which scripts/build-image.sh reads, with the tested CLI versions.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version", "-version"} {
+		var out, errb strings.Builder
+		if code := Main(context.Background(), []string{arg}, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d, %s", arg, code, errb.String())
+		}
+		got := out.String()
+		f := strings.Fields(got)
+		if strings.Count(got, "\n") != 1 || len(f) < 2 || f[0] != "tether" || f[1] != claude.Version ||
+			!strings.Contains(got, strings.Join(TestedCLIVersions, ", ")) {
+			t.Errorf("%s printed %q", arg, got)
+		}
+	}
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(claude.Version) {
+		t.Errorf("claude.Version %q is not major.minor.patch", claude.Version)
 	}
 }

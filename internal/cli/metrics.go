@@ -10,14 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/tetherhq/tether/internal/telemetry"
+	"github.com/tetherhq/tether/internal/telemetry/export"
 )
 
 // newRegistry is the process's metrics registry: tether's metrics are
 // added by the packages given it, the Go runtime and process ones here.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	telemetry.RegisterRuntime(reg)
+	export.RegisterRuntime(reg)
 	return reg
 }
 

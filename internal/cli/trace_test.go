@@ -22,16 +22,6 @@ import (
 	"github.com/tetherhq/tether/internal/telemetry/otlptest"
 )
 
-// clearOTEL unsets every OTEL_ variable for the test.
-func clearOTEL(t *testing.T) {
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-	}
-}
-
 // startTether runs Main with args until ctx ends, and returns the first
 // stdout line that satisfies ok and the exit code's channel.
 func startTether(t *testing.T, ctx context.Context, ok func(string) bool, args ...string) (string, <-chan int) {
@@ -96,7 +86,7 @@ func wsRequest(t *testing.T, ctx context.Context, base, token string, req map[st
 // at exit; a start request is one trace from serve through NATS to the
 // agent (whose CLI, /bin/false, fails to start: the spans say so).
 func TestServeAndAgentExportTraces(t *testing.T) {
-	clearOTEL(t)
+	otlptest.ClearOTEL(t)
 	recv := otlptest.NewReceiver()
 	defer recv.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.Endpoint())

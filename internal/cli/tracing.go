@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tetherhq/tether/internal/telemetry"
+	"github.com/tetherhq/tether/internal/telemetry/export"
 )
 
 // traceFlushTimeout bounds the flush of buffered spans at exit: a
@@ -23,7 +23,7 @@ const traceFlushTimeout = 5 * time.Second
 // stop, which flushes what is buffered within traceFlushTimeout.
 // Exporting errors go to stderr, at most one a minute.
 func startTracing(ctx context.Context, service string, stderr io.Writer) (trace.TracerProvider, func(), error) {
-	ts, err := telemetry.SetupTracing(ctx, service, slog.New(slog.NewTextHandler(stderr, nil)))
+	ts, err := export.SetupTracing(ctx, service, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return nil, nil, err
 	}

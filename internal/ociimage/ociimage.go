@@ -103,6 +103,12 @@ type Options struct {
 	// live until the image is written (it is made if missing); "" means a
 	// new folder under os.TempDir. The caller removes it (Image.WorkDir).
 	WorkDir string
+	// Compression is the layers' gzip level (compress/gzip's
+	// gzip.BestSpeed to gzip.BestCompression); 0 means
+	// gzip.DefaultCompression. Most of a build's time is gzipping the
+	// CLI (~240 MB): a test that checks the image's contents, not its
+	// size, asks for gzip.BestSpeed. Digests depend on the level.
+	Compression int
 }
 
 // ErrOptions is matched by the errors of invalid Options.
@@ -144,7 +150,14 @@ func Build(ctx context.Context, o *Options) (*Image, error) {
 		return nil, fmt.Errorf("%w: the CLI: %v", ErrOptions, err)
 	}
 
-	b := &layerBuilder{mtime: created}
+	level := o.Compression
+	if level == 0 {
+		level = gzip.DefaultCompression
+	}
+	if level < gzip.HuffmanOnly || level > gzip.BestCompression {
+		return nil, fmt.Errorf("%w: Compression %d is not a gzip level", ErrOptions, o.Compression)
+	}
+	b := &layerBuilder{mtime: created, level: level}
 	base, err := b.write(ctx, filepath.Join(work, "base.tar.gz"), func(w *tarWriter) error {
 		return writeBase(ctx, w, o.DebDir, pkgs)
 	})
@@ -253,6 +266,7 @@ func WriteLayout(ctx context.Context, dir string, img v1.Image, ref string) erro
 // layerBuilder writes layers as gzipped tar files with fixed times.
 type layerBuilder struct {
 	mtime time.Time
+	level int // gzip
 }
 
 func (b *layerBuilder) write(ctx context.Context, path string, fill func(*tarWriter) error) (string, error) {
@@ -261,7 +275,10 @@ func (b *layerBuilder) write(ctx context.Context, path string, fill func(*tarWri
 		return "", err
 	}
 	defer f.Close()
-	gz := gzip.NewWriter(f)
+	gz, err := gzip.NewWriterLevel(f, b.level)
+	if err != nil {
+		return "", err
+	}
 	w := &tarWriter{ctx: ctx, tw: tar.NewWriter(gz), mtime: b.mtime, seen: map[string]byte{}}
 	if err := fill(w); err != nil {
 		return "", err

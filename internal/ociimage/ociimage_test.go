@@ -3,6 +3,7 @@ package ociimage_test
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"debug/elf"
 	"errors"
@@ -51,6 +52,15 @@ func TestBuildOptionsRequired(t *testing.T) {
 	}
 }
 
+func TestBadCompressionIsTyped(t *testing.T) {
+	_, err := ociimage.Build(context.Background(), &ociimage.Options{
+		TetherBinary: os.Args[0], CLIBinary: os.Args[0], DebDir: t.TempDir(), WorkDir: t.TempDir(), Compression: 42,
+	})
+	if !errors.Is(err, ociimage.ErrOptions) {
+		t.Fatalf("Build with gzip level 42: %v, want ErrOptions", err)
+	}
+}
+
 func TestMissingDebIsTyped(t *testing.T) {
 	dir := t.TempDir()
 	_, err := ociimage.Build(context.Background(), &ociimage.Options{
@@ -74,35 +84,44 @@ func TestImage(t *testing.T) {
 	need(t, "the pinned CLI", err)
 	_, err = exec.LookPath("dpkg-deb")
 	need(t, "dpkg-deb", err)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
+	ctx := budget(t)
+	step := stepper(t, ctx)
 
 	tmp := t.TempDir()
 	tether := filepath.Join(tmp, "tether")
+	done := step("go build tether (static)")
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tether, "github.com/tetherhq/tether/cmd/tether")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	done()
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	debs := filepath.Join(cache, "tether", "debs") // shared with scripts/build-image.sh
+	done = step("fetch the Debian packages")
 	_, err = ociimage.FetchDebs(ctx, debs, ociimage.DefaultPackages)
 	need(t, "the Debian packages", err)
+	done()
 
+	done = step("build the layers (the CLI's is ~240 MB, gzipped)")
 	img, err := ociimage.Build(ctx, &ociimage.Options{
 		TetherBinary: tether, CLIBinary: cli, CLIVersion: claudetest.DefaultCLIVersion, DebDir: debs,
 		Version: "0.1.0", Source: "https://example.invalid/tether", WorkDir: filepath.Join(tmp, "work"),
+		Compression: gzip.BestSpeed, // the contents are under test, not the size
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	done()
 	out := filepath.Join(tmp, "layout")
+	done = step("write the OCI layout")
 	if err := ociimage.WriteLayout(ctx, out, img, "0.1.0"); err != nil {
 		t.Fatal(err)
 	}
+	done()
 	if err := ociimage.WriteLayout(ctx, out, img, "0.1.0"); !errors.Is(err, ociimage.ErrOptions) {
 		t.Errorf("a second WriteLayout into the same folder: %v, want ErrOptions", err)
 	}
@@ -146,9 +165,55 @@ func TestImage(t *testing.T) {
 	}
 
 	rootfs := filepath.Join(tmp, "rootfs")
+	done = step("extract the flattened file system")
 	files := extract(t, got, rootfs)
+	done()
 	checkFiles(t, files, rootfs, cli)
 	t.Run("bwrap", func(t *testing.T) { runInRootfs(t, ctx, rootfs) })
+}
+
+// budget is the context of TestImage's work, ending a little before the
+// test's own deadline (go test -timeout; scripts/test.sh gives 30m) so
+// that a step cut short fails with its name and the time it had, rather
+// than the whole binary panicking. The work is fixed (a static build of
+// tether, ~240 MB of CLI gzipped, hashed and read back, a turn through the
+// real CLI in the rootfs) but its time is not: it takes about a minute on
+// a quiet machine and many on one whose cores are busy, under -race,
+// which instruments the compression too. A fixed cap measured the machine,
+// not the image. Without a deadline (-timeout 0) the work is unbounded, as
+// asked.
+func budget(t *testing.T) context.Context {
+	ctx := t.Context()
+	d, ok := t.Deadline()
+	if !ok {
+		return ctx
+	}
+	margin := min(max(time.Until(d)/20, 5*time.Second), 30*time.Second)
+	ctx, cancel := context.WithDeadline(ctx, d.Add(-margin))
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// stepper logs each step of the test with how long it took; a step that
+// runs out of budget says so by name, with the time spent and the time
+// it had.
+func stepper(t *testing.T, ctx context.Context) func(name string) (done func()) {
+	return func(name string) func() {
+		start := time.Now()
+		left := "unbounded"
+		if d, ok := ctx.Deadline(); ok {
+			left = time.Until(d).Round(time.Second).String()
+		}
+		t.Cleanup(func() {
+			if ctx.Err() != nil && !start.IsZero() {
+				t.Logf("step %q ran %v of the %s it had: %v", name, time.Since(start).Round(time.Second), left, ctx.Err())
+			}
+		})
+		return func() {
+			t.Logf("%s: %v", name, time.Since(start).Round(100*time.Millisecond))
+			start = time.Time{}
+		}
+	}
 }
 
 func checkConfig(t *testing.T, cf *v1.ConfigFile) {
@@ -400,7 +465,13 @@ func runInRootfs(t *testing.T, ctx context.Context, rootfs string) {
 	if out := run("/bin/bash", "-c", "id -u; id -un; ls /etc/ssl/certs"); out != "10001\ntether\nca-certificates.crt\n" {
 		t.Errorf("the shell in the image: %q", out)
 	}
-	out := run("/usr/local/bin/tether", "doctor")
+	// The doctor's offline run (a turn through the real CLI) gets what is
+	// left of the budget, not its default 90 s.
+	args := []string{"/usr/local/bin/tether", "doctor"}
+	if d, ok := ctx.Deadline(); ok {
+		args = append(args, "--timeout", time.Until(d).Round(time.Second).String())
+	}
+	out := run(args...)
 	if !strings.Contains(out, "[ok  ] CLI: /usr/local/bin/claude") || !strings.Contains(out, "[ok  ] offline run") {
 		t.Errorf("tether doctor in the image did not find the CLI or take a turn:\n%s", out)
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // register registers c, or returns the equal collector registered before
@@ -36,22 +35,6 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
 		panic(err) // a programming error: inconsistent definitions
 	}
 	return c
-}
-
-// RegisterRuntime registers the Go runtime and process collectors once;
-// a registry that has them already is left alone.
-func RegisterRuntime(reg prometheus.Registerer) {
-	if reg == nil {
-		return
-	}
-	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-		}
-	}
 }
 
 // Exit reasons of tether_cli_exits_total.

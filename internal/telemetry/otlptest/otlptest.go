@@ -9,8 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -128,4 +131,15 @@ func valueText(v *commonpb.AnyValue) string {
 		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
 	}
 	return fmt.Sprint(v.GetValue())
+}
+
+// ClearOTEL unsets every OTEL_ variable for the rest of t (restored when it
+// ends), so that a test sets up tracing from its own variables alone.
+func ClearOTEL(t testing.TB) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
 }
