@@ -398,6 +398,9 @@ type InitializeResponse struct {
 	// parked, already_connected, protocol_version_mismatch, malformed,
 	// not_honoured. Tether sends no manifests, so it stays nil.
 	SDKMCPManifestsParked map[string]string `json:"sdk_mcp_manifests_parked,omitempty"`
+	// SandboxEnabled says whether the CLI runs its tools in its sandbox
+	// (Options.Sandbox); nil from CLIs that do not say (before 2.1.331).
+	SandboxEnabled *bool `json:"sandbox_enabled,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -1055,20 +1058,23 @@ type SetPermissionModeParams struct {
 // SetPermissionModeResult is the CLI's answer to set_permission_mode.
 type SetPermissionModeResult struct {
 	// Mode is the permission mode now in effect, as the CLI names it
-	// (2.1.331 and later): record it rather than the mode asked for,
-	// which it need not be. Empty where the CLI answers with no payload
-	// (2.1.197); the mode asked for is then only a best guess.
+	// (every pinned CLI does, 2.1.197 included): record it rather than
+	// the mode asked for, which it need not be. Empty where the CLI
+	// answers with no payload; the mode asked for is then only a best
+	// guess.
 	Mode PermissionMode  `json:"mode,omitempty"`
 	Raw  json.RawMessage `json:"-"`
 }
 
 // SetPermissionModeWith changes the permission mode and returns the
-// mode now in effect (the TypeScript SDK's setPermissionMode, 0.3.332).
+// mode now in effect (the TypeScript SDK's setPermissionMode returns it
+// from 0.3.332).
 //
-// From CLI 2.1.332 a change of mode also settles the permission requests
-// still waiting for an answer that the new mode allows: the CLI withdraws
-// them (a control_cancel_request), so a pending CanUseTool call sees its
-// ctx cancelled and the tool runs.
+// CLI 2.1.332 is said to settle, on a change of mode, the permission
+// requests still waiting that the new mode allows. A CLI that does so
+// withdraws them (a control_cancel_request), and a pending CanUseTool call
+// sees its ctx cancelled. Offline, with the host's CanUseTool asking,
+// 2.1.332 was seen to keep the ask pending instead (docs/cli-versions.md).
 func (s *Session) SetPermissionModeWith(ctx context.Context, params *SetPermissionModeParams) (*SetPermissionModeResult, error) {
 	if params == nil {
 		params = &SetPermissionModeParams{}

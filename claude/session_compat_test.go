@@ -68,8 +68,8 @@ func TestSetMaxThinkingTokensShapes(t *testing.T) {
 
 // TestSetPermissionModeWith: the mode the CLI says is in effect (it may
 // differ from the one asked for) is returned; SetPermissionMode, the
-// older form, sends the same request. An answer with no payload (CLI
-// 2.1.197) gives an empty Mode.
+// older form, sends the same request. An answer with no payload (which
+// the SDK allows of other hosts) gives an empty Mode.
 func TestSetPermissionModeWith(t *testing.T) {
 	ctx := testCtx(t)
 	reqs := make(chan *claudetest.Line, 4)

@@ -38,6 +38,10 @@ type InitMessage struct {
 	Effort string `json:"effort,omitempty"`
 	// ViewMode is "focus" or "default" (newer CLIs).
 	ViewMode string `json:"view_mode,omitempty"`
+	// SandboxEnabled says whether the turn's tools run in the CLI's
+	// sandbox (Options.Sandbox); nil from CLIs that do not say (before
+	// 2.1.331).
+	SandboxEnabled *bool `json:"sandbox_enabled,omitempty"`
 }
 
 // PluginError is a plugin's load-time failure in InitMessage.PluginErrors.

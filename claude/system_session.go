@@ -262,5 +262,5 @@ func newSystemMore(subtype string) Message {
 	case "microcompact_boundary":
 		return new(MicrocompactBoundaryMessage)
 	}
-	return nil
+	return newSystemPeer(subtype)
 }
