@@ -93,7 +93,8 @@ go run ./scripts/clifields -cli "$newcli" -baseline "$oldcli" >"$out/fields.md" 
 echo "== parity test against SDK $sdk" >&2
 parity_status=0
 TETHER_SDK_PATH=$newsdk go test -count=1 -run 'Parity' ./internal/parity >"$out/parity.txt" 2>&1 || parity_status=$?
-echo "== real-CLI tests against CLI $version (go test ${race[*]} -run '$tests' $pkgs)" >&2
+gotest="go test${race[*]:+ ${race[*]}} -run '$tests' $pkgs"
+echo "== real-CLI tests against CLI $version ($gotest)" >&2
 go build -o "$out/compatreport" ./scripts/compatreport
 TETHER_CLI_VERSION=$version go test "${race[@]}" -count=1 -timeout 30m -json -run "$tests" $pkgs >"$out/new.json" 2>&1 || true
 : >"$out/pinned.json"
@@ -127,7 +128,7 @@ list() { if [ -s "$1" ]; then sed 's/.*/`&`/' "$1" | paste -sd, - | sed 's/,/, /
   if [ "$fields_status" -le 1 ]; then
     echo "* **What the CLI writes**, an offline session on each version:"
     echo
-    sed 's/^/  /' "$out/fields.md"
+    sed 's/^./  &/' "$out/fields.md"
     echo
   else
     echo "* **What the CLI writes**: the session failed ($(head -c 300 "$out/fields.err" | tr '\n' ' '))."
@@ -140,7 +141,7 @@ list() { if [ -s "$1" ]; then sed 's/.*/`&`/' "$1" | paste -sd, - | sed 's/,/, /
     grep -E 'parity_test.go:[0-9]+: ' "$out/parity.txt" | grep -v 'parity with' | sed 's/^ *parity_test.go:[0-9]*: /  * /' | head -60
     echo
   fi
-  echo "* **The real-CLI suite** (\`go test ${race[*]} -run '$tests' $pkgs\`$([ "$full" = 1 ] || echo ', a narrowed run')):"
+  echo "* **The real-CLI suite** (\`$gotest\`$([ "$full" = 1 ] || echo ', a narrowed run')):"
   echo
   echo '  ```'
   sed 's/^/  /' "$out/suite.txt"
