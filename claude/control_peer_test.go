@@ -15,38 +15,20 @@ import (
 // DecideHeldPeerMessage sends the answer and decodes the outcome.
 func TestPeerControlRequests(t *testing.T) {
 	ctx := testCtx(t)
-	reqs := make(chan *claudetest.Line, 4)
 	always := map[string]any{"session": map[string]any{"scope": "mine", "made_in": "prompting", "session_id": "s1", "paused": true}, "account": true}
-	s := connect(t, nil, func(ctx context.Context, c *claudetest.CLI) error {
-		if _, err := c.HandleInitialize(ctx); err != nil {
-			return err
+	s, bodies := controlFake(t, func(l *claudetest.Line) any {
+		if l.Subtype == "decide_held_peer_message" {
+			return map[string]any{"outcome": "gone", "always_deliver": always}
 		}
-		for {
-			l, err := c.Read(ctx)
-			if err != nil {
-				return err
-			}
-			reqs <- l
-			switch l.Subtype {
-			case "set_peer_delivery":
-				err = c.Respond(l.RequestID, map[string]any{"always_deliver": always})
-			case "decide_held_peer_message":
-				err = c.Respond(l.RequestID, map[string]any{"outcome": "gone", "always_deliver": always})
-			default:
-				err = c.AnswerIdle(l)
-			}
-			if err != nil {
-				return err
-			}
-		}
+		return map[string]any{"always_deliver": always}
 	})
 	yes := true
 	r, err := s.SetPeerDelivery(ctx, &claude.SetPeerDeliveryParams{ShowsHeldMessages: &yes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"set_peer_delivery","shows_held_messages":true}` {
-		t.Errorf("request = %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"set_peer_delivery","shows_held_messages":true}` {
+		t.Errorf("request = %s", b)
 	}
 	if ss := r.AlwaysDeliver.Session; ss == nil || ss.SessionID != "s1" || ss.Scope != claude.PeerScopeMine || !ss.Paused || !r.AlwaysDeliver.Account {
 		t.Errorf("result = %+v", r.AlwaysDeliver)
@@ -54,23 +36,23 @@ func TestPeerControlRequests(t *testing.T) {
 	if _, err := s.SetPeerDelivery(ctx, &claude.SetPeerDeliveryParams{EndSession: true, Session: &claude.PeerSessionChoice{SessionID: "x"}}); err != nil {
 		t.Fatal(err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"set_peer_delivery","session":null}` {
-		t.Errorf("ending the session choice sent %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"set_peer_delivery","session":null}` {
+		t.Errorf("ending the session choice sent %s", b)
 	}
 	choice := &claude.PeerSessionChoice{PeerAlways: claude.PeerAlways{Scope: claude.PeerScopeAnyone, MadeIn: claude.PeerSessionBypass}, SessionID: "s2"}
 	if _, err := s.SetPeerDelivery(ctx, &claude.SetPeerDeliveryParams{Session: choice}); err != nil {
 		t.Fatal(err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"set_peer_delivery","session":{"scope":"anyone","made_in":"bypass","session_id":"s2"}}` {
-		t.Errorf("a session choice sent %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"set_peer_delivery","session":{"scope":"anyone","made_in":"bypass","session_id":"s2"}}` {
+		t.Errorf("a session choice sent %s", b)
 	}
 	d, err := s.DecideHeldPeerMessage(ctx, &claude.DecideHeldPeerMessageParams{HoldID: "h1", Decision: claude.PeerDecisionDeliver,
 		Always: &claude.PeerAlways{Scope: claude.PeerScopeMine, MadeIn: claude.PeerSessionPrompting}})
 	if err != nil || d.Outcome != "gone" || !d.AlwaysDeliver.Account {
 		t.Errorf("DecideHeldPeerMessage = %+v, %v", d, err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"decide_held_peer_message","hold_id":"h1","decision":"deliver","always":{"scope":"mine","made_in":"prompting"}}` {
-		t.Errorf("request = %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"decide_held_peer_message","hold_id":"h1","decision":"deliver","always":{"scope":"mine","made_in":"prompting"}}` {
+		t.Errorf("request = %s", b)
 	}
 }
 

@@ -23,33 +23,18 @@ var _ = func(ctx context.Context, s *claude.Session) {
 // typed error before anything is sent.
 func TestSetMaxThinkingTokensShapes(t *testing.T) {
 	ctx := testCtx(t)
-	reqs := make(chan *claudetest.Line, 4)
-	s := connect(t, nil, func(ctx context.Context, c *claudetest.CLI) error {
-		if _, err := c.HandleInitialize(ctx); err != nil {
-			return err
-		}
-		for {
-			l, err := c.Read(ctx)
-			if err != nil {
-				return err
-			}
-			reqs <- l
-			if err := c.AnswerIdle(l); err != nil {
-				return err
-			}
-		}
-	})
+	s, bodies := controlFake(t, nil)
 	if err := s.SetMaxThinkingTokens(ctx, 2048); err != nil {
 		t.Fatal(err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"set_max_thinking_tokens","max_thinking_tokens":2048}` {
-		t.Errorf("SetMaxThinkingTokens(ctx, 2048) sent %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"set_max_thinking_tokens","max_thinking_tokens":2048}` {
+		t.Errorf("SetMaxThinkingTokens(ctx, 2048) sent %s", b)
 	}
 	if err := s.SetMaxThinkingTokens(ctx, 0, claude.ThinkingDisplayOmitted); err != nil {
 		t.Fatal(err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"set_max_thinking_tokens","max_thinking_tokens":null,"thinking_display":"omitted"}` {
-		t.Errorf("SetMaxThinkingTokens(ctx, 0, omitted) sent %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"set_max_thinking_tokens","max_thinking_tokens":null,"thinking_display":"omitted"}` {
+		t.Errorf("SetMaxThinkingTokens(ctx, 0, omitted) sent %s", b)
 	}
 	err := s.SetMaxThinkingTokens(ctx, 1, claude.ThinkingDisplayOmitted, claude.ThinkingDisplaySummarized)
 	var ae *claude.ArgumentError
@@ -57,12 +42,12 @@ func TestSetMaxThinkingTokensShapes(t *testing.T) {
 		t.Errorf("two displays: err = %v, want an *ArgumentError matching ErrInvalidArgument", err)
 	}
 	// Nothing was sent for the refused call: the next request is the
-	// next line the CLI reads.
+	// next one the CLI reads.
 	if err := s.Interrupt(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if l := <-reqs; l.Subtype != "interrupt" {
-		t.Errorf("after the refused call the CLI read %s", l.Raw)
+	if b := <-bodies; b != `{"subtype":"interrupt"}` {
+		t.Errorf("after the refused call the CLI read %s", b)
 	}
 }
 
@@ -72,38 +57,26 @@ func TestSetMaxThinkingTokensShapes(t *testing.T) {
 // the SDK allows of other hosts) gives an empty Mode.
 func TestSetPermissionModeWith(t *testing.T) {
 	ctx := testCtx(t)
-	reqs := make(chan *claudetest.Line, 4)
-	answers := []any{map[string]any{"mode": "default"}, nil, map[string]any{"mode": "acceptEdits"}}
-	s := connect(t, nil, func(ctx context.Context, c *claudetest.CLI) error {
-		if _, err := c.HandleInitialize(ctx); err != nil {
-			return err
-		}
-		for i := 0; ; i++ {
-			l, err := c.Expect(ctx, "control_request", "set_permission_mode")
-			if err != nil {
-				return err
-			}
-			reqs <- l
-			if err := c.Respond(l.RequestID, answers[i%len(answers)]); err != nil {
-				return err
-			}
-		}
-	})
+	answers := make(chan any, 3)
+	answers <- map[string]any{"mode": "default"}
+	answers <- map[string]any{}
+	answers <- map[string]any{"mode": "acceptEdits"}
+	s, bodies := controlFake(t, func(*claudetest.Line) any { return <-answers })
 	r, err := s.SetPermissionModeWith(ctx, &claude.SetPermissionModeParams{Mode: claude.PermissionModePlan})
 	if err != nil || r.Mode != claude.PermissionModeDefault || string(r.Raw) != `{"mode":"default"}` {
 		t.Errorf("SetPermissionModeWith(plan) = %+v, %v; want the mode in effect, default", r, err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"set_permission_mode","mode":"plan"}` {
-		t.Errorf("request = %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"set_permission_mode","mode":"plan"}` {
+		t.Errorf("request = %s", b)
 	}
 	if r, err := s.SetPermissionModeWith(ctx, &claude.SetPermissionModeParams{Mode: claude.PermissionModePlan}); err != nil || r.Mode != "" {
-		t.Errorf("an answer without payload = %+v, %v; want an empty Mode", r, err)
+		t.Errorf("an answer without a mode = %+v, %v; want an empty Mode", r, err)
 	}
-	<-reqs
+	<-bodies
 	if err := s.SetPermissionMode(ctx, claude.PermissionModeAcceptEdits); err != nil {
 		t.Errorf("SetPermissionMode = %v", err)
 	}
-	if l := <-reqs; string(l.Request) != `{"subtype":"set_permission_mode","mode":"acceptEdits"}` {
-		t.Errorf("SetPermissionMode request = %s", l.Request)
+	if b := <-bodies; b != `{"subtype":"set_permission_mode","mode":"acceptEdits"}` {
+		t.Errorf("SetPermissionMode request = %s", b)
 	}
 }
