@@ -171,7 +171,7 @@ sed -i "s/^\[ \$# -gt 0 \] || set -- $pinned_sdk$/[ \$# -gt 0 ] || set -- $sdk/"
 golist=$(printf '"%s", ' "${newset[@]}"); golist=${golist%, }
 sed -i "s/^var TestedCLIVersions = \[\]string{.*}$/var TestedCLIVersions = []string{$golist}/" internal/cli/doctor.go
 sed -i "s/^const SDKVersion = \".*\"$/const SDKVersion = \"$sdk\"/; s/(it bundles CLI [0-9.]*)/(it bundles CLI $version)/" internal/parity/parity_test.go
-sed -i "s/real-CLI and browser tests again against [0-9.]* and [0-9.]*\./real-CLI and browser tests again against $pinned and $version./" README.md
+sed -i "s/real-CLI and browser tests again against [0-9.]* and [0-9.]*\./real-CLI and browser tests again against $pinned and $version./; s/compares Tether with the TypeScript SDK [0-9.]* /compares Tether with the TypeScript SDK $sdk /" README.md
 sed -i "s/\*\*$pinned_sdk\*\* (which bundles Claude Code CLI [0-9.]*)/**$sdk** (which bundles Claude Code CLI $version)/; s/scripts\/install-sdk.sh $pinned_sdk /scripts\/install-sdk.sh $sdk /; s/on every pinned CLI version: [0-9.]*, [0-9.]* and [0-9.]*,/on every pinned CLI version: $oldest, $pinned and $version,/" docs/parity.md
 # docs/cli-versions.md: the tested set, a row for each version no longer
 # run, and the report above the previous one.
