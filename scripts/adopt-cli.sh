@@ -29,6 +29,9 @@
 #    README.md and docs/parity.md, and the report goes into
 #    docs/cli-versions.md. Review the diff and commit it.
 #
+# --pins VERSION skips 1-4 and only moves the pins (what a test of this
+# script runs, or a maintainer who tested elsewhere).
+#
 # Knobs: RACE=1 runs the tests with -race; PKGS (default ./...) and TESTS
 # (default 'RealCLI|Browser') narrow the test phase on a busy machine (the
 # report says what ran; a narrowed run is not enough to move the pins
@@ -38,8 +41,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+pins_only=0
+if [ "${1:-}" = --pins ]; then
+  pins_only=1
+  shift
+fi
 if [ $# -ne 1 ] || [[ ! $1 =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
-  echo "usage: scripts/adopt-cli.sh VERSION   (e.g. 2.1.333)" >&2
+  echo "usage: scripts/adopt-cli.sh [--pins] VERSION   (e.g. 2.1.333)" >&2
+  echo "  --pins: only move the pins (after a run whose report you keep yourself)" >&2
   exit 2
 fi
 version=$1
@@ -62,6 +71,7 @@ pkgs=${PKGS:-./...}
 tests=${TESTS:-RealCLI|Browser}
 full=1; { [ "$pkgs" = ./... ] && [ "$tests" = 'RealCLI|Browser' ]; } || full=0
 
+if [ "$pins_only" = 0 ]; then
 echo "== installing CLI $version and SDK $sdk (newest pinned: CLI $pinned, SDK $pinned_sdk)" >&2
 clis=$(scripts/install-cli.sh "$version" "$pinned") || exit 2
 sdks=$(scripts/install-sdk.sh "$sdk" "$pinned_sdk") || exit 2
@@ -159,6 +169,7 @@ if [ "$status" != 0 ] || [ "$pin" = 0 ]; then
   echo "(outputs: $out)" >&2
   exit "$status"
 fi
+fi
 
 # 5. Move the pins: the oldest supported and the newest two.
 dropped=()
@@ -181,10 +192,10 @@ for v in "${dropped[@]}"; do
   row="| $v | the whole suite passed on it while it was pinned (its section below); no longer run, so trusted for what $oldest and $pinned both pass |"
   grep -qF "| $v |" "$md" || sed -i "/^<!-- adopt-cli: trusted rows above -->$/i $row" "$md"
 done
-awk -v report="$out/report.md" '
+[ -f "$out/report.md" ] && awk -v report="$out/report.md" '
   { print }
   /^<!-- adopt-cli: reports below, newest first -->$/ { print ""; while ((getline line < report) > 0) print line }
-' "$md" >"$out/cli-versions.md" && cp "$out/cli-versions.md" "$md"
+ ' "$md" >"$out/cli-versions.md" && cp "$out/cli-versions.md" "$md"
 gofmt -l internal/cli internal/parity
 echo >&2
 echo "adopt-cli: pins moved to ${newset[*]} and SDK $sdk; the report is in $md. Review (git diff), then:" >&2
