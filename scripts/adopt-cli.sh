@@ -59,8 +59,8 @@ oldest=${pinned_all[0]}
 pinned=${pinned_all[${#pinned_all[@]}-1]}
 pinned_sdk=$(sed -n 's/^\[ \$# -gt 0 \] || set -- \(.*\)$/\1/p' scripts/install-sdk.sh)
 [ -n "$pinned_sdk" ] || { echo "adopt-cli: no default version in scripts/install-sdk.sh" >&2; exit 2; }
-if [ "$version" = "$pinned" ]; then
-  echo "adopt-cli: $version is already the newest pinned version" >&2
+if [ "$(printf '%s\n%s\n' "$pinned" "$version" | sort -V | tail -n1)" != "$version" ] || [ "$version" = "$pinned" ]; then
+  echo "adopt-cli: $version is not newer than the newest pinned version, $pinned" >&2
   exit 2
 fi
 
