@@ -103,6 +103,21 @@ func (e *ControlError) Is(target error) bool {
 // do without.
 var ErrUnsupportedRequest = errors.New("claude: the CLI does not support this request")
 
+// ErrInvalidArgument matches (errors.Is) an *ArgumentError: a call was
+// made with arguments it cannot take, and nothing was sent to the CLI.
+var ErrInvalidArgument = errors.New("claude: invalid argument")
+
+// ArgumentError says which call refused its arguments, and why.
+type ArgumentError struct {
+	Call    string // the method, e.g. "SetMaxThinkingTokens"
+	Message string
+}
+
+func (e *ArgumentError) Error() string { return "claude: " + e.Call + ": " + e.Message }
+
+// Is reports whether target is ErrInvalidArgument.
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
 // LineError reports a stdout line that Tether could not turn into a
 // Message: it was longer than Options.MaxLineSize (Err wraps
 // ErrLineTooLong) or it was not a JSON object. It is yielded in order and

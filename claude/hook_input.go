@@ -48,6 +48,7 @@ type HookInput struct {
 	//     *TaskCompletedHookInput, *TeammateIdleHookInput
 	//   - *ElicitationHookInput, *ElicitationResultHookInput,
 	//     *WorktreeCreateHookInput, *WorktreeRemoveHookInput
+	//   - *PreSkillShellCommandHookInput (hook_preskill.go)
 	//
 	// It is nil for an event this version of Tether does not know, and
 	// when a newer CLI changed the type of one of the event's fields (the

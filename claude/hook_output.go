@@ -44,6 +44,7 @@ type HookOutput struct {
 	//   - *SubagentStartHookOutput, *SubagentStopHookOutput,
 	//     *ElicitationHookOutput, *ElicitationResultHookOutput,
 	//     *WorktreeCreateHookOutput
+	//   - *PreSkillShellCommandHookOutput (hook_preskill.go)
 	Event HookEventOutput
 
 	// TerminalSequence is a terminal escape sequence (a desktop

@@ -28,7 +28,8 @@ import (
 //     *ControlRequestProgressMessage, *WorkerShuttingDownMessage,
 //     *MemoryRecallMessage, *MirrorErrorMessage, *SessionWritesLostMessage,
 //     *APIErrorMessage, *StopHookSummaryMessage,
-//     *MicrocompactBoundaryMessage, and *UnknownSystemMessage for the rest
+//     *MicrocompactBoundaryMessage, *PeerMessageHoldMessage, and
+//     *UnknownSystemMessage for the rest
 //   - *RateLimitEvent, *AuthStatusMessage, *ToolProgressMessage,
 //     *ToolUseSummaryMessage, *KeepAliveMessage, *PromptSuggestionMessage,
 //     *CommandLifecycleMessage, *StreamlinedTextMessage,

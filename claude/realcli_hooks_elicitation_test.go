@@ -75,6 +75,11 @@ func init() {
 				}
 				elicitSrv.Close()
 			})
+			// The CLI connects external servers in the background: a
+			// turn started before "ext" is connected finds no
+			// mcp__ext__pick ("No such tool available"). Wait for the
+			// state mcp_status reports, not for time.
+			waitMCPConnected(t, h.Ctx, h.S, "ext")
 			msgs := h.turn(t, "pick an environment")
 			if _, tr := toolResult(t, msgs, "toolu_elicit"); !strings.Contains(tr.Text(), "accept map[env:from-callback]") {
 				t.Errorf("tool result = %q, want OnElicitation's answer", tr.Text())

@@ -86,6 +86,9 @@ func runToolResultsExtra(t *testing.T, h *harness) {
 	if v, ok := extraServers.LoadAndDelete(h.Opts); ok {
 		t.Cleanup(v.(func()))
 	}
+	// The turn reads the external "docs" server's resources, which the
+	// CLI connects in the background: wait until it is connected.
+	waitMCPConnected(t, h.Ctx, h.S, "docs")
 	results := map[string]*claude.UserMessage{}
 	for _, u := range find[*claude.UserMessage](h.turn(t, "do it all")) {
 		for _, tr := range u.ToolResults() {

@@ -398,6 +398,9 @@ type InitializeResponse struct {
 	// parked, already_connected, protocol_version_mismatch, malformed,
 	// not_honoured. Tether sends no manifests, so it stays nil.
 	SDKMCPManifestsParked map[string]string `json:"sdk_mcp_manifests_parked,omitempty"`
+	// SandboxEnabled says whether the CLI runs its tools in its sandbox
+	// (Options.Sandbox); nil from CLIs that do not say (before 2.1.331).
+	SandboxEnabled *bool `json:"sandbox_enabled,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -1039,20 +1042,65 @@ func (s *Session) SetModel(ctx context.Context, model string) error {
 
 // SetPermissionMode changes the permission mode. bypassPermissions is
 // refused unless the session started in it (or with the launch flag).
+// SetPermissionModeWith does the same and returns the mode the CLI says is
+// now in effect, which is not always the one asked for.
 func (s *Session) SetPermissionMode(ctx context.Context, mode PermissionMode) error {
-	_, err := s.request(ctx, "set_permission_mode", struct {
-		Mode PermissionMode `json:"mode"`
-	}{mode})
+	_, err := s.SetPermissionModeWith(ctx, &SetPermissionModeParams{Mode: mode})
 	return err
 }
 
+// SetPermissionModeParams are the parameters of
+// Session.SetPermissionModeWith.
+type SetPermissionModeParams struct {
+	Mode PermissionMode `json:"mode"`
+}
+
+// SetPermissionModeResult is the CLI's answer to set_permission_mode.
+type SetPermissionModeResult struct {
+	// Mode is the permission mode now in effect, as the CLI names it
+	// (every pinned CLI does, 2.1.197 included): record it rather than
+	// the mode asked for, which it need not be. Empty where the CLI
+	// answers with no payload; the mode asked for is then only a best
+	// guess.
+	Mode PermissionMode  `json:"mode,omitempty"`
+	Raw  json.RawMessage `json:"-"`
+}
+
+// SetPermissionModeWith changes the permission mode and returns the
+// mode now in effect (the TypeScript SDK's setPermissionMode returns it
+// from 0.3.332).
+//
+// CLI 2.1.332 is said to settle, on a change of mode, the permission
+// requests still waiting that the new mode allows. A CLI that does so
+// withdraws them (a control_cancel_request), and a pending CanUseTool call
+// sees its ctx cancelled. Offline, with the host's CanUseTool asking,
+// 2.1.332 was seen to keep the ask pending instead (docs/cli-versions.md).
+func (s *Session) SetPermissionModeWith(ctx context.Context, params *SetPermissionModeParams) (*SetPermissionModeResult, error) {
+	if params == nil {
+		params = &SetPermissionModeParams{}
+	}
+	r := &SetPermissionModeResult{}
+	if err := s.requestInto(ctx, "set_permission_mode", params, r, &r.Raw); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // SetMaxThinkingTokens sets the thinking budget for the next API calls;
-// n <= 0 clears it (the model's default). display is how the thinking
-// comes back (the API's thinking.display); "" leaves it to the CLI, which
-// differs by version: 2.1.197 sends no display, 2.1.330 asks for
-// "updates". The TypeScript SDK's setMaxThinkingTokens passes its
-// thinkingDisplay the same way.
-func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int, display ThinkingDisplay) error {
+// n <= 0 clears it (the model's default). display, at most one value, is
+// how the thinking comes back (the API's thinking.display); none or ""
+// leaves it to the CLI, which differs by version: 2.1.197 sends no
+// display, 2.1.330 asks for "updates". The TypeScript SDK's
+// setMaxThinkingTokens passes its thinkingDisplay the same way.
+//
+// display is variadic so that both SetMaxThinkingTokens(ctx, n), the
+// original form, and SetMaxThinkingTokens(ctx, n, display) compile; more
+// than one display is an *ArgumentError (ErrInvalidArgument) and sends
+// nothing.
+func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int, display ...ThinkingDisplay) error {
+	if len(display) > 1 {
+		return &ArgumentError{Call: "SetMaxThinkingTokens", Message: fmt.Sprintf("takes at most one ThinkingDisplay, got %d", len(display))}
+	}
 	var req struct {
 		MaxThinkingTokens *int            `json:"max_thinking_tokens"`
 		ThinkingDisplay   ThinkingDisplay `json:"thinking_display,omitempty"`
@@ -1060,7 +1108,9 @@ func (s *Session) SetMaxThinkingTokens(ctx context.Context, n int, display Think
 	if n > 0 {
 		req.MaxThinkingTokens = &n
 	}
-	req.ThinkingDisplay = display
+	if len(display) == 1 {
+		req.ThinkingDisplay = display[0]
+	}
 	_, err := s.request(ctx, "set_max_thinking_tokens", req)
 	return err
 }

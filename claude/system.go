@@ -57,6 +57,7 @@ var cliSystemMessages = map[string]func() Message{
 	"api_error":             func() Message { return new(APIErrorMessage) },
 	"stop_hook_summary":     func() Message { return new(StopHookSummaryMessage) },
 	"microcompact_boundary": func() Message { return new(MicrocompactBoundaryMessage) },
+	"peer_message_hold":     func() Message { return new(PeerMessageHoldMessage) },
 }
 
 func decodeSystem(line []byte) (Message, error) {

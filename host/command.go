@@ -428,12 +428,18 @@ func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
 			s.mu.Unlock()
 			return &CommandResult{}, nil
 		}
-		if err := cs.SetPermissionMode(ctx, claude.PermissionMode(c.Mode)); err != nil {
+		// The CLI (2.1.331 and later) answers with the mode now in
+		// effect, which need not be the one asked for: record that. A
+		// change of mode may also settle pending approvals the new mode
+		// allows; the CLI withdraws them (control_cancel_request), which
+		// shows them withdrawn, as any withdrawal does.
+		r, err := cs.SetPermissionModeWith(ctx, &claude.SetPermissionModeParams{Mode: claude.PermissionMode(c.Mode)})
+		if err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
-		s.info.mode = c.Mode
-		s.base.PermissionMode = claude.PermissionMode(c.Mode)
+		s.info.mode = cmpOr(string(r.Mode), c.Mode)
+		s.base.PermissionMode = claude.PermissionMode(s.info.mode)
 		s.mu.Unlock()
 		return &CommandResult{}, nil
 	case CommandClose:

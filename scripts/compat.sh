@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # compat.sh VERSION — try Tether against any Claude Code CLI version, say a
 # new release, and print what differs from the newest pinned version.
+# scripts/adopt-cli.sh does this and more (the SDK, the diffs, the pins)
+# to adopt a release; this is its test phase alone, without the browser
+# tests.
 #
 #   scripts/compat.sh 2.1.332
 #   RACE=1 scripts/compat.sh 2.1.332     # with the race detector (slower)

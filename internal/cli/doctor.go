@@ -18,8 +18,9 @@ import (
 
 // TestedCLIVersions are the CLI versions Tether's suite runs against, oldest
 // first: the versions scripts/test.sh runs (a test keeps the two lists
-// equal). The doctor warns about a CLI newer than the last one.
-var TestedCLIVersions = []string{"2.1.197", "2.1.330", "2.1.331"}
+// equal; scripts/adopt-cli.sh moves both). The doctor warns about a CLI
+// newer than the last one, naming the command that adopts it.
+var TestedCLIVersions = []string{"2.1.197", "2.1.331", "2.1.332"}
 
 // check is one line of the doctor's report.
 type check struct {
@@ -85,8 +86,13 @@ func versionCheck(ctx context.Context, path string) check {
 		c.status = fail
 		c.detail = fmt.Sprintf("%s is older than the oldest supported, %s; update the CLI", v, claude.MinCLIVersion)
 	case proc.CompareVersions(v, newest) > 0:
+		// Not a failure: a newer CLI works (unknown messages and
+		// requests are kept raw, or refused with an error), it is only
+		// not proven yet. Adopting it is one command.
 		c.status = warn
-		c.detail += "; newer than any tested version: unknown messages are kept raw, but report surprises"
+		c.detail += "; newer than any tested version: it should work (unknown messages are kept raw, unknown requests answered with an error), but it is not tested yet"
+		c.more = []string{fmt.Sprintf("to test and adopt it, from a Tether checkout: scripts/adopt-cli.sh %s", v),
+			"or pin a tested one: scripts/install-cli.sh " + newest}
 	}
 	return c
 }

@@ -132,6 +132,33 @@ func CheckShapes(sh *Shapes, rows []Row, goShapes *GoShapes) (problems []string,
 		}
 	}
 
+	// Results: a covered method or function whose declared result is an
+	// object type must have, among its row's Go names, one that returns
+	// (or, for a struct field, holds) a Go type the Types section gives
+	// that type. So a result type that drifts (void becoming an answer,
+	// one type replacing another) fails until the Go API returns it.
+	for _, m := range sortedKeys(sh.Results) {
+		section, name := SectionFunctions, m
+		if q, ok := strings.CutPrefix(m, "Query."); ok {
+			section, name = SectionQuery, q
+		}
+		mr, ok := byName[section][name]
+		if !ok || mr.Status != Covered {
+			continue
+		}
+		for _, decl := range sh.Results[m] {
+			tr, ok := types[decl]
+			if !ok || tr.Status != Covered {
+				continue // a missing or declined type row says it already
+			}
+			if returnsOneOf(mr.Tether, tr.Tether, goShapes) {
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("%s: the result of %s is %s (in Go %s), which none of %s returns; return it, or name the Go function or field that does",
+				where(mr), m, decl, strings.Join(tr.Tether, ", "), strings.Join(mr.Tether, ", ")))
+		}
+	}
+
 	// Messages and tools name the Go type of their declared type.
 	check := func(section, name, decl string) {
 		r, ok := byName[section][name]
@@ -160,6 +187,25 @@ func CheckShapes(sh *Shapes, rows []Row, goShapes *GoShapes) (problems []string,
 		}
 	}
 	return problems, gaps
+}
+
+// returnsOneOf reports whether one of the Go names returns one of the Go
+// types: a function or method among its results, a struct field as its
+// type, or the type itself named.
+func returnsOneOf(goNames, goTypes []string, goShapes *GoShapes) bool {
+	for _, g := range goNames {
+		got := goShapes.Results[g]
+		if ft, ok := goShapes.FieldType[g]; ok {
+			got = append(got, ft)
+		}
+		got = append(got, g)
+		for _, t := range got {
+			if slices.Contains(goTypes, t) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkFieldJSON checks a covered "Type.field" row: a Go field it names

@@ -133,3 +133,60 @@ func TestGoShapesCodecs(t *testing.T) {
 		t.Errorf("Plain = %v, want only its Go field name", gs.JSON["Plain"])
 	}
 }
+
+// TestCheckShapesResults: a covered method whose declared result is an
+// object type must name a Go function returning (or a field holding) the
+// Go type the Types section gives it. A result that drifts, from void to
+// an answer as setPermissionMode's did in SDK 0.3.332, fails until the Go
+// API returns it.
+func TestCheckShapesResults(t *testing.T) {
+	decls := func(result string) *Shapes {
+		f, err := ParseDecls(`
+export declare type ModeResponse = { mode?: string };
+export interface Query { setMode(mode: string): ` + result + `; }
+declare type SDKControlRequestInner = never;
+export declare type SDKMessage = ModeResponse;
+`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Decls["SDKControlRequestInner"].Type = &Union{}
+		sh, err := ExtractShapes(f, &File{Decls: map[string]*Decl{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sh
+	}
+	_, gs := shapesFor(t)
+	rows := func(tether ...string) []Row {
+		return []Row{
+			{Section: SectionTypes, Name: "ModeResponse", Status: Covered, Tether: []string{"ModeResult"}},
+			{Section: SectionQuery, Name: "setMode", Status: Covered, Tether: tether},
+		}
+	}
+	for _, tc := range []struct {
+		name, result string
+		tether       []string
+		fails        bool
+	}{
+		{"void needs nothing", "Promise<void>", []string{"Session.SetMode"}, false},
+		{"a drifted result fails", "Promise<ModeResponse | undefined>", []string{"Session.SetMode"}, true},
+		{"returned by a method of the row", "Promise<ModeResponse | undefined>", []string{"Session.SetMode", "Session.SetModeWith"}, false},
+		{"an array of it", "Promise<ModeResponse[]>", []string{"Session.SetModeWith"}, false},
+		{"held by a field", "Promise<ModeResponse>", []string{"Session.SetMode", "Init.Last"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sh := decls(tc.result)
+			problems, _ := CheckShapes(sh, rows(tc.tether...), gs)
+			var hit []string
+			for _, p := range problems {
+				if strings.Contains(p, "the result of Query.setMode is ModeResponse (in Go ModeResult)") {
+					hit = append(hit, p)
+				}
+			}
+			if tc.fails != (len(hit) == 1) || len(problems) != len(hit) {
+				t.Errorf("result %s, row %v: problems %q; want a result problem: %v", tc.result, tc.tether, problems, tc.fails)
+			}
+		})
+	}
+}

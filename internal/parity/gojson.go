@@ -30,6 +30,13 @@ type GoShapes struct {
 	// for a parameter whose type is a struct of the same package, that
 	// type's name (its fields count as parameters too).
 	Params map[string][]GoParam
+	// Results maps a function or method to the named types of its
+	// results, pointers and slices taken off ("Session.InterruptTurn" →
+	// "InterruptResult", "error"), and FieldType a struct field
+	// ("InitializeResponse.Account") to its named type ("AccountInfo"):
+	// what a Query method's row must return.
+	Results   map[string][]string
+	FieldType map[string]string
 }
 
 // GoParam is one parameter of a Go function.
@@ -46,6 +53,10 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 		into.FieldJSON = map[string]string{}
 		into.Fields = map[string]bool{}
 		into.Params = map[string][]GoParam{}
+	}
+	if into.Results == nil {
+		into.Results = map[string][]string{}
+		into.FieldType = map[string]string{}
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -107,6 +118,15 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 					}
 				}
 				into.Params[prefix+name] = ps
+				if d.Type.Results != nil {
+					var rs []string
+					for _, r := range d.Type.Results.List {
+						for _, n := range typeNames(r.Type) {
+							rs = append(rs, prefix+n)
+						}
+					}
+					into.Results[prefix+name] = rs
+				}
 				if d.Body != nil {
 					bodies[name] = d.Body
 				}
@@ -150,6 +170,9 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 				out[j] = true
 				if name != "\x00" {
 					into.Fields[prefix+name+"."+n.Name] = true
+					if tn := typeName(f.Type); tn != "" {
+						into.FieldType[prefix+name+"."+n.Name] = prefix + tn
+					}
 				}
 				if name != "\x00" && jname != "" {
 					into.FieldJSON[prefix+name+"."+n.Name] = j
@@ -222,6 +245,42 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 		}
 	}
 	return nil
+}
+
+// typeNames are the named types a result type yields: typeName's, and
+// those of a generic type's arguments (iter.Seq2[SessionEntry, error]
+// yields SessionEntry and error).
+func typeNames(e ast.Expr) []string {
+	var out []string
+	switch t := e.(type) {
+	case *ast.IndexExpr:
+		out = append(out, typeNames(t.Index)...)
+	case *ast.IndexListExpr:
+		for _, ix := range t.Indices {
+			out = append(out, typeNames(ix)...)
+		}
+	}
+	if n := typeName(e); n != "" {
+		out = append(out, n)
+	}
+	return out
+}
+
+// typeName is the named type of a type expression with pointers, slices
+// and arrays taken off ("*[]ModelInfo" → "ModelInfo"); "" for others.
+func typeName(e ast.Expr) string {
+	for {
+		switch t := e.(type) {
+		case *ast.StarExpr:
+			e = t.X
+		case *ast.ArrayType:
+			e = t.Elt
+		case *ast.Ident:
+			return t.Name
+		default:
+			return ""
+		}
+	}
 }
 
 // jsonMethods are the methods whose bodies say how a type looks in JSON.

@@ -19,6 +19,14 @@ type Shapes struct {
 	// Params maps a method ("Query.setModel") or an exported function
 	// ("listSessions") to its parameters' names, in order.
 	Params map[string][]string
+	// Results maps a method ("Query.setPermissionMode") or an exported
+	// function to the object types its result resolves to, once a
+	// Promise, an array, undefined, null and void are taken off
+	// ("SDKControlSetPermissionModeResponse"): the types whose Go
+	// counterparts the Go function of its row must return. A result that
+	// names no declared object type (void, a string, an inline object)
+	// has none.
+	Results map[string][]string
 	// MessageTypes maps each Messages-section name ("system/init") to the
 	// declared types it comes from ("SDKSystemMessage"). A row in the
 	// Messages section must name a Go type the Types section gives each.
@@ -41,7 +49,7 @@ func isShapeless(name string) bool {
 // ExtractShapes reads the fields of every object type and the parameters
 // of every method of Query and every exported function.
 func ExtractShapes(sdk, tools *File) (*Shapes, error) {
-	s := &Shapes{Types: map[string][]string{}, Params: map[string][]string{}, MessageTypes: map[string][]string{}}
+	s := &Shapes{Types: map[string][]string{}, Params: map[string][]string{}, Results: map[string][]string{}, MessageTypes: map[string][]string{}}
 	addType := func(x *resolver, name string) {
 		if isShapeless(name) {
 			return
@@ -84,11 +92,17 @@ func ExtractShapes(sdk, tools *File) (*Shapes, error) {
 	for _, f := range x.fields(q.Type, true) {
 		if fn, ok := f.Type.(*Func); ok {
 			s.Params["Query."+f.Name] = paramNames(fn)
+			if rs := x.resultTypes(fn.Result, s.Types); len(rs) > 0 {
+				s.Results["Query."+f.Name] = rs
+			}
 		}
 	}
 	for _, name := range sdk.Order {
 		if d := sdk.Decls[name]; d.Kind == "function" && d.Exported {
 			s.Params[name] = paramNames(d.Type.(*Func))
+			if rs := x.resultTypes(d.Type.(*Func).Result, s.Types); len(rs) > 0 {
+				s.Results[name] = rs
+			}
 		}
 	}
 
@@ -123,6 +137,47 @@ func ExtractShapes(sdk, tools *File) (*Shapes, error) {
 	}
 	walk(&Ref{Name: "SDKMessage"}, 0)
 	return s, nil
+}
+
+// resultTypes lists the declared object types (those in types) a
+// function's result resolves to: Promise<…> and arrays unwrapped, the
+// members of a union each, undefined, null and void left out.
+func (x *resolver) resultTypes(n Node, types map[string][]string) []string {
+	var out []string
+	var walk func(n Node, depth int)
+	walk = func(n Node, depth int) {
+		if depth > 10 || n == nil {
+			return
+		}
+		switch t := n.(type) {
+		case *Array:
+			walk(t.Elem, depth+1)
+		case *Union:
+			for _, m := range t.Types {
+				walk(m, depth+1)
+			}
+		case *Ref:
+			switch t.Name {
+			case "Promise", "Array", "ReadonlyArray":
+				if len(t.Args) == 1 {
+					walk(t.Args[0], depth+1)
+				}
+				return
+			}
+			if _, ok := types[t.Name]; ok {
+				if !slices.Contains(out, t.Name) {
+					out = append(out, t.Name)
+				}
+				return
+			}
+			// An alias of a union of declared types (A | B): each.
+			if u, ok := x.resolve(t).(*Union); ok {
+				walk(u, depth+1)
+			}
+		}
+	}
+	walk(n, 0)
+	return out
 }
 
 func paramNames(fn *Func) []string {
