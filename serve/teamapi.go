@@ -35,6 +35,7 @@ func (s *Server) teamRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/logout", off)
 	if h := t.Auth.Handler(); h != nil {
 		mux.Handle("/auth/", h)
+		mux.Handle("/auth/logout", s.signingOut(h))
 	} else {
 		mux.HandleFunc("/auth/", func(w http.ResponseWriter, r *http.Request) {
 			s.refuse(w, r, http.StatusNotFound, CodeNotFound, "people sign in through the proxy in front of this server")
@@ -61,6 +62,36 @@ func (s *Server) teamRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, list)
 	})
 	mux.HandleFunc("/api/audit", s.serveAudit)
+}
+
+// signingOut wraps the sign-in's logout: once it has revoked the
+// login, every open socket of that person is checked again at once (by
+// its recheck goroutine, so that a slow peer's close handshake holds
+// nothing up), so
+// that the tabs signed in with that login are closed (4401 "signed
+// out") now rather than at the next periodic recheck.
+func (s *Server) signingOut(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.identify(r)
+		h.ServeHTTP(w, r)
+		if err != nil || r.Method != http.MethodPost {
+			return
+		}
+		s.mu.Lock()
+		var mine []*client
+		for c := range s.clients {
+			if c.id != nil && c.id.Subject == id.Subject {
+				mine = append(mine, c)
+			}
+		}
+		s.mu.Unlock()
+		for _, c := range mine {
+			select {
+			case c.recheckNow <- struct{}{}:
+			default: // a check is due already
+			}
+		}
+	})
 }
 
 // shareBody is the body of POST /api/sessions/{id}/share and the answer
