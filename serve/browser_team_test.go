@@ -57,6 +57,9 @@ var teamPeople = []oidctest.User{
 	{Email: "bob@example.com", Name: "Bob Builder", Password: "bob-pw"},
 	{Email: "carol@example.com", Name: "Carol Jones", Password: "carol-pw", Groups: []string{"ops"}},
 	{Email: "ada@example.com", Name: "Ada Admin", Password: "ada-pw", Groups: []string{"admins"}},
+	// Mallory can sign in at the provider, but the team file does not
+	// admit her.
+	{Email: "mallory@example.com", Name: "Mallory Outsider", Password: "mallory-pw"},
 }
 
 func teamPassword(email string) string {
@@ -89,6 +92,13 @@ func (w *teamWorld) workspace(email string) string {
 // with its own Authorizer (the same configuration and store), as a
 // separate machine would.
 func newTeamWorld(t *testing.T, clustered bool, replies ...*claudetest.Reply) *teamWorld {
+	t.Helper()
+	return newTeamWorldWith(t, clustered, 300*time.Millisecond, replies...)
+}
+
+// newTeamWorldWith is newTeamWorld with the interval at which open
+// sockets' sign-ins are checked again.
+func newTeamWorldWith(t *testing.T, clustered bool, recheck time.Duration, replies ...*claudetest.Reply) *teamWorld {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -168,7 +178,7 @@ isolation: "off"
 		t.Fatal(err)
 	}
 	to := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: serve.NewTeamAuthorizer(authz, w.store), Audit: auditQ, Recorder: w.audit,
-		RecheckInterval: 300 * time.Millisecond}
+		RecheckInterval: recheck}
 
 	var (
 		backend serve.Backend

@@ -47,6 +47,18 @@ func (s *Server) teamRoutes(mux *http.ServeMux) {
 		}
 	})
 	mux.HandleFunc("/api/sessions/{id}/share", s.serveShare)
+	mux.HandleFunc("/api/people", func(w http.ResponseWriter, r *http.Request) {
+		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
+			return
+		}
+		out := peopleResult{People: []personEntry{}}
+		if d, ok := t.Config.(TeamDirectory); ok {
+			for _, p := range d.Directory() {
+				out.People = append(out.People, personEntry{Email: p.Email, Name: p.Name})
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
 	mux.HandleFunc("/api/spend", func(w http.ResponseWriter, r *http.Request) {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
 			return
@@ -93,6 +105,24 @@ func (s *Server) signingOut(h http.Handler) http.Handler {
 		}
 	})
 }
+
+// TeamDirectory is a TeamConfig that lists its people by name
+// (*team.Config): GET /api/people answers with them, so that the share
+// dialog offers names rather than bare addresses. Optional.
+type TeamDirectory interface {
+	// Directory returns the people (Email and Name only are read).
+	Directory() []team.Person
+}
+
+type (
+	peopleResult struct {
+		People []personEntry `json:"people"`
+	}
+	personEntry struct {
+		Email string `json:"email"`
+		Name  string `json:"name"`
+	}
+)
 
 // shareBody is the body of POST /api/sessions/{id}/share and the answer
 // of both methods.

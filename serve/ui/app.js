@@ -122,7 +122,7 @@ function showConn(s, info) {
   else if (s === "connecting") c.textContent = "connecting…";
   else if (s === "down" && tm.team.on) {
     c.textContent = "signed out";
-    if (document.body.dataset.auth !== "signin") tm.showSignIn("Your sign-in has ended. Sign in again to continue.");
+    if (document.body.dataset.auth !== "signin") tm.showSignIn(info?.closed ? "Your sign-in ended: you signed out in another tab, or it was revoked." : "Your sign-in has ended. Sign in again to continue.");
   } else if (s === "down") {
     c.textContent = "signed out — open the link tether serve printed";
     c.title = "The link carries the login token; the server prints it when it starts.";
@@ -169,7 +169,13 @@ const handlers = {
   session(info) {
     if (!info || !info.id) return;
     const old = app.sessions.get(info.id) || {};
-    app.sessions.set(info.id, { ...old, ...info });
+    const cur = { ...old, ...info };
+    if (old.evSeq > (info.seq || 0)) {
+      // The list was read before events we applied already: what they
+      // said (state, cost) is newer.
+      for (const k of ["state", "tool", "cost_usd", "last_event"]) cur[k] = old[k];
+    }
+    app.sessions.set(info.id, cur);
     renderList();
     if (info.id === app.current) {
       renderHead();
@@ -190,15 +196,25 @@ const handlers = {
     loadSnapshot(snap);
   },
   event(id, ev) {
+    // The list's line of a session we follow moves with its events: its
+    // state, and its cost with the turn's result (not a moment later,
+    // with the next list update).
     const s = app.sessions.get(id);
-    if (s && ev.kind === "state") {
-      const st = proto.json(ev.data);
-      s.state = st.state;
-      s.tool = st.tool;
+    if (s && ev.seq > (s.evSeq || 0)) {
+      s.evSeq = ev.seq;
       s.last_event = ev.time;
-      renderList();
-    } else if (s) {
-      s.last_event = ev.time;
+      if (ev.kind === "state") {
+        const st = proto.json(ev.data);
+        s.state = st.state;
+        s.tool = st.tool;
+        renderList();
+      } else if (ev.kind === "cost") {
+        const usd = proto.json(ev.data).usd;
+        if (typeof usd === "number" && usd !== s.cost_usd) {
+          s.cost_usd = usd;
+          renderList();
+        }
+      }
     }
     if (id !== app.current || !app.view) return;
     applyEvent(ev);
@@ -307,6 +323,7 @@ function newView(id) {
     state: { state: "" },
     lastEvent: null,
     approvals: new Map(), // id -> {info, el}
+    folding: [], // answered cards shown a moment before they fold into a record
     // Approvals this tab answered (or is answering), by id: the resolved
     // event may come before the reply to our answer, and must still read
     // as answered here.
@@ -389,6 +406,14 @@ function loadSnapshot(snap) {
   if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
   for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
   v.transcript.flush();
+  // Approvals answered before we looked: who answered, on their calls.
+  for (const r of snap.resolved || []) {
+    if (!r.tool_use_id || !v.transcript.tools.has(r.tool_use_id)) continue;
+    if (r.outcome === "denied") v.transcript.denied(r.tool_use_id);
+    if (r.answered_by) v.transcript.answeredBy(r.tool_use_id, r.outcome, r.answered_by);
+    placeRecord(v, r, r.tool_use_id, r.tool_name);
+  }
+  v.folding = [];
   v.approvals.clear();
   $("approvals").replaceChildren();
   for (const a of snap.approvals || []) addApproval(a);
@@ -426,7 +451,10 @@ function applyEvent(ev) {
     case "state":
       v.state = d;
       if (busyStates.has(d.state)) v.turnPending = false;
-      if (!busyStates.has(d.state)) v.stopClicks = 0;
+      if (!busyStates.has(d.state)) {
+        v.stopClicks = 0;
+        for (const f of [...v.folding]) foldApproval(v, f);
+      }
       renderHead();
       break;
     case "message":
@@ -658,11 +686,46 @@ function resolveApproval(r) {
   }
   approvals.resolved(a.el, r, v.mine.has(r.id));
   if (r.answered_by && a.info.tool_use_id) v.transcript.answeredBy(a.info.tool_use_id, r.outcome, r.answered_by);
-  // Keep the outcome in view a moment, then let the transcript tell it.
-  setTimeout(() => a.el.remove(), 1500);
+  // Keep the outcome in view a moment, then fold the card into one line
+  // of the transcript; at once when the turn is over.
+  const done = { a, r };
+  v.folding.push(done);
+  setTimeout(() => foldApproval(v, done), 1500);
+  if (!busyStates.has(v.state.state)) foldApproval(v, done);
   const next = [...v.approvals.values()][0];
   if (next && next.el.keys && (a.el.contains(document.activeElement) || !isTyping())) next.el.focus({ preventScroll: true });
   else if (!next && a.el.contains(document.activeElement)) $("prompt").focus({ preventScroll: true });
+}
+
+// foldApproval replaces an answered card with its one-line record
+// ("Allowed by Alice · Bash ls") after its tool call in the transcript.
+function foldApproval(v, done) {
+  const i = v.folding.indexOf(done);
+  if (i < 0) return;
+  v.folding.splice(i, 1);
+  const focused = done.a.el.contains(document.activeElement);
+  done.a.el.remove();
+  if (app.view !== v) return;
+  placeRecord(v, done.r, done.a.info.tool_use_id, done.a.info.tool_name, parseInput(done.a.info.input));
+  if (focused) $("prompt").focus({ preventScroll: true });
+}
+
+// placeRecord puts an answered approval's record after its tool call's
+// card (or at the end of the transcript when the card is not shown).
+function placeRecord(v, r, toolUseID, tool, input) {
+  const card = toolUseID && v.transcript.tools.get(toolUseID);
+  const rec = approvals.record(r, tool, input ?? card?.inputValue);
+  if (card) card.el.after(rec);
+  else v.transcript.root.appendChild(rec);
+}
+
+function parseInput(x) {
+  if (typeof x !== "string") return x;
+  try {
+    return JSON.parse(x);
+  } catch {
+    return undefined;
+  }
 }
 
 // ---- deliveries (queued prompts) ---------------------------------------------------
@@ -1105,7 +1168,7 @@ $("share-btn").onclick = () => {
   const v = app.view;
   if (!v) return;
   const s = app.sessions.get(v.id) || { id: v.id };
-  const people = [...new Set([...app.sessions.values()].map((x) => x.person).filter(Boolean))];
+  const people = [...app.sessions.values()].filter((x) => x.person).map((x) => [x.person, x.person_name || ""]);
   tm.openShare(s, sessionTitle({ ...s, id: v.id }), people);
 };
 document.addEventListener("click", (e) => {
