@@ -20,7 +20,12 @@ import (
 // "not allowed" page leading to another sign-in.
 func TestBrowserTeamFlaws(t *testing.T) {
 	b := newBrowser(t)
-	w := newTeamWorldWith(t, false, time.Hour,
+	t.Run("Local", func(t *testing.T) { testTeamFlaws(t, b, false) })
+	t.Run("Cluster", func(t *testing.T) { testTeamFlaws(t, b, true) })
+}
+
+func testTeamFlaws(t *testing.T, b *browser, clustered bool) {
+	w := newTeamWorldWith(t, clustered, time.Hour,
 		claudetest.ToolUseReply("toolu_flaw", "Bash", map[string]string{"command": "echo flaws > flaws.txt", "description": "Write flaws.txt"}),
 		&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("wrote it")}, Usage: claudetest.Usage{InputTokens: 20_000, OutputTokens: 300}},
 	)
@@ -50,7 +55,9 @@ func TestBrowserTeamFlaws(t *testing.T) {
 	if offersSelf {
 		t.Error("the dialog offers to share with oneself")
 	}
-	alice.teamShots("share-by-name")
+	if !clustered {
+		alice.teamShots("share-by-name")
+	}
 	alice.run(chromedp.Click("#share-save", chromedp.ByID))
 	alice.waitJS("the dialog closed", `!document.querySelector("#share-dlg").open`)
 
@@ -92,7 +99,9 @@ func TestBrowserTeamFlaws(t *testing.T) {
 	if n := alice.count("#approvals button"); n != 0 {
 		t.Errorf("%d buttons left in the approvals area after the turn", n)
 	}
-	alice.teamShots("approval-record")
+	if !clustered {
+		alice.teamShots("approval-record")
+	}
 
 	// ---- Bob, a viewer, opens the session afterwards: who allowed it ----
 	bob := b.personTab(t, w, "bob")
@@ -105,7 +114,9 @@ func TestBrowserTeamFlaws(t *testing.T) {
 		t.Errorf("Bob's record reads %q; want %q", s, wantRecord)
 	}
 	bob.run(chromedp.Evaluate(`document.querySelector('details.tool[data-tool="Bash"]').open = true`, nil))
-	bob.teamShots("viewer-sees-who-allowed")
+	if !clustered {
+		bob.teamShots("viewer-sees-who-allowed")
+	}
 
 	// ---- Signing out in one tab signs the other out at once ----
 	alice2 := b.sameBrowser(t, w, alice, "alice-2")
@@ -136,7 +147,9 @@ func TestBrowserTeamFlaws(t *testing.T) {
 	if s := alice2.text("#signin-why"); !strings.Contains(s, "signed out") {
 		t.Errorf("the signed-out page says %q; want it to say why", s)
 	}
-	alice2.teamShots("signed-out-elsewhere")
+	if !clustered {
+		alice2.teamShots("signed-out-elsewhere")
+	}
 
 	// ---- Not allowed: sign in as someone else ----
 	mallory := b.personTab(t, w, "mallory")
@@ -150,7 +163,9 @@ func TestBrowserTeamFlaws(t *testing.T) {
 		chromedp.Click("#login", chromedp.ByID),
 	)
 	mallory.waitAcross("the not-allowed page", `document.querySelector("#title")?.innerText === "Not allowed" && !!document.querySelector("#switch")`)
-	mallory.teamShots("not-allowed")
+	if !clustered {
+		mallory.teamShots("not-allowed")
+	}
 	mallory.run(chromedp.Click("#switch", chromedp.ByID))
 	mallory.waitAcross("the provider's login page again", `location.origin === `+jsString(w.op.Issuer())+` && !!document.querySelector("#username")`)
 	mallory.run(
