@@ -12,6 +12,8 @@ import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
 import * as approvals from "./approvals.js";
 import * as proto from "./proto.js";
 import * as tm from "./team.js";
+import { SessionsStore } from "./store.js";
+import { SessionList } from "./sessions.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -56,7 +58,7 @@ const stateWords = {
 const busyStates = new Set(["requesting", "thinking", "streaming", "running_tool", "awaiting_approval", "awaiting_answer", "interrupting"]);
 
 const app = {
-  sessions: new Map(), // id -> SessionInfo (+ live fields)
+  sessions: new SessionsStore(), // id -> SessionInfo (+ live fields)
   intros: new Map(), // id -> a note for the top of its transcript (resumed, forked)
   current: null, // id of the open session
   view: null, // the open session's view state
@@ -157,9 +159,7 @@ const handlers = {
   },
   sessions(list) {
     app.listed = (app.listed || 0) + 1; // lists received (tests wait on it)
-    app.sessions.clear();
-    for (const s of list || []) app.sessions.set(s.id, s);
-    renderList();
+    app.sessions.replace(list);
     if (app.current && !app.sessions.has(app.current) && app.view && !app.view.ended) {
       // Gone from the server (closed elsewhere).
       app.view.ended = true;
@@ -168,23 +168,14 @@ const handlers = {
   },
   session(info) {
     if (!info || !info.id) return;
-    const old = app.sessions.get(info.id) || {};
-    const cur = { ...old, ...info };
-    if (old.evSeq > (info.seq || 0)) {
-      // The list was read before events we applied already: what they
-      // said (state, cost) is newer.
-      for (const k of ["state", "tool", "cost_usd", "last_event"]) cur[k] = old[k];
-    }
-    app.sessions.set(info.id, cur);
-    renderList();
+    const old = app.sessions.update(info);
     if (info.id === app.current) {
       renderHead();
       if (old.id) accessChanged(tm.access(old), tm.access(app.sessions.get(info.id)));
     }
   },
   removed(id) {
-    app.sessions.delete(id);
-    renderList();
+    app.sessions.remove(id);
     if (id === app.current && app.view && !app.view.ended && tm.team.on) {
       // No longer ours to see (unshared) or closed.
       app.view.ended = true;
@@ -196,26 +187,7 @@ const handlers = {
     loadSnapshot(snap);
   },
   event(id, ev) {
-    // The list's line of a session we follow moves with its events: its
-    // state, and its cost with the turn's result (not a moment later,
-    // with the next list update).
-    const s = app.sessions.get(id);
-    if (s && ev.seq > (s.evSeq || 0)) {
-      s.evSeq = ev.seq;
-      s.last_event = ev.time;
-      if (ev.kind === "state") {
-        const st = proto.json(ev.data);
-        s.state = st.state;
-        s.tool = st.tool;
-        renderList();
-      } else if (ev.kind === "cost") {
-        const usd = proto.json(ev.data).usd;
-        if (typeof usd === "number" && usd !== s.cost_usd) {
-          s.cost_usd = usd;
-          renderList();
-        }
-      }
-    }
+    app.sessions.applyEvent(id, ev, ev.kind === "state" || ev.kind === "cost" ? proto.json(ev.data) : null);
     if (id !== app.current || !app.view) return;
     applyEvent(ev);
   },
@@ -249,63 +221,57 @@ function sessionTitle(s) {
   return s.title || s.first_prompt || first || s.last_prompt || s.cwd?.split("/").filter(Boolean).pop() || s.id.slice(0, 8);
 }
 
+// The list panel (sessions.js) renders app.sessions as it changes;
+// renderList is for what the store does not know: which session is
+// open, its title from the transcript, who we are.
+const sessionList = new SessionList($("sessions"), $("no-sessions"), app.sessions, {
+  groups: tm.groups,
+  key: (s) => JSON.stringify([s, s.id === app.current, sessionTitle(s), tm.team.on, tm.team.me?.sub || "", tm.access(s)]),
+  fill: fillItem,
+});
+
 function renderList() {
-  const ul = $("sessions");
-  const list = [...app.sessions.values()].sort((a, b) => (b.created || b.started || "").localeCompare(a.created || a.started || "") || a.id.localeCompare(b.id));
-  ul.replaceChildren();
-  for (const g of tm.groups(list)) {
-    if (g.title) {
-      const h = el("li", "group", g.title);
-      h.dataset.group = g.key;
-      h.setAttribute("role", "presentation");
-      h.appendChild(el("span", "count", String(g.items.length)));
-      ul.appendChild(h);
-    }
-    for (const s of g.items) ul.appendChild(listItem(s));
-  }
-  $("no-sessions").hidden = list.length > 0;
+  sessionList.render();
 }
 
-function listItem(s) {
-  {
-    const li = el("li");
-    li.dataset.id = s.id;
-    li.tabIndex = 0;
-    if (s.id === app.current) li.className = "current";
-    const r1 = el("div", "row1");
-    r1.appendChild(el("span", "name", sessionTitle(s)));
-    li.title = (s.title || "") + (s.last_prompt ? "\nlast prompt: " + s.last_prompt : "");
-    li.appendChild(r1);
-    const r2 = el("div", "row2");
-    r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
-    r2.appendChild(el("span", "spacer"));
-    const t = el("span", "ago", ago(s.last_event));
-    t.dataset.t = s.last_event || "";
-    r2.appendChild(t);
-    const usd = s.cost?.usd ?? s.cost_usd;
-    if (usd > 0) r1.appendChild(el("span", "usd", fmtUSD(usd))).title = "$" + usd;
-    li.appendChild(r2);
-    if (s.cwd) {
-      // Long paths keep their end in view: the ellipsis eats the start.
-      const w = el("div", "where");
-      w.appendChild(el("bdi", null, s.cwd));
-      li.appendChild(w);
-    }
-    if (tm.team.on && !tm.mine(s)) {
-      // Someone else's: whose, and what we may do there.
-      const by = el("div", "by");
-      by.appendChild(el("span", "avatar small", tm.initials(s.person_name || s.person || "?")));
-      by.appendChild(el("span", "owner", s.person_name || s.person || "someone"));
-      const acc = tm.access(s);
-      if (acc !== "owner") by.appendChild(el("span", "access " + acc, acc));
-      li.appendChild(by);
-    }
-    li.onclick = () => openSession(s.id);
-    li.onkeydown = (e) => {
-      if (e.key === "Enter") openSession(s.id);
-    };
-    return li;
+// fillItem fills a list line (its element stays: the focus with it).
+function fillItem(li, s) {
+  li.replaceChildren();
+  li.dataset.id = s.id;
+  li.tabIndex = 0;
+  li.className = s.id === app.current ? "current" : "";
+  const r1 = el("div", "row1");
+  r1.appendChild(el("span", "name", sessionTitle(s)));
+  li.title = (s.title || "") + (s.last_prompt ? "\nlast prompt: " + s.last_prompt : "");
+  li.appendChild(r1);
+  const r2 = el("div", "row2");
+  r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
+  r2.appendChild(el("span", "spacer"));
+  const t = el("span", "ago", ago(s.last_event));
+  t.dataset.t = s.last_event || "";
+  r2.appendChild(t);
+  const usd = s.cost?.usd ?? s.cost_usd;
+  if (usd > 0) r1.appendChild(el("span", "usd", fmtUSD(usd))).title = "$" + usd;
+  li.appendChild(r2);
+  if (s.cwd) {
+    // Long paths keep their end in view: the ellipsis eats the start.
+    const w = el("div", "where");
+    w.appendChild(el("bdi", null, s.cwd));
+    li.appendChild(w);
   }
+  if (tm.team.on && !tm.mine(s)) {
+    // Someone else's: whose, and what we may do there.
+    const by = el("div", "by");
+    by.appendChild(el("span", "avatar small", tm.initials(s.person_name || s.person || "?")));
+    by.appendChild(el("span", "owner", s.person_name || s.person || "someone"));
+    const acc = tm.access(s);
+    if (acc !== "owner") by.appendChild(el("span", "access " + acc, acc));
+    li.appendChild(by);
+  }
+  li.onclick = () => openSession(s.id);
+  li.onkeydown = (e) => {
+    if (e.key === "Enter") openSession(s.id);
+  };
 }
 
 // Times since the last event tick every second.
