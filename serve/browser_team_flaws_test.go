@@ -156,22 +156,12 @@ func testTeamFlaws(t *testing.T, b *browser, clustered bool) {
 	mallory.run(chromedp.Navigate(w.origin + "/"))
 	mallory.waitJS("the sign-in page", `!document.querySelector("#signin").hidden`)
 	mallory.run(chromedp.Click("#signin-btn", chromedp.ByID))
-	mallory.waitAcross("the provider's login page", `location.origin === `+jsString(w.op.Issuer())+` && !!document.querySelector("#username")`)
-	mallory.run(
-		chromedp.SetValue("#username", "mallory@example.com", chromedp.ByID),
-		chromedp.SetValue("#password", teamPassword("mallory@example.com"), chromedp.ByID),
-		chromedp.Click("#login", chromedp.ByID),
-	)
+	mallory.atProvider(w, "mallory@example.com")
 	mallory.waitAcross("the not-allowed page", `document.querySelector("#title")?.innerText === "Not allowed" && !!document.querySelector("#switch")`)
 	if !clustered {
 		mallory.teamShots("not-allowed")
 	}
 	mallory.run(chromedp.Click("#switch", chromedp.ByID))
-	mallory.waitAcross("the provider's login page again", `location.origin === `+jsString(w.op.Issuer())+` && !!document.querySelector("#username")`)
-	mallory.run(
-		chromedp.SetValue("#username", "carol@example.com", chromedp.ByID),
-		chromedp.SetValue("#password", teamPassword("carol@example.com"), chromedp.ByID),
-		chromedp.Click("#login", chromedp.ByID),
-	)
+	mallory.atProvider(w, "carol@example.com")
 	mallory.waitAcross("signed in as Carol", `location.origin === `+jsString(w.origin)+` && document.querySelector("#conn")?.classList.contains("live") && document.querySelector("#me-name")?.innerText === "Carol Jones"`)
 }

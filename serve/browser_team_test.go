@@ -292,13 +292,20 @@ func (tb *tab) signIn(w *teamWorld, email string) {
 	tb.run(chromedp.Navigate(w.origin + "/"))
 	tb.waitJS("the sign-in page", `!document.querySelector("#signin").hidden && document.querySelector("#signin-btn").offsetParent !== null`)
 	tb.run(chromedp.Click("#signin-btn", chromedp.ByID))
+	tb.atProvider(w, email)
+	tb.waitAcross("signed in as "+email, `location.origin === `+jsString(w.origin)+` && document.querySelector("#conn")?.classList.contains("live") && !document.querySelector("#me").hidden`)
+}
+
+// atProvider waits for the provider's login page and signs in there as
+// email.
+func (tb *tab) atProvider(w *teamWorld, email string) {
+	tb.t.Helper()
 	tb.waitAcross("the provider's login page", `location.origin === `+jsString(w.op.Issuer())+` && !!document.querySelector("#username")`)
 	tb.run(
 		chromedp.SetValue("#username", email, chromedp.ByID),
 		chromedp.SetValue("#password", teamPassword(email), chromedp.ByID),
 		chromedp.Click("#login", chromedp.ByID),
 	)
-	tb.waitAcross("signed in as "+email, `location.origin === `+jsString(w.origin)+` && document.querySelector("#conn")?.classList.contains("live") && !document.querySelector("#me").hidden`)
 }
 
 // waitAcross is waitJS across navigations: a poll whose page goes away
