@@ -372,8 +372,9 @@ function loadSnapshot(snap) {
   if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
   for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
   v.transcript.flush();
-  // Approvals answered before we looked: who answered, on their calls.
-  for (const r of snap.resolved || []) {
+  // Approvals answered before we looked (also in the conversation a
+  // resumed session continues): who answered, on their calls.
+  for (const r of [...(hist?.resolved || []), ...(snap.resolved || [])]) {
     if (!r.tool_use_id || !v.transcript.tools.has(r.tool_use_id)) continue;
     if (r.outcome === "denied") v.transcript.denied(r.tool_use_id);
     if (r.answered_by) v.transcript.answeredBy(r.tool_use_id, r.outcome, r.answered_by);
