@@ -12,7 +12,7 @@ import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
 import * as approvals from "./approvals.js";
 import * as proto from "./proto.js";
 import * as tm from "./team.js";
-import { SessionsStore } from "./store.js";
+import { SessionsStore, SessionStore } from "./store.js";
 import { SessionList } from "./sessions.js";
 
 const $ = (id) => document.getElementById(id);
@@ -283,11 +283,10 @@ setInterval(() => {
 // ---- one session ----------------------------------------------------------------
 
 function newView(id) {
+  const store = new SessionStore(id);
   const v = {
     id,
-    lastSeq: 0,
-    state: { state: "" },
-    lastEvent: null,
+    store,
     approvals: new Map(), // id -> {info, el}
     folding: [], // answered cards shown a moment before they fold into a record
     // Approvals this tab answered (or is answering), by id: the resolved
@@ -295,16 +294,11 @@ function newView(id) {
     // as answered here.
     mine: new Set(),
     deliveries: new Map(), // uuid -> DeliveryInfo
-    cost: null,
     // The highest cumulative figures seen: a stopped turn's result counts
     // nothing, and the host's running total falls back by the turn's
     // tokens; what was spent stays spent.
     costSeen: { usd: 0, in: 0, out: 0 },
     turn: null,
-    ended: false,
-    model: "",
-    mode: "",
-    cwd: "",
     stopClicks: 0,
     transcript: new Transcript($("transcript")),
   };
@@ -312,6 +306,16 @@ function newView(id) {
     v.turn = t;
     renderCost();
   };
+  // The session's facts are the store's; the view reads them through.
+  for (const k of ["lastSeq", "lastEvent", "state", "model", "mode", "cwd", "cost", "ended"]) {
+    Object.defineProperty(v, k, { get: () => store[k], set: (x) => (store[k] = x), enumerable: true });
+  }
+  // The head (title, state, controls) and the cost line follow the store.
+  store.subscribe((changed) => {
+    if (app.view !== v) return;
+    if (changed.has("cost") || changed.has("state")) renderCost();
+    if (changed.has("state") || changed.has("model") || changed.has("mode") || changed.has("cwd") || changed.has("ended")) renderHead();
+  });
   return v;
 }
 
@@ -351,13 +355,7 @@ function loadSnapshot(snap) {
     v.turn = t;
     renderCost();
   };
-  v.lastSeq = snap.seq || 0;
-  v.state = snap.state || { state: "" };
-  v.model = snap.model || "";
-  v.mode = snap.permission_mode || "";
-  v.cwd = snap.cwd || "";
-  v.ended = !!snap.ended;
-  v.cost = snap.cost || null;
+  v.store.load(snap);
   const intro = app.intros.get(v.id);
   if (intro) v.transcript.root.appendChild(el("div", "note intro", intro));
   // A session resumed or forked from disk: its earlier conversation,
@@ -403,37 +401,25 @@ function loadSnapshot(snap) {
 
 function applyEvent(ev) {
   const v = app.view;
-  if (ev.seq <= v.lastSeq) return; // already applied
-  if (v.lastSeq && ev.seq !== v.lastSeq + 1) {
+  const stick = nearBottom();
+  const d = v.store.apply(ev, proto.json(ev.data));
+  if (d === "dup") return; // already applied
+  if (d === "gap") {
     // A gap: never render past it; start over from a snapshot.
     console.warn("tether: gap", v.lastSeq, ev.seq);
     subscribe(v.id, true);
     return;
   }
-  v.lastSeq = ev.seq;
-  v.lastEvent = ev.time;
-  const d = proto.json(ev.data);
-  const stick = nearBottom();
   switch (ev.kind) {
     case "state":
-      v.state = d;
       if (busyStates.has(d.state)) v.turnPending = false;
       if (!busyStates.has(d.state)) {
         v.stopClicks = 0;
         for (const f of [...v.folding]) foldApproval(v, f);
+        updateComposer();
       }
-      renderHead();
       break;
     case "message":
-      if (d && d.type === "system" && d.subtype === "init") {
-        v.model = d.model || v.model;
-        v.mode = d.permissionMode || v.mode;
-        v.cwd = d.cwd || v.cwd;
-        renderHead();
-      } else if (d && d.type === "system" && d.subtype === "status" && d.permissionMode) {
-        v.mode = d.permissionMode;
-        renderHead();
-      }
       v.transcript.apply(d);
       break;
     case "approval":
@@ -459,17 +445,12 @@ function applyEvent(ev) {
       renderDeliveries();
       break;
     case "cost":
-      v.cost = d;
-      renderCost();
-      break;
+      break; // the store has it; the cost line follows
     case "error":
       v.transcript.root.appendChild(el("div", "note warn", d.error || "error"));
       break;
     case "closed":
-      v.ended = true;
-      v.state = { state: "closed", since: ev.time };
       v.transcript.root.appendChild(el("div", "note", "Session closed" + (d && d.error ? ": " + d.error : "")));
-      renderHead();
       break;
   }
   if (stick) scrollDown();
@@ -839,7 +820,7 @@ $("s-model").onchange = async (e) => {
   const v = app.view;
   try {
     await proto.setModel(conn, v.id, e.target.value);
-    v.model = e.target.value;
+    v.store.set({ model: e.target.value });
   } catch (err) {
     alert("Could not switch the model: " + err.message);
     renderHead();
@@ -849,7 +830,7 @@ $("s-mode").onchange = async (e) => {
   const v = app.view;
   try {
     await proto.setMode(conn, v.id, e.target.value);
-    v.mode = e.target.value;
+    v.store.set({ mode: e.target.value });
   } catch (err) {
     alert("Could not switch the mode: " + err.message);
     renderHead();
