@@ -59,3 +59,58 @@ func testListKeepsFocus(t *testing.T, b *browser) {
 	tb.key(kb.Enter)
 	tb.waitJS("the first session open", fmt.Sprintf(`window.tether.current === %q && document.querySelector("#transcript").innerText.includes("first answer")`, first))
 }
+
+// testStores: the page's stores on their own (store.js). The list keeps
+// what events said over an older list update; a session's store applies
+// events in order, ignores duplicates, stops at a gap, and tells its
+// subscribers which facts changed.
+func testStores(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "stores")
+	tb.run(chromedp.Navigate(origin + "/"))
+	var got map[string]string
+	tb.evalJSON(`
+		const { SessionsStore, SessionStore } = await import("./store.js");
+		const out = {};
+		const list = new SessionsStore();
+		const heard = [];
+		list.subscribe((ids) => heard.push(ids === null ? "all" : ids.join(",")));
+		list.replace([{ id: "a", state: "idle", cost_usd: 0.1, seq: 10 }]);
+		list.applyEvent("a", { seq: 11, time: "t11", kind: "state" }, { state: "thinking" });
+		list.applyEvent("a", { seq: 12, time: "t12", kind: "cost" }, { usd: 0.2 });
+		list.applyEvent("a", { seq: 12, time: "t12", kind: "cost" }, { usd: 0.9 }); // a duplicate
+		list.update({ id: "a", state: "idle", cost_usd: 0.1, seq: 10, title: "older read" });
+		out.stale = [list.get("a").state, list.get("a").cost_usd, list.get("a").title].join(" ");
+		list.update({ id: "a", state: "idle", cost_usd: 0.3, seq: 13 });
+		out.fresh = [list.get("a").state, list.get("a").cost_usd].join(" ");
+		list.remove("a");
+		list.remove("a");
+		out.heard = heard.join(" ");
+		const s = new SessionStore("x");
+		const changes = [];
+		s.subscribe((c) => changes.push([...c].sort().join("+")));
+		s.load({ seq: 5, state: { state: "idle" }, model: "m1", permission_mode: "default", cwd: "/w", cost: { usd: 1 } });
+		const r = [];
+		r.push(s.apply({ seq: 5, kind: "state" }, { state: "thinking" }));
+		r.push(s.apply({ seq: 6, kind: "message" }, { type: "system", subtype: "init", model: "m2", permissionMode: "plan", cwd: "/w" }).type);
+		r.push(s.apply({ seq: 8, kind: "state" }, { state: "idle" }));
+		r.push(s.apply({ seq: 7, kind: "message" }, { type: "assistant" }).type);
+		r.push(s.apply({ seq: 8, kind: "closed" }, {}) !== "gap");
+		out.results = r.join(" ");
+		out.facts = [s.lastSeq, s.model, s.mode, s.cwd, s.ended, s.state.state].join(" ");
+		out.changes = changes.join(" ");
+		return out;`, &got)
+	want := map[string]string{
+		"stale":   "thinking 0.2 older read",
+		"fresh":   "idle 0.3",
+		"heard":   "all a a a a a",
+		"results": "dup system gap assistant true",
+		"facts":   "8 m2 plan /w true closed",
+		"changes": "cost+cwd+ended+mode+model+snapshot+state mode+model ended+state",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q; want %q", k, got[k], v)
+		}
+	}
+}
