@@ -9,7 +9,7 @@
 
 import { Conn } from "./conn.js";
 import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
-import * as approvals from "./approvals.js";
+import { ApprovalPanel } from "./approvalpanel.js";
 import * as proto from "./proto.js";
 import * as tm from "./team.js";
 import { SessionsStore, SessionStore } from "./store.js";
@@ -287,12 +287,6 @@ function newView(id) {
   const v = {
     id,
     store,
-    approvals: new Map(), // id -> {info, el}
-    folding: [], // answered cards shown a moment before they fold into a record
-    // Approvals this tab answered (or is answering), by id: the resolved
-    // event may come before the reply to our answer, and must still read
-    // as answered here.
-    mine: new Set(),
     deliveries: new Map(), // uuid -> DeliveryInfo
     // The highest cumulative figures seen: a stopped turn's result counts
     // nothing, and the host's running total falls back by the turn's
@@ -306,6 +300,20 @@ function newView(id) {
     v.turn = t;
     renderCost();
   };
+  // The approvals panel: the cards, and the records answered ones leave.
+  v.panel = new ApprovalPanel($("approvals"), {
+    store,
+    transcript: v.transcript,
+    answer: (approval, reply) => proto.answer(conn, id, approval, reply),
+    canAct: () => tm.canAct(app.sessions.get(id)),
+    busy: () => busyStates.has(store.state.state),
+    typing: isTyping,
+    prompt: $("prompt"),
+    scroll: () => scrollDown(),
+    asked: () => app.asked++,
+    shown: () => app.view === v,
+  });
+  v.approvals = v.panel.pending; // id -> {info, el} (the keys; tests read it)
   // The session's facts are the store's; the view reads them through.
   for (const k of ["lastSeq", "lastEvent", "state", "model", "mode", "cwd", "cost", "ended"]) {
     Object.defineProperty(v, k, { get: () => store[k], set: (x) => (store[k] = x), enumerable: true });
@@ -370,18 +378,11 @@ function loadSnapshot(snap) {
   if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
   for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
   v.transcript.flush();
+  v.panel.reset();
   // Approvals answered before we looked (also in the conversation a
   // resumed session continues): who answered, on their calls.
-  for (const r of [...(hist?.resolved || []), ...(snap.resolved || [])]) {
-    if (!r.tool_use_id || !v.transcript.tools.has(r.tool_use_id)) continue;
-    if (r.outcome === "denied") v.transcript.denied(r.tool_use_id);
-    if (r.answered_by) v.transcript.answeredBy(r.tool_use_id, r.outcome, r.answered_by);
-    placeRecord(v, r, r.tool_use_id, r.tool_name);
-  }
-  v.folding = [];
-  v.approvals.clear();
-  $("approvals").replaceChildren();
-  for (const a of snap.approvals || []) addApproval(a);
+  v.panel.answered([...(hist?.resolved || []), ...(snap.resolved || [])]);
+  for (const a of snap.approvals || []) v.panel.add(a);
   v.deliveries.clear();
   // A running turn whose prompt the CLI has not echoed yet (it does so
   // only before the turn's first assistant line) was started by the
@@ -415,7 +416,6 @@ function applyEvent(ev) {
       if (busyStates.has(d.state)) v.turnPending = false;
       if (!busyStates.has(d.state)) {
         v.stopClicks = 0;
-        for (const f of [...v.folding]) foldApproval(v, f);
         updateComposer();
       }
       break;
@@ -423,10 +423,10 @@ function applyEvent(ev) {
       v.transcript.apply(d);
       break;
     case "approval":
-      addApproval(d);
+      v.panel.add(d);
       break;
     case "approval_resolved":
-      resolveApproval(d);
+      v.panel.resolve(d);
       break;
     case "delivery":
       // A prompt sent while the session waits starts the next turn: it
@@ -587,93 +587,6 @@ function updateComposer() {
 // taken back): rebuild the view so its controls and cards match.
 function accessChanged(before, after) {
   if (before !== after && app.view && conn.live) subscribe(app.view.id, true);
-}
-
-// ---- approvals ---------------------------------------------------------------------
-
-function addApproval(a) {
-  const v = app.view;
-  if (v.approvals.has(a.id)) return;
-  app.asked++;
-  const c = approvals.card(
-    a,
-    (reply) => {
-      v.mine.add(a.id);
-      return proto.answer(conn, v.id, a.id, reply).catch((e) => {
-        v.mine.delete(a.id);
-        throw e;
-      });
-    },
-    (toolUseID) => v.transcript.tools.get(toolUseID)?.inputValue,
-  );
-  if (!tm.canAct(app.sessions.get(v.id))) {
-    // Watching only: the card shows what is asked, with nothing to press.
-    for (const x of c.querySelectorAll(".acts, button, input.reason, .err, .rule")) x.remove();
-    for (const x of c.querySelectorAll("input, textarea, select")) x.disabled = true;
-    c.keys = null;
-    c.classList.add("watch-only");
-    c.appendChild(el("p", "muted small", "Waiting for the owner or a collaborator to answer."));
-  }
-  v.approvals.set(a.id, { info: a, el: c });
-  if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true, a.kind === "question");
-  $("approvals").appendChild(c);
-  scrollDown();
-  // Keyboard-first: the new card takes the keys unless the user is typing.
-  const ta = $("prompt");
-  if (c.keys && v.approvals.size === 1 && (!isTyping() || (document.activeElement === ta && !ta.value.trim()))) c.focus({ preventScroll: true });
-}
-
-function resolveApproval(r) {
-  const v = app.view;
-  const a = v.approvals.get(r.id);
-  if (!a) return;
-  v.approvals.delete(r.id);
-  if (a.info.tool_use_id) {
-    v.transcript.awaiting(a.info.tool_use_id, false);
-    if (r.outcome === "denied") v.transcript.denied(a.info.tool_use_id);
-  }
-  approvals.resolved(a.el, r, v.mine.has(r.id));
-  if (r.answered_by && a.info.tool_use_id) v.transcript.answeredBy(a.info.tool_use_id, r.outcome, r.answered_by);
-  // Keep the outcome in view a moment, then fold the card into one line
-  // of the transcript; at once when the turn is over.
-  const done = { a, r };
-  v.folding.push(done);
-  setTimeout(() => foldApproval(v, done), 1500);
-  if (!busyStates.has(v.state.state)) foldApproval(v, done);
-  const next = [...v.approvals.values()][0];
-  if (next && next.el.keys && (a.el.contains(document.activeElement) || !isTyping())) next.el.focus({ preventScroll: true });
-  else if (!next && a.el.contains(document.activeElement)) $("prompt").focus({ preventScroll: true });
-}
-
-// foldApproval replaces an answered card with its one-line record
-// ("Allowed by Alice · Bash ls") after its tool call in the transcript.
-function foldApproval(v, done) {
-  const i = v.folding.indexOf(done);
-  if (i < 0) return;
-  v.folding.splice(i, 1);
-  const focused = done.a.el.contains(document.activeElement);
-  done.a.el.remove();
-  if (app.view !== v) return;
-  placeRecord(v, done.r, done.a.info.tool_use_id, done.a.info.tool_name, parseInput(done.a.info.input));
-  if (focused) $("prompt").focus({ preventScroll: true });
-}
-
-// placeRecord puts an answered approval's record after its tool call's
-// card (or at the end of the transcript when the card is not shown).
-function placeRecord(v, r, toolUseID, tool, input) {
-  const card = toolUseID && v.transcript.tools.get(toolUseID);
-  const rec = approvals.record(r, tool, input ?? card?.inputValue);
-  if (card) card.el.after(rec);
-  else v.transcript.root.appendChild(rec);
-}
-
-function parseInput(x) {
-  if (typeof x !== "string") return x;
-  try {
-    return JSON.parse(x);
-  } catch {
-    return undefined;
-  }
 }
 
 // ---- deliveries (queued prompts) ---------------------------------------------------
