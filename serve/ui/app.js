@@ -6,6 +6,14 @@
 // (an event at or below lastSeq is ignored). When the server answers
 // with a snapshot instead (we were too far behind, or the page is new),
 // the view is rebuilt from it and continues from its seq.
+//
+// Where things are: what the page knows lives in stores (store.js: the
+// sessions list, and one store per open session that applies its
+// snapshot and events); panels subscribe to them: the list (sessions.js),
+// the approvals (approvalpanel.js, cards from approvals.js), the head and
+// cost line (here). The transcript (transcript.js), queued prompts and
+// dialogs are still driven from here; proto.js speaks the protocol,
+// team.js the team's pages.
 
 import { Conn } from "./conn.js";
 import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
@@ -222,8 +230,8 @@ function sessionTitle(s) {
 }
 
 // The list panel (sessions.js) renders app.sessions as it changes;
-// renderList is for what the store does not know: which session is
-// open, its title from the transcript, who we are.
+// renderList renders it again for what the store does not hold: which
+// session is open, its title from the transcript, who we are.
 const sessionList = new SessionList($("sessions"), $("no-sessions"), app.sessions, {
   groups: tm.groups,
   key: (s) => JSON.stringify([s, s.id === app.current, sessionTitle(s), tm.team.on, tm.team.me?.sub || "", tm.access(s)]),
