@@ -10,10 +10,11 @@
 // Where things are: what the page knows lives in stores (store.js: the
 // sessions list, and one store per open session that applies its
 // snapshot and events); panels subscribe to them: the list (sessions.js),
-// the approvals (approvalpanel.js, cards from approvals.js), the head and
-// cost line (here). The transcript (transcript.js), queued prompts and
-// dialogs are still driven from here; proto.js speaks the protocol,
-// team.js the team's pages.
+// the approvals (approvalpanel.js, cards from approvals.js), the queued
+// prompts (deliverypanel.js), the head and cost line (here). The
+// transcript (transcript.js) and the dialogs are still driven from here;
+// proto.js speaks the protocol, team.js the team's pages, dom.js has the
+// DOM helpers.
 
 import { Conn } from "./conn.js";
 import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
@@ -22,15 +23,10 @@ import * as proto from "./proto.js";
 import * as tm from "./team.js";
 import { SessionsStore, SessionStore } from "./store.js";
 import { SessionList } from "./sessions.js";
+import { DeliveryPanel } from "./deliverypanel.js";
+import { el } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
 
 // ---- theme ----------------------------------------------------------------
 
@@ -295,7 +291,6 @@ function newView(id) {
   const v = {
     id,
     store,
-    deliveries: new Map(), // uuid -> DeliveryInfo
     // The highest cumulative figures seen: a stopped turn's result counts
     // nothing, and the host's running total falls back by the turn's
     // tokens; what was spent stays spent.
@@ -322,6 +317,9 @@ function newView(id) {
     shown: () => app.view === v,
   });
   v.approvals = v.panel.pending; // id -> {info, el} (the keys; tests read it)
+  // The queued prompts.
+  v.prompts = new DeliveryPanel($("deliveries"), { cancel: (uuid) => proto.cancel(conn, id, uuid), shown: () => app.view === v });
+  v.deliveries = v.prompts.items; // uuid -> DeliveryInfo
   // The session's facts are the store's; the view reads them through.
   for (const k of ["lastSeq", "lastEvent", "state", "model", "mode", "cwd", "cost", "ended"]) {
     Object.defineProperty(v, k, { get: () => store[k], set: (x) => (store[k] = x), enumerable: true });
@@ -391,7 +389,7 @@ function loadSnapshot(snap) {
   // resumed session continues): who answered, on their calls.
   v.panel.answered([...(hist?.resolved || []), ...(snap.resolved || [])]);
   for (const a of snap.approvals || []) v.panel.add(a);
-  v.deliveries.clear();
+  v.prompts.clear();
   // A running turn whose prompt the CLI has not echoed yet (it does so
   // only before the turn's first assistant line) was started by the
   // oldest queued prompt: show it as the turn's, not as waiting.
@@ -402,7 +400,7 @@ function loadSnapshot(snap) {
   }
   for (const d of open) if (!v.transcript.users.has(d.uuid)) v.deliveries.set(d.uuid, d);
   if (snap.ended) v.transcript.root.appendChild(el("div", "note", "Session closed" + (snap.error ? ": " + snap.error : "")));
-  renderDeliveries();
+  v.prompts.render();
   renderHead();
   renderCost();
   scrollDown(true);
@@ -450,7 +448,7 @@ function applyEvent(ev) {
       if (v.transcript.users.has(d.uuid) && !v.deliveries.has(d.uuid)) break; // the turn's own prompt
       if (v.deliveries.get(d.uuid)?.merged) d.merged = true;
       v.deliveries.set(d.uuid, d);
-      renderDeliveries();
+      v.prompts.render();
       break;
     case "cost":
       break; // the store has it; the cost line follows
@@ -595,58 +593,6 @@ function updateComposer() {
 // taken back): rebuild the view so its controls and cards match.
 function accessChanged(before, after) {
   if (before !== after && app.view && conn.live) subscribe(app.view.id, true);
-}
-
-// ---- deliveries (queued prompts) ---------------------------------------------------
-
-function renderDeliveries() {
-  const v = app.view;
-  const ul = $("deliveries");
-  ul.replaceChildren();
-  const all = [...v.deliveries.values()];
-  const accepted = all.filter((d) => d.status === "accepted").length;
-  for (const d of all) {
-    const li = el("li");
-    li.dataset.uuid = d.uuid;
-    li.dataset.status = d.status;
-    // accepted: the CLI took it into the running turn; with others, the
-    // CLI merged them into one turn.
-    let label = d.status;
-    if (d.status === "accepted" && accepted > 1) d.merged = true;
-    if (d.status === "accepted") label = d.merged ? "merged" : "taken";
-    if (d.status === "answered" && d.merged) label = "answered · merged";
-    const st = el("span", "dstate", label);
-    st.dataset.s = label === "merged" ? "merged" : d.status;
-    li.appendChild(st);
-    li.appendChild(el("span", "dtext", d.text || "(image)"));
-    if (d.error) li.appendChild(el("span", "err", d.error));
-    if (d.status === "queued") {
-      const b = el("button", "danger", "Cancel");
-      b.type = "button";
-      b.title = "Take this prompt back before Claude reads it";
-      b.onclick = async () => {
-        b.disabled = true;
-        try {
-          await proto.cancel(conn, v.id, d.uuid);
-        } catch (e) {
-          li.appendChild(el("span", "err", e.message));
-        }
-      };
-      li.appendChild(b);
-    } else if (d.status !== "accepted" && !d.fading) {
-      // Answered, cancelled or lost: shown a moment, then gone (the
-      // transcript has the answer).
-      d.fading = true;
-      setTimeout(() => {
-        const cur = v.deliveries.get(d.uuid);
-        if (cur && cur.status === d.status && app.view === v) {
-          v.deliveries.delete(d.uuid);
-          renderDeliveries();
-        }
-      }, d.status === "answered" ? 2500 : 5000);
-    }
-    ul.appendChild(li);
-  }
 }
 
 // ---- prompt box ---------------------------------------------------------------------

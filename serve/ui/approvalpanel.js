@@ -5,13 +5,7 @@
 // once the turn is over, answered cards fold at once.
 
 import * as approvals from "./approvals.js";
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
+import { el } from "./dom.js";
 
 /**
  * ApprovalPanel shows one session's approvals in box.

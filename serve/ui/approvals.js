@@ -8,13 +8,7 @@
 
 import { toolInput, toolSummary } from "./transcript.js";
 import { render as markdown } from "./md.js";
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
+import { el } from "./dom.js";
 
 /** ruleText describes a permission suggestion as a person reads it. */
 export function ruleText(s) {

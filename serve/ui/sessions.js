@@ -4,6 +4,8 @@
 // that did not change is left alone, so the keyboard focus (a line, or
 // anything else on the page) survives every update.
 
+import { reorder } from "./dom.js";
+
 /**
  * SessionList renders the list.
  * @param {HTMLElement} ul the list element
@@ -62,20 +64,7 @@ export class SessionList {
     }
     this.heads = heads;
     this.lines = lines;
-    // Put the nodes in order, moving only those out of place.
-    let cur = this.ul.firstChild;
-    for (const n of want) {
-      if (n === cur) {
-        cur = cur.nextSibling;
-        continue;
-      }
-      this.ul.insertBefore(n, cur);
-    }
-    while (cur) {
-      const next = cur.nextSibling;
-      cur.remove();
-      cur = next;
-    }
+    reorder(this.ul, want);
     this.empty.hidden = list.length > 0;
   }
 }

@@ -11,14 +11,9 @@
 // composer, approve and stop buttons) is hidden so that nobody is offered
 // what the server would refuse, not to protect anything.
 
-const $ = (id) => document.getElementById(id);
+import { el } from "./dom.js";
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
+const $ = (id) => document.getElementById(id);
 
 /** The team state: on (teams enabled), me (the signed-in person or null). */
 export const team = { on: false, me: null };
