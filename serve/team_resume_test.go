@@ -52,7 +52,9 @@ func (r *recordingIsolator) String() string {
 	return strings.Join(r.calls, ", ")
 }
 
-// quitCLI echoes prompts; "quit" makes the CLI exit, as a crash would.
+// quitCLI echoes prompts; "quit" makes the CLI exit, as a crash would;
+// "tool <command>" asks to run the command with Bash and waits for the
+// answer.
 func quitCLI(ctx context.Context, c *claudetest.CLI) error {
 	if _, err := c.HandleInitialize(ctx); err != nil {
 		return err
@@ -64,11 +66,36 @@ func quitCLI(ctx context.Context, c *claudetest.CLI) error {
 		}
 		text := claudetest.UserText(u.Raw)
 		c.Write(c.SystemInit(), replayOf(c, u))
-		if text == "quit" {
+		switch cmd, ok := strings.CutPrefix(text, "tool "); {
+		case text == "quit":
 			return nil
+		case ok:
+			input := map[string]string{"command": cmd}
+			c.Write(c.AssistantToolUse("toolu_q", "Bash", input))
+			if _, err := c.CanUseTool(ctx, "toolu_q", "Bash", input); err != nil {
+				return err
+			}
+			c.Write(c.ToolResult("toolu_q", "ok", false), c.ResultSuccess("ran it"))
+		default:
+			c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
 		}
-		c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
 	}
+}
+
+// teamServer serves a team (to) over a local backend whose CLIs run
+// script, for as long as the test.
+func teamServer(t *testing.T, to *serve.TeamOptions, cfg *fakeConfig, authz *fakeAuthz, script func(context.Context, *claudetest.CLI) error) *teamEnv {
+	t.Helper()
+	m := host.NewManager(nil)
+	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: script}}}, Team: to})
+	srv := serve.NewServer(b, &serve.Options{Team: to})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+		m.Close()
+	})
+	return &teamEnv{t: t, http: hs, authz: authz, cfg: cfg}
 }
 
 // A collaborator who resumes the owner's session whose CLI died gets it
@@ -143,35 +170,6 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 	}
 }
 
-// toolQuitCLI asks to run "tool <command>" with Bash (and waits for the
-// answer), makes the CLI exit on "quit", and echoes anything else.
-func toolQuitCLI(ctx context.Context, c *claudetest.CLI) error {
-	if _, err := c.HandleInitialize(ctx); err != nil {
-		return err
-	}
-	for {
-		u, err := c.ReadUser(ctx)
-		if err != nil {
-			return err
-		}
-		text := claudetest.UserText(u.Raw)
-		c.Write(c.SystemInit(), replayOf(c, u))
-		switch cmd, ok := strings.CutPrefix(text, "tool "); {
-		case text == "quit":
-			return nil
-		case ok:
-			input := map[string]string{"command": cmd}
-			c.Write(c.AssistantToolUse("toolu_q", "Bash", input))
-			if _, err := c.CanUseTool(ctx, "toolu_q", "Bash", input); err != nil {
-				return err
-			}
-			c.Write(c.ToolResult("toolu_q", "ok", false), c.ResultSuccess("ran it"))
-		default:
-			c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
-		}
-	}
-}
-
 // Who answered an approval survives: in the session's snapshot for
 // whoever opens it later, and in the history of the session that
 // continues the conversation after its CLI died (resume).
@@ -184,16 +182,7 @@ func TestAnsweredByInSnapshotAndResume(t *testing.T) {
 	}
 	authz := newFakeAuthz()
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz}
-	m := host.NewManager(nil)
-	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: toolQuitCLI}}}, Team: to})
-	srv := serve.NewServer(b, &serve.Options{Team: to})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		srv.Close()
-		m.Close()
-	})
-	e := &teamEnv{t: t, http: hs, authz: authz, cfg: cfg}
+	e := teamServer(t, to, cfg, authz, quitCLI)
 	alice := e.dial(ctx, "alice@example.com")
 	id := alice.start(ctx, "")
 	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -13,9 +12,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/tetherhq/tether/claude"
-	"github.com/tetherhq/tether/claude/claudetest"
-	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
 	"github.com/tetherhq/tether/team"
 )
@@ -63,16 +59,7 @@ func TestTeamSignOutClosesSockets(t *testing.T) {
 	auth := &loginAuth{logins: map[string]string{"laptop": "alice@example.com", "phone": "alice@example.com", "bobs": "bob@example.com"}}
 	authz := newFakeAuthz()
 	to := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: authz, RecheckInterval: time.Hour}
-	m := host.NewManager(nil)
-	t.Cleanup(func() { m.Close() })
-	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: fakeCLI}}}, Team: to})
-	srv := serve.NewServer(b, &serve.Options{Team: to})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		srv.Close()
-	})
-	e := &teamEnv{t: t, http: hs, authz: authz, cfg: cfg}
+	e := teamServer(t, to, cfg, authz, fakeCLI)
 
 	dial := func(login string) *websocket.Conn {
 		t.Helper()
