@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -82,22 +81,6 @@ func quitCLI(ctx context.Context, c *claudetest.CLI) error {
 	}
 }
 
-// teamServer serves a team (to) over a local backend whose CLIs run
-// script, for as long as the test.
-func teamServer(t *testing.T, to *serve.TeamOptions, cfg *fakeConfig, authz *fakeAuthz, script func(context.Context, *claudetest.CLI) error) *teamEnv {
-	t.Helper()
-	m := host.NewManager(nil)
-	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: script}}}, Team: to})
-	srv := serve.NewServer(b, &serve.Options{Team: to})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		srv.Close()
-		m.Close()
-	})
-	return &teamEnv{t: t, http: hs, authz: authz, cfg: cfg}
-}
-
 // A collaborator who resumes the owner's session whose CLI died gets it
 // back as the owner's: the owner's session options (denied tools,
 // spend) and the owner's isolation, not the collaborator's; the resumed
@@ -114,16 +97,7 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 	authz := &ownerAuthz{fakeAuthz: newFakeAuthz()}
 	iso := &recordingIsolator{}
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz, Isolation: iso}
-	m := host.NewManager(nil)
-	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: quitCLI}}}, Team: to})
-	srv := serve.NewServer(b, &serve.Options{Team: to})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		srv.Close()
-		m.Close()
-	})
-	e := &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}
+	e := teamServer(t, to, cfg, authz.fakeAuthz, quitCLI)
 
 	alice, bob := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com")
 	id := alice.start(ctx, "")

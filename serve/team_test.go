@@ -264,9 +264,15 @@ func newTeamEnv(t *testing.T) *teamEnv {
 	}
 	authz := newFakeAuthz()
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz, Audit: authz, Recorder: authz}
-	fake := &claudetest.FakeCLI{Script: fakeCLI}
+	return teamServer(t, to, cfg, authz, fakeCLI)
+}
+
+// teamServer serves a team (to) over a local backend whose CLIs run
+// script, for as long as the test.
+func teamServer(t *testing.T, to *serve.TeamOptions, cfg *fakeConfig, authz *fakeAuthz, script func(context.Context, *claudetest.CLI) error) *teamEnv {
+	t.Helper()
 	m := host.NewManager(nil)
-	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: fake}}, Team: to})
+	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: script}}}, Team: to})
 	srv := serve.NewServer(b, &serve.Options{Team: to})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
