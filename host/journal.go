@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -134,6 +135,23 @@ type ApprovalResolved struct {
 	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
+// ResolvedApproval is an answered approval as a Snapshot keeps it: how
+// it ended and who answered, with the tool call it was about, so that a
+// client that opens the session later can still say "allowed by Alice"
+// on that call.
+type ResolvedApproval struct {
+	ApprovalResolved
+	// Kind ("tool" or "question"), ToolName and ToolUseID: as in the
+	// ApprovalInfo of the request.
+	Kind      string    `json:"kind"`
+	ToolName  string    `json:"tool_name"`
+	ToolUseID string    `json:"tool_use_id,omitempty"`
+	Resolved  time.Time `json:"resolved"`
+}
+
+// maxResolved bounds Snapshot.Resolved: the most recent answers are kept.
+const maxResolved = 64
+
 // DeliveryInfo is a Delivery as data (EventDelivery, Snapshot.Deliveries).
 type DeliveryInfo struct {
 	UUID   string    `json:"uuid"`
@@ -177,7 +195,10 @@ type Snapshot struct {
 	// send order.
 	Approvals  []ApprovalInfo `json:"approvals"`
 	Deliveries []DeliveryInfo `json:"deliveries"`
-	Cost       Cost           `json:"cost"`
+	// Resolved are the approvals answered by a person (not those the CLI
+	// withdrew), oldest first: the last 64 of the session.
+	Resolved []ResolvedApproval `json:"resolved,omitempty"`
+	Cost     Cost               `json:"cost"`
 	// Ended is set once the session has ended for good (EventClosed);
 	// Error says why.
 	Ended bool   `json:"ended,omitempty"`
@@ -473,6 +494,9 @@ func (s *Session) Snapshot() *Snapshot {
 	for _, d := range s.deliveries {
 		snap.Deliveries = append(snap.Deliveries, d.info())
 	}
+	if len(s.resolved) > 0 {
+		snap.Resolved = slices.Clone(s.resolved)
+	}
 	if s.ended && s.cause != nil && !errors.Is(s.cause, claude.ErrClosed) {
 		snap.Error = s.cause.Error()
 	}
@@ -606,6 +630,13 @@ func (s *Session) recordResolved(a *Approval, r claude.PermissionResult, actor s
 		ev.Outcome, ev.Message, ev.Interrupt = "denied", r.Message, r.Interrupt
 	}
 	s.record(EventApprovalResolved, ev)
+	if r != nil {
+		info := a.Info()
+		if len(s.resolved) >= maxResolved {
+			s.resolved = slices.Delete(s.resolved, 0, len(s.resolved)-maxResolved+1)
+		}
+		s.resolved = append(s.resolved, ResolvedApproval{ApprovalResolved: ev, Kind: info.Kind, ToolName: info.ToolName, ToolUseID: info.ToolUseID, Resolved: time.Now()})
+	}
 }
 
 // info returns d as data (s.mu held).

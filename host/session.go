@@ -129,6 +129,7 @@ type Session struct {
 	tool         string
 	tools        []toolRun             // the main thread's tool calls awaiting results
 	approvals    []*Approval           // announced and pending, oldest first
+	resolved     []ResolvedApproval    // the last maxResolved answered, oldest first (Snapshot.Resolved)
 	byID         map[string]*Approval  // every approval not yet forgotten
 	last         *claude.ResultMessage // the last turn's result
 	lastErr      error                 // its *claude.ResultError, made once

@@ -38,6 +38,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("ResumeDisconnected", func(t *testing.T) { testResumeDisconnected(t, b) })
 	t.Run("PasteAndSwitch", func(t *testing.T) { testPasteAndSwitch(t, b) })
 	t.Run("PlanMode", func(t *testing.T) { testPlanMode(t, b) })
+	t.Run("ListKeepsFocus", func(t *testing.T) { testListKeepsFocus(t, b) })
 }
 
 // ---- page helpers ----

@@ -57,6 +57,9 @@ var teamPeople = []oidctest.User{
 	{Email: "bob@example.com", Name: "Bob Builder", Password: "bob-pw"},
 	{Email: "carol@example.com", Name: "Carol Jones", Password: "carol-pw", Groups: []string{"ops"}},
 	{Email: "ada@example.com", Name: "Ada Admin", Password: "ada-pw", Groups: []string{"admins"}},
+	// Mallory can sign in at the provider, but the team file does not
+	// admit her.
+	{Email: "mallory@example.com", Name: "Mallory Outsider", Password: "mallory-pw"},
 }
 
 func teamPassword(email string) string {
@@ -89,6 +92,13 @@ func (w *teamWorld) workspace(email string) string {
 // with its own Authorizer (the same configuration and store), as a
 // separate machine would.
 func newTeamWorld(t *testing.T, clustered bool, replies ...*claudetest.Reply) *teamWorld {
+	t.Helper()
+	return newTeamWorldWith(t, clustered, 300*time.Millisecond, replies...)
+}
+
+// newTeamWorldWith is newTeamWorld with the interval at which open
+// sockets' sign-ins are checked again.
+func newTeamWorldWith(t *testing.T, clustered bool, recheck time.Duration, replies ...*claudetest.Reply) *teamWorld {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -168,7 +178,7 @@ isolation: "off"
 		t.Fatal(err)
 	}
 	to := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: serve.NewTeamAuthorizer(authz, w.store), Audit: auditQ, Recorder: w.audit,
-		RecheckInterval: 300 * time.Millisecond}
+		RecheckInterval: recheck}
 
 	var (
 		backend serve.Backend
@@ -282,13 +292,20 @@ func (tb *tab) signIn(w *teamWorld, email string) {
 	tb.run(chromedp.Navigate(w.origin + "/"))
 	tb.waitJS("the sign-in page", `!document.querySelector("#signin").hidden && document.querySelector("#signin-btn").offsetParent !== null`)
 	tb.run(chromedp.Click("#signin-btn", chromedp.ByID))
+	tb.atProvider(w, email)
+	tb.waitAcross("signed in as "+email, `location.origin === `+jsString(w.origin)+` && document.querySelector("#conn")?.classList.contains("live") && !document.querySelector("#me").hidden`)
+}
+
+// atProvider waits for the provider's login page and signs in there as
+// email.
+func (tb *tab) atProvider(w *teamWorld, email string) {
+	tb.t.Helper()
 	tb.waitAcross("the provider's login page", `location.origin === `+jsString(w.op.Issuer())+` && !!document.querySelector("#username")`)
 	tb.run(
 		chromedp.SetValue("#username", email, chromedp.ByID),
 		chromedp.SetValue("#password", teamPassword(email), chromedp.ByID),
 		chromedp.Click("#login", chromedp.ByID),
 	)
-	tb.waitAcross("signed in as "+email, `location.origin === `+jsString(w.origin)+` && document.querySelector("#conn")?.classList.contains("live") && !document.querySelector("#me").hidden`)
 }
 
 // waitAcross is waitJS across navigations: a poll whose page goes away

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type client struct {
 	ip     string
 	id     *team.Identity // teams: who is connected (also in ctx)
 	authr  *http.Request  // teams: the upgrade request, to check the sign-in again
+	// recheckNow (1-buffered) asks the recheck goroutine to check the
+	// sign-in now: its person signed out somewhere (teams).
+	recheckNow chan struct{}
 
 	seen     map[string]bool        // teams: the sessions this client was shown (under mu)
 	seenInfo map[string]SessionInfo // teams: as last shown
@@ -44,8 +48,25 @@ type client struct {
 
 	ordered chan func()   // host.LaneOrdered commands and disk_sessions: in order
 	quick   chan struct{} // semaphore for host.LaneQuick commands (interrupt, answer)
-	starts  chan struct{} // semaphore for starts, which may wait for room
 	wg      sync.WaitGroup
+
+	// Starts (under mu): at most maxStarts run at once; up to
+	// maxStartQueue more wait in arrival order (told their place with
+	// queued frames); past that a start is refused with busy.
+	startsRunning int
+	startsWaiting []*startWaiter
+}
+
+// The bounds of one socket's starts (docs/serve-protocol.md, section 5).
+const (
+	maxStarts     = 4
+	maxStartQueue = 16
+)
+
+// startWaiter is a start waiting for one of its socket's start slots.
+type startWaiter struct {
+	id    json.RawMessage
+	ready chan struct{} // closed when the slot is handed over
 }
 
 // The frames the server sends (docs/serve-protocol.md, section 2); event
@@ -143,7 +164,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c := &client{
 		s: s, ws: ws, out: make(chan []byte, s.opts.ClientQueue), ip: remoteIP(r),
 		subs: map[string]*subscription{}, infos: map[string]*SessionInfo{}, signal: make(chan struct{}, 1),
-		ordered: make(chan func(), 16), quick: make(chan struct{}, 16), starts: make(chan struct{}, 4),
+		ordered: make(chan func(), 16), quick: make(chan struct{}, 16),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if s.opts.Team != nil {
@@ -151,6 +172,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.ctx = team.NewContext(c.ctx, c.id)
 		c.authr = r.Clone(context.Background())
 		c.authr.Body = http.NoBody
+		c.recheckNow = make(chan struct{}, 1)
 		c.seen, c.seenInfo = map[string]bool{}, map[string]SessionInfo{}
 	}
 	s.mu.Lock()
@@ -460,24 +482,45 @@ func (c *client) enqueue(id json.RawMessage, f func()) bool {
 // start starts a session beside the connection's other requests: a
 // start may wait long for room in a cluster (the client is told its
 // place in the queue with "queued" frames), and nothing else waits
-// behind it.
+// behind it. A socket runs maxStarts at once; more wait here, in
+// arrival order and told their place with queued frames, up to
+// maxStartQueue; past that a start is refused with busy.
 func (c *client) start(req *request) {
-	select {
-	case c.starts <- struct{}{}:
-	default:
-		c.fail(req.ID, errorf(CodeBusy, "too many starts in flight on this connection"))
-		return
-	}
 	sr := req.StartRequest
 	id := req.ID
+	c.mu.Lock()
+	var w *startWaiter
+	switch {
+	case c.startsRunning < maxStarts:
+		c.startsRunning++
+	case len(c.startsWaiting) < maxStartQueue:
+		w = &startWaiter{id: id, ready: make(chan struct{})}
+		c.startsWaiting = append(c.startsWaiting, w)
+	default:
+		c.mu.Unlock()
+		c.fail(id, errorf(CodeBusy, "too many starts on this connection: %d running and %d waiting; try again when one has ended", maxStarts, maxStartQueue))
+		return
+	}
+	position := len(c.startsWaiting)
+	c.mu.Unlock()
+	if w != nil {
+		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
+	}
 	sr.OnQueued = func(position int) {
 		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
 	}
 	c.wg.Add(1)
-	ctx, span := c.s.startSpan(c.ctx, "serve start")
 	go func() {
 		defer c.wg.Done()
-		defer func() { <-c.starts }()
+		if w != nil {
+			select {
+			case <-w.ready:
+			case <-c.ctx.Done():
+				return // the socket is gone: nobody to answer
+			}
+		}
+		defer c.startDone()
+		ctx, span := c.s.startSpan(c.ctx, "serve start")
 		var info SessionInfo
 		var err error
 		if c.id != nil {
@@ -494,6 +537,25 @@ func (c *client) start(req *request) {
 		}
 		reply(c, id, startResult{Session: info}, err)
 	}()
+}
+
+// startDone gives a finished start's slot to the first waiting one, and
+// tells the others their new places.
+func (c *client) startDone() {
+	c.mu.Lock()
+	if len(c.startsWaiting) == 0 {
+		c.startsRunning--
+		c.mu.Unlock()
+		return
+	}
+	next := c.startsWaiting[0]
+	c.startsWaiting = slices.Delete(c.startsWaiting, 0, 1)
+	rest := slices.Clone(c.startsWaiting)
+	c.mu.Unlock()
+	close(next.ready)
+	for i, w := range rest {
+		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: w.id, Position: i + 1}))
+	}
 }
 
 func (c *client) do(req *request) {

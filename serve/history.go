@@ -26,6 +26,12 @@ type History struct {
 	// Dropped counts the older messages past the bound (see
 	// LocalOptions.MaxHistory) that are not included.
 	Dropped int `json:"dropped,omitempty"`
+	// Resolved are the approvals answered in the earlier conversation,
+	// as its session's snapshot had them (host.Snapshot.Resolved), when
+	// this server ran it: a session brought back with the resume command
+	// still says who allowed its earlier calls. The CLI's session file
+	// does not record it, so a conversation resumed from disk has none.
+	Resolved []host.ResolvedApproval `json:"resolved,omitempty"`
 }
 
 // Historian is a Backend that knows the earlier conversation of the

@@ -438,16 +438,24 @@ func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*Result
 		ctx = team.NewContext(ctx, e.owner)
 	}
 	info, err := b.Start(ctx, &req)
+	answered := e.s.Snapshot().Resolved
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e.resuming = false
 	if err != nil {
 		return nil, err
 	}
-	// The new session takes the old one's title and place.
+	// The new session takes the old one's title and place, and who
+	// answered its approvals (the session file does not say).
 	if ne := b.entries[info.ID]; ne != nil {
 		ne.title, ne.lastPrompt, ne.created = cmpOr(e.title, ne.title), e.lastPrompt, e.created
 		info.Title, info.LastPrompt, info.Created = ne.title, ne.lastPrompt, ne.created
+		if r := resolvedOf(e.history, answered); len(r) > 0 {
+			if ne.history == nil {
+				ne.history = &History{Source: sid}
+			}
+			ne.history.Resolved = r
+		}
 	}
 	if _, ok := b.entries[id]; ok {
 		delete(b.entries, id)
@@ -459,6 +467,23 @@ func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*Result
 	}
 	return &Result{Session: &info}, nil
 }
+
+// resolvedOf is every approval answered in a conversation: those its
+// history carried (from earlier resumes), then its session's (b.mu held).
+func resolvedOf(h *History, answered []host.ResolvedApproval) []host.ResolvedApproval {
+	var out []host.ResolvedApproval
+	if h != nil {
+		out = append(out, h.Resolved...)
+	}
+	out = append(out, answered...)
+	if n := len(out) - maxHistoryResolved; n > 0 {
+		out = out[n:]
+	}
+	return out
+}
+
+// maxHistoryResolved bounds History.Resolved: the last answers go on.
+const maxHistoryResolved = 64
 
 func clip(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

@@ -121,6 +121,8 @@ type envOptions struct {
 	// cluster serves the sessions of an in-process cluster (NATS, an
 	// agent on the same fake CLI) instead of a local manager: serve --nats.
 	cluster bool
+	// wrap, when set, wraps the backend the server uses.
+	wrap func(serve.Backend) serve.Backend
 }
 
 func newEnv(t testing.TB, eo *envOptions) *env {
@@ -143,6 +145,9 @@ func newEnv(t testing.TB, eo *envOptions) *env {
 	if eo.cluster {
 		c := clustertest.New(t, &clustertest.Options{Capacity: 64, Session: &host.Options{CLI: &claude.Options{Transport: fake}, Journal: eo.journal}})
 		b = c.Backend(&cluster.BackendOptions{DefaultCwd: lo.DefaultCwd})
+	}
+	if eo.wrap != nil {
+		b = eo.wrap(b)
 	}
 	srv := serve.NewServer(b, eo.serve)
 	hs := httptest.NewServer(srv)

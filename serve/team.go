@@ -518,14 +518,30 @@ func (c *client) recheck() {
 		case <-c.ctx.Done():
 			return
 		case <-tk.C:
-			id, err := c.s.identify(c.authr)
-			if err == nil && id.Subject == c.id.Subject && id.Role == c.id.Role && slices.Equal(id.Groups, c.id.Groups) {
-				continue
-			}
-			c.s.log.Info("serve: sign-in no longer valid; disconnecting", "remote", c.ip)
-			c.ws.Close(websocket.StatusPolicyViolation, "signed out")
-			c.cancel()
+		case <-c.recheckNow:
+		}
+		if !c.checkSignIn() {
 			return
 		}
 	}
+}
+
+// statusSignedOut is the WebSocket close code of a connection whose
+// sign-in ended (signed out, revoked, no longer admitted): a client
+// shows its sign-in page rather than reconnecting. An application code
+// (4000–4999), after HTTP's 401.
+const statusSignedOut = websocket.StatusCode(4401)
+
+// checkSignIn checks the connection's sign-in now; when it is no longer
+// valid (or no longer the same person, role and groups) it closes the
+// socket with statusSignedOut and reports false.
+func (c *client) checkSignIn() bool {
+	id, err := c.s.identify(c.authr)
+	if err == nil && id.Subject == c.id.Subject && id.Role == c.id.Role && slices.Equal(id.Groups, c.id.Groups) {
+		return true
+	}
+	c.s.log.Info("serve: sign-in no longer valid; disconnecting", "remote", c.ip)
+	c.ws.Close(statusSignedOut, "signed out")
+	c.cancel()
+	return false
 }

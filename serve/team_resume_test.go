@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -52,7 +51,9 @@ func (r *recordingIsolator) String() string {
 	return strings.Join(r.calls, ", ")
 }
 
-// quitCLI echoes prompts; "quit" makes the CLI exit, as a crash would.
+// quitCLI echoes prompts; "quit" makes the CLI exit, as a crash would;
+// "tool <command>" asks to run the command with Bash and waits for the
+// answer.
 func quitCLI(ctx context.Context, c *claudetest.CLI) error {
 	if _, err := c.HandleInitialize(ctx); err != nil {
 		return err
@@ -64,10 +65,19 @@ func quitCLI(ctx context.Context, c *claudetest.CLI) error {
 		}
 		text := claudetest.UserText(u.Raw)
 		c.Write(c.SystemInit(), replayOf(c, u))
-		if text == "quit" {
+		switch cmd, ok := strings.CutPrefix(text, "tool "); {
+		case text == "quit":
 			return nil
+		case ok:
+			input := map[string]string{"command": cmd}
+			c.Write(c.AssistantToolUse("toolu_q", "Bash", input))
+			if _, err := c.CanUseTool(ctx, "toolu_q", "Bash", input); err != nil {
+				return err
+			}
+			c.Write(c.ToolResult("toolu_q", "ok", false), c.ResultSuccess("ran it"))
+		default:
+			c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
 		}
-		c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
 	}
 }
 
@@ -85,16 +95,8 @@ func newOwnerTeamEnv(t *testing.T) (*teamEnv, *ownerAuthz, *recordingIsolator, *
 	authz := &ownerAuthz{fakeAuthz: newFakeAuthz()}
 	iso := &recordingIsolator{}
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz, Isolation: iso}
-	m := host.NewManager(nil)
-	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: quitCLI}}}, Team: to})
-	srv := serve.NewServer(b, &serve.Options{Team: to})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		srv.Close()
-		m.Close()
-	})
-	return &teamEnv{t: t, http: hs, authz: authz.fakeAuthz, cfg: cfg}, authz, iso, m
+	e := teamServer(t, to, cfg, authz.fakeAuthz, quitCLI)
+	return e, authz, iso, e.m
 }
 
 // wantAliceTwice fails unless the session options and the isolation
@@ -162,4 +164,63 @@ func TestTeamResumeKeepsTheOwner(t *testing.T) {
 	if !strings.Contains(checks, "bob@example.com send") {
 		t.Errorf("host checks %s: bob's send was not checked as bob", checks)
 	}
+}
+
+// Who answered an approval survives: in the session's snapshot for
+// whoever opens it later, and in the history of the session that
+// continues the conversation after its CLI died (resume).
+func TestAnsweredByInSnapshotAndResume(t *testing.T) {
+	ctx := testCtx(t)
+	root := t.TempDir()
+	cfg := &fakeConfig{root: root}
+	if err := os.MkdirAll(cfg.Workspace(&me_alice), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	authz := newFakeAuthz()
+	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz}
+	e := teamServer(t, to, cfg, authz, quitCLI)
+	alice := e.dial(ctx, "alice@example.com")
+	id := alice.start(ctx, "")
+	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})
+	n := 0
+	alice.ok(ctx, map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "send", "text": "tool ls"}})
+	ap := alice.waitFrame(ctx, &n, "the approval", isKind(id, host.EventApproval))
+	var ai host.ApprovalInfo
+	json.Unmarshal(ap.Event.Data, &ai)
+	alice.ok(ctx, map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}})
+	alice.waitFrame(ctx, &n, "idle after the tool", isState(id, "idle"))
+
+	want := host.ResolvedApproval{ApprovalResolved: host.ApprovalResolved{ID: ai.ID, Outcome: "allowed", AnsweredBy: "Alice Example"}, Kind: "tool", ToolName: "Bash", ToolUseID: "toolu_q"}
+	check := func(what string, got []host.ResolvedApproval) {
+		t.Helper()
+		if len(got) != 1 || got[0].Resolved.IsZero() {
+			t.Fatalf("%s: resolved %+v; want one, with its time", what, got)
+		}
+		got[0].Resolved = want.Resolved
+		if got[0] != want {
+			t.Errorf("%s: resolved %+v; want %+v", what, got[0], want)
+		}
+	}
+	check("the snapshot", snapshotAs(t, e, "alice@example.com", id).Resolved)
+
+	// The CLI dies; the conversation is resumed as a new session.
+	if f := alice.do(ctx, id, map[string]any{"type": "send", "text": "quit"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	alice.waitFrame(ctx, &n, "the session disconnected", func(f *frame) bool {
+		return isKind(id, host.EventState)(f) && strings.Contains(string(f.Event.Data), `"disconnected"`)
+	})
+	f := alice.do(ctx, id, map[string]any{"type": "resume"})
+	var rr serve.Result
+	if f.Error != nil || json.Unmarshal(f.Result, &rr) != nil || rr.Session == nil || rr.Session.ID == id {
+		t.Fatalf("resume: %s", f.raw)
+	}
+	st, code, body := e.as("alice@example.com", "GET", "/api/sessions/"+rr.Session.ID+"/snapshot", "")
+	var sn struct {
+		History *serve.History `json:"history"`
+	}
+	if st != 200 || json.Unmarshal(body, &sn) != nil || sn.History == nil {
+		t.Fatalf("the resumed session's snapshot: %d %s %s", st, code, body)
+	}
+	check("the resumed session's history", sn.History.Resolved)
 }

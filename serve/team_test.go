@@ -251,6 +251,7 @@ type teamEnv struct {
 	http  *httptest.Server
 	authz *fakeAuthz
 	cfg   *fakeConfig
+	m     *host.Manager // the local backend's sessions
 }
 
 func newTeamEnv(t *testing.T) *teamEnv {
@@ -264,9 +265,15 @@ func newTeamEnv(t *testing.T) *teamEnv {
 	}
 	authz := newFakeAuthz()
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz, Audit: authz, Recorder: authz}
-	fake := &claudetest.FakeCLI{Script: fakeCLI}
+	return teamServer(t, to, cfg, authz, fakeCLI)
+}
+
+// teamServer serves a team (to) over a local backend whose CLIs run
+// script, for as long as the test.
+func teamServer(t *testing.T, to *serve.TeamOptions, cfg *fakeConfig, authz *fakeAuthz, script func(context.Context, *claudetest.CLI) error) *teamEnv {
+	t.Helper()
 	m := host.NewManager(nil)
-	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: fake}}, Team: to})
+	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: script}}}, Team: to})
 	srv := serve.NewServer(b, &serve.Options{Team: to})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
@@ -274,7 +281,7 @@ func newTeamEnv(t *testing.T) *teamEnv {
 		srv.Close()
 		m.Close()
 	})
-	return &teamEnv{t: t, http: hs, authz: authz, cfg: cfg}
+	return &teamEnv{t: t, http: hs, authz: authz, cfg: cfg, m: m}
 }
 
 // as sends an HTTP request as user ("" = nobody) and returns the status,

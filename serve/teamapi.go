@@ -35,6 +35,7 @@ func (s *Server) teamRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/logout", off)
 	if h := t.Auth.Handler(); h != nil {
 		mux.Handle("/auth/", h)
+		mux.Handle("/auth/logout", s.signingOut(h))
 	} else {
 		mux.HandleFunc("/auth/", func(w http.ResponseWriter, r *http.Request) {
 			s.refuse(w, r, http.StatusNotFound, CodeNotFound, "people sign in through the proxy in front of this server")
@@ -46,6 +47,18 @@ func (s *Server) teamRoutes(mux *http.ServeMux) {
 		}
 	})
 	mux.HandleFunc("/api/sessions/{id}/share", s.serveShare)
+	mux.HandleFunc("/api/people", func(w http.ResponseWriter, r *http.Request) {
+		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
+			return
+		}
+		out := peopleResult{People: []personEntry{}}
+		if d, ok := t.Config.(TeamDirectory); ok {
+			for _, p := range d.Directory() {
+				out.People = append(out.People, personEntry{Email: p.Email, Name: p.Name})
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
 	mux.HandleFunc("/api/spend", func(w http.ResponseWriter, r *http.Request) {
 		if !s.needMethod(w, r, http.MethodGet) || !s.authorized(w, r, false) {
 			return
@@ -62,6 +75,54 @@ func (s *Server) teamRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("/api/audit", s.serveAudit)
 }
+
+// signingOut wraps the sign-in's logout: once it has revoked the
+// login, every open socket of that person is checked again at once (by
+// its recheck goroutine, so that a slow peer's close handshake holds
+// nothing up), so
+// that the tabs signed in with that login are closed (4401 "signed
+// out") now rather than at the next periodic recheck.
+func (s *Server) signingOut(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.identify(r)
+		h.ServeHTTP(w, r)
+		if err != nil || r.Method != http.MethodPost {
+			return
+		}
+		s.mu.Lock()
+		var mine []*client
+		for c := range s.clients {
+			if c.id != nil && c.id.Subject == id.Subject {
+				mine = append(mine, c)
+			}
+		}
+		s.mu.Unlock()
+		for _, c := range mine {
+			select {
+			case c.recheckNow <- struct{}{}:
+			default: // a check is due already
+			}
+		}
+	})
+}
+
+// TeamDirectory is a TeamConfig that lists its people by name
+// (*team.Config): GET /api/people answers with them, so that the share
+// dialog offers names rather than bare addresses. Optional.
+type TeamDirectory interface {
+	// Directory returns the people (Email and Name only are read).
+	Directory() []team.Person
+}
+
+type (
+	peopleResult struct {
+		People []personEntry `json:"people"`
+	}
+	personEntry struct {
+		Email string `json:"email"`
+		Name  string `json:"name"`
+	}
+)
 
 // shareBody is the body of POST /api/sessions/{id}/share and the answer
 // of both methods.

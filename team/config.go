@@ -2,6 +2,7 @@ package team
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,6 +86,21 @@ type Person struct {
 	Role   Role     `json:"role"`
 	Groups []string `json:"groups,omitempty"` // added to the provider's
 	Policy *Policy  `json:"policy,omitempty"` // overrides the role's, field by field
+}
+
+// Directory returns the people the configuration lists, by e-mail
+// address and display name (Name, else the address) only, sorted by
+// name: whom a person can share a session with by name.
+func (c *Config) Directory() []Person {
+	out := make([]Person, 0, len(c.People))
+	for _, p := range c.People {
+		if p.Email == "" {
+			continue
+		}
+		out = append(out, Person{Email: strings.ToLower(p.Email), Name: cmp.Or(p.Name, p.Email)})
+	}
+	slices.SortFunc(out, func(a, b Person) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) })
+	return out
 }
 
 // GroupConfig is what a group's members get.

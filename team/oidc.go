@@ -227,9 +227,14 @@ func (a *OIDC) login(w http.ResponseWriter, r *http.Request) {
 	a.addPending(p)
 	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: p.state, Path: "/auth/", MaxAge: int(pendingTTL / time.Second),
 		HttpOnly: true, Secure: a.o.Secure, SameSite: http.SameSiteLaxMode})
-	u := rp.AuthURL(p.state, a.rp,
-		rp.WithCodeChallenge(oidc.NewSHACodeChallenge(p.verifier)),
-		rp.AuthURLOpt(rp.WithURLParam("nonce", p.nonce)))
+	opts := []rp.AuthURLOpt{rp.WithCodeChallenge(oidc.NewSHACodeChallenge(p.verifier)), rp.AuthURLOpt(rp.WithURLParam("nonce", p.nonce))}
+	if r.URL.Query().Get("prompt") == oidc.PromptSelectAccount {
+		// "Sign in as someone else": the provider offers its account
+		// chooser (or its login form) instead of signing the same
+		// account in again.
+		opts = append(opts, rp.WithPrompt(oidc.PromptSelectAccount))
+	}
+	u := rp.AuthURL(p.state, a.rp, opts...)
 	http.Redirect(w, r, u, http.StatusFound)
 }
 
@@ -276,7 +281,7 @@ func (a *OIDC) callback(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			a.log.InfoContext(ctx, "team: sign-in refused", "sub", id.Subject, "err", err)
 			a.refuse(r, id, err.Error())
-			page(w, http.StatusForbidden, "Not allowed", "You ("+id.DisplayName()+") are not allowed to use this Tether. Ask its administrator for access.", false)
+			pageSwitch(w, http.StatusForbidden, "Not allowed", "You ("+id.DisplayName()+") are not allowed to use this Tether. Ask its administrator for access, or sign in with another account.")
 			return
 		}
 		resolved.Addr = id.Addr
@@ -557,16 +562,30 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem;line-height:1.5}
 @media (prefers-color-scheme:dark){body{background:#18181b;color:#e4e4e7}a{color:#93c5fd}}</style></head>
 <body><h1 id="title">{{.Title}}</h1><p id="message">{{.Message}}</p>
-{{if .Retry}}<p><a id="retry" href="/auth/login">Sign in again</a></p>{{end}}</body></html>
+{{if .Retry}}<p><a id="retry" href="/auth/login">Sign in again</a></p>{{end}}
+{{if .Switch}}<p><a id="switch" href="/auth/login?prompt=select_account">Sign in as someone else</a></p>{{end}}</body></html>
 `))
 
 // page answers with a small HTML page; the text is escaped.
 func page(w http.ResponseWriter, code int, title, msg string, retry bool) {
+	writePage(w, code, pageData{Title: title, Message: msg, Retry: retry})
+}
+
+// pageSwitch is page with a way to sign in with another account (the
+// provider's account chooser): for a person who is signed in at the
+// provider as someone this server does not admit.
+func pageSwitch(w http.ResponseWriter, code int, title, msg string) {
+	writePage(w, code, pageData{Title: title, Message: msg, Switch: true})
+}
+
+type pageData struct {
+	Title, Message string
+	Retry, Switch  bool
+}
+
+func writePage(w http.ResponseWriter, code int, d pageData) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_ = pageTmpl.Execute(w, struct {
-		Title, Message string
-		Retry          bool
-	}{title, msg, retry})
+	_ = pageTmpl.Execute(w, d)
 }

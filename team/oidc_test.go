@@ -349,6 +349,17 @@ func TestOIDCRefusedPerson(t *testing.T) {
 	if b.setCookie(SessionCookie) != nil {
 		t.Fatal("a refused person got a session cookie")
 	}
+	// Not a dead end: the page offers to sign in as someone else, which
+	// asks the provider for its account chooser.
+	if !strings.Contains(body, `href="/auth/login?prompt=select_account"`) || !strings.Contains(body, "Sign in as someone else") {
+		t.Fatalf("the refusal offers no other sign-in: %.600s", body)
+	}
+	other := newBrowser(t)
+	other.stopAt = "/authorize"
+	get(t, other, a.srv.URL+"/auth/login?prompt=select_account")
+	if other.stoppedU == nil || other.stoppedU.Query().Get("prompt") != "select_account" {
+		t.Fatalf("sign in as someone else: the provider was asked %v; want prompt=select_account", other.stoppedU)
+	}
 	if a.store.Len() != 0 {
 		t.Fatal("a refused person got a login")
 	}

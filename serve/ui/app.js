@@ -6,21 +6,27 @@
 // (an event at or below lastSeq is ignored). When the server answers
 // with a snapshot instead (we were too far behind, or the page is new),
 // the view is rebuilt from it and continues from its seq.
+//
+// Where things are: what the page knows lives in stores (store.js: the
+// sessions list, and one store per open session that applies its
+// snapshot and events); panels subscribe to them: the list (sessions.js),
+// the approvals (approvalpanel.js, cards from approvals.js), the queued
+// prompts (deliverypanel.js), the head and cost line (here). The
+// transcript (transcript.js) and the dialogs are still driven from here;
+// proto.js speaks the protocol, team.js the team's pages, dom.js has the
+// DOM helpers.
 
 import { Conn } from "./conn.js";
 import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
-import * as approvals from "./approvals.js";
+import { ApprovalPanel } from "./approvalpanel.js";
 import * as proto from "./proto.js";
 import * as tm from "./team.js";
+import { SessionsStore, SessionStore } from "./store.js";
+import { SessionList } from "./sessions.js";
+import { DeliveryPanel } from "./deliverypanel.js";
+import { el } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
 
 // ---- theme ----------------------------------------------------------------
 
@@ -58,7 +64,7 @@ const stateWords = {
 const busyStates = new Set(["requesting", "thinking", "streaming", "running_tool", "awaiting_approval", "awaiting_answer", "interrupting"]);
 
 const app = {
-  sessions: new Map(), // id -> SessionInfo (+ live fields)
+  sessions: new SessionsStore(), // id -> SessionInfo (+ live fields)
   intros: new Map(), // id -> a note for the top of its transcript (resumed, forked)
   current: null, // id of the open session
   view: null, // the open session's view state
@@ -124,7 +130,7 @@ function showConn(s, info) {
   else if (s === "connecting") c.textContent = "connecting…";
   else if (s === "down" && tm.team.on) {
     c.textContent = "signed out";
-    if (document.body.dataset.auth !== "signin") tm.showSignIn("Your sign-in has ended. Sign in again to continue.");
+    if (document.body.dataset.auth !== "signin") tm.showSignIn(info?.closed ? "Your sign-in ended: you signed out in another tab, or it was revoked." : "Your sign-in has ended. Sign in again to continue.");
   } else if (s === "down") {
     c.textContent = "signed out — open the link tether serve printed";
     c.title = "The link carries the login token; the server prints it when it starts.";
@@ -159,9 +165,7 @@ const handlers = {
   },
   sessions(list) {
     app.listed = (app.listed || 0) + 1; // lists received (tests wait on it)
-    app.sessions.clear();
-    for (const s of list || []) app.sessions.set(s.id, s);
-    renderList();
+    app.sessions.replace(list);
     if (app.current && !app.sessions.has(app.current) && app.view && !app.view.ended) {
       // Gone from the server (closed elsewhere).
       app.view.ended = true;
@@ -170,17 +174,14 @@ const handlers = {
   },
   session(info) {
     if (!info || !info.id) return;
-    const old = app.sessions.get(info.id) || {};
-    app.sessions.set(info.id, { ...old, ...info });
-    renderList();
+    const old = app.sessions.update(info);
     if (info.id === app.current) {
       renderHead();
       if (old.id) accessChanged(tm.access(old), tm.access(app.sessions.get(info.id)));
     }
   },
   removed(id) {
-    app.sessions.delete(id);
-    renderList();
+    app.sessions.remove(id);
     if (id === app.current && app.view && !app.view.ended && tm.team.on) {
       // No longer ours to see (unshared) or closed.
       app.view.ended = true;
@@ -192,16 +193,7 @@ const handlers = {
     loadSnapshot(snap);
   },
   event(id, ev) {
-    const s = app.sessions.get(id);
-    if (s && ev.kind === "state") {
-      const st = proto.json(ev.data);
-      s.state = st.state;
-      s.tool = st.tool;
-      s.last_event = ev.time;
-      renderList();
-    } else if (s) {
-      s.last_event = ev.time;
-    }
+    app.sessions.applyEvent(id, ev, ev.kind === "state" || ev.kind === "cost" ? proto.json(ev.data) : null);
     if (id !== app.current || !app.view) return;
     applyEvent(ev);
   },
@@ -235,63 +227,57 @@ function sessionTitle(s) {
   return s.title || s.first_prompt || first || s.last_prompt || s.cwd?.split("/").filter(Boolean).pop() || s.id.slice(0, 8);
 }
 
+// The list panel (sessions.js) renders app.sessions as it changes;
+// renderList renders it again for what the store does not hold: which
+// session is open, its title from the transcript, who we are.
+const sessionList = new SessionList($("sessions"), $("no-sessions"), app.sessions, {
+  groups: tm.groups,
+  key: (s) => JSON.stringify([s, s.id === app.current, sessionTitle(s), tm.team.on, tm.team.me?.sub || "", tm.access(s)]),
+  fill: fillItem,
+});
+
 function renderList() {
-  const ul = $("sessions");
-  const list = [...app.sessions.values()].sort((a, b) => (b.created || b.started || "").localeCompare(a.created || a.started || "") || a.id.localeCompare(b.id));
-  ul.replaceChildren();
-  for (const g of tm.groups(list)) {
-    if (g.title) {
-      const h = el("li", "group", g.title);
-      h.dataset.group = g.key;
-      h.setAttribute("role", "presentation");
-      h.appendChild(el("span", "count", String(g.items.length)));
-      ul.appendChild(h);
-    }
-    for (const s of g.items) ul.appendChild(listItem(s));
-  }
-  $("no-sessions").hidden = list.length > 0;
+  sessionList.render();
 }
 
-function listItem(s) {
-  {
-    const li = el("li");
-    li.dataset.id = s.id;
-    li.tabIndex = 0;
-    if (s.id === app.current) li.className = "current";
-    const r1 = el("div", "row1");
-    r1.appendChild(el("span", "name", sessionTitle(s)));
-    li.title = (s.title || "") + (s.last_prompt ? "\nlast prompt: " + s.last_prompt : "");
-    li.appendChild(r1);
-    const r2 = el("div", "row2");
-    r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
-    r2.appendChild(el("span", "spacer"));
-    const t = el("span", "ago", ago(s.last_event));
-    t.dataset.t = s.last_event || "";
-    r2.appendChild(t);
-    const usd = s.cost?.usd ?? s.cost_usd;
-    if (usd > 0) r1.appendChild(el("span", "usd", fmtUSD(usd))).title = "$" + usd;
-    li.appendChild(r2);
-    if (s.cwd) {
-      // Long paths keep their end in view: the ellipsis eats the start.
-      const w = el("div", "where");
-      w.appendChild(el("bdi", null, s.cwd));
-      li.appendChild(w);
-    }
-    if (tm.team.on && !tm.mine(s)) {
-      // Someone else's: whose, and what we may do there.
-      const by = el("div", "by");
-      by.appendChild(el("span", "avatar small", tm.initials(s.person_name || s.person || "?")));
-      by.appendChild(el("span", "owner", s.person_name || s.person || "someone"));
-      const acc = tm.access(s);
-      if (acc !== "owner") by.appendChild(el("span", "access " + acc, acc));
-      li.appendChild(by);
-    }
-    li.onclick = () => openSession(s.id);
-    li.onkeydown = (e) => {
-      if (e.key === "Enter") openSession(s.id);
-    };
-    return li;
+// fillItem fills a list line (its element stays: the focus with it).
+function fillItem(li, s) {
+  li.replaceChildren();
+  li.dataset.id = s.id;
+  li.tabIndex = 0;
+  li.className = s.id === app.current ? "current" : "";
+  const r1 = el("div", "row1");
+  r1.appendChild(el("span", "name", sessionTitle(s)));
+  li.title = (s.title || "") + (s.last_prompt ? "\nlast prompt: " + s.last_prompt : "");
+  li.appendChild(r1);
+  const r2 = el("div", "row2");
+  r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
+  r2.appendChild(el("span", "spacer"));
+  const t = el("span", "ago", ago(s.last_event));
+  t.dataset.t = s.last_event || "";
+  r2.appendChild(t);
+  const usd = s.cost?.usd ?? s.cost_usd;
+  if (usd > 0) r1.appendChild(el("span", "usd", fmtUSD(usd))).title = "$" + usd;
+  li.appendChild(r2);
+  if (s.cwd) {
+    // Long paths keep their end in view: the ellipsis eats the start.
+    const w = el("div", "where");
+    w.appendChild(el("bdi", null, s.cwd));
+    li.appendChild(w);
   }
+  if (tm.team.on && !tm.mine(s)) {
+    // Someone else's: whose, and what we may do there.
+    const by = el("div", "by");
+    by.appendChild(el("span", "avatar small", tm.initials(s.person_name || s.person || "?")));
+    by.appendChild(el("span", "owner", s.person_name || s.person || "someone"));
+    const acc = tm.access(s);
+    if (acc !== "owner") by.appendChild(el("span", "access " + acc, acc));
+    li.appendChild(by);
+  }
+  li.onclick = () => openSession(s.id);
+  li.onkeydown = (e) => {
+    if (e.key === "Enter") openSession(s.id);
+  };
 }
 
 // Times since the last event tick every second.
@@ -303,27 +289,15 @@ setInterval(() => {
 // ---- one session ----------------------------------------------------------------
 
 function newView(id) {
+  const store = new SessionStore(id);
   const v = {
     id,
-    lastSeq: 0,
-    state: { state: "" },
-    lastEvent: null,
-    approvals: new Map(), // id -> {info, el}
-    // Approvals this tab answered (or is answering), by id: the resolved
-    // event may come before the reply to our answer, and must still read
-    // as answered here.
-    mine: new Set(),
-    deliveries: new Map(), // uuid -> DeliveryInfo
-    cost: null,
+    store,
     // The highest cumulative figures seen: a stopped turn's result counts
     // nothing, and the host's running total falls back by the turn's
     // tokens; what was spent stays spent.
     costSeen: { usd: 0, in: 0, out: 0 },
     turn: null,
-    ended: false,
-    model: "",
-    mode: "",
-    cwd: "",
     stopClicks: 0,
     transcript: new Transcript($("transcript")),
   };
@@ -331,6 +305,33 @@ function newView(id) {
     v.turn = t;
     renderCost();
   };
+  // The approvals panel: the cards, and the records answered ones leave.
+  v.panel = new ApprovalPanel($("approvals"), {
+    store,
+    transcript: v.transcript,
+    answer: (approval, reply) => proto.answer(conn, id, approval, reply),
+    canAct: () => tm.canAct(app.sessions.get(id)),
+    busy: () => busyStates.has(store.state.state),
+    typing: isTyping,
+    prompt: $("prompt"),
+    scroll: () => scrollDown(),
+    asked: () => app.asked++,
+    shown: () => app.view === v,
+  });
+  v.approvals = v.panel.pending; // id -> {info, el} (the keys; tests read it)
+  // The queued prompts.
+  v.prompts = new DeliveryPanel($("deliveries"), { cancel: (uuid) => proto.cancel(conn, id, uuid), shown: () => app.view === v });
+  v.deliveries = v.prompts.items; // uuid -> DeliveryInfo
+  // The session's facts are the store's; the view reads them through.
+  for (const k of ["lastSeq", "lastEvent", "state", "model", "mode", "cwd", "cost", "ended"]) {
+    Object.defineProperty(v, k, { get: () => store[k], set: (x) => (store[k] = x), enumerable: true });
+  }
+  // The head (title, state, controls) and the cost line follow the store.
+  store.subscribe((changed) => {
+    if (app.view !== v) return;
+    if (changed.has("cost") || changed.has("state")) renderCost();
+    if (changed.has("state") || changed.has("model") || changed.has("mode") || changed.has("cwd") || changed.has("ended")) renderHead();
+  });
   return v;
 }
 
@@ -370,13 +371,7 @@ function loadSnapshot(snap) {
     v.turn = t;
     renderCost();
   };
-  v.lastSeq = snap.seq || 0;
-  v.state = snap.state || { state: "" };
-  v.model = snap.model || "";
-  v.mode = snap.permission_mode || "";
-  v.cwd = snap.cwd || "";
-  v.ended = !!snap.ended;
-  v.cost = snap.cost || null;
+  v.store.load(snap);
   const intro = app.intros.get(v.id);
   if (intro) v.transcript.root.appendChild(el("div", "note intro", intro));
   // A session resumed or forked from disk: its earlier conversation,
@@ -391,10 +386,12 @@ function loadSnapshot(snap) {
   if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
   for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
   v.transcript.flush();
-  v.approvals.clear();
-  $("approvals").replaceChildren();
-  for (const a of snap.approvals || []) addApproval(a);
-  v.deliveries.clear();
+  v.panel.reset();
+  // Approvals answered before we looked (also in the conversation a
+  // resumed session continues): who answered, on their calls.
+  v.panel.answered([...(hist?.resolved || []), ...(snap.resolved || [])]);
+  for (const a of snap.approvals || []) v.panel.add(a);
+  v.prompts.clear();
   // A running turn whose prompt the CLI has not echoed yet (it does so
   // only before the turn's first assistant line) was started by the
   // oldest queued prompt: show it as the turn's, not as waiting.
@@ -405,7 +402,7 @@ function loadSnapshot(snap) {
   }
   for (const d of open) if (!v.transcript.users.has(d.uuid)) v.deliveries.set(d.uuid, d);
   if (snap.ended) v.transcript.root.appendChild(el("div", "note", "Session closed" + (snap.error ? ": " + snap.error : "")));
-  renderDeliveries();
+  v.prompts.render();
   renderHead();
   renderCost();
   scrollDown(true);
@@ -413,41 +410,31 @@ function loadSnapshot(snap) {
 
 function applyEvent(ev) {
   const v = app.view;
-  if (ev.seq <= v.lastSeq) return; // already applied
-  if (v.lastSeq && ev.seq !== v.lastSeq + 1) {
+  const stick = nearBottom();
+  const d = v.store.apply(ev, proto.json(ev.data));
+  if (d === "dup") return; // already applied
+  if (d === "gap") {
     // A gap: never render past it; start over from a snapshot.
     console.warn("tether: gap", v.lastSeq, ev.seq);
     subscribe(v.id, true);
     return;
   }
-  v.lastSeq = ev.seq;
-  v.lastEvent = ev.time;
-  const d = proto.json(ev.data);
-  const stick = nearBottom();
   switch (ev.kind) {
     case "state":
-      v.state = d;
       if (busyStates.has(d.state)) v.turnPending = false;
-      if (!busyStates.has(d.state)) v.stopClicks = 0;
-      renderHead();
+      if (!busyStates.has(d.state)) {
+        v.stopClicks = 0;
+        updateComposer();
+      }
       break;
     case "message":
-      if (d && d.type === "system" && d.subtype === "init") {
-        v.model = d.model || v.model;
-        v.mode = d.permissionMode || v.mode;
-        v.cwd = d.cwd || v.cwd;
-        renderHead();
-      } else if (d && d.type === "system" && d.subtype === "status" && d.permissionMode) {
-        v.mode = d.permissionMode;
-        renderHead();
-      }
       v.transcript.apply(d);
       break;
     case "approval":
-      addApproval(d);
+      v.panel.add(d);
       break;
     case "approval_resolved":
-      resolveApproval(d);
+      v.panel.resolve(d);
       break;
     case "delivery":
       // A prompt sent while the session waits starts the next turn: it
@@ -463,20 +450,15 @@ function applyEvent(ev) {
       if (v.transcript.users.has(d.uuid) && !v.deliveries.has(d.uuid)) break; // the turn's own prompt
       if (v.deliveries.get(d.uuid)?.merged) d.merged = true;
       v.deliveries.set(d.uuid, d);
-      renderDeliveries();
+      v.prompts.render();
       break;
     case "cost":
-      v.cost = d;
-      renderCost();
-      break;
+      break; // the store has it; the cost line follows
     case "error":
       v.transcript.root.appendChild(el("div", "note warn", d.error || "error"));
       break;
     case "closed":
-      v.ended = true;
-      v.state = { state: "closed", since: ev.time };
       v.transcript.root.appendChild(el("div", "note", "Session closed" + (d && d.error ? ": " + d.error : "")));
-      renderHead();
       break;
   }
   if (stick) scrollDown();
@@ -615,110 +597,6 @@ function accessChanged(before, after) {
   if (before !== after && app.view && conn.live) subscribe(app.view.id, true);
 }
 
-// ---- approvals ---------------------------------------------------------------------
-
-function addApproval(a) {
-  const v = app.view;
-  if (v.approvals.has(a.id)) return;
-  app.asked++;
-  const c = approvals.card(
-    a,
-    (reply) => {
-      v.mine.add(a.id);
-      return proto.answer(conn, v.id, a.id, reply).catch((e) => {
-        v.mine.delete(a.id);
-        throw e;
-      });
-    },
-    (toolUseID) => v.transcript.tools.get(toolUseID)?.inputValue,
-  );
-  if (!tm.canAct(app.sessions.get(v.id))) {
-    // Watching only: the card shows what is asked, with nothing to press.
-    for (const x of c.querySelectorAll(".acts, button, input.reason, .err, .rule")) x.remove();
-    for (const x of c.querySelectorAll("input, textarea, select")) x.disabled = true;
-    c.keys = null;
-    c.classList.add("watch-only");
-    c.appendChild(el("p", "muted small", "Waiting for the owner or a collaborator to answer."));
-  }
-  v.approvals.set(a.id, { info: a, el: c });
-  if (a.tool_use_id) v.transcript.awaiting(a.tool_use_id, true, a.kind === "question");
-  $("approvals").appendChild(c);
-  scrollDown();
-  // Keyboard-first: the new card takes the keys unless the user is typing.
-  const ta = $("prompt");
-  if (c.keys && v.approvals.size === 1 && (!isTyping() || (document.activeElement === ta && !ta.value.trim()))) c.focus({ preventScroll: true });
-}
-
-function resolveApproval(r) {
-  const v = app.view;
-  const a = v.approvals.get(r.id);
-  if (!a) return;
-  v.approvals.delete(r.id);
-  if (a.info.tool_use_id) {
-    v.transcript.awaiting(a.info.tool_use_id, false);
-    if (r.outcome === "denied") v.transcript.denied(a.info.tool_use_id);
-  }
-  approvals.resolved(a.el, r, v.mine.has(r.id));
-  if (r.answered_by && a.info.tool_use_id) v.transcript.answeredBy(a.info.tool_use_id, r.outcome, r.answered_by);
-  // Keep the outcome in view a moment, then let the transcript tell it.
-  setTimeout(() => a.el.remove(), 1500);
-  const next = [...v.approvals.values()][0];
-  if (next && next.el.keys && (a.el.contains(document.activeElement) || !isTyping())) next.el.focus({ preventScroll: true });
-  else if (!next && a.el.contains(document.activeElement)) $("prompt").focus({ preventScroll: true });
-}
-
-// ---- deliveries (queued prompts) ---------------------------------------------------
-
-function renderDeliveries() {
-  const v = app.view;
-  const ul = $("deliveries");
-  ul.replaceChildren();
-  const all = [...v.deliveries.values()];
-  const accepted = all.filter((d) => d.status === "accepted").length;
-  for (const d of all) {
-    const li = el("li");
-    li.dataset.uuid = d.uuid;
-    li.dataset.status = d.status;
-    // accepted: the CLI took it into the running turn; with others, the
-    // CLI merged them into one turn.
-    let label = d.status;
-    if (d.status === "accepted" && accepted > 1) d.merged = true;
-    if (d.status === "accepted") label = d.merged ? "merged" : "taken";
-    if (d.status === "answered" && d.merged) label = "answered · merged";
-    const st = el("span", "dstate", label);
-    st.dataset.s = label === "merged" ? "merged" : d.status;
-    li.appendChild(st);
-    li.appendChild(el("span", "dtext", d.text || "(image)"));
-    if (d.error) li.appendChild(el("span", "err", d.error));
-    if (d.status === "queued") {
-      const b = el("button", "danger", "Cancel");
-      b.type = "button";
-      b.title = "Take this prompt back before Claude reads it";
-      b.onclick = async () => {
-        b.disabled = true;
-        try {
-          await proto.cancel(conn, v.id, d.uuid);
-        } catch (e) {
-          li.appendChild(el("span", "err", e.message));
-        }
-      };
-      li.appendChild(b);
-    } else if (d.status !== "accepted" && !d.fading) {
-      // Answered, cancelled or lost: shown a moment, then gone (the
-      // transcript has the answer).
-      d.fading = true;
-      setTimeout(() => {
-        const cur = v.deliveries.get(d.uuid);
-        if (cur && cur.status === d.status && app.view === v) {
-          v.deliveries.delete(d.uuid);
-          renderDeliveries();
-        }
-      }, d.status === "answered" ? 2500 : 5000);
-    }
-    ul.appendChild(li);
-  }
-}
-
 // ---- prompt box ---------------------------------------------------------------------
 
 const attachments = [];
@@ -812,7 +690,7 @@ $("s-model").onchange = async (e) => {
   const v = app.view;
   try {
     await proto.setModel(conn, v.id, e.target.value);
-    v.model = e.target.value;
+    v.store.set({ model: e.target.value });
   } catch (err) {
     alert("Could not switch the model: " + err.message);
     renderHead();
@@ -822,7 +700,7 @@ $("s-mode").onchange = async (e) => {
   const v = app.view;
   try {
     await proto.setMode(conn, v.id, e.target.value);
-    v.mode = e.target.value;
+    v.store.set({ mode: e.target.value });
   } catch (err) {
     alert("Could not switch the mode: " + err.message);
     renderHead();
@@ -1108,7 +986,7 @@ $("share-btn").onclick = () => {
   const v = app.view;
   if (!v) return;
   const s = app.sessions.get(v.id) || { id: v.id };
-  const people = [...new Set([...app.sessions.values()].map((x) => x.person).filter(Boolean))];
+  const people = [...app.sessions.values()].filter((x) => x.person).map((x) => [x.person, x.person_name || ""]);
   tm.openShare(s, sessionTitle({ ...s, id: v.id }), people);
 };
 document.addEventListener("click", (e) => {

@@ -6,15 +6,9 @@
 // and shows the outcome when the server says the approval was resolved
 // (here or in another tab), so an approval is never answered twice.
 
-import { toolInput } from "./transcript.js";
+import { toolInput, toolSummary } from "./transcript.js";
 import { render as markdown } from "./md.js";
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
+import { el } from "./dom.js";
 
 /** ruleText describes a permission suggestion as a person reads it. */
 export function ruleText(s) {
@@ -299,6 +293,33 @@ export function resolved(c, r, mine) {
   if (r.answered_by) c.dataset.answeredBy = r.answered_by;
   c.dataset.answered = r.outcome === "withdrawn" ? "withdrawn" : here ? "here" : "elsewhere";
   c.appendChild(o);
+}
+
+/**
+ * recordText is the one line an answered approval leaves in the
+ * transcript: "Allowed by Alice · Bash ls", "Denied: not today · Bash
+ * rm -rf build". r is the approval_resolved payload (or a snapshot's
+ * resolved entry), tool the tool's name, input its input when known.
+ */
+export function recordText(r, tool, input) {
+  let what = { allowed: r.always ? "Allowed always" : "Allowed", answered: "Answered", denied: "Denied", withdrawn: "Withdrawn by Claude" }[r.outcome] || r.outcome || "";
+  if (r.answered_by && r.outcome !== "withdrawn") what += " by " + r.answered_by;
+  if (r.outcome === "denied" && r.message) what += ": " + r.message;
+  let gist = "";
+  if (input && typeof input === "object") gist = tool === "Bash" ? input.command || "" : toolSummary(tool, input);
+  gist = String(gist).replace(/\s+/g, " ").trim();
+  if (gist.length > 120) gist = gist.slice(0, 119) + "…";
+  return what + (tool ? " · " + tool + (gist ? " " + gist : "") : "");
+}
+
+/** record is the element of recordText, for the transcript. */
+export function record(r, tool, input) {
+  const e = el("div", "approval-record");
+  e.dataset.id = r.id || "";
+  e.dataset.outcome = r.outcome || "";
+  if (r.answered_by) e.dataset.answeredBy = r.answered_by;
+  e.textContent = recordText(r, tool, input);
+  return e;
 }
 
 // refused handles our answer failing after the card was resolved as

@@ -77,6 +77,14 @@ export class Conn {
       this.ws = null;
       for (const p of this.pending.values()) p.reject(new Error("connection lost"));
       this.pending.clear();
+      if (this.closed) return;
+      if (signedOut(e)) {
+        // The server ended our sign-in (signed out here or in another
+        // tab, or revoked): reconnecting cannot help.
+        this.closed = true;
+        this.setStatus("down", { reason: "signed out", closed: true });
+        return;
+      }
       if (!opened && this.h.onRefused) {
         // Never opened: the server may be gone, or may refuse us (a 401
         // on the upgrade is invisible to a page); the app finds out.
@@ -144,6 +152,12 @@ export class Conn {
     clearTimeout(this.timer);
     if (this.ws) this.ws.close();
   }
+}
+
+/** signedOut reports whether a close event says our sign-in ended: code
+ * 4401 (docs/serve-protocol.md), or 1008 "signed out" from older servers. */
+export function signedOut(e) {
+  return e.code === 4401 || (e.code === 1008 && e.reason === "signed out");
 }
 
 function isReply(m) {

@@ -17,6 +17,7 @@
 // and hljs-* spans only, never inserted as HTML).
 
 import { highlightCode } from "./highlight.js";
+import { el } from "./dom.js";
 
 /**
  * render returns a DocumentFragment for the Markdown text.
@@ -27,13 +28,6 @@ export function render(text) {
   const frag = document.createDocumentFragment();
   blocks(text.replace(/\r\n?/g, "\n").split("\n"), frag);
   return frag;
-}
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
 }
 
 const fenceRe = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)[^`]*$/;

@@ -11,14 +11,9 @@
 // composer, approve and stop buttons) is hidden so that nobody is offered
 // what the server would refuse, not to protect anything.
 
-const $ = (id) => document.getElementById(id);
+import { el } from "./dom.js";
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
+const $ = (id) => document.getElementById(id);
 
 /** The team state: on (teams enabled), me (the signed-in person or null). */
 export const team = { on: false, me: null };
@@ -141,6 +136,8 @@ export function showSignIn(why) {
   $("me").hidden = true;
   $("signin").hidden = false;
   $("signin-why").textContent = why || "";
+  // After a sign-in ended the way back says so.
+  $("signin-btn").textContent = why ? "Sign in again" : "Sign in";
   $("signin-btn").focus();
 }
 
@@ -206,14 +203,71 @@ async function apiJSON(path, init) {
 
 let share = null; // {id, grants}
 
-/** openShare shows the share dialog of session s (its owner only). */
+// The team's people by address: their names (GET api/people, the team
+// file's names, and the owners seen in the sessions list).
+const names = new Map();
+let peopleRead = null;
+
+/** readPeople asks the server for the team's people once per page. */
+function readPeople() {
+  peopleRead ??= apiJSON("api/people")
+    .then((r) => {
+      for (const p of r?.people || []) if (p.email) names.set(p.email.toLowerCase(), p.name || p.email);
+    })
+    .catch((e) => {
+      peopleRead = null; // try again next time
+      console.warn("tether: people:", e.message);
+    });
+  return peopleRead;
+}
+
+/** nameOf is a person's display name, or "" when we know none. */
+export function nameOf(email) {
+  const n = names.get(String(email || "").toLowerCase());
+  return n && n.toLowerCase() !== String(email).toLowerCase() ? n : "";
+}
+
+// emailOf finds the address of a name typed into the dialog (exact, any
+// case), or returns what was typed.
+function emailOf(typed) {
+  const t = typed.trim().toLowerCase();
+  for (const [email, name] of names) if (name.toLowerCase() === t) return email;
+  return typed;
+}
+
+// offerPeople fills the dialog's suggestions: each person by address,
+// labelled with their name.
+function offerPeople(extra) {
+  const all = new Map(names);
+  for (const [email, name] of extra) if (!all.has(email.toLowerCase())) all.set(email.toLowerCase(), name || email);
+  all.delete(String(team.me?.sub || "").toLowerCase());
+  all.delete(String(team.me?.email || "").toLowerCase());
+  const opts = [...all].sort((a, b) => a[1].localeCompare(b[1])).map(([email, name]) => {
+    const o = el("option", null, name !== email ? name : "");
+    o.value = email;
+    if (name !== email) o.label = name + " — " + email;
+    return o;
+  });
+  $("people").replaceChildren(...opts);
+}
+
+/**
+ * openShare shows the share dialog of session s (its owner only); people
+ * are [email, name] pairs seen elsewhere (the sessions' owners).
+ */
 export async function openShare(s, title, people) {
   const d = $("share-dlg");
   share = { id: s.id, grants: [] };
   $("share-title").textContent = title ? "“" + title + "”" : "";
   $("share-err").textContent = "";
   $("share-who").value = "";
-  $("people").replaceChildren(...people.filter((p) => p !== team.me?.sub).map((p) => Object.assign(el("option"), { value: p })));
+  const seen = (people || []).map((p) => (Array.isArray(p) ? p : [p, ""]));
+  for (const [email, name] of seen) if (email && name && !names.has(email.toLowerCase())) names.set(email.toLowerCase(), name);
+  offerPeople(seen);
+  readPeople().then(() => {
+    offerPeople(seen);
+    if (share) renderGrants();
+  });
   // Nothing is added or saved before the current shares are read: a
   // save replaces them all, and the answer must not replace what was
   // typed meanwhile.
@@ -247,9 +301,14 @@ function renderGrants() {
     const li = el("li");
     li.dataset.who = g.person || g.group;
     const who = el("span", "who");
-    who.appendChild(el("span", "avatar small", g.group ? "#" : initials(g.person)));
-    who.appendChild(el("span", "name", g.person || g.group));
-    if (g.group) who.appendChild(el("span", "muted small", "group"));
+    const name = g.person ? nameOf(g.person) : "";
+    who.appendChild(el("span", "avatar small", g.group ? "#" : initials(name || g.person)));
+    // People by name, their address beside it; groups by name.
+    const label = el("span", "label");
+    label.appendChild(el("span", "name", name || g.person || g.group));
+    if (name) label.appendChild(el("span", "email muted small", g.person));
+    if (g.group) label.appendChild(el("span", "muted small", "group"));
+    who.appendChild(label);
     li.appendChild(who);
     const lvl = el("select");
     lvl.setAttribute("aria-label", "Level for " + (g.person || g.group));
@@ -270,14 +329,15 @@ function renderGrants() {
 }
 
 $("share-kind").onchange = () => {
-  $("share-who").placeholder = $("share-kind").value === "group" ? "group name" : "e-mail address";
+  $("share-who").placeholder = $("share-kind").value === "group" ? "group name" : "name or e-mail address";
   $("share-who").setAttribute("list", $("share-kind").value === "group" ? "" : "people");
 };
 
 function addGrant() {
-  const who = $("share-who").value.trim();
-  if (!who || !share || $("share-dlg").dataset.loaded !== "yes") return false;
   const kind = $("share-kind").value;
+  const typed = $("share-who").value.trim();
+  const who = kind === "group" ? typed : emailOf(typed);
+  if (!who || !share || $("share-dlg").dataset.loaded !== "yes") return false;
   const level = $("share-level").value;
   const key = kind === "group" ? "group" : "person";
   const v = key === "person" ? who.toLowerCase() : who;

@@ -13,13 +13,7 @@
 import { render as markdown } from "./md.js";
 import { diffLines } from "./diff.js";
 import { highlightLines, languageOfPath } from "./highlight.js";
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text != null) e.textContent = text;
-  return e;
-}
+import { el } from "./dom.js";
 
 const interruptRe = /^\[Request interrupted by user( for tool use)?\]$/;
 

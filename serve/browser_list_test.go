@@ -1,0 +1,116 @@
+package serve_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// testListKeepsFocus: the sessions list is updated in place. A person
+// who moved the focus to a line (Tab, or j/k) keeps it while the
+// sessions' states and costs change under it: the line's element stays
+// the same, and Enter still opens it.
+func testListKeepsFocus(t *testing.T, b *browser) {
+	e := newUIEnv(t, b, claudetest.TextReply("first answer"), claudetest.TextReply("second answer"))
+	tb := b.newTab(t, e.origin, "list-focus")
+	tb.open(e)
+	first := tb.newSession(e.cwd)
+	tb.prompt("hello first")
+	tb.waitTurns(1)
+	tb.run(chromedp.Click("#new-btn", chromedp.ByID), chromedp.WaitVisible("#new-dlg", chromedp.ByID), chromedp.Click("#new-submit", chromedp.ByID))
+	tb.waitJS("the second session open", fmt.Sprintf(`window.tether.current && window.tether.current !== %q && window.tether.sessions.get(window.tether.current)?.state === "ready"`, first))
+	var second string
+	tb.eval(`window.tether.current`, &second)
+	// Focus the first session's line and mark its element.
+	tb.eval(fmt.Sprintf(`(() => {
+		const li = document.querySelector('#sessions li[data-id=%q]');
+		li.__mark = true;
+		li.focus();
+		window.__renders = 0;
+		new MutationObserver(() => window.__renders++).observe(li, { childList: true, subtree: true });
+		return document.activeElement === li;
+	})()`, first), nil)
+	// The second session runs a turn (sent from the page's console: the
+	// focus stays on the list): its line changes, many times.
+	tb.eval(fmt.Sprintf(`(async () => {
+		const proto = await import("./proto.js");
+		await proto.send(window.tether.conn, %q, "hello second", []);
+		return true;
+	})()`, second), nil)
+	tb.waitJS("the second turn's end", fmt.Sprintf(`window.tether.sessions.get(%q)?.state === "idle" && document.querySelectorAll("#transcript > .turn-end").length >= 1 && document.querySelector("#transcript").innerText.includes("second answer")`, second))
+	var st struct {
+		Same    bool `json:"same"`
+		Focused bool `json:"focused"`
+		Renders int  `json:"renders"`
+	}
+	tb.eval(fmt.Sprintf(`(() => {
+		const li = document.querySelector('#sessions li[data-id=%q]');
+		return { same: !!li.__mark, focused: document.activeElement === li, renders: window.__renders };
+	})()`, first), &st)
+	if !st.Same || !st.Focused {
+		t.Errorf("after the other session's turn the focused line is same=%v focused=%v; want the same element, still focused", st.Same, st.Focused)
+	}
+	t.Logf("the focused line was filled again %d times while the other session's turn ran", st.Renders)
+	// Enter on the focused line opens it.
+	tb.key(kb.Enter)
+	tb.waitJS("the first session open", fmt.Sprintf(`window.tether.current === %q && document.querySelector("#transcript").innerText.includes("first answer")`, first))
+}
+
+// testStores: the page's stores on their own (store.js). The list keeps
+// what events said over an older list update; a session's store applies
+// events in order, ignores duplicates, stops at a gap, and tells its
+// subscribers which facts changed.
+func testStores(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "stores")
+	tb.run(chromedp.Navigate(origin + "/"))
+	var got map[string]string
+	tb.evalJSON(`
+		const { SessionsStore, SessionStore } = await import("./store.js");
+		const out = {};
+		const list = new SessionsStore();
+		const heard = [];
+		list.subscribe((ids) => heard.push(ids === null ? "all" : ids.join(",")));
+		list.replace([{ id: "a", state: "idle", cost_usd: 0.1, seq: 10 }]);
+		list.applyEvent("a", { seq: 11, time: "t11", kind: "state" }, { state: "thinking" });
+		list.applyEvent("a", { seq: 12, time: "t12", kind: "cost" }, { usd: 0.2 });
+		list.applyEvent("a", { seq: 12, time: "t12", kind: "cost" }, { usd: 0.9 }); // a duplicate
+		list.update({ id: "a", state: "idle", cost_usd: 0.1, seq: 10, title: "older read" });
+		out.stale = [list.get("a").state, list.get("a").cost_usd, list.get("a").title].join(" ");
+		list.update({ id: "a", state: "idle", cost_usd: 0.3, seq: 13 });
+		out.fresh = [list.get("a").state, list.get("a").cost_usd].join(" ");
+		list.remove("a");
+		list.remove("a");
+		out.heard = heard.join(" ");
+		const s = new SessionStore("x");
+		const changes = [];
+		s.subscribe((c) => changes.push([...c].sort().join("+")));
+		s.load({ seq: 5, state: { state: "idle" }, model: "m1", permission_mode: "default", cwd: "/w", cost: { usd: 1 } });
+		const r = [];
+		r.push(s.apply({ seq: 5, kind: "state" }, { state: "thinking" }));
+		r.push(s.apply({ seq: 6, kind: "message" }, { type: "system", subtype: "init", model: "m2", permissionMode: "plan", cwd: "/w" }).type);
+		r.push(s.apply({ seq: 8, kind: "state" }, { state: "idle" }));
+		r.push(s.apply({ seq: 7, kind: "message" }, { type: "assistant" }).type);
+		r.push(s.apply({ seq: 8, kind: "closed" }, {}) !== "gap");
+		out.results = r.join(" ");
+		out.facts = [s.lastSeq, s.model, s.mode, s.cwd, s.ended, s.state.state].join(" ");
+		out.changes = changes.join(" ");
+		return out;`, &got)
+	want := map[string]string{
+		"stale":   "thinking 0.2 older read",
+		"fresh":   "idle 0.3",
+		"heard":   "all a a a a a",
+		"results": "dup system gap assistant true",
+		"facts":   "8 m2 plan /w true closed",
+		"changes": "cost+cwd+ended+mode+model+snapshot+state mode+model ended+state",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q; want %q", k, got[k], v)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package serve_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/team"
+)
+
+// loginAuth signs people in by login id (the X-Test-Login header names
+// one); POST /auth/logout revokes the request's login, as the OpenID
+// Connect sign-in does with its cookie.
+type loginAuth struct {
+	mu     sync.Mutex
+	logins map[string]string // login id -> subject
+}
+
+func (a *loginAuth) Identify(r *http.Request) (*team.Identity, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sub, ok := a.logins[r.Header.Get("X-Test-Login")]
+	if !ok {
+		return nil, team.ErrUnauthenticated
+	}
+	return &team.Identity{Subject: sub, Email: sub}, nil
+}
+
+func (a *loginAuth) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/auth/logout" && r.Method == http.MethodPost {
+			a.mu.Lock()
+			delete(a.logins, r.Header.Get("X-Test-Login"))
+			a.mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// TestTeamSignOutClosesSockets: signing out closes, at once, every socket
+// of that login (every tab of that browser) with close code 4401
+// "signed out", long before the periodic recheck (an hour here); the
+// same person's other login (a phone) stays connected.
+func TestTeamSignOutClosesSockets(t *testing.T) {
+	ctx := testCtx(t)
+	root := t.TempDir()
+	cfg := &fakeConfig{root: root}
+	if err := os.MkdirAll(cfg.Workspace(&me_alice), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	auth := &loginAuth{logins: map[string]string{"laptop": "alice@example.com", "phone": "alice@example.com", "bobs": "bob@example.com"}}
+	authz := newFakeAuthz()
+	to := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: authz, RecheckInterval: time.Hour}
+	e := teamServer(t, to, cfg, authz, fakeCLI)
+
+	dial := func(login string) *websocket.Conn {
+		t.Helper()
+		c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.http.URL, "http")+"/ws", &websocket.DialOptions{
+			HTTPHeader: http.Header{"Origin": {e.http.URL}, "X-Test-Login": {login}}})
+		if err != nil {
+			t.Fatalf("dial as %s: %v (%v)", login, err, resp)
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		// The hello and the list: the socket is up.
+		for range 2 {
+			if _, _, err := c.Read(ctx); err != nil {
+				t.Fatalf("%s: %v", login, err)
+			}
+		}
+		return c
+	}
+	tab1, tab2, phone, bob := dial("laptop"), dial("laptop"), dial("phone"), dial("bobs")
+
+	// closed reads until the socket ends and returns its close status.
+	closed := func(c *websocket.Conn, within time.Duration) (websocket.StatusCode, string) {
+		rctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		for {
+			_, _, err := c.Read(rctx)
+			if err == nil {
+				continue
+			}
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code, ce.Reason
+			}
+			return -1, err.Error()
+		}
+	}
+
+	start := time.Now()
+	if st, _, body := e.as("", "POST", "/auth/logout", "", "X-Test-Login", "laptop"); st != http.StatusNoContent {
+		t.Fatalf("logout: %d %s", st, body)
+	}
+	for name, c := range map[string]*websocket.Conn{"tab 1": tab1, "tab 2": tab2} {
+		if code, reason := closed(c, 10*time.Second); code != 4401 || reason != "signed out" {
+			t.Errorf("%s of the login signed out: closed with %d %q; want 4401 \"signed out\"", name, code, reason)
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the tabs closed after %v", d)
+	}
+	// The phone's login and Bob are untouched: their sockets still answer.
+	for name, c := range map[string]*websocket.Conn{"the phone": phone, "bob": bob} {
+		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"list","id":1}`)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, data, err := c.Read(ctx); err != nil || !strings.Contains(string(data), `"reply"`) {
+			t.Errorf("%s after Alice's laptop signed out: %s %v; want its reply", name, data, err)
+		}
+	}
+}
