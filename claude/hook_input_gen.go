@@ -331,6 +331,36 @@ type MessageDisplayHookInput struct {
 	Delta     string `json:"delta"`
 }
 
+// PreSkillShellCommandHookInput: a shell command in a skill's or command's
+// text is about to run (CLI 2.1.332 and later). The hook may let it run or
+// keep it from running (PreSkillShellCommandHookOutput).
+type PreSkillShellCommandHookInput struct {
+	// ToolName is the shell tool that runs the command: Bash or
+	// PowerShell.
+	ToolName  string                     `json:"tool_name"`
+	ToolInput SkillShellCommandToolInput `json:"tool_input"`
+	// ToolUseID identifies this command; it names no tool call in the
+	// transcript.
+	ToolUseID string `json:"tool_use_id"`
+	// CommandName is the skill or command whose text holds the shell
+	// command, and CommandSource where it comes from (projectSettings,
+	// userSettings, plugin, …), when the CLI says.
+	CommandName   string `json:"command_name"`
+	CommandSource string `json:"command_source,omitempty"`
+	// InvokedBy says who started the load: "user" (typed, or sent by a
+	// host as a prompt), "claude" (the Skill tool, or a turn the model
+	// scheduled) or "other" (a subagent's preload, a channel message, or
+	// not known).
+	InvokedBy string `json:"invoked_by"`
+}
+
+// SkillShellCommandToolInput is the tool_input of a
+// PreSkillShellCommandHookInput.
+type SkillShellCommandToolInput struct {
+	// Command is the command as it would run, arguments filled in.
+	Command string `json:"command"`
+}
+
 func (*PreToolUseHookInput) HookEvent() HookEvent { return HookEventPreToolUse }
 func (*PreToolUseHookInput) isHookEventInput()    {}
 
@@ -430,39 +460,43 @@ func (*DirectoryAddedHookInput) isHookEventInput()    {}
 func (*MessageDisplayHookInput) HookEvent() HookEvent { return HookEventMessageDisplay }
 func (*MessageDisplayHookInput) isHookEventInput()    {}
 
+func (*PreSkillShellCommandHookInput) HookEvent() HookEvent { return HookEventPreSkillShellCommand }
+func (*PreSkillShellCommandHookInput) isHookEventInput()    {}
+
 // hookInputs makes the empty variant for each event the SDK declares.
 var hookInputs = map[HookEvent]func() HookEventInput{
-	HookEventPreToolUse:          func() HookEventInput { return new(PreToolUseHookInput) },
-	HookEventPostToolUse:         func() HookEventInput { return new(PostToolUseHookInput) },
-	HookEventPostToolUseFailure:  func() HookEventInput { return new(PostToolUseFailureHookInput) },
-	HookEventPostToolBatch:       func() HookEventInput { return new(PostToolBatchHookInput) },
-	HookEventPermissionDenied:    func() HookEventInput { return new(PermissionDeniedHookInput) },
-	HookEventNotification:        func() HookEventInput { return new(NotificationHookInput) },
-	HookEventUserPromptSubmit:    func() HookEventInput { return new(UserPromptSubmitHookInput) },
-	HookEventUserPromptExpansion: func() HookEventInput { return new(UserPromptExpansionHookInput) },
-	HookEventSessionStart:        func() HookEventInput { return new(SessionStartHookInput) },
-	HookEventSessionEnd:          func() HookEventInput { return new(SessionEndHookInput) },
-	HookEventStop:                func() HookEventInput { return new(StopHookInput) },
-	HookEventStopFailure:         func() HookEventInput { return new(StopFailureHookInput) },
-	HookEventSubagentStart:       func() HookEventInput { return new(SubagentStartHookInput) },
-	HookEventSubagentStop:        func() HookEventInput { return new(SubagentStopHookInput) },
-	HookEventPreCompact:          func() HookEventInput { return new(PreCompactHookInput) },
-	HookEventPostCompact:         func() HookEventInput { return new(PostCompactHookInput) },
-	HookEventPreModelSwitch:      func() HookEventInput { return new(PreModelSwitchHookInput) },
-	HookEventPostModelSwitch:     func() HookEventInput { return new(PostModelSwitchHookInput) },
-	HookEventPermissionRequest:   func() HookEventInput { return new(PermissionRequestHookInput) },
-	HookEventSetup:               func() HookEventInput { return new(SetupHookInput) },
-	HookEventTeammateIdle:        func() HookEventInput { return new(TeammateIdleHookInput) },
-	HookEventTaskCreated:         func() HookEventInput { return new(TaskCreatedHookInput) },
-	HookEventTaskCompleted:       func() HookEventInput { return new(TaskCompletedHookInput) },
-	HookEventElicitation:         func() HookEventInput { return new(ElicitationHookInput) },
-	HookEventElicitationResult:   func() HookEventInput { return new(ElicitationResultHookInput) },
-	HookEventConfigChange:        func() HookEventInput { return new(ConfigChangeHookInput) },
-	HookEventInstructionsLoaded:  func() HookEventInput { return new(InstructionsLoadedHookInput) },
-	HookEventWorktreeCreate:      func() HookEventInput { return new(WorktreeCreateHookInput) },
-	HookEventWorktreeRemove:      func() HookEventInput { return new(WorktreeRemoveHookInput) },
-	HookEventCwdChanged:          func() HookEventInput { return new(CwdChangedHookInput) },
-	HookEventFileChanged:         func() HookEventInput { return new(FileChangedHookInput) },
-	HookEventDirectoryAdded:      func() HookEventInput { return new(DirectoryAddedHookInput) },
-	HookEventMessageDisplay:      func() HookEventInput { return new(MessageDisplayHookInput) },
+	HookEventPreToolUse:           func() HookEventInput { return new(PreToolUseHookInput) },
+	HookEventPostToolUse:          func() HookEventInput { return new(PostToolUseHookInput) },
+	HookEventPostToolUseFailure:   func() HookEventInput { return new(PostToolUseFailureHookInput) },
+	HookEventPostToolBatch:        func() HookEventInput { return new(PostToolBatchHookInput) },
+	HookEventPermissionDenied:     func() HookEventInput { return new(PermissionDeniedHookInput) },
+	HookEventNotification:         func() HookEventInput { return new(NotificationHookInput) },
+	HookEventUserPromptSubmit:     func() HookEventInput { return new(UserPromptSubmitHookInput) },
+	HookEventUserPromptExpansion:  func() HookEventInput { return new(UserPromptExpansionHookInput) },
+	HookEventSessionStart:         func() HookEventInput { return new(SessionStartHookInput) },
+	HookEventSessionEnd:           func() HookEventInput { return new(SessionEndHookInput) },
+	HookEventStop:                 func() HookEventInput { return new(StopHookInput) },
+	HookEventStopFailure:          func() HookEventInput { return new(StopFailureHookInput) },
+	HookEventSubagentStart:        func() HookEventInput { return new(SubagentStartHookInput) },
+	HookEventSubagentStop:         func() HookEventInput { return new(SubagentStopHookInput) },
+	HookEventPreCompact:           func() HookEventInput { return new(PreCompactHookInput) },
+	HookEventPostCompact:          func() HookEventInput { return new(PostCompactHookInput) },
+	HookEventPreModelSwitch:       func() HookEventInput { return new(PreModelSwitchHookInput) },
+	HookEventPostModelSwitch:      func() HookEventInput { return new(PostModelSwitchHookInput) },
+	HookEventPermissionRequest:    func() HookEventInput { return new(PermissionRequestHookInput) },
+	HookEventSetup:                func() HookEventInput { return new(SetupHookInput) },
+	HookEventTeammateIdle:         func() HookEventInput { return new(TeammateIdleHookInput) },
+	HookEventTaskCreated:          func() HookEventInput { return new(TaskCreatedHookInput) },
+	HookEventTaskCompleted:        func() HookEventInput { return new(TaskCompletedHookInput) },
+	HookEventElicitation:          func() HookEventInput { return new(ElicitationHookInput) },
+	HookEventElicitationResult:    func() HookEventInput { return new(ElicitationResultHookInput) },
+	HookEventConfigChange:         func() HookEventInput { return new(ConfigChangeHookInput) },
+	HookEventInstructionsLoaded:   func() HookEventInput { return new(InstructionsLoadedHookInput) },
+	HookEventWorktreeCreate:       func() HookEventInput { return new(WorktreeCreateHookInput) },
+	HookEventWorktreeRemove:       func() HookEventInput { return new(WorktreeRemoveHookInput) },
+	HookEventCwdChanged:           func() HookEventInput { return new(CwdChangedHookInput) },
+	HookEventFileChanged:          func() HookEventInput { return new(FileChangedHookInput) },
+	HookEventDirectoryAdded:       func() HookEventInput { return new(DirectoryAddedHookInput) },
+	HookEventMessageDisplay:       func() HookEventInput { return new(MessageDisplayHookInput) },
+	HookEventPreSkillShellCommand: func() HookEventInput { return new(PreSkillShellCommandHookInput) },
 }

@@ -149,10 +149,23 @@ var hookSpecs = map[string]typeSpec{
 			{JSON: "estimated_cache_write_usd", Type: "float64"},
 		},
 	},
-	// Hand-written in hook_preskill.go on the branch that adopts SDK 0.3.332;
-	// after the merge, drop Skip (move its docs here) and delete the
-	// hand-written type, its methods and its init.
-	"PreSkillShellCommandHookInput": {Skip: "hand-written in hook_preskill.go"},
+	"PreSkillShellCommandHookInput": {
+		Go:  "PreSkillShellCommandHookInput",
+		Doc: "PreSkillShellCommandHookInput: a shell command in a skill's or command's text is about to run (CLI 2.1.332 and later). The hook may let it run or keep it from running (PreSkillShellCommandHookOutput).",
+		Fields: []fieldSpec{
+			{JSON: "tool_name", Doc: "ToolName is the shell tool that runs the command: Bash or PowerShell."},
+			{JSON: "tool_use_id", Doc: "ToolUseID identifies this command; it names no tool call in the transcript."},
+			{JSON: "command_name", Doc: "CommandName is the skill or command whose text holds the shell command, and CommandSource where it comes from (projectSettings, userSettings, plugin, …), when the CLI says."},
+			{JSON: "invoked_by", Doc: "InvokedBy says who started the load: \"user\" (typed, or sent by a host as a prompt), \"claude\" (the Skill tool, or a turn the model scheduled) or \"other\" (a subagent's preload, a channel message, or not known)."},
+		},
+	},
+	"PreSkillShellCommandHookInput.tool_input": {
+		Go:  "SkillShellCommandToolInput",
+		Doc: "SkillShellCommandToolInput is the tool_input of a PreSkillShellCommandHookInput.",
+		Fields: []fieldSpec{
+			{JSON: "command", Doc: "Command is the command as it would run, arguments filled in."},
+		},
+	},
 	"PreToolUseHookInput": {
 		Go:  "PreToolUseHookInput",
 		Doc: "PreToolUseHookInput: a tool is about to run. The hook may allow it (skipping the permission prompt), deny it, ask, or rewrite its input; see PreToolUseHookOutput.",
