@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite, as CI runs it: vet, then every package with
-# the race detector against the default pinned CLI (2.1.197), then the
-# real-CLI integration and browser tests again against each newer pinned
-# version (2.1.330, 2.1.331; internal/cli's TestedCLIVersions must list the
-# same versions, and a test checks it).
+# the race detector against the oldest supported CLI (2.1.197), then the
+# real-CLI integration and browser tests again against the two newest
+# (2.1.331, 2.1.332; internal/cli's TestedCLIVersions must list the same
+# versions, and a test checks it; scripts/adopt-cli.sh moves them).
 #
 # Each extra version costs one pass of about 5 minutes on a 2-core machine
 # (measured for 2.1.331 with -race, the machine shared with other jobs: 4m49s
