@@ -253,7 +253,10 @@ type teamEnv struct {
 	cfg   *fakeConfig
 }
 
-func newTeamEnv(t *testing.T) *teamEnv {
+func newTeamEnv(t *testing.T) *teamEnv { t.Helper(); return newTeamEnvWith(t, nil) }
+
+// newTeamEnvWith is newTeamEnv with more server options (Team is set).
+func newTeamEnvWith(t *testing.T, so *serve.Options) *teamEnv {
 	t.Helper()
 	root := t.TempDir()
 	cfg := &fakeConfig{root: root}
@@ -267,7 +270,12 @@ func newTeamEnv(t *testing.T) *teamEnv {
 	fake := &claudetest.FakeCLI{Script: fakeCLI}
 	m := host.NewManager(nil)
 	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: fake}}, Team: to})
-	srv := serve.NewServer(b, &serve.Options{Team: to})
+	o := serve.Options{}
+	if so != nil {
+		o = *so
+	}
+	o.Team = to
+	srv := serve.NewServer(b, &o)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
