@@ -453,7 +453,7 @@ func (n *notifier) send(j notifyJob) {
 		return
 	}
 	if n.opts.BaseURL != "" && j.p.Session != "" {
-		j.p.URL = strings.TrimSuffix(n.opts.BaseURL, "/") + "/#session=" + url.QueryEscape(j.p.Session)
+		j.p.URL = strings.TrimSuffix(n.opts.BaseURL, "/") + "/#s=" + url.QueryEscape(j.p.Session)
 	}
 	msg := rawJSON(j.p)
 	for _, sub := range per.Subs {

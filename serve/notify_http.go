@@ -87,7 +87,13 @@ func (s *Server) serveNotify(w http.ResponseWriter, r *http.Request) {
 			s.refuse(w, r, http.StatusBadRequest, CodeBadRequest, "the ntfy topic is too long")
 			return
 		}
-		if err := n.store.update(id, func(p *notifyPerson) { p.Settings = ns }); err != nil {
+		err := n.store.update(id, func(p *notifyPerson) {
+			if old, nw := p.Settings.Webhook, ns.Webhook; old != nil && nw != nil && nw.Secret == "" && nw.URL == old.URL {
+				nw.Secret = old.Secret // the secret is never read back: "" keeps it
+			}
+			p.Settings = ns
+		})
+		if err != nil {
 			s.fail(w, r, err)
 			return
 		}

@@ -395,7 +395,7 @@ func TestWebhookAndNtfy(t *testing.T) {
 		t.Fatalf("WebhookSignature = %q", got)
 	}
 	var wb struct{ Event, Person, Body, Session, URL string }
-	if json.Unmarshal(h.body, &wb) != nil || wb.Event != "approval" || wb.Person != "token" || wb.Body != "go test" || wb.URL != "https://tether.example/#session="+id {
+	if json.Unmarshal(h.body, &wb) != nil || wb.Event != "approval" || wb.Person != "token" || wb.Body != "go test" || wb.URL != "https://tether.example/#s="+id {
 		t.Fatalf("webhook body %s", h.body)
 	}
 

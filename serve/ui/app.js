@@ -12,6 +12,7 @@ import { Transcript, fmtTokens, fmtUSD, modelLabel } from "./transcript.js";
 import * as approvals from "./approvals.js";
 import * as proto from "./proto.js";
 import * as tm from "./team.js";
+import * as notify from "./notify.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -98,6 +99,7 @@ function ago(t) {
 const conn = new Conn(proto.socketURL(), {
   onStatus: showConn,
   onOpen: () => {
+    notify.connected(conn);
     refreshList();
     if (app.current) subscribe(app.current);
   },
