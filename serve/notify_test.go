@@ -47,6 +47,7 @@ type pushMsg struct {
 
 	vapidKey string // the k= of the Authorization header
 	topic    string
+	raw      []byte // the decrypted payload
 }
 
 // pushEndpoint plays a browser's push service and the browser: it owns
@@ -111,6 +112,7 @@ func (pe *pushEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		m.vapidKey = a[i+2:]
 	}
 	m.topic = r.Header.Get("Topic")
+	m.raw = plain
 	pe.got <- m
 	w.WriteHeader(http.StatusCreated)
 }

@@ -196,7 +196,22 @@ export async function open() {
 // The header's bell: added here, before the theme button.
 const theme = document.getElementById("theme");
 if (theme) {
-  const bell = el("button", { id: "notify-btn", className: "icon", type: "button", title: "Notifications", textContent: "🔔" });
+  const bell = el("button", { id: "notify-btn", className: "icon", type: "button", title: "Notifications" });
+  // A drawn bell: an emoji needs a font a phone or a server may lack.
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "16");
+  svg.setAttribute("height", "16");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(ns, "path");
+  path.setAttribute("d", "M12 3a6 6 0 0 0-6 6v4l-2 3h16l-2-3V9a6 6 0 0 0-6-6zm-2 15a2 2 0 0 0 4 0");
+  path.setAttribute("fill", "none");
+  path.setAttribute("stroke", "currentColor");
+  path.setAttribute("stroke-width", "2");
+  path.setAttribute("stroke-linejoin", "round");
+  svg.append(path);
+  bell.append(svg);
   bell.setAttribute("aria-label", "Notifications");
   bell.onclick = open;
   theme.before(bell);
