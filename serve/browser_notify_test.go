@@ -1,10 +1,12 @@
 package serve_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
@@ -34,7 +36,7 @@ func TestPushBrowser(t *testing.T) {
 	chromedp.ListenTarget(tb.ctx, func(ev any) {
 		if u, ok := ev.(*serviceworker.EventWorkerVersionUpdated); ok {
 			for _, v := range u.Versions {
-				if v.Status == serviceworker.VersionStatusActivated {
+				if v.Status == serviceworker.VersionStatusActivated && v.RunningStatus == serviceworker.VersionRunningStatusRunning {
 					select {
 					case regs <- string(v.RegistrationID):
 					default:
@@ -69,25 +71,7 @@ func TestPushBrowser(t *testing.T) {
 	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id})
 	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool make release"})
 	m := pe.next(ctx, "the approval")
-	tb.run(serviceworker.DeliverPushMessage(e.origin, serviceworker.RegistrationID(reg), string(m.raw)))
-
-	type shown struct {
-		Title, Body, Tag string
-		Actions          []string
-	}
-	notifications := func() []shown {
-		var out []shown
-		tb.eval(`navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.map((n) => ({title: n.title, body: n.body, tag: n.tag, actions: n.actions.map((a) => a.action)})))`, &out)
-		return out
-	}
-	tb.waitJS("the notification", `navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length > 0)`)
-	ns := notifications()
-	if len(ns) != 1 || ns[0].Tag != m.Tag || ns[0].Body != "make release" || !strings.HasPrefix(ns[0].Title, "Allow Bash?") || strings.Join(ns[0].Actions, ",") != "allow,deny" {
-		t.Fatalf("notifications shown: %+v", ns)
-	}
-
-	// Press Allow: the worker's own notificationclick handler runs, as
-	// the browser would run it, in the worker.
+	// The worker's target: its console, and where Allow is pressed.
 	var sw target.ID
 	for sw == "" {
 		ts, err := chromedp.Targets(tb.ctx)
@@ -105,6 +89,47 @@ func TestPushBrowser(t *testing.T) {
 	}
 	wctx, wcancel := chromedp.NewContext(tb.ctx, chromedp.WithTargetID(sw))
 	defer wcancel()
+	if err := chromedp.Run(wctx); err != nil {
+		t.Fatal(err)
+	}
+	// deliver hands a push to the worker until shows is true in the page.
+	// Before the test attached to the worker's target (above), headless
+	// Chromium dropped about one delivery in four under -race on two busy
+	// cores, with no error in the worker; attached, none was dropped in
+	// the runs made. A delivery not shown within 5 s is still made again,
+	// as a guard: the same tag, so at most one notification either way.
+	deliver := func(raw []byte, what, shows string) {
+		t.Helper()
+		for try := 1; ; try++ {
+			tb.run(serviceworker.DeliverPushMessage(e.origin, serviceworker.RegistrationID(reg), string(raw)))
+			wc, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+			err := chromedp.Run(wc, chromedp.Poll(shows, nil, chromedp.WithPollingInterval(25*time.Millisecond)))
+			cancel()
+			if err == nil {
+				return
+			}
+			if try == 5 {
+				t.Fatalf("%s: not shown after %d deliveries: %v", what, try, err)
+			}
+			t.Logf("%s: delivery %d not shown; again", what, try)
+		}
+	}
+	deliver(m.raw, "the notification", `navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length > 0)`)
+
+	type shown struct {
+		Title, Body, Tag string
+		Actions          []string
+	}
+	notifications := func() []shown {
+		var out []shown
+		tb.eval(`navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.map((n) => ({title: n.title, body: n.body, tag: n.tag, actions: n.actions.map((a) => a.action)})))`, &out)
+		return out
+	}
+	ns := notifications()
+	if len(ns) != 1 || ns[0].Tag != m.Tag || ns[0].Body != "make release" || !strings.HasPrefix(ns[0].Title, "Allow Bash?") || strings.Join(ns[0].Actions, ",") != "allow,deny" {
+		t.Fatalf("notifications shown: %+v", ns)
+	}
+
 	var clicked string
 	err := chromedp.Run(wctx, chromedp.Evaluate(`(async () => {
 		const [n] = await self.registration.getNotifications();
@@ -131,8 +156,7 @@ func TestPushBrowser(t *testing.T) {
 	}
 	// The "resolved" push replaces the notification (same tag).
 	r := pe.next(ctx, "resolved")
-	tb.run(serviceworker.DeliverPushMessage(e.origin, serviceworker.RegistrationID(reg), string(r.raw)))
-	tb.waitJS("the replaced notification", `navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1 && ns[0].title.startsWith("Allowed"))`)
+	deliver(r.raw, "the replaced notification", `navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1 && ns[0].title.startsWith("Allowed"))`)
 	if ns := notifications(); len(ns) != 1 || ns[0].Tag != m.Tag || len(ns[0].Actions) != 0 {
 		t.Fatalf("after resolved: %+v", ns)
 	}

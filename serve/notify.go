@@ -374,34 +374,51 @@ func (n *notifier) recipients(sid string) []recipient {
 // notify queues p for everyone the session concerns who wants it and
 // has no visible tab.
 func (n *notifier) notify(sid string, p notifyPayload) {
+	// Every person's decision is made before any is sent, so that
+	// whoever receives it knows the others' were made at the same moment.
+	var jobs []notifyJob
 	for _, r := range n.recipients(sid) {
 		q := p
 		if !r.act {
 			q.Actions = nil // a viewer gets no actions
 		}
-		n.queueFor(r.subject, false, q)
+		if n.wanted(r.subject, false, q) {
+			jobs = append(jobs, notifyJob{subject: r.subject, p: q})
+		}
+	}
+	for _, j := range jobs {
+		n.enqueue(j)
 	}
 }
 
-// queueFor queues p for one person, unless they turned it off or look
-// at a tab now (force: whatever their tabs).
+// queueFor queues p for one person if they want it (force: whatever
+// their tabs).
 func (n *notifier) queueFor(subject string, force bool, p notifyPayload) {
+	if n.wanted(subject, force, p) {
+		n.enqueue(notifyJob{subject: subject, p: p})
+	}
+}
+
+// wanted says whether p goes to the person: not when they turned its
+// event off or look at a tab now (force: whatever their tabs). An
+// approval's is remembered, for its "resolved".
+func (n *notifier) wanted(subject string, force bool, p notifyPayload) bool {
 	per := n.store.person(subject)
 	if per == nil || !per.Settings.wants(p.Event) {
-		return
+		return false
 	}
 	if !force && n.s.tabVisible(subject) {
-		return
+		return false
 	}
 	if strings.HasPrefix(p.Tag, "approval:") {
 		n.mu.Lock()
-		n.sent[p.Tag] = append(n.sent[p.Tag], subject)
-		if len(n.sent) > 4096 { // bounded: forget the lot rather than grow
+		if len(n.sent) >= 4096 { // bounded: forget the lot rather than grow
 			clear(n.sent)
 		}
+		n.sent[p.Tag] = append(n.sent[p.Tag], subject)
 		n.mu.Unlock()
 	}
-	n.enqueue(notifyJob{subject: subject, p: p})
+	return true
 }
 
 // enqueue adds a job to its person's lane, dropping the lane's oldest

@@ -91,8 +91,7 @@ func (pe *pushEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		pe.t.Errorf("reading a push: %v", err)
-		return
+		return // the server closed mid-request (the test is ending)
 	}
 	if r.Header.Get("Content-Encoding") != "aes128gcm" || r.Header.Get("TTL") == "" {
 		pe.t.Errorf("push headers: %v", r.Header)
@@ -416,5 +415,51 @@ func TestWebhookAndNtfy(t *testing.T) {
 	// taken. (This server allows http, so only the shape is checked.)
 	if st, _ := e.req("PUT", "/api/notify", `{"webhook":{"url":"not a url"}}`); st != 400 {
 		t.Fatalf("a bad webhook URL: %d", st)
+	}
+}
+
+// Only while none of the person's tabs is visible: the owner looking at
+// a tab gets nothing, the collaborator away from theirs is called back
+// (and answers, as a collaborator may); once the owner's tab is hidden
+// the owner is called back too.
+func TestNotifyOnlyWhenNoTabVisible(t *testing.T) {
+	ctx := testCtx(t)
+	alice, bob := newPushEndpoint(t), newPushEndpoint(t)
+	e := newTeamEnvWith(t, &serve.Options{Notify: notifyOptions(t)})
+	for who, pe := range map[string]*pushEndpoint{"alice@example.com": alice, "bob@example.com": bob} {
+		if st, _, b := e.as(who, "POST", "/api/notify/subscribe", pe.subscription("/"+who)); st != http.StatusNoContent {
+			t.Fatalf("subscribe %s: %d %s", who, st, b)
+		}
+	}
+	cl := e.dial(ctx, "alice@example.com")
+	cl.ok(ctx, map[string]any{"type": "visibility", "visible": true})
+	id := cl.start(ctx, "")
+	if st, _, b := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"bob@example.com","level":"collaborator"}]}`); st != 200 {
+		t.Fatalf("share: %d %s", st, b)
+	}
+	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool ls"})
+	m := bob.next(ctx, "bob's approval")
+	if len(m.Actions) != 2 {
+		t.Fatalf("a collaborator's approval has no actions: %+v", m)
+	}
+	act := fmt.Sprintf(`{"session":%q,"approval":%q,"action":"deny"}`, id, m.Approval)
+	if st, _, b := e.as("bob@example.com", "POST", "/api/notify/action", act); st != 200 {
+		t.Fatalf("bob's deny: %d %s", st, b)
+	}
+	if r := bob.next(ctx, "bob's resolved"); r.Type != "resolved" || r.Outcome != "denied" || r.By != "Bob" {
+		t.Fatalf("bob's resolved: %+v", r)
+	}
+	if d := bob.next(ctx, "bob's turn"); d.Event != "turn_done" || d.Body != "tool deny" {
+		t.Fatalf("bob's turn: %+v", d)
+	}
+	// Alice's decisions for that turn were made with bob's: her tab was
+	// visible, so she got nothing. Now she looks away.
+	cl.ok(ctx, map[string]any{"type": "visibility", "visible": false})
+	cl.do(ctx, id, map[string]any{"type": "send", "text": "hello"})
+	if a := alice.next(ctx, "alice's first"); a.Event != "turn_done" || a.Body != "echo: hello" {
+		t.Fatalf("alice, whose tab was visible, got %+v first", a)
+	}
+	if st, _, b := e.as("alice@example.com", "POST", "/api/notify/action", `{"session":"x","approval":"y","action":"maybe"}`); st != 400 {
+		t.Fatalf("a bad action: %d %s", st, b)
 	}
 }
