@@ -80,7 +80,7 @@ type notifier struct {
 	start time.Time
 
 	mu        sync.Mutex
-	following map[string]bool   // sessions with a follower (or ended)
+	following map[string]bool   // sessions with a follower (true) or ended (false); pruned with the list
 	visible   map[*client]bool  // the tabs' visibility as they report it
 	titles    map[string]string // session id → title, from the last list
 	budgeted  map[string]string // subject → the UTC day a budget notice went out
@@ -170,9 +170,11 @@ func (n *notifier) run() {
 		list, err := n.s.b.List(n.s.ctx)
 		if err == nil {
 			n.mu.Lock()
+			listed := make(map[string]bool, len(list))
 			for _, si := range list {
+				listed[si.ID] = true
 				n.titles[si.ID] = cmp.Or(si.Title, si.LastPrompt, si.ID)
-				if n.following[si.ID] || si.Ended {
+				if _, seen := n.following[si.ID]; seen || si.Ended {
 					continue
 				}
 				n.following[si.ID] = true
@@ -182,6 +184,16 @@ func (n *notifier) run() {
 				}
 				n.s.wg.Add(1)
 				go n.follow(si.ID, after)
+			}
+			for id, on := range n.following { // bounded by the list
+				if !on && !listed[id] {
+					delete(n.following, id)
+				}
+			}
+			for id := range n.titles {
+				if !listed[id] {
+					delete(n.titles, id)
+				}
 			}
 			n.mu.Unlock()
 		}
@@ -199,11 +211,13 @@ func (n *notifier) follow(id string, after uint64) {
 	defer n.s.wg.Done()
 	ended := false
 	defer func() {
-		if !ended {
-			n.mu.Lock()
+		n.mu.Lock()
+		if ended {
+			n.following[id] = false // never followed again
+		} else {
 			delete(n.following, id) // the next round follows it again
-			n.mu.Unlock()
 		}
+		n.mu.Unlock()
 	}()
 	for ev, err := range n.s.b.Events(n.s.ctx, id, after) {
 		if err != nil {
