@@ -46,7 +46,8 @@ type NotifyOptions struct {
 	// or an https URL; "" = "mailto:tether@localhost").
 	Subject string
 	// BaseURL is the server's address as people open it, for the links
-	// in webhook and ntfy messages ("" = none).
+	// in webhook and ntfy messages ("" = none; tether serve passes
+	// --public-url of --team).
 	BaseURL string
 	// NtfyURL is the ntfy server people's topics are on (e.g. one you
 	// run); "" turns ntfy off.

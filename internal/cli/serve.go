@@ -138,7 +138,6 @@ type serveFlags struct {
 	notify          bool
 	notifyDir       string
 	ntfyURL         string
-	publicURL       string
 }
 
 // registry is the server's metrics registry, shared by its manager, the
@@ -165,7 +164,6 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.BoolVar(&sf.notify, "notify", false, "call people back when a session needs them (an approval or question waits, a turn ends): Web Push to their browsers, a webhook, ntfy; set up in the UI's bell (not with --nats yet)")
 	fs.StringVar(&sf.notifyDir, "notify-dir", "", "where --notify keeps its VAPID keys and people's subscriptions (mode 0600; default: the user config directory's tether/serve, e.g. ~/.config/tether/serve)")
 	fs.StringVar(&sf.ntfyURL, "ntfy-url", "", "the ntfy server people's --notify topics are posted to (default: none, ntfy off)")
-	fs.StringVar(&sf.publicURL, "public-url", "", "the server's address as people open it, for links in webhook and ntfy messages")
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
 	return sf
 }
@@ -427,5 +425,9 @@ func (sf *serveFlags) notifyOptions() (*serve.NotifyOptions, error) {
 		}
 		dir = filepath.Join(cfg, "tether", "serve")
 	}
-	return &serve.NotifyOptions{Dir: dir, NtfyURL: sf.ntfyURL, BaseURL: sf.publicURL}, nil
+	o := &serve.NotifyOptions{Dir: dir, NtfyURL: sf.ntfyURL}
+	if sf.team != nil {
+		o.BaseURL = sf.team.publicURL // links in webhook and ntfy messages
+	}
+	return o, nil
 }
