@@ -463,3 +463,33 @@ func TestNotifyOnlyWhenNoTabVisible(t *testing.T) {
 		t.Fatalf("a bad action: %d %s", st, b)
 	}
 }
+
+// A turn that spends the owner's daily budget tells them once, even with
+// a tab on screen (the next prompt will be refused: they should know).
+func TestNotifyBudget(t *testing.T) {
+	ctx := testCtx(t)
+	alice := newPushEndpoint(t)
+	e := newTeamEnvWith(t, &serve.Options{Notify: notifyOptions(t)})
+	if st, _, b := e.as("alice@example.com", "POST", "/api/notify/subscribe", alice.subscription("/a")); st != http.StatusNoContent {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
+	cl := e.dial(ctx, "alice@example.com")
+	cl.ok(ctx, map[string]any{"type": "visibility", "visible": true})
+	id := cl.start(ctx, "")
+	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id})
+	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool ls"})
+	from := 0
+	ev := cl.waitFrame(ctx, &from, "the approval", isKind(id, host.EventApproval))
+	var ai host.ApprovalInfo
+	json.Unmarshal(ev.Event.Data, &ai)
+	e.authz.mu.Lock()
+	e.authz.spent["alice@example.com"] = true // this turn spends it
+	e.authz.mu.Unlock()
+	if f := cl.do(ctx, id, map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	m := alice.next(ctx, "the budget notice")
+	if m.Event != "budget" || !strings.HasPrefix(m.Tag, "budget:") || m.Body != "$5.12 of $5.00 today; it resets at 00:00 UTC" {
+		t.Fatalf("first push (the tab is visible: only the budget may come): %+v", m)
+	}
+}

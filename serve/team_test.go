@@ -213,7 +213,13 @@ func subjectOr(id *team.Identity) string {
 
 func (a *fakeAuthz) Spend(ctx context.Context) ([]serve.PersonSpend, error) {
 	id, _ := team.FromContext(ctx)
-	return []serve.PersonSpend{{Person: id.Subject, Name: id.DisplayName(), USD: 1.25, BudgetUSD: 5}}, nil
+	a.mu.Lock()
+	usd := 1.25
+	if a.spent[id.Subject] {
+		usd = 5.12
+	}
+	a.mu.Unlock()
+	return []serve.PersonSpend{{Person: id.Subject, Name: id.DisplayName(), USD: usd, BudgetUSD: 5}}, nil
 }
 
 func (a *fakeAuthz) ACL(ctx context.Context, sid string) (*team.ACL, error) {
