@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/serviceworker"
 	"github.com/chromedp/cdproto/target"
@@ -165,4 +166,14 @@ func TestPushBrowser(t *testing.T) {
 	tb.run(chromedp.Click("#notify-btn", chromedp.ByID), chromedp.WaitVisible("#notify-dlg", chromedp.ByID))
 	tb.waitJS("the dialog filled", `document.querySelector("#notify-dlg .notify-state").textContent !== ""`)
 	tb.shots("notify-dialog")
+
+	// Offline (the page and its worker), the worker answers a navigation
+	// with the offline page.
+	if err := chromedp.Run(wctx, network.Enable(), network.EmulateNetworkConditions(true, 0, -1, -1)); err != nil {
+		t.Fatalf("the worker offline: %v", err)
+	}
+	tb.run(network.EmulateNetworkConditions(true, 0, -1, -1), chromedp.Navigate(e.origin+"/"))
+	tb.waitJS("the offline page", `document.body && document.body.innerText.includes("Tether is out of reach") && document.querySelector("img").naturalWidth > 0 && getComputedStyle(document.body).display === "grid"`)
+	tb.shot("offline")
+	tb.run(network.EmulateNetworkConditions(false, 0, -1, -1))
 }

@@ -5,10 +5,11 @@
 // comes from the server.
 
 const OFFLINE = "offline.html";
+const KEPT = [OFFLINE, "offline.css", "icon.svg"]; // the offline page and what it shows
 const CACHE = "tether-offline-v1";
 
 self.addEventListener("install", (e) => {
-  e.waitUntil(caches.open(CACHE).then((c) => c.addAll([OFFLINE, "offline.css", "icon.svg"])).then(() => self.skipWaiting()));
+  e.waitUntil(caches.open(CACHE).then((c) => c.addAll(KEPT)).then(() => self.skipWaiting()));
 });
 
 self.addEventListener("activate", (e) => {
@@ -16,10 +17,14 @@ self.addEventListener("activate", (e) => {
 });
 
 // Navigations go to the network; the offline page answers only when it
-// fails.
+// fails. The offline page's own files likewise; nothing else is touched.
+const kept = KEPT.map((f) => new URL(f, self.registration.scope).href);
 self.addEventListener("fetch", (e) => {
-  if (e.request.mode !== "navigate") return;
-  e.respondWith(fetch(e.request).catch(() => caches.match(OFFLINE)));
+  if (e.request.mode === "navigate") {
+    e.respondWith(fetch(e.request).catch(() => caches.match(OFFLINE)));
+  } else if (e.request.method === "GET" && kept.includes(e.request.url)) {
+    e.respondWith(fetch(e.request).catch(() => caches.match(e.request).then((r) => r || Response.error())));
+  }
 });
 
 // show turns a push message into a notification; "resolved" replaces the
