@@ -3,6 +3,7 @@ module github.com/tetherhq/tether
 go 1.26.0
 
 require (
+	github.com/SherClockHolmes/webpush-go v1.4.0
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/charmbracelet/glamour v1.0.0
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
@@ -64,6 +65,7 @@ require (
 	github.com/gobwas/httphead v0.1.0 // indirect
 	github.com/gobwas/pool v0.2.1 // indirect
 	github.com/gobwas/ws v1.4.0 // indirect
+	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/css v1.0.1 // indirect

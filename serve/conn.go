@@ -433,6 +433,8 @@ func (c *client) handle(data []byte) {
 		})
 	case "do":
 		c.do(&req)
+	case "visibility":
+		c.s.setVisible(c, data)
 	case "":
 		c.fail(req.ID, errorf(CodeBadRequest, "type is required"))
 	default:

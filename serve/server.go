@@ -91,6 +91,10 @@ type Options struct {
 	// is Team.Auth's, and every /api, /ws and /metrics request is
 	// identified and authorized. nil: the single-user token mode.
 	Team *TeamOptions
+
+	// Notify, when set, turns notifications on: Web Push, webhooks and
+	// ntfy for what needs a person (notify.go). nil: off.
+	Notify *NotifyOptions
 }
 
 // Server is the tether serve HTTP handler: the UI, the login, the
@@ -121,6 +125,8 @@ type Server struct {
 	last    map[string]SessionInfo
 	acls    map[string]*team.ACL // teams: the sessions' ACLs as the hub last read them
 	ticks   int                  // teams: hub rounds, to reread every ACL now and then
+
+	notify *notifier // nil: notifications off
 }
 
 // cookieName is the login cookie.
@@ -169,6 +175,9 @@ func NewServer(b Backend, opts *Options) *Server {
 	s.metrics = telemetry.NewServe(o.Registerer)
 	s.mux = s.routes()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if o.Notify != nil {
+		s.startNotify(*o.Notify)
+	}
 	return s
 }
 
@@ -285,6 +294,7 @@ func (s *Server) routes() *http.ServeMux {
 			m.ServeHTTP(w, r)
 		})
 	}
+	s.notifyRoutes(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusNotFound, CodeNotFound, "no such endpoint")
 	})

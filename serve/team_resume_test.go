@@ -95,7 +95,7 @@ func newOwnerTeamEnv(t *testing.T) (*teamEnv, *ownerAuthz, *recordingIsolator, *
 	authz := &ownerAuthz{fakeAuthz: newFakeAuthz()}
 	iso := &recordingIsolator{}
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz, Isolation: iso}
-	e := teamServer(t, to, cfg, authz.fakeAuthz, quitCLI)
+	e := teamServer(t, to, cfg, authz.fakeAuthz, quitCLI, nil)
 	return e, authz, iso, e.m
 }
 
@@ -178,7 +178,7 @@ func TestAnsweredByInSnapshotAndResume(t *testing.T) {
 	}
 	authz := newFakeAuthz()
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz}
-	e := teamServer(t, to, cfg, authz, quitCLI)
+	e := teamServer(t, to, cfg, authz, quitCLI, nil)
 	alice := e.dial(ctx, "alice@example.com")
 	id := alice.start(ctx, "")
 	alice.ok(ctx, map[string]any{"type": "subscribe", "session": id})

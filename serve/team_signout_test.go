@@ -59,7 +59,7 @@ func TestTeamSignOutClosesSockets(t *testing.T) {
 	auth := &loginAuth{logins: map[string]string{"laptop": "alice@example.com", "phone": "alice@example.com", "bobs": "bob@example.com"}}
 	authz := newFakeAuthz()
 	to := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: authz, RecheckInterval: time.Hour}
-	e := teamServer(t, to, cfg, authz, fakeCLI)
+	e := teamServer(t, to, cfg, authz, fakeCLI, nil)
 
 	dial := func(login string) *websocket.Conn {
 		t.Helper()

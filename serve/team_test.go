@@ -213,7 +213,13 @@ func subjectOr(id *team.Identity) string {
 
 func (a *fakeAuthz) Spend(ctx context.Context) ([]serve.PersonSpend, error) {
 	id, _ := team.FromContext(ctx)
-	return []serve.PersonSpend{{Person: id.Subject, Name: id.DisplayName(), USD: 1.25, BudgetUSD: 5}}, nil
+	a.mu.Lock()
+	usd := 1.25
+	if a.spent[id.Subject] {
+		usd = 5.12
+	}
+	a.mu.Unlock()
+	return []serve.PersonSpend{{Person: id.Subject, Name: id.DisplayName(), USD: usd, BudgetUSD: 5}}, nil
 }
 
 func (a *fakeAuthz) ACL(ctx context.Context, sid string) (*team.ACL, error) {
@@ -254,7 +260,10 @@ type teamEnv struct {
 	m     *host.Manager // the local backend's sessions
 }
 
-func newTeamEnv(t *testing.T) *teamEnv {
+func newTeamEnv(t *testing.T) *teamEnv { t.Helper(); return newTeamEnvWith(t, nil) }
+
+// newTeamEnvWith is newTeamEnv with more server options (Team is set).
+func newTeamEnvWith(t *testing.T, so *serve.Options) *teamEnv {
 	t.Helper()
 	root := t.TempDir()
 	cfg := &fakeConfig{root: root}
@@ -265,16 +274,21 @@ func newTeamEnv(t *testing.T) *teamEnv {
 	}
 	authz := newFakeAuthz()
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: authz, Audit: authz, Recorder: authz}
-	return teamServer(t, to, cfg, authz, fakeCLI)
+	return teamServer(t, to, cfg, authz, fakeCLI, so)
 }
 
 // teamServer serves a team (to) over a local backend whose CLIs run
-// script, for as long as the test.
-func teamServer(t *testing.T, to *serve.TeamOptions, cfg *fakeConfig, authz *fakeAuthz, script func(context.Context, *claudetest.CLI) error) *teamEnv {
+// script, for as long as the test; so has more server options (nil: none).
+func teamServer(t *testing.T, to *serve.TeamOptions, cfg *fakeConfig, authz *fakeAuthz, script func(context.Context, *claudetest.CLI) error, so *serve.Options) *teamEnv {
 	t.Helper()
 	m := host.NewManager(nil)
 	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: script}}}, Team: to})
-	srv := serve.NewServer(b, &serve.Options{Team: to})
+	o := serve.Options{}
+	if so != nil {
+		o = *so
+	}
+	o.Team = to
+	srv := serve.NewServer(b, &o)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -134,6 +135,9 @@ type serveFlags struct {
 	reg             *prometheus.Registry // made by registry()
 	team            *teamFlags           // tether serve only; nil or no --team: the token login
 	clusterTeam     *teamServe           // serve --nats --team: the team on the cluster's JetStream (setupClusterTeam)
+	notify          bool
+	notifyDir       string
+	ntfyURL         string
 }
 
 // registry is the server's metrics registry, shared by its manager, the
@@ -157,6 +161,9 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus) on this separate address WITHOUT login, for loopback or internal scraping (default: /metrics on --addr, which needs the token as a bearer)")
 	fs.IntVar(&sf.spares, "spares", 0, "CLIs to start ahead of sessions; with CLI 2.1.330 or newer they park and any start claims one with its own folder and model")
 	fs.DurationVar(&sf.sleepAfter, "sleep-after", defaultSleepAfter, "close the CLI of a session that has had nothing to do this long (no turn, approval, question or background task); it stays listed, asleep, and its next prompt wakes it, resuming the conversation (0: never; at least 1m)")
+	fs.BoolVar(&sf.notify, "notify", false, "call people back when a session needs them (an approval or question waits, a turn ends): Web Push to their browsers, a webhook, ntfy; set up in the UI's bell (not with --nats yet)")
+	fs.StringVar(&sf.notifyDir, "notify-dir", "", "where --notify keeps its VAPID keys and people's subscriptions (mode 0600; default: the user config directory's tether/serve, e.g. ~/.config/tether/serve)")
+	fs.StringVar(&sf.ntfyURL, "ntfy-url", "", "the ntfy server people's --notify topics are posted to (default: none, ntfy off)")
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
 	return sf
 }
@@ -297,7 +304,14 @@ func runServe(ctx context.Context, sf *serveFlags, lo *serve.LocalOptions, ready
 	if sf.backend != nil {
 		backend = sf.backend
 	}
+	notify, err := sf.notifyOptions()
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "tether serve: --notify: %v\n", err)
+		return 2
+	}
 	srv := serve.NewServer(backend, &serve.Options{
+		Notify:         notify,
 		Team:           teamOpts,
 		Token:          token,
 		AllowedHosts:   allowedHosts(host_, ln.Addr().(*net.TCPAddr), sf.hosts),
@@ -390,4 +404,30 @@ func allowedHosts(h string, addr *net.TCPAddr, extra []string) []string {
 		}
 	}
 	return append(out, extra...)
+}
+
+// notifyOptions are --notify's (nil: off). A lone server keeps its keys
+// in --notify-dir, by default the user config directory; with --nats
+// every server would call people back for the same event, so it is
+// refused there until the cluster elects one.
+func (sf *serveFlags) notifyOptions() (*serve.NotifyOptions, error) {
+	if !sf.notify {
+		return nil, nil
+	}
+	if sf.backend != nil {
+		return nil, errors.New("not available with --nats yet: every server would send each notification")
+	}
+	dir := sf.notifyDir
+	if dir == "" {
+		cfg, err := os.UserConfigDir()
+		if err != nil {
+			return nil, fmt.Errorf("no --notify-dir and no user config directory: %w", err)
+		}
+		dir = filepath.Join(cfg, "tether", "serve")
+	}
+	o := &serve.NotifyOptions{Dir: dir, NtfyURL: sf.ntfyURL}
+	if sf.team != nil {
+		o.BaseURL = sf.team.publicURL // links in webhook and ntfy messages
+	}
+	return o, nil
 }

@@ -25,6 +25,7 @@ import { SessionsStore, SessionStore } from "./store.js";
 import { SessionList } from "./sessions.js";
 import { DeliveryPanel } from "./deliverypanel.js";
 import { el } from "./dom.js";
+import * as notify from "./notify.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -104,6 +105,7 @@ function ago(t) {
 const conn = new Conn(proto.socketURL(), {
   onStatus: showConn,
   onOpen: () => {
+    notify.connected(conn);
     refreshList();
     if (app.current) subscribe(app.current);
   },

@@ -1,0 +1,179 @@
+package serve_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/serviceworker"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
+)
+
+// TestPushBrowser: in Chromium, the UI's service worker receives what
+// the server pushed (decrypted by the test's push endpoint, delivered
+// with CDP ServiceWorker.deliverPushMessage), shows the notification with
+// its Allow and Deny actions, and its Allow answers the approval exactly
+// once through /api/notify/action; the "resolved" push then replaces it.
+func TestPushBrowser(t *testing.T) {
+	b := newBrowser(t)
+	ctx := testCtx(t)
+	pe := newPushEndpoint(t)
+	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: notifyOptions(t)}})
+	if st, b := e.req("POST", "/api/notify/subscribe", pe.subscription("/sub")); st != http.StatusNoContent {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
+	tb := b.newTab(t, e.origin, "push")
+	regs := make(chan string, 16)
+	chromedp.ListenTarget(tb.ctx, func(ev any) {
+		if u, ok := ev.(*serviceworker.EventWorkerVersionUpdated); ok {
+			for _, v := range u.Versions {
+				if v.Status == serviceworker.VersionStatusActivated && v.RunningStatus == serviceworker.VersionRunningStatusRunning {
+					select {
+					case regs <- string(v.RegistrationID):
+					default:
+					}
+				}
+			}
+		}
+	})
+	tb.run(
+		cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeNotifications}).WithOrigin(e.origin),
+		serviceworker.Enable(),
+		chromedp.Navigate(e.srv.LoginURL(e.origin)),
+	)
+	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+	var reg string
+	select {
+	case reg = <-regs:
+	case <-ctx.Done():
+		t.Fatal("the service worker never activated")
+	}
+	// The tab goes to the background: it says so over its socket.
+	tb.eval(`(() => {
+		Object.defineProperty(document, "visibilityState", {value: "hidden", configurable: true});
+		Object.defineProperty(document, "hidden", {value: true, configurable: true});
+		document.dispatchEvent(new Event("visibilitychange"));
+		return true;
+	})()`, nil)
+
+	cl := e.dial(ctx)
+	cl.ok(ctx, map[string]any{"type": "visibility", "visible": false})
+	id := cl.start(ctx, e.cwd)
+	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id})
+	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool make release"})
+	m := pe.next(ctx, "the approval")
+	// The worker's target: its console, and where Allow is pressed.
+	var sw target.ID
+	for sw == "" {
+		ts, err := chromedp.Targets(tb.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range ts {
+			if ti.Type == "service_worker" && strings.HasPrefix(ti.URL, e.origin) {
+				sw = ti.TargetID
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no service worker target")
+		}
+	}
+	wctx, wcancel := chromedp.NewContext(tb.ctx, chromedp.WithTargetID(sw))
+	defer wcancel()
+	if err := chromedp.Run(wctx); err != nil {
+		t.Fatal(err)
+	}
+	// deliver hands a push to the worker until shows is true in the page.
+	// Before the test attached to the worker's target (above), headless
+	// Chromium dropped about one delivery in four under -race on two busy
+	// cores, with no error in the worker; attached, none was dropped in
+	// the runs made. A delivery not shown within 5 s is still made again,
+	// as a guard: the same tag, so at most one notification either way.
+	deliver := func(raw []byte, what, shows string) {
+		t.Helper()
+		for try := 1; ; try++ {
+			tb.run(serviceworker.DeliverPushMessage(e.origin, serviceworker.RegistrationID(reg), string(raw)))
+			wc, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+			err := chromedp.Run(wc, chromedp.Poll(shows, nil, chromedp.WithPollingInterval(25*time.Millisecond)))
+			cancel()
+			if err == nil {
+				return
+			}
+			if try == 5 {
+				t.Fatalf("%s: not shown after %d deliveries: %v", what, try, err)
+			}
+			t.Logf("%s: delivery %d not shown; again", what, try)
+		}
+	}
+	deliver(m.raw, "the notification", `navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length > 0)`)
+
+	type shown struct {
+		Title, Body, Tag string
+		Actions          []string
+	}
+	notifications := func() []shown {
+		var out []shown
+		tb.eval(`navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.map((n) => ({title: n.title, body: n.body, tag: n.tag, actions: n.actions.map((a) => a.action)})))`, &out)
+		return out
+	}
+	ns := notifications()
+	if len(ns) != 1 || ns[0].Tag != m.Tag || ns[0].Body != "make release" || !strings.HasPrefix(ns[0].Title, "Allow Bash?") || strings.Join(ns[0].Actions, ",") != "allow,deny" {
+		t.Fatalf("notifications shown: %+v", ns)
+	}
+
+	var clicked string
+	err := chromedp.Run(wctx, chromedp.Evaluate(`(async () => {
+		const [n] = await self.registration.getNotifications();
+		const ev = new NotificationEvent("notificationclick", {notification: n, action: "allow"});
+		let done = null;
+		ev.waitUntil = (p) => { done = p; };
+		self.dispatchEvent(ev);
+		await done;
+		return "clicked";
+	})()`, &clicked, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if err != nil || clicked != "clicked" {
+		t.Fatalf("Allow in the worker: %v %q", err, clicked)
+	}
+	from := 0
+	ev := cl.waitFrame(ctx, &from, "approval_resolved", isKind(id, host.EventApprovalResolved))
+	if !strings.Contains(string(ev.Event.Data), `"outcome":"allowed"`) {
+		t.Fatalf("resolved: %s", ev.Event.Data)
+	}
+	cl.waitFrame(ctx, &from, "idle", isState(id, "idle"))
+	// Exactly once: the same answer again is refused.
+	act := fmt.Sprintf(`{"session":%q,"approval":%q,"action":"allow"}`, id, m.Approval)
+	if st, b := e.req("POST", "/api/notify/action", act); st != http.StatusConflict {
+		t.Fatalf("a second allow: %d %s", st, b)
+	}
+	// The "resolved" push replaces the notification (same tag).
+	r := pe.next(ctx, "resolved")
+	deliver(r.raw, "the replaced notification", `navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1 && ns[0].title.startsWith("Allowed"))`)
+	if ns := notifications(); len(ns) != 1 || ns[0].Tag != m.Tag || len(ns[0].Actions) != 0 {
+		t.Fatalf("after resolved: %+v", ns)
+	}
+
+	// The bell's dialog, to look at.
+	tb.run(chromedp.Click("#notify-btn", chromedp.ByID), chromedp.WaitVisible("#notify-dlg", chromedp.ByID))
+	tb.waitJS("the dialog filled", `document.querySelector("#notify-dlg .notify-state").textContent !== ""`)
+	tb.shots("notify-dialog")
+
+	// Offline (the page and its worker), the worker answers a navigation
+	// with the offline page.
+	if err := chromedp.Run(wctx, network.Enable(), network.EmulateNetworkConditions(true, 0, -1, -1)); err != nil {
+		t.Fatalf("the worker offline: %v", err)
+	}
+	tb.run(network.EmulateNetworkConditions(true, 0, -1, -1), chromedp.Navigate(e.origin+"/"))
+	tb.waitJS("the offline page", `document.body && document.body.innerText.includes("Tether is out of reach") && document.querySelector("img").naturalWidth > 0 && getComputedStyle(document.body).display === "grid"`)
+	tb.shot("offline")
+	tb.run(network.EmulateNetworkConditions(false, 0, -1, -1))
+}
