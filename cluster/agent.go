@@ -152,7 +152,7 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", o.ID)
-	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.NATS)
+	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.Limits, o.NATS)
 	if err != nil {
 		return nil, err
 	}
@@ -270,11 +270,15 @@ func (a *Agent) gone() bool {
 }
 
 // heartbeats refreshes the agent's registry entry every third of the
-// bucket's TTL, so that two missed beats still leave it listed.
+// bucket's TTL, so that two missed beats still leave it listed. A beat
+// the bus cannot store (the bucket electing a leader, this agent's NATS
+// server lost) is tried again at the next; meanwhile clients hear from
+// the agent by pinging its sessions (liveness.go).
 func (a *Agent) heartbeats() {
 	defer a.wg.Done()
 	t := time.NewTicker(a.b.ttl / 3)
 	defer t.Stop()
+	failed := 0 // beats not stored in a row
 	for {
 		select {
 		case <-a.ctx.Done():
@@ -282,10 +286,18 @@ func (a *Agent) heartbeats() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, a.b.ttl/3)
-		if err := a.heartbeat(ctx); err != nil && a.ctx.Err() == nil {
-			a.log.Warn("heartbeat", "err", err)
-		}
+		err := a.heartbeat(ctx)
 		cancel()
+		switch {
+		case a.ctx.Err() != nil:
+		case err != nil:
+			if failed++; failed == 1 {
+				a.log.Warn("heartbeat not stored; trying again every beat", "err", err)
+			}
+		case failed > 0:
+			a.log.Info("heartbeat stored again", "missed", failed)
+			failed = 0
+		}
 		a.mu.Lock()
 		ss := make([]*agentSession, 0, len(a.sessions))
 		for _, s := range a.sessions {
@@ -586,7 +598,7 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 		return rec, 0, 0, &CommandError{Code: codeNoSession, Message: id + " has ended"}
 	}
 	if rec.Agent != "" {
-		alive, err := a.b.agentAlive(ctx, rec.Agent)
+		alive, err := a.b.ownerAlive(ctx, &rec)
 		if err != nil {
 			return rec, 0, 0, err
 		}

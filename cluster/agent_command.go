@@ -28,6 +28,10 @@ const (
 // command takes one request from the session's subject into its lane.
 // It runs on the subscription's goroutine and never blocks it.
 func (s *agentSession) command(msg *nats.Msg) {
+	if msg.Header.Get(hdrOp) == opPing {
+		s.answerPing(msg) // liveness.go
+		return
+	}
 	if msg.Header.Get(hdrOp) == opSnapshot {
 		s.quickLane(msg, func() { s.snapshot(msg) })
 		return

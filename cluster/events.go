@@ -449,8 +449,10 @@ func (c *Client) watch(id string, d int) {
 	}
 }
 
-// monitor checks, every heartbeat, that the agents of watched sessions
-// are alive, and marks the sessions of dead ones disconnected.
+// monitor judges, every heartbeat, the agents of watched sessions (the
+// rule: liveness.go), and marks the sessions of gone ones disconnected.
+// Agents that missed a heartbeat are pinged first, so that one whose
+// heartbeats the bus could not store is not taken for dead.
 func (c *Client) monitor() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.b.ttl / 3)
@@ -462,32 +464,39 @@ func (c *Client) monitor() {
 			return
 		case <-t.C:
 		}
+		c.judge.connection(c.b.nc)
 		c.mu.Lock()
-		ids := make([]string, 0, len(c.watched))
+		watched := make(map[string]bool, len(c.watched))
 		for id := range c.watched {
-			ids = append(ids, id)
+			watched[id] = true
 		}
 		c.mu.Unlock()
-		if len(ids) == 0 {
-			continue
-		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.b.ttl)
-		agents, err := c.liveAgents(ctx)
+		_, err := c.liveAgents(ctx)
 		if err == nil {
-			for _, id := range ids {
-				if a, ok := owner[id]; ok {
-					if _, alive := agents[a]; alive {
-						continue
-					}
-				}
-				r, rev, err := c.record(ctx, id)
-				if err != nil {
-					continue
-				}
-				owner[id] = r.Agent
-				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned || r.Moving {
-					continue
-				}
+			c.vouch(ctx, watched)
+		}
+		for id := range owner {
+			if !watched[id] {
+				delete(owner, id)
+			}
+		}
+		for id := range watched {
+			if err != nil {
+				break
+			}
+			if a, ok := owner[id]; ok && time.Since(c.judge.last(a)) < c.b.ttl {
+				continue
+			}
+			r, rev, rerr := c.record(ctx, id)
+			if rerr != nil {
+				continue
+			}
+			owner[id] = r.Agent
+			if r.Ended || r.Orphaned || r.Moving || r.Agent == "" {
+				continue
+			}
+			if c.gone(ctx, r) {
 				c.reap(ctx, id, r, rev)
 			}
 		}
@@ -511,10 +520,18 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 	if _, err := c.b.sessions.Update(ctx, id, data, rev); err != nil {
 		return // someone else did, or the session was taken over
 	}
+	c.noteReaped(id, r.Agent)
 	c.log.Info("agent gone; session disconnected", "session", id, "agent", r.Agent)
 	lastSeq, lastStream, err := c.b.lastSeq(ctx, id)
 	if err != nil {
 		return
+	}
+	// One marker per disconnection: none after a marker (another client,
+	// or this one, marked the session and nothing was published since).
+	if lastStream > 0 {
+		if m, err := c.b.events.GetMsg(ctx, lastStream); err == nil && m.Subject == subjectGone+id {
+			return
+		}
 	}
 	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: "agent " + r.Agent + " is gone"})
 	ev := host.Event{Seq: lastSeq + 1, Time: now, Kind: host.EventState, Data: info}

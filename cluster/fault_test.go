@@ -70,8 +70,10 @@ func runFaultRole(role string) int {
 	switch role {
 	case "nats":
 		port, _ := strconv.Atoi(os.Getenv(faultPortEnv))
-		s, err := server.NewServer(&server.Options{ServerName: "n1", Host: "127.0.0.1", Port: port, JetStream: true,
-			StoreDir: os.Getenv(faultStoreEnv), NoLog: true, NoSigs: true})
+		o := &server.Options{ServerName: "n1", Host: "127.0.0.1", Port: port, JetStream: true,
+			StoreDir: os.Getenv(faultStoreEnv), NoLog: true, NoSigs: true}
+		joinCluster(o) // one node of three, when the test asks (fault3_test.go)
+		s, err := server.NewServer(o)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -90,7 +92,7 @@ func runFaultRole(role string) int {
 		defer cancel()
 		capacity, _ := strconv.Atoi(os.Getenv(faultCapEnv))
 		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
-			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: max(capacity, 2), Limits: limits,
+			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: max(capacity, 2), Limits: roleLimits(),
 			MirrorInterval: 20 * time.Millisecond, Logger: testLogger(),
 			Session: &host.Options{CLI: &claude.Options{
 				Transport: &claudetest.FakeCLI{Script: memoryCLI},
@@ -205,6 +207,7 @@ type natsProc struct {
 	t     *testing.T
 	port  int
 	store string
+	env   []string // more of the role's environment (a cluster node's)
 	p     *child
 }
 
@@ -223,7 +226,7 @@ func spawnNATS(t *testing.T) *natsProc {
 
 func (n *natsProc) start() {
 	n.t.Helper()
-	n.p = spawn(n.t, "nats", "nats", faultPortEnv+"="+strconv.Itoa(n.port), faultStoreEnv+"="+n.store)
+	n.p = spawn(n.t, "nats", "nats", append([]string{faultPortEnv + "=" + strconv.Itoa(n.port), faultStoreEnv + "=" + n.store}, n.env...)...)
 }
 
 func (n *natsProc) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port) }

@@ -123,6 +123,9 @@ func (c *Client) watchOnce(kv jetstream.KeyValue, cache *kvCache) {
 				cache.put(e.Key(), ce)
 			default:
 				cache.remove(e.Key(), e.Revision())
+				if kv.Bucket() == BucketAgents {
+					c.judge.forget(e.Key()) // it left the registry itself
+				}
 			}
 		}
 	}
