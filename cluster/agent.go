@@ -582,7 +582,25 @@ func (a *Agent) sessionOptions(req *startRequest, rec *SessionInfo) (*host.Optio
 
 // claim takes over a session whose agent is gone: the registry entry is
 // updated at its revision, so of two agents racing only one wins.
+//
+// An update that loses to another writer is tried again on what is there
+// now: a client marking the session disconnected at that very moment
+// changes its revision but not its owner.
 func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint64, error) {
+	for range 4 {
+		rec, rev, base, err := a.claimOnce(ctx, id)
+		if !errors.Is(err, errClaimRaced) {
+			return rec, rev, base, err
+		}
+	}
+	return SessionInfo{}, 0, 0, &CommandError{Code: codeOwned, Message: id + " was taken over by another agent"}
+}
+
+// errClaimRaced: the registry entry changed between claimOnce's read and
+// its update.
+var errClaimRaced = errors.New("cluster: registry entry changed while claiming it")
+
+func (a *Agent) claimOnce(ctx context.Context, id string) (SessionInfo, uint64, uint64, error) {
 	var rec SessionInfo
 	e, err := a.b.sessions.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -628,7 +646,7 @@ func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint
 	data, _ := json.Marshal(rec)
 	rev, err := a.b.sessions.Update(ctx, id, data, e.Revision())
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		return rec, 0, 0, &CommandError{Code: codeOwned, Message: id + " was taken over by another agent"}
+		return rec, 0, 0, errClaimRaced
 	}
 	if err != nil {
 		return rec, 0, 0, err

@@ -277,6 +277,15 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 	if !validID(id) {
 		return SessionInfo{}, &CommandError{Code: codeNoSession, Message: "bad session id"}
 	}
+	// The agents judge their peers by heartbeats alone (their NATS user
+	// may not ping); this client's judgement (liveness.go) comes first, so
+	// that a session whose agent only could not store its heartbeats is
+	// not moved.
+	if r, _, err := c.record(ctx, id); err == nil && r.Agent != "" && !r.Ended && !r.Moving {
+		if alive, err := c.alive(ctx, r.Agent, id); err == nil && alive {
+			return SessionInfo{}, &CommandError{Code: codeOwned, Message: id + " runs on " + r.Agent}
+		}
+	}
 	return c.start(ctx, &startRequest{ID: id, Failover: true})
 }
 
