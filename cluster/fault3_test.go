@@ -395,8 +395,8 @@ func TestFault3ReplicatedBuckets(t *testing.T) {
 }
 
 // TestFault3BusOutageMarksOnce: the whole bus (one NATS server process)
-// stopped for 1.5 s, then for 6 s, each time in the middle of a streamed
-// reply. The session is marked disconnected at most once per outage, its
+// stopped (SIGTERM), killed (SIGKILL) or frozen (SIGSTOP) for 1.5 s, then
+// for 6 s, each time in the middle of a streamed reply. The session is marked disconnected at most once per outage, its
 // agent keeps it, and every delta arrives once, numbered contiguously.
 func TestFault3BusOutageMarksOnce(t *testing.T) {
 	ns := spawnNATS(t)
@@ -408,14 +408,29 @@ func TestFault3BusOutageMarksOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := follow(t, c, info.ID, 0)
-	for _, outage := range []time.Duration{1500 * time.Millisecond, 6 * time.Second} {
-		t.Run(outage.String(), func(t *testing.T) {
+	outages := []struct {
+		how    string
+		length time.Duration
+	}{{"stopped", 1500 * time.Millisecond}, {"stopped", 6 * time.Second},
+		{"killed", 1500 * time.Millisecond}, {"killed", 6 * time.Second},
+		{"frozen", 1500 * time.Millisecond}, {"frozen", 6 * time.Second}}
+	for _, o := range outages {
+		t.Run(o.how+" "+o.length.String(), func(t *testing.T) {
 			start := len(f.list())
 			send(t, c, info.ID, "stream 100")
 			waitFor(t, "a quarter of the reply", func() bool { return f.deltas(start) >= 25 })
-			ns.p.stop()
-			time.Sleep(outage) // the outage
-			ns.start()
+			switch o.how {
+			case "stopped", "killed":
+				if o.how == "stopped" {
+					ns.p.stop()
+				} else {
+					ns.p.kill()
+				}
+				time.Sleep(o.length) // the outage
+				ns.start()
+			case "frozen":
+				ns.p.freeze(o.length)
+			}
 			f.wait(t, "the whole reply", afterN(start, result(streamed(100))))
 			if got := textAfter(f.list(), start); got != streamed(100) {
 				t.Fatalf("streamed text: got %d chars, want %d", len(got), len(streamed(100)))
