@@ -487,7 +487,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			useTemplate = false // a spare is nobody's
 		}
 		data, _ := json.Marshal(rec)
-		rev, err = a.b.sessions.Create(ctx, req.ID, data)
+		rev, err = a.b.createRecord(ctx, req.ID, data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, &CommandError{Code: codeOwned, Message: "session id " + req.ID + " already exists"}
 		}

@@ -330,8 +330,9 @@ func faultTurn(t *testing.T, ns *natsProc, fault func(owner string)) (*cluster.C
 	return c, f, info.ID
 }
 
-// TestFaultAgentFrozen: an agent process stopped (SIGSTOP) for three
-// times the heartbeat lapse in the middle of a streamed reply is declared
+// TestFaultAgentFrozen: an agent process stopped (SIGSTOP) for four
+// times the heartbeat lapse (twice what the clients wait before judging
+// an agent unheard gone) in the middle of a streamed reply is declared
 // gone and its session marked disconnected; thawed, it carries on: every
 // character of the reply arrives, once, the marker's number is never
 // used again, and the session takes commands again.
@@ -339,7 +340,7 @@ func TestFaultAgentFrozen(t *testing.T) {
 	ns := spawnNATS(t)
 	a1 := spawnAgent(t, ns.URL(), "a1")
 	raw := newRawBus(t, ns.URL())
-	c, f, id := faultTurn(t, ns, func(string) { a1.freeze(3 * lapse) })
+	c, f, id := faultTurn(t, ns, func(string) { a1.freeze(4 * lapse) })
 	f.wait(t, "the whole reply", result(streamed(100)))
 	if got := textAfter(f.list(), 0); got != streamed(100) {
 		t.Fatalf("streamed text: got %d chars, want %d:\n%q", len(got), len(streamed(100)), got)

@@ -186,8 +186,10 @@ func (c *Client) alive(ctx context.Context, agent, session string) (bool, error)
 func (c *Client) vouch(ctx context.Context, watched map[string]bool) {
 	hb := c.b.ttl / 3
 	stale := func(agent string) bool { return time.Since(c.judge.last(agent)) >= 2*hb }
-	// Only when some agent this client knows of, or a watched session's,
-	// looks stale is the registry read for its sessions.
+	// Only when some agent this client knows of looks stale are the
+	// sessions looked through, in the client's copy of the registry (an
+	// agent it has not heard of yet is pinged before any of its watched
+	// sessions is marked: gone).
 	c.judge.mu.Lock()
 	any := false
 	for id := range c.judge.recs {
@@ -197,11 +199,11 @@ func (c *Client) vouch(ctx context.Context, watched map[string]bool) {
 		}
 	}
 	c.judge.mu.Unlock()
-	if !any && len(watched) == 0 {
+	if !any {
 		return
 	}
-	es, err := c.registry(ctx, c.b.sessions, &c.sessCache)
-	if err != nil {
+	es, ok := c.sessCache.snapshot()
+	if !ok {
 		return
 	}
 	pick := map[string]string{} // agent → a session it runs
@@ -307,4 +309,46 @@ func (s *agentSession) answerPing(msg *nats.Msg) {
 	r.Header.Set(hdrAgent, s.a.id)
 	r.Data, _ = json.Marshal(struct{}{})
 	msg.RespondMsg(r)
+}
+
+// createRecord creates a session's registry entry, trying again while the
+// bucket cannot answer (its leader's node lost, an election under way):
+// a start does not fail for the bus's trouble. A try stored whose answer
+// was lost, or still in flight, is recognised by its content.
+func (b *bus) createRecord(ctx context.Context, id string, data []byte) (uint64, error) {
+	wait := 50 * time.Millisecond
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		rev, err := b.sessions.Create(tctx, id, data)
+		cancel()
+		if err == nil {
+			return rev, nil
+		}
+		switch {
+		case errors.Is(err, jetstream.ErrKeyExists):
+			gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			e, gerr := b.sessions.Get(gctx, id)
+			cancel()
+			if gerr == nil {
+				if string(e.Value()) == string(data) {
+					return e.Revision(), nil
+				}
+				return 0, err
+			}
+			if !errors.Is(gerr, jetstream.ErrKeyNotFound) {
+				return 0, err
+			}
+			// Nothing there yet: a try of ours still being proposed.
+		case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
+			errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		default:
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
