@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -93,6 +94,10 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 		}
 		for {
 			err := c.readEvents(ctx, filter, start, r, yield)
+			if errors.Is(err, errStalled) {
+				start = r.next // a new consumer, from where this one stopped
+				continue
+			}
 			var re *host.ResyncError
 			if errors.As(err, &re) && start > 1 && !r.rescanned {
 				r.parts = nil
@@ -133,9 +138,16 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	r.next = start
+	r.exp.Store(r.expect)
+	stalled := c.watchStall(ctx, filter, r, it)
+	defer stalled.stop()
 	for {
 		m, err := it.Next()
 		if err != nil {
+			if stalled.fired.Load() {
+				return errStalled
+			}
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
 			}
@@ -147,7 +159,12 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 			c.log.Debug("events", "session", r.id, "err", err)
 			continue
 		}
+		if md, err := m.Metadata(); err == nil {
+			r.next = md.Sequence.Stream + 1
+			r.got.Store(md.Sequence.Stream)
+		}
 		ev, ok, err := r.take(ctx, m.Subject(), m.Headers(), m.Data())
+		r.exp.Store(r.expect)
 		if err != nil {
 			return err
 		}
@@ -177,6 +194,73 @@ type eventReader struct {
 	skipped   int
 	first     string // why the first skipped message was
 	rescanned bool   // read again from the start once, before a gap
+
+	// next is the stream sequence to read from when the consumer is
+	// replaced; got, the last one read (for the stall watch).
+	next uint64
+	got  atomic.Uint64
+	exp  atomic.Uint64 // expect, for the stall watch
+}
+
+func (r *eventReader) expectNow() uint64 { return r.exp.Load() }
+
+// errStalled: the consumer stopped delivering while the stream holds
+// newer messages of the session; readEvents is called again from r.next.
+var errStalled = errors.New("cluster: event consumer stalled")
+
+// stallWatch stops a consumer's iterator when it has delivered nothing
+// for two lapses while the stream holds newer messages of the session. An
+// ordered consumer normally recreates itself when its server goes; after
+// the loss of the node that held it in a clustered stream, it was seen
+// waiting for good. The reader then starts a new one where it stopped.
+type stallWatch struct {
+	fired atomic.Bool
+	done  chan struct{}
+}
+
+func (sw *stallWatch) stop() { close(sw.done) }
+
+func (c *Client) watchStall(ctx context.Context, filter string, r *eventReader, it jetstream.MessagesContext) *stallWatch {
+	sw := &stallWatch{done: make(chan struct{})}
+	from := r.next
+	go func() {
+		t := time.NewTicker(2 * c.b.ttl)
+		defer t.Stop()
+		seen := r.got.Load()
+		for {
+			select {
+			case <-sw.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			cur := r.got.Load()
+			if cur != seen {
+				seen = cur
+				continue
+			}
+			// The registry (the client's copy: no request) says whether
+			// the agent published past what was read; only then is the
+			// stream asked.
+			if e, ok := c.sessCache.get(r.id); ok {
+				var rec SessionInfo
+				if decode(BucketSessions+"."+r.id, e.value, MaxRecordSize, &rec) == nil && rec.Seq < r.expectNow() {
+					continue
+				}
+			}
+			gctx, cancel := context.WithTimeout(ctx, c.b.ttl)
+			last, err := c.b.events.GetLastMsgForSubject(gctx, filter)
+			cancel()
+			if err == nil && last.Sequence > cur && last.Sequence >= from {
+				c.log.Debug("events: consumer stalled; starting a new one", "session", r.id, "after", cur)
+				sw.fired.Store(true)
+				it.Stop()
+				return
+			}
+		}
+	}()
+	return sw
 }
 
 func (r *eventReader) setOwners(rec SessionInfo) {
