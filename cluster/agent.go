@@ -151,7 +151,7 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", o.ID)
-	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.NATS)
+	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.Limits, o.NATS)
 	if err != nil {
 		return nil, err
 	}
@@ -269,11 +269,15 @@ func (a *Agent) gone() bool {
 }
 
 // heartbeats refreshes the agent's registry entry every third of the
-// bucket's TTL, so that two missed beats still leave it listed.
+// bucket's TTL, so that two missed beats still leave it listed. A beat
+// the bus cannot store (the bucket electing a leader, this agent's NATS
+// server lost) is tried again at the next; meanwhile clients hear from
+// the agent by pinging its sessions (liveness.go).
 func (a *Agent) heartbeats() {
 	defer a.wg.Done()
 	t := time.NewTicker(a.b.ttl / 3)
 	defer t.Stop()
+	failed := 0 // beats not stored in a row
 	for {
 		select {
 		case <-a.ctx.Done():
@@ -281,10 +285,18 @@ func (a *Agent) heartbeats() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(a.ctx, a.b.ttl/3)
-		if err := a.heartbeat(ctx); err != nil && a.ctx.Err() == nil {
-			a.log.Warn("heartbeat", "err", err)
-		}
+		err := a.heartbeat(ctx)
 		cancel()
+		switch {
+		case a.ctx.Err() != nil:
+		case err != nil:
+			if failed++; failed == 1 {
+				a.log.Warn("heartbeat not stored; trying again every beat", "err", err)
+			}
+		case failed > 0:
+			a.log.Info("heartbeat stored again", "missed", failed)
+			failed = 0
+		}
 		a.mu.Lock()
 		ss := make([]*agentSession, 0, len(a.sessions))
 		for _, s := range a.sessions {
@@ -476,7 +488,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			}
 			useTemplate = false // a spare is nobody's
 		}
-		rev, err = a.b.putSession(ctx, &rec, 0, true)
+		rev, err = a.b.createRecord(ctx, &rec)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, &CommandError{Code: codeOwned, Message: "session id " + req.ID + " already exists"}
 		}
@@ -570,21 +582,24 @@ func (a *Agent) sessionOptions(req *startRequest, rec *SessionInfo) (*host.Optio
 }
 
 // claim takes over a session whose agent is gone: the registry entry is
-// updated at its revision, so of two agents racing only one wins. An
-// entry changed meanwhile by a client that marked the session
-// disconnected is read again (a few times), so that the marker does not
-// cost a handed-over session its takeover.
+// updated at its revision, so of two agents racing only one wins.
+//
+// An update that loses to another writer is tried again on what is there
+// now: a client marking the session disconnected at that very moment
+// changes its revision but not its owner.
 func (a *Agent) claim(ctx context.Context, id string) (SessionInfo, uint64, uint64, error) {
-	for attempt := 1; ; attempt++ {
+	for range 4 {
 		rec, rev, base, err := a.claimOnce(ctx, id)
-		if err == nil || attempt == 3 || !errors.Is(err, jetstream.ErrKeyExists) {
-			if errors.Is(err, jetstream.ErrKeyExists) {
-				err = &CommandError{Code: codeOwned, Message: id + " was taken over by another agent"}
-			}
+		if !errors.Is(err, errClaimRaced) {
 			return rec, rev, base, err
 		}
 	}
+	return SessionInfo{}, 0, 0, &CommandError{Code: codeOwned, Message: id + " was taken over by another agent"}
 }
+
+// errClaimRaced: the registry entry changed between claimOnce's read and
+// its update.
+var errClaimRaced = errors.New("cluster: registry entry changed while claiming it")
 
 func (a *Agent) claimOnce(ctx context.Context, id string) (SessionInfo, uint64, uint64, error) {
 	var rec SessionInfo
@@ -602,7 +617,7 @@ func (a *Agent) claimOnce(ctx context.Context, id string) (SessionInfo, uint64, 
 		return rec, 0, 0, &CommandError{Code: codeNoSession, Message: id + " has ended"}
 	}
 	if rec.Agent != "" {
-		alive, err := a.b.agentAlive(ctx, rec.Agent)
+		alive, err := a.b.ownerAlive(ctx, &rec)
 		if err != nil {
 			return rec, 0, 0, err
 		}
@@ -634,6 +649,9 @@ func (a *Agent) claimOnce(ctx context.Context, id string) (SessionInfo, uint64, 
 	rec.Updated = time.Now()
 	rec.Seq = base
 	rev, err := a.b.putSession(ctx, &rec, e.Revision(), false)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		return rec, 0, 0, errClaimRaced
+	}
 	if err != nil {
 		return rec, 0, 0, err
 	}

@@ -30,6 +30,9 @@ const (
 func (s *agentSession) command(msg *nats.Msg) {
 	switch op := msg.Header.Get(hdrOp); op {
 	case "":
+	case opPing:
+		s.answerPing(msg) // liveness.go
+		return
 	case opSnapshot:
 		s.quickLane(msg, func() { s.snapshot(msg) })
 		return

@@ -201,7 +201,7 @@ func (a *Agent) running(ctx context.Context, subject string) (int, error) {
 		}
 		ok, seen := alive[r.Agent]
 		if !seen {
-			if ok, err = a.b.agentAlive(ctx, r.Agent); err != nil {
+			if ok, err = a.b.ownerAlive(ctx, &r); err != nil {
 				return 0, err
 			}
 			alive[r.Agent] = ok

@@ -63,6 +63,8 @@ type Client struct {
 
 	// The registry as the client's KV watches see it (registry.go).
 	sessCache, agentCache kvCache
+	// judge: the agents' signs of life (liveness.go).
+	judge judge
 
 	mu      sync.Mutex
 	watched map[string]int // sessions with a subscriber: liveness is checked
@@ -90,7 +92,7 @@ func NewClient(ctx context.Context, opts *ClientOptions) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	nc, own, err := dial(o.Conn, o.URL, "tether-client", o.NATS)
+	nc, own, err := dial(o.Conn, o.URL, "tether-client", o.Limits, o.NATS)
 	if err != nil {
 		return nil, err
 	}
@@ -151,24 +153,6 @@ func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 	return out, nil
 }
 
-func (c *Client) liveAgents(ctx context.Context) (map[string]agentRecord, error) {
-	es, err := c.registry(ctx, c.b.agents, &c.agentCache)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]agentRecord{}
-	for key, e := range es {
-		var r agentRecord
-		if decode(BucketAgents+"."+key, e.value, MaxRecordSize, &r) != nil {
-			continue
-		}
-		if time.Since(e.created) < c.b.ttl {
-			out[r.ID] = r
-		}
-	}
-	return out, nil
-}
-
 // Sessions returns every session of the registry, oldest first: those of
 // live agents with their state, those whose agent is gone "disconnected".
 // Ended sessions are included (Ended set) until the registry's retention
@@ -206,7 +190,7 @@ func (c *Client) Session(ctx context.Context, id string) (SessionInfo, error) {
 		return r, err
 	}
 	if r.Agent != "" {
-		alive, err := c.b.agentAlive(ctx, r.Agent)
+		alive, err := c.alive(ctx, r.Agent, r.ID)
 		if err != nil {
 			return r, err
 		}
@@ -293,6 +277,15 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 	if !validID(id) {
 		return SessionInfo{}, &CommandError{Code: codeNoSession, Message: "bad session id"}
+	}
+	// The agents judge their peers by heartbeats alone (their NATS user
+	// may not ping); this client's judgement (liveness.go) comes first, so
+	// that a session whose agent only could not store its heartbeats is
+	// not moved.
+	if r, _, err := c.record(ctx, id); err == nil && r.Agent != "" && !r.Ended && !r.Moving {
+		if alive, err := c.alive(ctx, r.Agent, id); err == nil && alive {
+			return SessionInfo{}, &CommandError{Code: codeOwned, Message: id + " runs on " + r.Agent}
+		}
 	}
 	return c.start(ctx, &startRequest{ID: id, Failover: true})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -93,6 +94,10 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 		}
 		for {
 			err := c.readEvents(ctx, filter, start, r, yield)
+			if errors.Is(err, errStalled) {
+				start = r.next // a new consumer, from where this one stopped
+				continue
+			}
 			var re *host.ResyncError
 			if errors.As(err, &re) && start > 1 && !r.rescanned {
 				r.parts = nil
@@ -133,9 +138,16 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
+	r.next = start
+	r.exp.Store(r.expect)
+	stalled := c.watchStall(ctx, filter, r, it)
+	defer stalled.stop()
 	for {
 		m, err := it.Next()
 		if err != nil {
+			if stalled.fired.Load() {
+				return errStalled
+			}
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
 			}
@@ -147,7 +159,12 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 			c.log.Debug("events", "session", r.id, "err", err)
 			continue
 		}
+		if md, err := m.Metadata(); err == nil {
+			r.next = md.Sequence.Stream + 1
+			r.got.Store(md.Sequence.Stream)
+		}
 		ev, ok, err := r.take(ctx, m.Subject(), m.Headers(), m.Data())
+		r.exp.Store(r.expect)
 		if err != nil {
 			return err
 		}
@@ -177,6 +194,73 @@ type eventReader struct {
 	skipped   int
 	first     string // why the first skipped message was
 	rescanned bool   // read again from the start once, before a gap
+
+	// next is the stream sequence to read from when the consumer is
+	// replaced; got, the last one read (for the stall watch).
+	next uint64
+	got  atomic.Uint64
+	exp  atomic.Uint64 // expect, for the stall watch
+}
+
+func (r *eventReader) expectNow() uint64 { return r.exp.Load() }
+
+// errStalled: the consumer stopped delivering while the stream holds
+// newer messages of the session; readEvents is called again from r.next.
+var errStalled = errors.New("cluster: event consumer stalled")
+
+// stallWatch stops a consumer's iterator when it has delivered nothing
+// for two lapses while the stream holds newer messages of the session. An
+// ordered consumer normally recreates itself when its server goes; after
+// the loss of the node that held it in a clustered stream, it was seen
+// waiting for good. The reader then starts a new one where it stopped.
+type stallWatch struct {
+	fired atomic.Bool
+	done  chan struct{}
+}
+
+func (sw *stallWatch) stop() { close(sw.done) }
+
+func (c *Client) watchStall(ctx context.Context, filter string, r *eventReader, it jetstream.MessagesContext) *stallWatch {
+	sw := &stallWatch{done: make(chan struct{})}
+	from := r.next
+	go func() {
+		t := time.NewTicker(2 * c.b.ttl)
+		defer t.Stop()
+		seen := r.got.Load()
+		for {
+			select {
+			case <-sw.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			cur := r.got.Load()
+			if cur != seen {
+				seen = cur
+				continue
+			}
+			// The registry (the client's copy: no request) says whether
+			// the agent published past what was read; only then is the
+			// stream asked.
+			if e, ok := c.sessCache.get(r.id); ok {
+				var rec SessionInfo
+				if decode(BucketSessions+"."+r.id, e.value, MaxRecordSize, &rec) == nil && rec.Seq < r.expectNow() {
+					continue
+				}
+			}
+			gctx, cancel := context.WithTimeout(ctx, c.b.ttl)
+			last, err := c.b.events.GetLastMsgForSubject(gctx, filter)
+			cancel()
+			if err == nil && last.Sequence > cur && last.Sequence >= from {
+				c.log.Debug("events: consumer stalled; starting a new one", "session", r.id, "after", cur)
+				sw.fired.Store(true)
+				it.Stop()
+				return
+			}
+		}
+	}()
+	return sw
 }
 
 func (r *eventReader) setOwners(rec SessionInfo) {
@@ -462,8 +546,10 @@ func (c *Client) watch(id string, d int) {
 	}
 }
 
-// monitor checks, every heartbeat, that the agents of watched sessions
-// are alive, and marks the sessions of dead ones disconnected.
+// monitor judges, every heartbeat, the agents of watched sessions (the
+// rule: liveness.go), and marks the sessions of gone ones disconnected.
+// Agents that missed a heartbeat are pinged first, so that one whose
+// heartbeats the bus could not store is not taken for dead.
 func (c *Client) monitor() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.b.ttl / 3)
@@ -475,35 +561,47 @@ func (c *Client) monitor() {
 			return
 		case <-t.C:
 		}
+		c.judge.connection(c.b.nc)
 		c.mu.Lock()
-		ids := make([]string, 0, len(c.watched))
+		watched := make(map[string]bool, len(c.watched))
 		for id := range c.watched {
-			ids = append(ids, id)
+			watched[id] = true
 		}
 		c.mu.Unlock()
-		if len(ids) == 0 {
-			continue
-		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.b.ttl)
 		agents, err := c.liveAgents(ctx)
 		if err == nil {
-			for _, id := range ids {
-				if a, ok := owner[id]; ok {
-					if _, alive := agents[a]; alive {
-						continue
-					}
+			c.vouch(ctx, watched)
+		}
+		for id := range owner {
+			if !watched[id] {
+				delete(owner, id)
+			}
+		}
+		for id := range watched {
+			if err != nil {
+				break
+			}
+			if a, ok := owner[id]; ok && time.Since(c.judge.last(a)) < c.b.ttl {
+				continue
+			}
+			r, rev, rerr := c.record(ctx, id)
+			if rerr != nil {
+				continue
+			}
+			owner[id] = r.Agent
+			if r.Ended || r.Orphaned {
+				continue
+			}
+			if r.Moving {
+				// Handed over by a drain: no agent to judge, only
+				// whether one with room is taking it.
+				if stranded(r, agents, c.b.ttl) {
+					c.reap(ctx, id, r, rev)
 				}
-				r, rev, err := c.record(ctx, id)
-				if err != nil {
-					continue
-				}
-				owner[id] = r.Agent
-				if _, alive := agents[r.Agent]; alive || r.Ended || r.Orphaned {
-					continue
-				}
-				if r.Moving && !stranded(r, agents, c.b.ttl) {
-					continue
-				}
+				continue
+			}
+			if r.Agent != "" && c.gone(ctx, r) {
 				c.reap(ctx, id, r, rev)
 			}
 		}
@@ -546,6 +644,7 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 	if _, err := c.b.putSession(ctx, &r, rev, false); err != nil {
 		return // someone else did, or the session was taken over
 	}
+	c.noteReaped(id, r.Agent)
 	c.log.Info("session has no agent; marked disconnected", "session", id, "agent", lastAgent(r), "moving", r.Moving)
 	lastSeq, lastStream, err := c.b.lastSeq(ctx, id)
 	if err != nil {
@@ -555,6 +654,13 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 		// Its numbers are not readable here: a marker would reuse one.
 		c.log.Warn("a session of a release before f95a7ed: marked disconnected in the registry only", "session", id)
 		return
+	}
+	// One marker per disconnection: none after a marker (another client,
+	// or this one, marked the session and nothing was published since).
+	if lastStream > 0 {
+		if m, err := c.b.events.GetMsg(ctx, lastStream); err == nil && m.Subject == subjectGone+id {
+			return
+		}
 	}
 	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: noAgentText(id, r)})
 	ev := host.Event{Seq: lastSeq + 1, Time: now, Kind: host.EventState, Data: info}

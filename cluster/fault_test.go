@@ -69,8 +69,10 @@ func runFaultRole(role string) int {
 	switch role {
 	case "nats":
 		port, _ := strconv.Atoi(os.Getenv(faultPortEnv))
-		s, err := server.NewServer(&server.Options{ServerName: "n1", Host: "127.0.0.1", Port: port, JetStream: true,
-			StoreDir: os.Getenv(faultStoreEnv), NoLog: true, NoSigs: true})
+		o := &server.Options{ServerName: "n1", Host: "127.0.0.1", Port: port, JetStream: true,
+			StoreDir: os.Getenv(faultStoreEnv), NoLog: true, NoSigs: true}
+		joinCluster(o) // one node of three, when the test asks (fault3_test.go)
+		s, err := server.NewServer(o)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -89,7 +91,7 @@ func runFaultRole(role string) int {
 		defer cancel()
 		capacity, _ := strconv.Atoi(os.Getenv(faultCapEnv))
 		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
-			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: max(capacity, 2), Limits: limits,
+			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: max(capacity, 2), Limits: roleLimits(),
 			MirrorInterval: 20 * time.Millisecond, Logger: testLogger(),
 			Session: &host.Options{CLI: &claude.Options{
 				Transport: &claudetest.FakeCLI{Script: memoryCLI},
@@ -220,6 +222,7 @@ type natsProc struct {
 	t     *testing.T
 	port  int
 	store string
+	env   []string // more of the role's environment (a cluster node's)
 	p     *child
 }
 
@@ -238,7 +241,7 @@ func spawnNATS(t *testing.T) *natsProc {
 
 func (n *natsProc) start() {
 	n.t.Helper()
-	n.p = spawn(n.t, "nats", "nats", faultPortEnv+"="+strconv.Itoa(n.port), faultStoreEnv+"="+n.store)
+	n.p = spawn(n.t, "nats", "nats", append([]string{faultPortEnv + "=" + strconv.Itoa(n.port), faultStoreEnv + "=" + n.store}, n.env...)...)
 }
 
 func (n *natsProc) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port) }
@@ -342,8 +345,9 @@ func faultTurn(t *testing.T, ns *natsProc, fault func(owner string)) (*cluster.C
 	return c, f, info.ID
 }
 
-// TestFaultAgentFrozen: an agent process stopped (SIGSTOP) for three
-// times the heartbeat lapse in the middle of a streamed reply is declared
+// TestFaultAgentFrozen: an agent process stopped (SIGSTOP) for four
+// times the heartbeat lapse (twice what the clients wait before judging
+// an agent unheard gone) in the middle of a streamed reply is declared
 // gone and its session marked disconnected; thawed, it carries on: every
 // character of the reply arrives, once, the marker's number is never
 // used again, and the session takes commands again.
@@ -351,7 +355,7 @@ func TestFaultAgentFrozen(t *testing.T) {
 	ns := spawnNATS(t)
 	a1 := spawnAgent(t, ns.URL(), "a1")
 	raw := newRawBus(t, ns.URL())
-	c, f, id := faultTurn(t, ns, func(string) { a1.freeze(3 * lapse) })
+	c, f, id := faultTurn(t, ns, func(string) { a1.freeze(4 * lapse) })
 	f.wait(t, "the whole reply", result(streamed(100)))
 	if got := textAfter(f.list(), 0); got != streamed(100) {
 		t.Fatalf("streamed text: got %d chars, want %d:\n%q", len(got), len(streamed(100)), got)

@@ -288,6 +288,10 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 					return 0, errFenced
 				}
 			}
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeSubjectInProcess:
+			// A clustered stream's leader still has a message of the
+			// session in flight (our own earlier try, after a leader
+			// change): try again once it is stored.
 		case errors.As(err, &apiErr) && apiErr.Code == 400:
 			return 0, err // refused (too big, wrong subject…): retrying will not help
 		}
@@ -298,6 +302,13 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// errCodeSubjectInProcess is JetStream's "wrong last sequence" without a
+// number (JSStreamWrongLastSequenceConstantErr): a clustered stream
+// refuses a publish that expects a subject's last sequence while another
+// message on that subject is being proposed. It is not a fence: the
+// answer is to try again.
+const errCodeSubjectInProcess = 10164
 
 // eventMsgs are the messages of one event: one, or its parts when it is
 // bigger than a NATS message may be.

@@ -41,6 +41,14 @@ func (k *kvCache) snapshot() (map[string]cachedEntry, bool) {
 	return out, true
 }
 
+// get returns one entry, and false when not synced or not there.
+func (k *kvCache) get(key string) (cachedEntry, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.entries[key]
+	return e, ok && k.synced
+}
+
 // put records an entry unless the cache holds a newer revision.
 func (k *kvCache) put(key string, e cachedEntry) {
 	k.mu.Lock()
@@ -123,6 +131,9 @@ func (c *Client) watchOnce(kv jetstream.KeyValue, cache *kvCache) {
 				cache.put(e.Key(), ce)
 			default:
 				cache.remove(e.Key(), e.Revision())
+				if kv.Bucket() == BucketAgents {
+					c.judge.forget(e.Key()) // it left the registry itself
+				}
 			}
 		}
 	}

@@ -93,11 +93,17 @@ type bus struct {
 // connection with them (AgentOptions.Conn) and with other users of the
 // cluster's JetStream: a team's store and audit log.
 func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
-	nc, _, err := dial(nil, url, name, opts)
+	nc, _, err := dial(nil, url, name, nil, opts)
 	return nc, err
 }
 
-func dial(nc *nats.Conn, url, name string, opts []nats.Option) (*nats.Conn, bool, error) {
+// dial's connection pings its NATS server every heartbeat (the limits',
+// else the default 1 s) and drops it after two pings unanswered, to
+// reconnect to another node of the cluster: a server that is frozen (a
+// stopped VM) or cut off would otherwise hold the process, its heartbeats
+// and its sessions' commands, for the library's default of minutes,
+// while the rest of the cluster judges it gone after 6 heartbeats.
+func dial(nc *nats.Conn, url, name string, limits *Limits, opts []nats.Option) (*nats.Conn, bool, error) {
 	if nc != nil {
 		return nc, false, nil
 	}
@@ -109,6 +115,8 @@ func dial(nc *nats.Conn, url, name string, opts []nats.Option) (*nats.Conn, bool
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		nats.PingInterval(limits.withDefaults().Heartbeat),
+		nats.MaxPingsOutstanding(2),
 		// The library's default prints asynchronous errors (a consumer
 		// gone while the server restarts) to stderr; they are expected
 		// and handled where they matter.

@@ -49,7 +49,7 @@ func addNATSFlags(fs *flag.FlagSet, nf *natsFlags) {
 	fs.StringVar(&nf.cert, "nats-cert", "", "a client certificate (PEM) for NATS TLS; needs --nats-key")
 	fs.StringVar(&nf.key, "nats-key", "", "the client certificate's private key (PEM)")
 	fs.IntVar(&nf.replicas, "replicas", 1, "replicas of the streams and buckets when this process creates them (3 on a 3-node NATS cluster)")
-	fs.DurationVar(&nf.heartbeat, "heartbeat", 0, "the agents' heartbeat: a dead agent's sessions show disconnected within 3 of them. One per cluster: unset uses the cluster's (1s when this process creates the registry); another value than the cluster's is refused")
+	fs.DurationVar(&nf.heartbeat, "heartbeat", 0, "the agents' heartbeat: an agent unheard for 6 of them (no heartbeat stored, no answer to a ping) is judged gone and its sessions show disconnected. One per cluster: unset uses the cluster's (1s when this process creates the registry); another value than the cluster's is refused")
 }
 
 // options turns the flags into nats.Connect options.
