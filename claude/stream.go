@@ -148,10 +148,16 @@ func (e *StreamEvent) UnmarshalJSON(b []byte) error { return e.decode(b) }
 
 // decode decodes a stream_event line in one pass (DecodeMessage calls it
 // directly: going through UnmarshalJSON would scan the line twice).
-func (e *StreamEvent) decode(b []byte) error {
-	var w wireStreamEvent
-	if err := unmarshal(b, &w); err != nil {
-		return err
+func (e *StreamEvent) decode(b []byte) error { return e.decodeWith(b, false) }
+
+// decodeWith is decode, with the decode plans (plan.go) when planned.
+func (e *StreamEvent) decodeWith(b []byte, planned bool) error {
+	w := new(wireStreamEvent)
+	if !planned || !decodePlanned(b, w) {
+		*w = wireStreamEvent{}
+		if err := unmarshal(b, w); err != nil {
+			return err
+		}
 	}
 	*e = StreamEvent{Meta: Meta{UUID: w.UUID, SessionID: w.SessionID}, ParentToolUseID: w.ParentToolUseID, TTFTMS: w.TTFTMS,
 		UserMessageUUID: w.UserMessageUUID, UserMessageUUIDs: w.UserMessageUUIDs, ResumeReason: w.ResumeReason}
@@ -180,7 +186,7 @@ func (e *StreamEvent) decode(b []byte) error {
 		}
 		e.Event = &ContentBlockDeltaEvent{Index: ev.Index, Delta: delta}
 	case "content_block_start":
-		blk, err := decodeBlock(ev.ContentBlock)
+		blk, err := decodeBlockWith(ev.ContentBlock, planned)
 		if err != nil {
 			return err
 		}
@@ -190,8 +196,11 @@ func (e *StreamEvent) decode(b []byte) error {
 	case "message_start":
 		var m APIMessage
 		if len(ev.Message) > 0 {
-			if err := unmarshal(ev.Message, &m); err != nil {
-				return err
+			if !planned || !decodePlanned(ev.Message, &m) {
+				m = APIMessage{}
+				if err := unmarshal(ev.Message, &m); err != nil {
+					return err
+				}
 			}
 		}
 		e.Event = &MessageStartEvent{Message: m}
