@@ -221,8 +221,8 @@ func decodeMessage(line []byte, planned bool) (Message, error) {
 	var m Message
 	switch typ {
 	case "stream_event":
-		e := new(StreamEvent)
-		if err := e.decodeWith(line, planned); err != nil {
+		e, err := decodeStreamEvent(line, planned)
+		if err != nil {
 			if !isTypeError(err) {
 				return nil, err
 			}

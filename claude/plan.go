@@ -150,6 +150,21 @@ func (p *plan) add(t reflect.Type, base uintptr, building map[reflect.Type]*plan
 	}
 }
 
+// lookup returns the index of the field named key: by a scan for a
+// plan of a few fields (cheaper than hashing the key), else by the map.
+func (p *plan) lookup(key []byte) (int, bool) {
+	if len(p.fields) > 12 {
+		i, ok := p.byName[string(key)]
+		return i, ok
+	}
+	for i := range p.fields {
+		if n := p.fields[i].name; len(n) == len(key) && n == string(key) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 // put adds a field; a name already taken (which the general decoder
 // resolves by Go's rules of embedding) makes both unsupported.
 func (p *plan) put(f planField) {
@@ -329,7 +344,7 @@ func (d *planDecoder) object(p *plan, base unsafe.Pointer) bool {
 		} else if done {
 			return true
 		}
-		i, known := p.byName[string(key)]
+		i, known := p.lookup(key)
 		if !known {
 			// rawString leaves keys unchecked: one with an escape might
 			// name a field once unescaped.

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"sync"
 )
 
 // StreamEvent is a raw Messages API streaming event, passed through by the
@@ -148,20 +149,62 @@ func (e *StreamEvent) UnmarshalJSON(b []byte) error { return e.decode(b) }
 
 // decode decodes a stream_event line in one pass (DecodeMessage calls it
 // directly: going through UnmarshalJSON would scan the line twice).
-func (e *StreamEvent) decode(b []byte) error { return e.decodeWith(b, false) }
+func (e *StreamEvent) decode(b []byte) error {
+	got, err := decodeStreamEvent(b, false)
+	if err != nil {
+		return err
+	}
+	*e = *got
+	return nil
+}
 
-// decodeWith is decode, with the decode plans (plan.go) when planned.
-func (e *StreamEvent) decodeWith(b []byte, planned bool) error {
-	w := new(wireStreamEvent)
+// wireStreamEvents recycles the wire form, which is large and lives only
+// while a line is decoded.
+var wireStreamEvents = sync.Pool{New: func() any { return new(wireStreamEvent) }}
+
+// decodeStreamEvent decodes a stream_event line, with the decode plans
+// (plan.go) when planned.
+func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
+	w := wireStreamEvents.Get().(*wireStreamEvent)
+	defer func() {
+		*w = wireStreamEvent{}
+		wireStreamEvents.Put(w)
+	}()
 	if !planned || !decodePlanned(b, w) {
 		*w = wireStreamEvent{}
 		if err := unmarshal(b, w); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	*e = StreamEvent{Meta: Meta{UUID: w.UUID, SessionID: w.SessionID}, ParentToolUseID: w.ParentToolUseID, TTFTMS: w.TTFTMS,
-		UserMessageUUID: w.UserMessageUUID, UserMessageUUIDs: w.UserMessageUUIDs, ResumeReason: w.ResumeReason}
 	ev := &w.Event
+	var e *StreamEvent
+	if d := ev.Delta; ev.Type == "content_block_delta" && d != nil && (d.Type == "text_delta" || d.Type == "input_json_delta") {
+		// A token: the event, its ContentBlockDeltaEvent and the delta
+		// in one allocation.
+		if d.Type == "text_delta" {
+			x := &struct {
+				e  StreamEvent
+				ev ContentBlockDeltaEvent
+				d  TextDelta
+			}{d: TextDelta{Text: d.Text}}
+			x.ev = ContentBlockDeltaEvent{Index: ev.Index, Delta: &x.d}
+			e = &x.e
+			e.Event = &x.ev
+		} else {
+			x := &struct {
+				e  StreamEvent
+				ev ContentBlockDeltaEvent
+				d  InputJSONDelta
+			}{d: InputJSONDelta{PartialJSON: d.PartialJSON}}
+			x.ev = ContentBlockDeltaEvent{Index: ev.Index, Delta: &x.d}
+			e = &x.e
+			e.Event = &x.ev
+		}
+		e.fromWire(w)
+		return e, nil
+	}
+	e = new(StreamEvent)
+	e.fromWire(w)
 	switch ev.Type {
 	case "content_block_delta":
 		d := ev.Delta
@@ -188,7 +231,7 @@ func (e *StreamEvent) decodeWith(b []byte, planned bool) error {
 	case "content_block_start":
 		blk, err := decodeBlockWith(ev.ContentBlock, planned)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e.Event = &ContentBlockStartEvent{Index: ev.Index, ContentBlock: blk}
 	case "content_block_stop":
@@ -199,7 +242,7 @@ func (e *StreamEvent) decodeWith(b []byte, planned bool) error {
 			if !planned || !decodePlanned(ev.Message, &m) {
 				m = APIMessage{}
 				if err := unmarshal(ev.Message, &m); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
@@ -215,7 +258,13 @@ func (e *StreamEvent) decodeWith(b []byte, planned bool) error {
 	default:
 		e.Event = &UnknownStreamEvent{Type: ev.Type, Raw: rawEventField(b, "")}
 	}
-	return nil
+	return e, nil
+}
+
+// fromWire sets e's envelope from w.
+func (e *StreamEvent) fromWire(w *wireStreamEvent) {
+	e.UUID, e.SessionID, e.ParentToolUseID, e.TTFTMS = w.UUID, w.SessionID, w.ParentToolUseID, w.TTFTMS
+	e.UserMessageUUID, e.UserMessageUUIDs, e.ResumeReason = w.UserMessageUUID, w.UserMessageUUIDs, w.ResumeReason
 }
 
 // rawEventField returns the line's "event" object, or the named member of
