@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -346,9 +347,7 @@ func (d *planDecoder) object(p *plan, base unsafe.Pointer) bool {
 		}
 		i, known := p.lookup(key)
 		if !known {
-			// rawString leaves keys unchecked: one with an escape might
-			// name a field once unescaped.
-			if bytes.IndexByte(key, '\\') >= 0 || !s.skipValue(0) {
+			if !plainKey(key) || !s.skipValue(0) {
 				return false
 			}
 			continue
@@ -572,6 +571,21 @@ func memberType(obj []byte) (string, bool) {
 		return "", false
 	}
 	return string(typ), true
+}
+
+// plainKey reports an unknown member's name that the general decoder
+// reads as it is: rawString leaves keys unchecked, and one with an escape
+// might name a field once unescaped, one with a control character or
+// invalid UTF-8 is an error or is replaced.
+func plainKey(key []byte) bool {
+	var hi byte
+	for _, c := range key {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+		hi |= c
+	}
+	return hi < 0x80 || utf8.Valid(key)
 }
 
 // signedInt decodes an integer of up to 18 digits, maybe negative.
