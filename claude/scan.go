@@ -10,6 +10,7 @@ import (
 // excluded), then, after scanner.put, its place in the message's string.
 type span struct {
 	from, to int
+	esc      bool // it has escapes (before put)
 }
 
 func (p span) len() int { return p.to - p.from }
@@ -85,24 +86,38 @@ func (s *scanner) str() (span, bool) {
 	}
 	start := s.i
 	var hi byte // the bytes or'ed: >= 0x80 when any is not ASCII
+	esc := false
 	for j := start + 1; j < len(s.b); j++ {
 		c := s.b[j]
+		if plainByte[c] {
+			continue
+		}
 		hi |= c
 		switch {
 		case c == '\\':
+			esc = true
 			j++ // skip the escaped byte (a quote or backslash among them)
 		case c == '"':
 			s.i = j + 1
 			if hi >= 0x80 && !utf8.Valid(s.b[start+1:j]) {
 				return span{}, false // the general path mangles it into U+FFFD
 			}
-			return span{from: start + 1, to: j}, true
+			return span{from: start + 1, to: j, esc: esc}, true
 		case c < 0x20:
 			return span{}, false
 		}
 	}
 	return span{}, false
 }
+
+// plainByte marks the bytes a string holds as they are: printable ASCII
+// but for the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // put writes the string at p to sb, unescaped, and makes p its place in
 // sb. \u escapes (rare in the CLI's output, and with surrogate pairs to
@@ -115,8 +130,9 @@ func (s *scanner) put(sb *strings.Builder, p *span) bool {
 	}
 	quoted := s.b[p.from-1 : p.to+1]
 	raw := quoted[1 : len(quoted)-1]
+	esc := p.esc
 	*p = span{from: from, to: from}
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if !esc {
 		sb.Write(raw)
 		p.to = sb.Len()
 		return true
