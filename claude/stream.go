@@ -127,7 +127,9 @@ type wireStreamEvent struct {
 	Event            struct {
 		Type  string `json:"type"`
 		Index int    `json:"index"`
-		Delta *struct {
+		// Delta is a value, not a pointer: one allocation less per token.
+		// An absent or null delta reads as one with no type.
+		Delta struct {
 			Type        string          `json:"type"`
 			Text        string          `json:"text"`
 			PartialJSON string          `json:"partial_json"`
@@ -178,7 +180,7 @@ func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
 	}
 	ev := &w.Event
 	var e *StreamEvent
-	if d := ev.Delta; ev.Type == "content_block_delta" && d != nil && (d.Type == "text_delta" || d.Type == "input_json_delta") {
+	if d := &ev.Delta; ev.Type == "content_block_delta" && (d.Type == "text_delta" || d.Type == "input_json_delta") {
 		// A token: the event, its ContentBlockDeltaEvent and the delta
 		// in one allocation.
 		if d.Type == "text_delta" {
@@ -207,11 +209,7 @@ func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
 	e.fromWire(w)
 	switch ev.Type {
 	case "content_block_delta":
-		d := ev.Delta
-		if d == nil {
-			e.Event = &ContentBlockDeltaEvent{Index: ev.Index, Delta: &UnknownDelta{}}
-			break
-		}
+		d := &ev.Delta
 		var delta Delta
 		switch d.Type {
 		case "text_delta":
@@ -225,7 +223,12 @@ func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
 		case "citations_delta":
 			delta = &CitationsDelta{Citation: d.Citation}
 		default:
-			delta = &UnknownDelta{Type: d.Type, Raw: rawEventField(b, "delta")}
+			raw := rawEventField(b, "delta")
+			if raw == nil || string(raw) == "null" { // no delta at all
+				delta = &UnknownDelta{}
+				break
+			}
+			delta = &UnknownDelta{Type: d.Type, Raw: raw}
 		}
 		e.Event = &ContentBlockDeltaEvent{Index: ev.Index, Delta: delta}
 	case "content_block_start":
@@ -249,9 +252,7 @@ func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
 		e.Event = &MessageStartEvent{Message: m}
 	case "message_delta":
 		md := &MessageDeltaEvent{Usage: ev.Usage}
-		if ev.Delta != nil {
-			md.StopReason, md.StopSequence = ev.Delta.StopReason, ev.Delta.StopSequence
-		}
+		md.StopReason, md.StopSequence = ev.Delta.StopReason, ev.Delta.StopSequence
 		e.Event = md
 	case "message_stop":
 		e.Event = &MessageStopEvent{}
