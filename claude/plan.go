@@ -124,6 +124,12 @@ func (p *plan) add(t reflect.Type, base uintptr, building map[reflect.Type]*plan
 			p.add(f.Type, base+f.Offset, building) // embedded (Meta): inlined
 			continue
 		}
+		if f.Anonymous && !hasTag || strings.Contains(opts, "inline") || strings.Contains(opts, "unknown") {
+			// Members that land in a field by other rules than its
+			// name: only the general decoder knows them.
+			p.custom = true
+			continue
+		}
 		if !f.IsExported() {
 			continue
 		}
