@@ -69,6 +69,13 @@ func (s *scanner) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
+	// Keys and enum values are short: a loop beats IndexByte's call.
+	for j := start; j < len(s.b) && j-start < 24; j++ {
+		if s.b[j] == '"' {
+			s.i = j + 1
+			return s.b[start:j], true
+		}
+	}
 	end := bytes.IndexByte(s.b[start:], '"')
 	if end < 0 {
 		return nil, false
