@@ -39,6 +39,13 @@ func (s *scanner) member(first bool) (key []byte, done, ok bool) {
 }
 
 func (s *scanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // the CLI writes none
+		return
+	}
+	s.skipWS()
+}
+
+func (s *scanner) skipWS() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
