@@ -61,12 +61,58 @@ func mixLines() [][]byte {
 	return out
 }
 
+// realMixLines is the stream the CLI writes with partial messages on, per
+// model message: message_start, content_block_start, 12 text deltas, the
+// assistant message, content_block_stop, message_delta, message_stop,
+// then an assistant tool_use and its user tool_result — 60% token deltas.
+func realMixLines() [][]byte {
+	const env = `,"session_id":"7d5a3c9e-6a3b-4a5e-9f0e-2b8f5a1c9d10","parent_tool_use_id":null,"uuid":"4b0d8a4e-5c8e-4f0e-8a3b-2f1e9c7d%04[1]d"}`
+	const usage = `"usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":5678,"output_tokens":42,"service_tier":"standard"}`
+	ev := func(event string) string { return `{"type":"stream_event","event":` + event + env }
+	var out [][]byte
+	add := func(format string, i int) {
+		out = append(out, append(fmt.Appendf(nil, format, len(out), i), '\n'))
+	}
+	for i := range 5 {
+		add(ev(`{"type":"message_start","message":{"id":"msg_01XyZ%[2]d","type":"message","role":"assistant","model":"claude-opus-4-8","content":[],"stop_reason":null,"stop_sequence":null,`+usage+`}}`), i)
+		add(ev(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`), i)
+		for k := range 12 {
+			add(ev(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello there, this is token `+strconv.Itoa(k)+` of %[2]d"}}`), i)
+		}
+		add(`{"type":"assistant","message":{"id":"msg_01XyZ%[2]d","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"text","text":"Here is the answer to your question about the repository layout."}],"stop_reason":null,"stop_sequence":null,`+usage+`,"context_management":null},"request_id":"req_011CXyz"`+env, i)
+		add(ev(`{"type":"content_block_stop","index":0}`), i)
+		add(ev(`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":5678,"output_tokens":87}}`), i)
+		add(ev(`{"type":"message_stop"}`), i)
+		add(`{"type":"assistant","message":{"id":"msg_01XyZ%[2]d","type":"message","role":"assistant","model":"claude-opus-4-8","content":[{"type":"tool_use","id":"toolu_01A%[2]d","name":"Bash","input":{"command":"ls -la","description":"List files"}}],"stop_reason":null,"stop_sequence":null,`+usage+`,"context_management":null},"request_id":"req_011CXyz"`+env, i)
+		add(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_01A%[2]d","type":"tool_result","content":"total 8\ndrwxr-xr-x 2 root root 4096 .\n","is_error":false}]},"timestamp":"2026-11-22T10:00:00.000Z","tool_use_result":{"stdout":"total 8","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}`+env, i)
+	}
+	return out
+}
+
+// envBenchMix selects firehose's stream: "deltas" (mixLines, the
+// default) or "real" (realMixLines).
+const envBenchMix = "TETHER_BENCH_MIX"
+
+// benchMix returns the lines of the named mix.
+func benchMix(name string) ([][]byte, error) {
+	switch name {
+	case "", "deltas":
+		return mixLines(), nil
+	case "real":
+		return realMixLines(), nil
+	}
+	return nil, fmt.Errorf("%s=%q: want deltas or real", envBenchMix, name)
+}
+
 // firehose answers a user message "N" with N mixed lines and a result.
 func firehose(ctx context.Context, c *claudetest.CLI) error {
 	if _, err := c.HandleInitialize(ctx); err != nil {
 		return err
 	}
-	lines := mixLines()
+	lines, err := benchMix(os.Getenv(envBenchMix))
+	if err != nil {
+		return err
+	}
 	for {
 		u, err := c.ReadUser(ctx)
 		if err != nil {
@@ -89,8 +135,12 @@ func firehose(ctx context.Context, c *claudetest.CLI) error {
 // BenchmarkDecodeMix is DecodeMessage alone on the mix's lines: the part
 // of a host's CPU per message that is decoding (the fast paths for token
 // deltas and plain assistant lines, the general decoder for the rest).
-func BenchmarkDecodeMix(b *testing.B) {
-	lines := mixLines()
+func BenchmarkDecodeMix(b *testing.B) { benchmarkDecode(b, mixLines()) }
+
+// BenchmarkDecodeRealMix is DecodeMessage alone on the real mix's lines.
+func BenchmarkDecodeRealMix(b *testing.B) { benchmarkDecode(b, realMixLines()) }
+
+func benchmarkDecode(b *testing.B, lines [][]byte) {
 	for i := range lines {
 		lines[i] = bytes.TrimSuffix(lines[i], []byte("\n"))
 	}

@@ -286,7 +286,22 @@ func (l *blockList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 // decodeBlock decodes one content block. A block of an unknown type, or
 // of a known type with unexpected field types, becomes an *UnknownBlock.
-func decodeBlock(raw []byte) (ContentBlock, error) {
+func decodeBlock(raw []byte) (ContentBlock, error) { return decodeBlockWith(raw, false) }
+
+// decodeBlockWith is decodeBlock, with the decode plans (plan.go) when
+// planned.
+func decodeBlockWith(raw []byte, planned bool) (ContentBlock, error) {
+	if planned {
+		d := planDecoders.Get().(*planDecoder)
+		d.s = scanner{b: raw}
+		b, ok := d.block()
+		d.s.ws()
+		ok = ok && d.s.i == len(raw) && d.finish()
+		d.reset()
+		if ok {
+			return b, nil
+		}
+	}
 	typ, ok := peekType(raw)
 	if !ok {
 		var h struct {
@@ -297,30 +312,9 @@ func decodeBlock(raw []byte) (ContentBlock, error) {
 		}
 		typ = h.Type
 	}
-	var b ContentBlock
-	switch typ {
-	case "text":
-		b = new(TextBlock)
-	case "thinking":
-		b = new(ThinkingBlock)
-	case "redacted_thinking":
-		b = new(RedactedThinkingBlock)
-	case "tool_use":
-		b = new(ToolUseBlock)
-	case "server_tool_use":
-		b = new(ServerToolUseBlock)
-	case "tool_result":
-		b = new(ToolResultBlock)
-	case "image":
-		b = new(ImageBlock)
-	case "document":
-		b = new(DocumentBlock)
-	default:
-		if strings.HasSuffix(typ, "_tool_result") {
-			b = new(ServerToolResultBlock)
-		} else {
-			return &UnknownBlock{Type: typ, Raw: bytes.Clone(raw)}, nil
-		}
+	b := newBlock(typ)
+	if b == nil {
+		return &UnknownBlock{Type: typ, Raw: bytes.Clone(raw)}, nil
 	}
 	if err := unmarshal(raw, b); err != nil {
 		if isTypeError(err) {
@@ -329,4 +323,31 @@ func decodeBlock(raw []byte) (ContentBlock, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// newBlock returns a new block of the type, nil for a type Tether does
+// not know.
+func newBlock(typ string) ContentBlock {
+	switch typ {
+	case "text":
+		return new(TextBlock)
+	case "thinking":
+		return new(ThinkingBlock)
+	case "redacted_thinking":
+		return new(RedactedThinkingBlock)
+	case "tool_use":
+		return new(ToolUseBlock)
+	case "server_tool_use":
+		return new(ServerToolUseBlock)
+	case "tool_result":
+		return new(ToolResultBlock)
+	case "image":
+		return new(ImageBlock)
+	case "document":
+		return new(DocumentBlock)
+	}
+	if strings.HasSuffix(typ, "_tool_result") {
+		return new(ServerToolResultBlock)
+	}
+	return nil
 }

@@ -265,6 +265,12 @@ func (m *UserMessage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
 		return err
 	}
+	m.fromWire(&w)
+	return nil
+}
+
+// fromWire sets m from its wire form.
+func (m *UserMessage) fromWire(w *wireUser) {
 	*m = UserMessage{
 		Meta:    Meta{UUID: w.UUID, SessionID: w.SessionID},
 		Content: w.Message.Content, IsReplay: w.IsReplay, IsSynthetic: w.IsSynthetic, Timestamp: w.Timestamp,
@@ -276,7 +282,6 @@ func (m *UserMessage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if w.ParentToolUseID != nil {
 		m.ParentToolUseID = *w.ParentToolUseID
 	}
-	return nil
 }
 
 // Text returns the message's text blocks, concatenated.

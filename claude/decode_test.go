@@ -162,14 +162,19 @@ func TestToolUseResults(t *testing.T) {
 }
 
 // FuzzDecode feeds arbitrary stdout through the line reader and the
-// decoder: neither may panic, a decoded message keeps its line, and a line
-// that fails to decode is reported, never fatal to the lines after it.
+// decoder: neither may panic, a decoded message keeps its line, a line
+// that fails to decode is reported, never fatal to the lines after it, and
+// the decode plans decode every line exactly as the general decoder does
+// (checkPlanned).
 func FuzzDecode(f *testing.F) {
 	in, err := os.ReadFile(filepath.Join("testdata", "decode", "lines.jsonl"))
 	if err != nil {
 		f.Fatal(err)
 	}
 	for _, line := range bytes.Split(in, []byte("\n")) {
+		f.Add(line)
+	}
+	for _, line := range realMixLines() {
 		f.Add(line)
 	}
 	f.Add([]byte("{\"type\":\"system\",\"subtype\":\"init\"}\n\n\r\n{\"type\":\"x\"}"))
@@ -186,7 +191,7 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				return
 			}
-			checkFastPath(t, line)
+			checkPlanned(t, line)
 			m, err := claude.DecodeMessage(line)
 			if err != nil {
 				continue

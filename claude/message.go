@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 )
 
 // Message is one line of the CLI's stdout, decoded. It is one of:
@@ -196,7 +197,11 @@ var errNotObject = errors.New("not a JSON object")
 // to *UnknownMessage and *UnknownSystemMessage, and a known type whose
 // fields have unexpected JSON types decodes as unknown too, so that a newer
 // CLI never stops a stream.
-func DecodeMessage(line []byte) (Message, error) {
+func DecodeMessage(line []byte) (Message, error) { return decodeMessage(line, true) }
+
+// decodeMessage is DecodeMessage; planned false leaves the decode plans
+// out (plan.go), so that tests can check they change nothing.
+func decodeMessage(line []byte, planned bool) (Message, error) {
 	typ, ok := peekType(line)
 	if !ok {
 		var h struct {
@@ -217,12 +222,8 @@ func DecodeMessage(line []byte) (Message, error) {
 	var m Message
 	switch typ {
 	case "stream_event":
-		if e, ok := decodeDeltaFast(line); ok {
-			e.Raw = line
-			return e, nil
-		}
-		e := new(StreamEvent)
-		if err := e.decode(line); err != nil {
+		e, err := decodeStreamEvent(line, planned)
+		if err != nil {
 			if !isTypeError(err) {
 				return nil, err
 			}
@@ -231,15 +232,16 @@ func DecodeMessage(line []byte) (Message, error) {
 		e.Raw = line
 		return e, nil
 	case "assistant":
-		if a, ok := decodeAssistantFast(line); ok {
-			a.Raw = line
-			return a, nil
-		}
 		m = new(AssistantMessage)
 	case "user":
-		if u, ok := decodeUserFast(line); ok {
-			u.Raw = line
-			return u, nil
+		if planned {
+			w := new(wireUser)
+			if decodePlanned(line, w) {
+				u := new(UserMessage)
+				u.fromWire(w)
+				u.Raw = line
+				return u, nil
+			}
 		}
 		m = new(UserMessage)
 	case "result":
@@ -273,6 +275,11 @@ func DecodeMessage(line []byte) (Message, error) {
 	default:
 		return unknown(line, typ)
 	}
+	if planned && decodePlanned(line, m) {
+		m.(rawSetter).setRaw(line)
+		return m, nil
+	}
+	reflect.ValueOf(m).Elem().SetZero()
 	if err := unmarshal(line, m); err != nil {
 		if !isTypeError(err) {
 			return nil, err

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"sync"
 )
 
 // StreamEvent is a raw Messages API streaming event, passed through by the
@@ -126,7 +127,9 @@ type wireStreamEvent struct {
 	Event            struct {
 		Type  string `json:"type"`
 		Index int    `json:"index"`
-		Delta *struct {
+		// Delta is a value, not a pointer: one allocation less per token.
+		// An absent or null delta reads as one with no type.
+		Delta struct {
 			Type        string          `json:"type"`
 			Text        string          `json:"text"`
 			PartialJSON string          `json:"partial_json"`
@@ -149,20 +152,64 @@ func (e *StreamEvent) UnmarshalJSON(b []byte) error { return e.decode(b) }
 // decode decodes a stream_event line in one pass (DecodeMessage calls it
 // directly: going through UnmarshalJSON would scan the line twice).
 func (e *StreamEvent) decode(b []byte) error {
-	var w wireStreamEvent
-	if err := unmarshal(b, &w); err != nil {
+	got, err := decodeStreamEvent(b, false)
+	if err != nil {
 		return err
 	}
-	*e = StreamEvent{Meta: Meta{UUID: w.UUID, SessionID: w.SessionID}, ParentToolUseID: w.ParentToolUseID, TTFTMS: w.TTFTMS,
-		UserMessageUUID: w.UserMessageUUID, UserMessageUUIDs: w.UserMessageUUIDs, ResumeReason: w.ResumeReason}
+	*e = *got
+	return nil
+}
+
+// wireStreamEvents recycles the wire form, which is large and lives only
+// while a line is decoded.
+var wireStreamEvents = sync.Pool{New: func() any { return new(wireStreamEvent) }}
+
+// decodeStreamEvent decodes a stream_event line, with the decode plans
+// (plan.go) when planned.
+func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
+	w := wireStreamEvents.Get().(*wireStreamEvent)
+	defer func() {
+		*w = wireStreamEvent{}
+		wireStreamEvents.Put(w)
+	}()
+	if !planned || !decodePlanned(b, w) {
+		*w = wireStreamEvent{}
+		if err := unmarshal(b, w); err != nil {
+			return nil, err
+		}
+	}
 	ev := &w.Event
+	var e *StreamEvent
+	if d := &ev.Delta; ev.Type == "content_block_delta" && (d.Type == "text_delta" || d.Type == "input_json_delta") {
+		// A token: the event, its ContentBlockDeltaEvent and the delta
+		// in one allocation.
+		if d.Type == "text_delta" {
+			x := &struct {
+				e  StreamEvent
+				ev ContentBlockDeltaEvent
+				d  TextDelta
+			}{d: TextDelta{Text: d.Text}}
+			x.ev = ContentBlockDeltaEvent{Index: ev.Index, Delta: &x.d}
+			e = &x.e
+			e.Event = &x.ev
+		} else {
+			x := &struct {
+				e  StreamEvent
+				ev ContentBlockDeltaEvent
+				d  InputJSONDelta
+			}{d: InputJSONDelta{PartialJSON: d.PartialJSON}}
+			x.ev = ContentBlockDeltaEvent{Index: ev.Index, Delta: &x.d}
+			e = &x.e
+			e.Event = &x.ev
+		}
+		e.fromWire(w)
+		return e, nil
+	}
+	e = new(StreamEvent)
+	e.fromWire(w)
 	switch ev.Type {
 	case "content_block_delta":
-		d := ev.Delta
-		if d == nil {
-			e.Event = &ContentBlockDeltaEvent{Index: ev.Index, Delta: &UnknownDelta{}}
-			break
-		}
+		d := &ev.Delta
 		var delta Delta
 		switch d.Type {
 		case "text_delta":
@@ -176,13 +223,18 @@ func (e *StreamEvent) decode(b []byte) error {
 		case "citations_delta":
 			delta = &CitationsDelta{Citation: d.Citation}
 		default:
-			delta = &UnknownDelta{Type: d.Type, Raw: rawEventField(b, "delta")}
+			raw := rawEventField(b, "delta")
+			if raw == nil || string(raw) == "null" { // no delta at all
+				delta = &UnknownDelta{}
+				break
+			}
+			delta = &UnknownDelta{Type: d.Type, Raw: raw}
 		}
 		e.Event = &ContentBlockDeltaEvent{Index: ev.Index, Delta: delta}
 	case "content_block_start":
-		blk, err := decodeBlock(ev.ContentBlock)
+		blk, err := decodeBlockWith(ev.ContentBlock, planned)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e.Event = &ContentBlockStartEvent{Index: ev.Index, ContentBlock: blk}
 	case "content_block_stop":
@@ -190,23 +242,30 @@ func (e *StreamEvent) decode(b []byte) error {
 	case "message_start":
 		var m APIMessage
 		if len(ev.Message) > 0 {
-			if err := unmarshal(ev.Message, &m); err != nil {
-				return err
+			if !planned || !decodePlanned(ev.Message, &m) {
+				m = APIMessage{}
+				if err := unmarshal(ev.Message, &m); err != nil {
+					return nil, err
+				}
 			}
 		}
 		e.Event = &MessageStartEvent{Message: m}
 	case "message_delta":
 		md := &MessageDeltaEvent{Usage: ev.Usage}
-		if ev.Delta != nil {
-			md.StopReason, md.StopSequence = ev.Delta.StopReason, ev.Delta.StopSequence
-		}
+		md.StopReason, md.StopSequence = ev.Delta.StopReason, ev.Delta.StopSequence
 		e.Event = md
 	case "message_stop":
 		e.Event = &MessageStopEvent{}
 	default:
 		e.Event = &UnknownStreamEvent{Type: ev.Type, Raw: rawEventField(b, "")}
 	}
-	return nil
+	return e, nil
+}
+
+// fromWire sets e's envelope from w.
+func (e *StreamEvent) fromWire(w *wireStreamEvent) {
+	e.UUID, e.SessionID, e.ParentToolUseID, e.TTFTMS = w.UUID, w.SessionID, w.ParentToolUseID, w.TTFTMS
+	e.UserMessageUUID, e.UserMessageUUIDs, e.ResumeReason = w.UserMessageUUID, w.UserMessageUUIDs, w.ResumeReason
 }
 
 // rawEventField returns the line's "event" object, or the named member of

@@ -1,0 +1,609 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// The decode plans make the general decoder fast on the lines a session
+// reads most (token deltas, the stream's other events, assistant and user
+// messages) without a decoder written by hand per shape. A plan is built
+// once per Go type, by reflection, from the same struct tags the general
+// decoder (go-json-experiment/json) reads: for each JSON member name, the
+// field's offset and kind. Decoding a line is then one pass of the scanner
+// over it, storing each value at its offset, and one allocation for all of
+// the message's strings (the garbage collector's work per token is what a
+// host pays most for besides the scan).
+//
+// A plan decodes only what it is sure the general decoder would decode the
+// same way, and gives up on anything else: a member of a kind it does not
+// model (a map, an interface other than content blocks, a type with its
+// own unmarshal method), a duplicate member, a number that does not fit,
+// invalid UTF-8 (the general decoder replaces it), a null where the
+// general decoder's handling differs, malformed JSON. The line then goes
+// to the general decoder, which also produces the typed errors and the
+// unknown messages, so every rule of DecodeMessage holds whichever path
+// took a line. FuzzDecode checks that the two agree on every line a plan
+// takes.
+
+// fieldKind is how a plan stores one member's value.
+type fieldKind uint8
+
+const (
+	kUnsupported fieldKind = iota // present: give up
+	kString
+	kBool
+	kInt
+	kInt64
+	kFloat64
+	kRaw     // json.RawMessage: the value's bytes in the line
+	kStrings // []string
+	kStruct  // a struct value: its own plan
+	kPtr     // a pointer: allocated, then its element decoded
+	kBlocks  // []ContentBlock or blockList: typed by each block's "type"
+)
+
+// planField is one member of a plan.
+type planField struct {
+	name  string
+	off   uintptr
+	kind  fieldKind
+	elem  *plan        // kStruct, and kPtr to a struct
+	ekind fieldKind    // kPtr: the element's kind
+	etyp  reflect.Type // kPtr: the element's type
+}
+
+// plan decodes a JSON object into one struct type.
+type plan struct {
+	fields []planField
+	byName map[string]int
+	// custom is a type that decodes itself: no plan can stand in for it.
+	custom bool
+}
+
+var (
+	plansMu sync.Mutex
+	plans   sync.Map // reflect.Type → *plan
+)
+
+var (
+	rawType       = reflect.TypeFor[json.RawMessage]()
+	blocksType    = reflect.TypeFor[[]ContentBlock]()
+	blockListType = reflect.TypeFor[blockList]()
+	// apiMessageType has unmarshal methods, but they decode exactly its
+	// fields (Content as a blockList), so a plan may decode it directly.
+	apiMessageType = reflect.TypeFor[APIMessage]()
+)
+
+// planFor returns the plan of struct type t.
+func planFor(t reflect.Type) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	plansMu.Lock()
+	defer plansMu.Unlock()
+	// Plans are published once complete: a reader never sees one half
+	// built.
+	building := map[reflect.Type]*plan{}
+	p := buildPlan(t, building)
+	for t, bp := range building {
+		plans.Store(t, bp)
+	}
+	return p
+}
+
+func buildPlan(t reflect.Type, building map[reflect.Type]*plan) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	if p, ok := building[t]; ok { // a type that contains itself
+		return p
+	}
+	p := &plan{byName: map[string]int{}, custom: t != apiMessageType && hasMethods(t)}
+	building[t] = p
+	p.add(t, 0, building)
+	return p
+}
+
+// add adds the fields of struct type t, at offset base, to p.
+func (p *plan) add(t reflect.Type, base uintptr, building map[reflect.Type]*plan) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, hasTag := f.Tag.Lookup("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" && opts == "" {
+			continue
+		}
+		if f.Anonymous && !hasTag && f.Type.Kind() == reflect.Struct {
+			p.add(f.Type, base+f.Offset, building) // embedded (Meta): inlined
+			continue
+		}
+		if f.Anonymous && !hasTag || strings.Contains(opts, "inline") || strings.Contains(opts, "unknown") {
+			// Members that land in a field by other rules than its
+			// name: only the general decoder knows them.
+			p.custom = true
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		pf := planField{name: name, off: base + f.Offset}
+		for o := range strings.SplitSeq(opts, ",") {
+			if o != "" && o != "omitempty" && o != "omitzero" {
+				pf.kind = kUnsupported // inline, string, format, case, …
+				p.put(pf)
+				goto next
+			}
+		}
+		pf.kind, pf.elem = kindOf(f.Type, building)
+		if pf.kind == kPtr {
+			pf.etyp = f.Type.Elem()
+			pf.ekind, pf.elem = kindOf(pf.etyp, building)
+			if pf.ekind == kPtr || pf.ekind == kUnsupported {
+				pf.kind = kUnsupported
+			}
+		}
+		p.put(pf)
+	next:
+	}
+}
+
+// lookup returns the index of the field named key: by a scan for a
+// plan of a few fields (cheaper than hashing the key), else by the map.
+func (p *plan) lookup(key []byte) (int, bool) {
+	if len(p.fields) > 12 {
+		i, ok := p.byName[string(key)]
+		return i, ok
+	}
+	for i := range p.fields {
+		if n := p.fields[i].name; len(n) == len(key) && n == string(key) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// put adds a field; a name already taken (which the general decoder
+// resolves by Go's rules of embedding) makes both unsupported.
+func (p *plan) put(f planField) {
+	if i, ok := p.byName[f.name]; ok {
+		p.fields[i].kind = kUnsupported
+		return
+	}
+	p.byName[f.name] = len(p.fields)
+	p.fields = append(p.fields, f)
+}
+
+var (
+	unmarshalerV1 = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// hasMethods reports a type that decodes itself.
+func hasMethods(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	if pt.Implements(unmarshalerV1) {
+		return true
+	}
+	_, ok := pt.MethodByName("UnmarshalJSONFrom")
+	if !ok {
+		_, ok = pt.MethodByName("UnmarshalText")
+	}
+	return ok
+}
+
+func kindOf(t reflect.Type, building map[reflect.Type]*plan) (fieldKind, *plan) {
+	switch t {
+	case rawType:
+		return kRaw, nil
+	case blocksType, blockListType:
+		return kBlocks, nil
+	case apiMessageType:
+		return kStruct, buildPlan(t, building)
+	}
+	if hasMethods(t) {
+		return kUnsupported, nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if t == reflect.TypeFor[string]() {
+			return kString, nil
+		}
+	case reflect.Bool:
+		if t == reflect.TypeFor[bool]() {
+			return kBool, nil
+		}
+	case reflect.Int:
+		if t == reflect.TypeFor[int]() {
+			return kInt, nil
+		}
+	case reflect.Int64:
+		if t == reflect.TypeFor[int64]() {
+			return kInt64, nil
+		}
+	case reflect.Float64:
+		if t == reflect.TypeFor[float64]() {
+			return kFloat64, nil
+		}
+	case reflect.Slice:
+		if t == reflect.TypeFor[[]string]() {
+			return kStrings, nil
+		}
+	case reflect.Struct:
+		return kStruct, buildPlan(t, building)
+	case reflect.Pointer:
+		return kPtr, nil
+	}
+	return kUnsupported, nil
+}
+
+// planDecoder is the state of one decode: the scanner and the strings
+// waiting for the one allocation that holds them all.
+type planDecoder struct {
+	s       scanner
+	pending []pendingString
+	size    int
+}
+
+type pendingString struct {
+	dst *string
+	at  span
+}
+
+var planDecoders = sync.Pool{New: func() any { return new(planDecoder) }}
+
+// decodePlanned decodes line into v, a pointer to a zero struct, by its
+// plan; false means it gave up, v then holding partial values.
+func decodePlanned(line []byte, v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	p := planFor(rv.Elem().Type())
+	d := planDecoders.Get().(*planDecoder)
+	d.s = scanner{b: line}
+	ok := d.object(p, rv.UnsafePointer())
+	if ok {
+		d.s.ws()
+		ok = d.s.i == len(line) && d.finish()
+	}
+	d.reset()
+	return ok
+}
+
+// reset returns d to the pool.
+func (d *planDecoder) reset() {
+	clear(d.pending)
+	d.pending, d.size, d.s = d.pending[:0], 0, scanner{}
+	planDecoders.Put(d)
+}
+
+// decodeInto decodes line into v (a pointer to a new value) by its plan,
+// or by the general decoder when the plan gives up.
+func decodeInto(line []byte, v any) error {
+	if decodePlanned(line, v) {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	return unmarshal(line, v)
+}
+
+// finish makes the one string the pending strings share.
+func (d *planDecoder) finish() bool {
+	if len(d.pending) == 0 {
+		return true
+	}
+	var sb strings.Builder
+	sb.Grow(d.size)
+	for i := range d.pending {
+		if !d.s.put(&sb, &d.pending[i].at) {
+			return false
+		}
+	}
+	all := sb.String()
+	for _, p := range d.pending {
+		*p.dst = p.at.of(all)
+	}
+	return true
+}
+
+// str scans a string (or null) to be stored at dst.
+func (d *planDecoder) str(dst *string) bool {
+	if d.s.null() {
+		return true
+	}
+	at, ok := d.s.str()
+	if !ok {
+		return false
+	}
+	if at.len() > 0 {
+		d.pending = append(d.pending, pendingString{dst, at})
+		d.size += at.len()
+	}
+	return true
+}
+
+// object decodes an object (or null) into the struct at base.
+func (d *planDecoder) object(p *plan, base unsafe.Pointer) bool {
+	s := &d.s
+	if p.custom {
+		return false
+	}
+	if s.null() {
+		return true
+	}
+	if !s.consume('{') {
+		return false
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, done, ok := s.member(first)
+		if !ok {
+			return false
+		} else if done {
+			return true
+		}
+		i, known := p.lookup(key)
+		if !known {
+			if !plainKey(key) || !s.skipValue(0) {
+				return false
+			}
+			continue
+		}
+		if i >= 64 || seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+		f := &p.fields[i]
+		if !d.value(f.kind, f.elem, f.etyp, f.ekind, unsafe.Add(base, f.off)) {
+			return false
+		}
+	}
+}
+
+// value decodes one value of the given kind at ptr.
+func (d *planDecoder) value(kind fieldKind, elem *plan, etyp reflect.Type, ekind fieldKind, ptr unsafe.Pointer) bool {
+	s := &d.s
+	switch kind {
+	case kString:
+		return d.str((*string)(ptr))
+	case kBool:
+		if s.null() {
+			return true
+		}
+		v, ok := s.boolean()
+		*(*bool)(ptr) = v
+		return ok
+	case kInt, kInt64:
+		if s.null() {
+			return true
+		}
+		n, ok := s.signedInt()
+		if kind == kInt {
+			*(*int)(ptr) = int(n)
+		} else {
+			*(*int64)(ptr) = n
+		}
+		return ok
+	case kFloat64:
+		if s.null() {
+			return true
+		}
+		start := s.i
+		if !s.skipNumber() {
+			return false
+		}
+		f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+		*(*float64)(ptr) = f
+		return err == nil
+	case kRaw:
+		raw, ok := s.rawValue()
+		if !ok || string(raw) == "null" { // the general decoder keeps "null" or nil by context
+			return false
+		}
+		*(*json.RawMessage)(ptr) = raw
+		return true
+	case kStrings:
+		return d.strings((*[]string)(ptr))
+	case kStruct:
+		return d.object(elem, ptr)
+	case kPtr:
+		if s.null() {
+			return true
+		}
+		s.ws()
+		if s.i >= len(s.b) || (ekind == kStruct && s.b[s.i] != '{') {
+			return false
+		}
+		np := reflect.New(etyp).UnsafePointer()
+		if !d.value(ekind, elem, nil, 0, np) {
+			return false
+		}
+		*(*unsafe.Pointer)(ptr) = np
+		return true
+	case kBlocks:
+		return d.blocks((*[]ContentBlock)(ptr))
+	}
+	return false
+}
+
+func (d *planDecoder) strings(dst *[]string) bool {
+	s := &d.s
+	if s.null() {
+		return true
+	}
+	if !s.consume('[') {
+		return false
+	}
+	// Count first, so that the pending strings point into the slice
+	// the message keeps.
+	start, n := s.i, 0
+	for first := true; ; first = false {
+		if s.consume(']') {
+			break
+		}
+		if !first && !s.consume(',') {
+			return false
+		}
+		if _, ok := s.str(); !ok { // a null among strings too: the general decoder
+			return false
+		}
+		n++
+	}
+	end := s.i
+	out := make([]string, n)
+	s.i = start
+	for i := range out {
+		if i > 0 && !s.consume(',') {
+			return false
+		}
+		if !d.str(&out[i]) {
+			return false
+		}
+	}
+	s.i = end
+	*dst = out
+	return true
+}
+
+// blocks decodes a content list: an array of blocks, a plain string (one
+// text block), or null.
+func (d *planDecoder) blocks(dst *[]ContentBlock) bool {
+	s := &d.s
+	if s.null() {
+		return true
+	}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '"' {
+		t := new(TextBlock)
+		if !d.str(&t.Text) {
+			return false
+		}
+		*dst = []ContentBlock{t}
+		return true
+	}
+	if !s.consume('[') {
+		return false
+	}
+	out := []ContentBlock{}
+	for first := true; ; first = false {
+		if s.consume(']') {
+			break
+		}
+		if !first && !s.consume(',') {
+			return false
+		}
+		b, ok := d.block()
+		if !ok {
+			return false
+		}
+		out = append(out, b)
+	}
+	*dst = out
+	return true
+}
+
+// block decodes one content block, typed by its "type" member wherever it
+// is; a block of a type Tether does not know is kept raw.
+func (d *planDecoder) block() (ContentBlock, bool) {
+	s := &d.s
+	s.ws()
+	start := s.i
+	if !s.skipValue(0) {
+		return nil, false
+	}
+	end := s.i
+	typ, ok := memberType(s.b[start:end])
+	if !ok {
+		return nil, false
+	}
+	b := newBlock(typ)
+	if b == nil {
+		return &UnknownBlock{Type: typ, Raw: bytes.Clone(s.b[start:end])}, true
+	}
+	s.i = start
+	rv := reflect.ValueOf(b)
+	if !d.object(planFor(rv.Elem().Type()), rv.UnsafePointer()) {
+		return nil, false
+	}
+	return b, s.i == end
+}
+
+// memberType returns the value of an object's "type" member, a plain
+// string; ok is false when it is missing, repeated, or anything else.
+func memberType(obj []byte) (string, bool) {
+	if typ, ok := peekType(obj); ok {
+		return typ, true
+	}
+	s := scanner{b: obj}
+	if !s.consume('{') {
+		return "", false
+	}
+	var typ []byte
+	for first := true; ; first = false {
+		key, done, ok := s.member(first)
+		if !ok {
+			return "", false
+		} else if done {
+			break
+		}
+		if string(key) != "type" {
+			if !s.skipValue(0) {
+				return "", false
+			}
+			continue
+		}
+		if typ != nil {
+			return "", false
+		}
+		if typ, ok = s.rawString(); !ok || bytes.IndexByte(typ, '\\') >= 0 {
+			return "", false
+		}
+	}
+	for _, c := range typ {
+		if c < 0x20 || c >= 0x80 {
+			return "", false
+		}
+	}
+	if typ == nil {
+		return "", false
+	}
+	return string(typ), true
+}
+
+// plainKey reports an unknown member's name that the general decoder
+// reads as it is: rawString leaves keys unchecked, and one with an escape
+// might name a field once unescaped, one with a control character or
+// invalid UTF-8 is an error or is replaced.
+func plainKey(key []byte) bool {
+	var hi byte
+	for _, c := range key {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+		hi |= c
+	}
+	return hi < 0x80 || utf8.Valid(key)
+}
+
+// signedInt decodes an integer of up to 18 digits, maybe negative.
+func (s *scanner) signedInt() (int64, bool) {
+	s.ws()
+	neg := s.i < len(s.b) && s.b[s.i] == '-'
+	if neg {
+		s.i++
+	}
+	n, ok := s.int64()
+	if neg {
+		n = -n
+	}
+	return n, ok
+}
