@@ -12,7 +12,9 @@
 #    sdk-tools.d.ts: the names declared or removed), the CLI's --help, and
 #    the fields the CLI really writes in an offline session (the answer to
 #    initialize, system/init, the result, unknown messages) that Tether's
-#    Go types lack (scripts/clifields, one session on each CLI);
+#    Go types lack (scripts/clifields, one session on each CLI); and what
+#    the types generated from the SDK (internal/sdkgen) would change, with
+#    the generator's notes on what its mapping tables do not name yet;
 # 3. runs the parity test (internal/parity) on the new SDK, and the
 #    real-CLI and browser tests (`-run 'RealCLI|Browser' ./...`: claude,
 #    host, serve, cluster, …) on the new CLI, then the failed ones again on
@@ -25,7 +27,8 @@
 #    oldest supported version and the newest two (the one dropped is named
 #    in docs/cli-versions.md's table of what each version is trusted for),
 #    the SDK in scripts/install-sdk.sh and scripts/test.sh, internal/cli's
-#    TestedCLIVersions, internal/parity's SDKVersion, the versions named in
+#    TestedCLIVersions, internal/parity's and internal/sdkgen's SDKVersion
+#    (and the generated types in package claude), the versions named in
 #    README.md and docs/parity.md, and the report goes into
 #    docs/cli-versions.md. Review the diff and commit it.
 #
@@ -99,6 +102,21 @@ echo "== the fields CLI $version writes (one offline session on each CLI)" >&2
 fields_status=0
 go run ./scripts/clifields -cli "$newcli" -baseline "$oldcli" >"$out/fields.md" 2>"$out/fields.err" || fields_status=$?
 
+# 2, continued. The generated types (internal/sdkgen) from the new SDK, into a
+# scratch folder: what it would change in package claude, and its notes
+# (a new tool, field, subtype or hook event that the mapping tables do
+# not name yet gets a derived name; a name the tables keep but the SDK
+# dropped fails generation).
+echo "== generating the SDK's types from SDK $sdk" >&2
+gen_status=0
+mkdir -p "$out/gen"
+go run ./internal/sdkgen -version "$sdk" -o "$out/gen" 2>"$out/gen.notes" || gen_status=$?
+: >"$out/gen.diff"
+for f in "$out"/gen/*_gen.go; do
+  [ -f "$f" ] || continue
+  diff -u --label "claude/${f##*/}" --label "claude/${f##*/} ($sdk)" <(tail -n +2 "claude/${f##*/}") <(tail -n +2 "$f") >>"$out/gen.diff" || true
+done
+
 # 3. The parity test on the new SDK, the real-CLI suite on the new CLI.
 echo "== parity test against SDK $sdk" >&2
 parity_status=0
@@ -143,6 +161,17 @@ list() { if [ -s "$1" ]; then sed 's/.*/`&`/' "$1" | paste -sd, - | sed 's/,/, /
   else
     echo "* **What the CLI writes**: the session failed ($(head -c 300 "$out/fields.err" | tr '\n' ' '))."
   fi
+  if [ "$gen_status" != 0 ]; then
+    echo "* **The generated types** (\`go generate ./claude\`) fail on SDK $sdk:"
+    echo
+    sed 's/^/  * /' "$out/gen.notes" | head -40
+    echo
+  elif [ -s "$out/gen.diff" ]; then
+    echo "* **The generated types** change: $(grep -c '^[-+][^-+]' "$out/gen.diff" || true) lines (gen.diff)$([ -s "$out/gen.notes" ] && echo '; the generator notes:')"
+    [ -s "$out/gen.notes" ] && { echo; sed 's/^/  * /' "$out/gen.notes" | head -40; echo; }
+  else
+    echo "* **The generated types**: unchanged."
+  fi
   if [ "$parity_status" = 0 ]; then
     echo "* **The parity test** passes on SDK $sdk."
   else
@@ -160,7 +189,7 @@ list() { if [ -s "$1" ]; then sed 's/.*/`&`/' "$1" | paste -sd, - | sed 's/,/, /
 cat "$out/report.md"
 
 status=0
-{ [ "$parity_status" = 0 ] && [ "$suite_status" = 0 ] && [ "$fields_status" -le 1 ]; } || status=1
+{ [ "$gen_status" = 0 ] && [ "$parity_status" = 0 ] && [ "$suite_status" = 0 ] && [ "$fields_status" -le 1 ]; } || status=1
 pin=${PIN:-$full}
 if [ "$status" != 0 ] || [ "$pin" = 0 ]; then
   echo >&2
@@ -182,6 +211,15 @@ sed -i "s/^\[ \$# -gt 0 \] || set -- $pinned_sdk$/[ \$# -gt 0 ] || set -- $sdk/"
 golist=$(printf '"%s", ' "${newset[@]}"); golist=${golist%, }
 sed -i "s/^var TestedCLIVersions = \[\]string{.*}$/var TestedCLIVersions = []string{$golist}/" internal/cli/doctor.go
 sed -i "s/^const SDKVersion = \".*\"$/const SDKVersion = \"$sdk\"/; s/(it bundles CLI [0-9.]*)/(it bundles CLI $version)/" internal/parity/parity_test.go
+# The generated types follow the SDK: its version in the generator, and
+# the files generated from it above (--pins: generated now), since their
+# freshness test reads the pinned SDK.
+sed -i "s/^const SDKVersion = \".*\"$/const SDKVersion = \"$sdk\"/" internal/sdkgen/main.go
+if [ -f "$out/gen/tools_input_gen.go" ]; then
+  cp "$out"/gen/*_gen.go claude/
+elif [ -f go.mod ]; then
+  go generate ./claude
+fi
 sed -i "s/real-CLI and browser tests again against [0-9.]* and [0-9.]*\./real-CLI and browser tests again against $pinned and $version./; s/compares Tether with the TypeScript SDK [0-9.]* /compares Tether with the TypeScript SDK $sdk /" README.md
 sed -i "s/\*\*$pinned_sdk\*\* (which bundles Claude Code CLI [0-9.]*)/**$sdk** (which bundles Claude Code CLI $version)/; s/scripts\/install-sdk.sh $pinned_sdk /scripts\/install-sdk.sh $sdk /; s/on every pinned CLI version: [0-9.]*, [0-9.]* and [0-9.]*,/on every pinned CLI version: $oldest, $pinned and $version,/" docs/parity.md
 # docs/cli-versions.md: the tested set, a row for each version no longer

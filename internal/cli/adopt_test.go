@@ -20,7 +20,7 @@ func TestAdoptCLIMovesPins(t *testing.T) {
 	repo := filepath.Join("..", "..")
 	dir := t.TempDir()
 	files := []string{"scripts/adopt-cli.sh", "scripts/test.sh", "scripts/install-sdk.sh", "internal/cli/doctor.go",
-		"internal/parity/parity_test.go", "README.md", "docs/parity.md", "docs/cli-versions.md"}
+		"internal/parity/parity_test.go", "internal/sdkgen/main.go", "README.md", "docs/parity.md", "docs/cli-versions.md"}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(repo, f))
 		if err != nil {
@@ -52,6 +52,7 @@ func TestAdoptCLIMovesPins(t *testing.T) {
 		"scripts/install-sdk.sh":         {"set -- 8.8.8"},
 		"internal/cli/doctor.go":         {`var TestedCLIVersions = []string{"` + oldest + `", "` + newest + `", "9.9.9"}`},
 		"internal/parity/parity_test.go": {`const SDKVersion = "8.8.8"`, "(it bundles CLI 9.9.9)"},
+		"internal/sdkgen/main.go":        {`const SDKVersion = "8.8.8"`},
 		"README.md":                      {"again against " + newest + " and 9.9.9.", "the TypeScript SDK 8.8.8 "},
 		"docs/parity.md":                 {"**8.8.8** (which bundles Claude Code CLI 9.9.9)", "on every pinned CLI version: " + oldest + ", " + newest + " and 9.9.9,"},
 		"docs/cli-versions.md":           {"Tested set: **" + oldest + "** (the oldest supported), **" + newest + "** and **9.9.9** (the newest two).", "| " + mid + " |"},
