@@ -282,8 +282,20 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 	// may not ping); this client's judgement (liveness.go) comes first, so
 	// that a session whose agent only could not store its heartbeats is
 	// not moved.
+	//
+	// A session already marked disconnected (by this client, or by one of
+	// an older release that judges by heartbeats alone, as during a roll)
+	// is moved unless its agent answers a ping of it now: a person asked
+	// for it, and a mark is itself a judgement that the agent is gone.
 	if r, _, err := c.record(ctx, id); err == nil && r.Agent != "" && !r.Ended && !r.Moving {
-		if alive, err := c.alive(ctx, r.Agent, id); err == nil && alive {
+		var alive bool
+		if r.Orphaned {
+			alive = c.b.ping(ctx, id, r.Agent)
+		} else {
+			alive, err = c.alive(ctx, r.Agent, id)
+			alive = alive && err == nil
+		}
+		if alive {
 			return SessionInfo{}, &CommandError{Code: codeOwned, Message: id + " runs on " + r.Agent}
 		}
 	}
