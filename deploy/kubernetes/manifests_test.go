@@ -21,6 +21,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/ociimage"
 )
 
@@ -194,6 +195,11 @@ func TestManifests(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			c := only(t, d)
 			pod := &d.Spec.Template
+			// scripts/build-image.sh tags the image with the release
+			// (tether version), so the manifests name this release's.
+			if want := "tether:" + claude.Version; c.Image != want {
+				t.Errorf("image %q, want %q (this release's, as scripts/build-image.sh tags it)", c.Image, want)
+			}
 			if d.Spec.Selector == nil || !matches(d.Spec.Selector.MatchLabels, pod.Labels) {
 				t.Errorf("selector %v does not match the pod labels %v", d.Spec.Selector, pod.Labels)
 			}
