@@ -688,21 +688,24 @@ async function stop() {
 }
 $("stop-btn").onclick = stop;
 
+// Each handler keeps the value it sends: while it waits, another answer
+// (the model's, the mode's) re-renders the header from the store, which
+// resets both selects to what the store knew then.
 $("s-model").onchange = async (e) => {
-  const v = app.view;
+  const v = app.view, model = e.target.value;
   try {
-    await proto.setModel(conn, v.id, e.target.value);
-    v.store.set({ model: e.target.value });
+    await proto.setModel(conn, v.id, model);
+    v.store.set({ model });
   } catch (err) {
     alert("Could not switch the model: " + err.message);
     renderHead();
   }
 };
 $("s-mode").onchange = async (e) => {
-  const v = app.view;
+  const v = app.view, mode = e.target.value;
   try {
-    await proto.setMode(conn, v.id, e.target.value);
-    v.store.set({ mode: e.target.value });
+    await proto.setMode(conn, v.id, mode);
+    v.store.set({ mode });
   } catch (err) {
     alert("Could not switch the mode: " + err.message);
     renderHead();
