@@ -234,18 +234,11 @@ func TestCommandDuringTakeoverSaysStarting(t *testing.T) {
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
-	kv, err := raw.js.KeyValue(ctx, cluster.BucketSessions)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// What a claim leaves in the registry while the CLI starts.
 	now := time.Now()
-	rec, _ := json.Marshal(cluster.SessionInfo{ID: "claimed1", Agent: "a1", State: "starting", Takeovers: 1, Created: now, Updated: now})
-	if _, err := kv.Put(ctx, "claimed1", rec); err != nil {
-		t.Fatal(err)
-	}
+	raw.putSession(t, cluster.SessionInfo{ID: "claimed1", Agent: "a1", State: "starting", Takeovers: 1, Created: now, Updated: now})
 	cluster.SetTakeoverWait(t, 300*time.Millisecond)
-	_, err = c.Command(ctx, "claimed1", &host.Command{Type: host.CommandSend, Text: "hi"})
+	_, err := c.Command(ctx, "claimed1", &host.Command{Type: host.CommandSend, Text: "hi"})
 	if !errors.Is(err, host.ErrBusy) || !strings.Contains(err.Error(), "starting on agent a1") || errors.Is(err, cluster.ErrDisconnected) {
 		t.Fatalf("a command during a takeover: %v", err)
 	}

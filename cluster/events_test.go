@@ -35,6 +35,21 @@ func newRawBus(t *testing.T, url string) *rawBus {
 	return &rawBus{nc: nc, js: js}
 }
 
+// putSession writes a session's registry entry as a process of another
+// release, or a claim in progress, would leave it.
+func (b *rawBus) putSession(t *testing.T, r cluster.SessionInfo) {
+	t.Helper()
+	ctx := testCtx(t)
+	kv, err := b.js.KeyValue(ctx, cluster.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(r)
+	if _, err := kv.Put(ctx, r.ID, rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (r *rawBus) publish(t *testing.T, subject string, data []byte, hdr map[string]string) {
 	t.Helper()
 	m := nats.NewMsg(subject)
@@ -240,15 +255,8 @@ func TestUnstampedSessionNotRenumbered(t *testing.T) {
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
-	kv, err := raw.js.KeyValue(ctx, cluster.BucketSessions)
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	rec, _ := json.Marshal(cluster.SessionInfo{ID: "old1", Agent: "gone1", State: "idle", CLISession: "cli-1", Created: now, Updated: now})
-	if _, err := kv.Put(ctx, "old1", rec); err != nil {
-		t.Fatal(err)
-	}
+	raw.putSession(t, cluster.SessionInfo{ID: "old1", Agent: "gone1", State: "idle", CLISession: "cli-1", Created: now, Updated: now})
 	old := host.Event{Seq: 1, Time: now, Kind: host.EventState, Data: json.RawMessage(`{"state":"idle"}`)}
 	raw.publish(t, "tether.v1.ev.old1", eventData(t, old), map[string]string{"Tether-Seq": "1"})
 	f := follow(t, c, "old1", 0)

@@ -309,18 +309,7 @@ func TestNotifySettings(t *testing.T) {
 func TestPushTeamViewerRefused(t *testing.T) {
 	ctx := testCtx(t)
 	alice, vera := newPushEndpoint(t), newPushEndpoint(t)
-	e := newTeamEnvWith(t, &serve.Options{Notify: notifyOptions(t)})
-	for who, pe := range map[string]*pushEndpoint{"alice@example.com": alice, "vera@example.com": vera} {
-		if st, _, b := e.as(who, "POST", "/api/notify/subscribe", pe.subscription("/"+who)); st != http.StatusNoContent {
-			t.Fatalf("subscribe %s: %d %s", who, st, b)
-		}
-	}
-	cl := e.dial(ctx, "alice@example.com")
-	cl.ok(ctx, map[string]any{"type": "visibility", "visible": false})
-	id := cl.start(ctx, "")
-	if st, _, b := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"vera@example.com","level":"viewer"}]}`); st != 200 {
-		t.Fatalf("share: %d %s", st, b)
-	}
+	e, cl, id := sharedPushSession(t, ctx, alice, vera, false, "vera@example.com", "viewer")
 	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool make deploy"})
 	am, vm := alice.next(ctx, "alice's approval"), vera.next(ctx, "vera's approval")
 	if len(am.Actions) != 2 || am.Body != "make deploy" {
@@ -425,18 +414,7 @@ func TestWebhookAndNtfy(t *testing.T) {
 func TestNotifyOnlyWhenNoTabVisible(t *testing.T) {
 	ctx := testCtx(t)
 	alice, bob := newPushEndpoint(t), newPushEndpoint(t)
-	e := newTeamEnvWith(t, &serve.Options{Notify: notifyOptions(t)})
-	for who, pe := range map[string]*pushEndpoint{"alice@example.com": alice, "bob@example.com": bob} {
-		if st, _, b := e.as(who, "POST", "/api/notify/subscribe", pe.subscription("/"+who)); st != http.StatusNoContent {
-			t.Fatalf("subscribe %s: %d %s", who, st, b)
-		}
-	}
-	cl := e.dial(ctx, "alice@example.com")
-	cl.ok(ctx, map[string]any{"type": "visibility", "visible": true})
-	id := cl.start(ctx, "")
-	if st, _, b := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", `{"grants":[{"person":"bob@example.com","level":"collaborator"}]}`); st != 200 {
-		t.Fatalf("share: %d %s", st, b)
-	}
+	e, cl, id := sharedPushSession(t, ctx, alice, bob, true, "bob@example.com", "collaborator")
 	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool ls"})
 	m := bob.next(ctx, "bob's approval")
 	if len(m.Actions) != 2 {
@@ -492,4 +470,26 @@ func TestNotifyBudget(t *testing.T) {
 	if m.Event != "budget" || !strings.HasPrefix(m.Tag, "budget:") || m.Body != "$5.12 of $5.00 today; it resets at 00:00 UTC" {
 		t.Fatalf("first push (the tab is visible: only the budget may come): %+v", m)
 	}
+}
+
+// sharedPushSession is a team server with notifications on, where alice
+// and another person (who) have subscribed their push endpoints, alice's
+// tab reports visible or not, and alice's new session is shared with who
+// at level.
+func sharedPushSession(t *testing.T, ctx context.Context, alice, other *pushEndpoint, visible bool, who, level string) (*teamEnv, *wsClient, string) {
+	t.Helper()
+	e := newTeamEnvWith(t, &serve.Options{Notify: notifyOptions(t)})
+	for person, pe := range map[string]*pushEndpoint{"alice@example.com": alice, who: other} {
+		if st, _, b := e.as(person, "POST", "/api/notify/subscribe", pe.subscription("/"+person)); st != http.StatusNoContent {
+			t.Fatalf("subscribe %s: %d %s", person, st, b)
+		}
+	}
+	cl := e.dial(ctx, "alice@example.com")
+	cl.ok(ctx, map[string]any{"type": "visibility", "visible": visible})
+	id := cl.start(ctx, "")
+	grants := fmt.Sprintf(`{"grants":[{"person":%q,"level":%q}]}`, who, level)
+	if st, _, b := e.as("alice@example.com", "POST", "/api/sessions/"+id+"/share", grants); st != 200 {
+		t.Fatalf("share: %d %s", st, b)
+	}
+	return e, cl, id
 }
