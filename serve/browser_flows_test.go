@@ -665,11 +665,10 @@ func testPasteAndSwitch(t *testing.T, b *browser) {
 	if n := tb.count("#attachments img"); n != 0 {
 		t.Errorf("%d attachments left after sending", n)
 	}
-	// Switch the model and the permission mode from the header.
+	// Switch the model and the permission mode from the header. SetValue
+	// fires input and change, once each, as a person's choice does.
 	tb.run(chromedp.SetValue("#s-model", "sonnet", chromedp.ByID))
-	tb.eval(`document.querySelector("#s-model").dispatchEvent(new Event("change")), true`, nil)
 	tb.run(chromedp.SetValue("#s-mode", "acceptEdits", chromedp.ByID))
-	tb.eval(`document.querySelector("#s-mode").dispatchEvent(new Event("change")), true`, nil)
 	tb.prompt("and now?")
 	tb.waitText("now on sonnet")
 	tb.waitTurns(2)

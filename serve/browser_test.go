@@ -18,6 +18,7 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/tetherhq/tether/claude"
@@ -154,6 +155,14 @@ func (tb *tab) watch(cancel context.CancelFunc, allowed []string, closed func())
 				tb.errors = append(tb.errors, "console.error: "+strings.Join(parts, " "))
 				tb.mu.Unlock()
 			}
+		case *page.EventJavascriptDialogOpening:
+			// A dialog blocks the page: every later eval would wait for
+			// it until its deadline. Record it as an error, with its
+			// message, and dismiss it so the test goes on to report it.
+			tb.mu.Lock()
+			tb.errors = append(tb.errors, fmt.Sprintf("%s dialog: %s", e.Type, e.Message))
+			tb.mu.Unlock()
+			go func() { _ = chromedp.Run(tb.ctx, page.HandleJavaScriptDialog(false)) }()
 		case *network.EventRequestWillBeSent:
 			u := e.Request.URL
 			if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") || strings.HasPrefix(u, "about:") {

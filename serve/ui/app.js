@@ -688,29 +688,24 @@ async function stop() {
 }
 $("stop-btn").onclick = stop;
 
-// Each handler keeps the value it sends: while it waits, another answer
-// (the model's, the mode's) re-renders the header from the store, which
-// resets both selects to what the store knew then.
-$("s-model").onchange = async (e) => {
-  const v = app.view, model = e.target.value;
+// A choice shows at once: the store takes it before the answer comes, so
+// a re-render meanwhile (another answer, an event) keeps showing it, and
+// gets back what it was if the switch fails. The CLI's own report of its
+// mode (system/status) then confirms or corrects it.
+async function switchFact(key, value, send, what) {
+  const v = app.view;
+  const before = v.store[key];
+  v.store.set({ [key]: value });
   try {
-    await proto.setModel(conn, v.id, model);
-    v.store.set({ model });
+    await send(conn, v.id, value);
   } catch (err) {
-    alert("Could not switch the model: " + err.message);
+    if (v.store[key] === value) v.store.set({ [key]: before });
     renderHead();
+    alert("Could not switch the " + what + ": " + err.message);
   }
-};
-$("s-mode").onchange = async (e) => {
-  const v = app.view, mode = e.target.value;
-  try {
-    await proto.setMode(conn, v.id, mode);
-    v.store.set({ mode });
-  } catch (err) {
-    alert("Could not switch the mode: " + err.message);
-    renderHead();
-  }
-};
+}
+$("s-model").onchange = (e) => switchFact("model", e.target.value, proto.setModel, "model");
+$("s-mode").onchange = (e) => switchFact("mode", e.target.value, proto.setMode, "mode");
 $("close-btn").onclick = async () => {
   const v = app.view;
   if (!v || !confirm("Close this session? Its CLI stops; you can resume it from disk later.")) return;
