@@ -192,7 +192,7 @@ func serveErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrNoSession):
-		return fmt.Errorf("%w: %w", serve.ErrNoSession, err)
+		return err // host.ErrNoSession, which serve's is too
 	case errors.Is(err, ErrDisconnected):
 		// Not ended: it goes on once an agent takes it (a drain's
 		// handover, or a resume).

@@ -16,7 +16,8 @@ var (
 	// ErrTooLarge: a message is bigger than the limit of its subject.
 	ErrTooLarge = errors.New("cluster: message too large")
 	// ErrNoSession: no session has that id, or it has ended.
-	ErrNoSession = errors.New("cluster: no such session")
+	// It is host.ErrNoSession itself, as serve's is.
+	ErrNoSession = host.ErrNoSession
 	// ErrDisconnected: the session has no agent: its agent is gone (it
 	// died, or lost its connection to NATS for longer than the heartbeat
 	// bound; Resume can bring the session back on another agent), or

@@ -148,3 +148,11 @@ func TestIdentityShapeOnTheWire(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSessionIsHosts: the cluster's "no such session" is host's value,
+// as serve's is, so a program checks it once.
+func TestNoSessionIsHosts(t *testing.T) {
+	if ErrNoSession != host.ErrNoSession {
+		t.Errorf("cluster.ErrNoSession is %q, not host's", ErrNoSession)
+	}
+}

@@ -142,6 +142,7 @@ const (
 	CodeWithdrawn       = "withdrawn"
 	CodeNotAQuestion    = "not_a_question"
 	CodeNotQueued       = "not_queued"
+	CodeNoSession       = "no_session"
 	CodeBusy            = "busy"
 	CodeTimeout         = "timeout"
 	CodeInternal        = "internal"
@@ -159,6 +160,10 @@ var (
 	ErrSessionClosed = errors.New("host: session closed")
 	// ErrBusy: the command could not be taken now (a full queue).
 	ErrBusy = errors.New("host: busy")
+	// ErrNoSession: no session has that id (or it has ended and is no
+	// longer kept). serve and cluster return this same value, so one
+	// errors.Is check holds whichever front end or backend answered.
+	ErrNoSession = errors.New("host: no such session")
 )
 
 var codeSentinels = map[string]error{
@@ -166,6 +171,7 @@ var codeSentinels = map[string]error{
 	CodeUnknownType:     ErrBadCommand,
 	CodeForbidden:       ErrForbidden,
 	CodeSessionClosed:   ErrSessionClosed,
+	CodeNoSession:       ErrNoSession,
 	CodeNoApproval:      ErrNoApproval,
 	CodeAlreadyAnswered: ErrAlreadyAnswered,
 	CodeWithdrawn:       ErrWithdrawn,
@@ -240,6 +246,8 @@ func ErrorCode(err error) string {
 		return CodeForbidden
 	case errors.Is(err, ErrBusy):
 		return CodeBusy
+	case errors.Is(err, ErrNoSession):
+		return CodeNoSession
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout
 	}

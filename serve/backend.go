@@ -115,7 +115,7 @@ const (
 	CodeBadRequest         = host.CodeBadRequest
 	CodeUnknownType        = host.CodeUnknownType
 	CodeUnsupportedVersion = "unsupported_version"
-	CodeNoSession          = "no_session"
+	CodeNoSession          = host.CodeNoSession
 	CodeSessionClosed      = host.CodeSessionClosed
 	CodeNoApproval         = host.CodeNoApproval
 	CodeAlreadyAnswered    = host.CodeAlreadyAnswered
@@ -155,11 +155,16 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Sentinel errors a Backend may return (wrapped); the server maps them
 // to codes. host's approval and delivery errors are mapped too.
+//
+// The first four are host's own values, not copies: an error means one
+// thing whichever layer returned it, so errors.Is(err, host.ErrForbidden)
+// and errors.Is(err, serve.ErrForbidden) agree (before 0.8.0 they were
+// separate values and did not).
 var (
-	ErrNoSession     = errors.New("serve: no such session")
-	ErrSessionClosed = errors.New("serve: session closed")
-	ErrForbidden     = errors.New("serve: forbidden by the server's policy")
-	ErrBadRequest    = errors.New("serve: bad request")
+	ErrNoSession     = host.ErrNoSession
+	ErrSessionClosed = host.ErrSessionClosed
+	ErrForbidden     = host.ErrForbidden
+	ErrBadRequest    = host.ErrBadCommand
 	// ErrUnavailable: what the backend depends on is out of reach (the
 	// cluster's NATS); the request changed nothing.
 	ErrUnavailable = errors.New("serve: backend unavailable")
