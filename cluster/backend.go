@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/tetherhq/tether/host"
-	"github.com/tetherhq/tether/serve"
 )
 
 // BackendOptions configures NewBackend. A nil *BackendOptions means
@@ -28,8 +27,9 @@ type BackendOptions struct {
 	AllowBypassPermissions bool
 }
 
-// Backend is the cluster as a serve.Backend: `tether serve --nats` is the
-// browser UI and protocol of `tether serve` over every agent's sessions.
+// Backend is the cluster as a host.Backend, the session service that
+// `tether serve --nats` serves: the browser UI and protocol of `tether
+// serve` over every agent's sessions.
 // Errors map onto the protocol's codes (an approval answered twice, from
 // two servers at once, is already_answered for the second).
 type Backend struct {
@@ -37,9 +37,9 @@ type Backend struct {
 	opts BackendOptions
 }
 
-var _ serve.Backend = (*Backend)(nil)
+var _ host.Backend = (*Backend)(nil)
 
-// NewBackend returns c as a serve.Backend. The caller closes c.
+// NewBackend returns c as a host.Backend. The caller closes c.
 func NewBackend(c *Client, opts *BackendOptions) *Backend {
 	b := &Backend{c: c}
 	if opts != nil {
@@ -48,13 +48,13 @@ func NewBackend(c *Client, opts *BackendOptions) *Backend {
 	return b
 }
 
-// List implements serve.Backend.
-func (b *Backend) List(ctx context.Context) ([]serve.SessionInfo, error) {
+// List implements host.Backend.
+func (b *Backend) List(ctx context.Context) ([]host.SessionInfo, error) {
 	list, err := b.c.Sessions(ctx)
 	if err != nil {
 		return nil, serveErr(err)
 	}
-	out := make([]serve.SessionInfo, 0, len(list))
+	out := make([]host.SessionInfo, 0, len(list))
 	for _, s := range list {
 		if !s.Closed { // as in tether serve: a closed session leaves the list
 			out = append(out, serveInfo(s))
@@ -63,8 +63,8 @@ func (b *Backend) List(ctx context.Context) ([]serve.SessionInfo, error) {
 	return out, nil
 }
 
-func serveInfo(s SessionInfo) serve.SessionInfo {
-	return serve.SessionInfo{
+func serveInfo(s SessionInfo) host.SessionInfo {
+	return host.SessionInfo{
 		ID: s.ID, SessionID: s.CLISession, Title: s.Title, LastPrompt: s.LastPrompt, Cwd: s.Cwd, Model: s.Model,
 		State: s.State, LastEvent: s.LastEvent, Created: s.Created, Seq: s.Seq, CostUSD: s.CostUSD,
 		Owner: s.Agent, Ended: s.Ended,
@@ -75,36 +75,36 @@ func (b *Backend) checkMode(mode string) error {
 	return host.CheckPermissionMode(mode, b.opts.AllowBypassPermissions)
 }
 
-// Start implements serve.Backend: the request waits for an agent with
+// Start implements host.Backend: the request waits for an agent with
 // room.
-func (b *Backend) Start(ctx context.Context, req *serve.StartRequest) (serve.SessionInfo, error) {
+func (b *Backend) Start(ctx context.Context, req *host.StartRequest) (host.SessionInfo, error) {
 	if req == nil {
-		req = &serve.StartRequest{}
+		req = &host.StartRequest{}
 	}
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd = b.opts.DefaultCwd
 	}
 	if cwd != "" && !filepath.IsAbs(cwd) {
-		return serve.SessionInfo{}, &serve.Error{Code: serve.CodeBadRequest, Message: "cwd must be an absolute path"}
+		return host.SessionInfo{}, &host.CommandError{Code: host.CodeBadRequest, Message: "cwd must be an absolute path"}
 	}
 	model := cmpOr(req.Model, b.opts.DefaultModel)
 	mode := cmpOr(req.PermissionMode, b.opts.DefaultPermissionMode)
 	if err := b.checkMode(mode); err != nil {
-		return serve.SessionInfo{}, err
+		return host.SessionInfo{}, err
 	}
 	if req.Fork && req.Resume == "" {
-		return serve.SessionInfo{}, &serve.Error{Code: serve.CodeBadRequest, Message: "fork needs resume"}
+		return host.SessionInfo{}, &host.CommandError{Code: host.CodeBadRequest, Message: "fork needs resume"}
 	}
 	info, err := b.c.Start(ctx, &StartOptions{Cwd: cwd, Model: model, PermissionMode: mode,
 		AppendSystemPrompt: req.AppendSystemPrompt, Resume: req.Resume, Fork: req.Fork, OnQueued: req.OnQueued})
 	if err != nil {
-		return serve.SessionInfo{}, serveErr(err)
+		return host.SessionInfo{}, serveErr(err)
 	}
 	return serveInfo(info), nil
 }
 
-// Events implements serve.Backend.
+// Events implements host.Backend.
 func (b *Backend) Events(ctx context.Context, id string, after uint64) iter.Seq2[host.Event, error] {
 	return func(yield func(host.Event, error) bool) {
 		for ev, err := range b.c.Events(ctx, id, after) {
@@ -115,16 +115,16 @@ func (b *Backend) Events(ctx context.Context, id string, after uint64) iter.Seq2
 	}
 }
 
-// Snapshot implements serve.Backend.
+// Snapshot implements host.Backend.
 func (b *Backend) Snapshot(ctx context.Context, id string) (*host.Snapshot, error) {
 	snap, err := b.c.Snapshot(ctx, id)
 	return snap, serveErr(err)
 }
 
-// Do implements serve.Backend: the command goes unchanged to the
+// Do implements host.Backend: the command goes unchanged to the
 // session's agent, which runs it with host.Session.Do; resume is a
 // failover (Client.Resume).
-func (b *Backend) Do(ctx context.Context, id string, cmd *host.Command) (*serve.Result, error) {
+func (b *Backend) Do(ctx context.Context, id string, cmd *host.Command) (*host.BackendResult, error) {
 	if err := cmd.Validate(b.policy()); err != nil {
 		return nil, err
 	}
@@ -134,18 +134,18 @@ func (b *Backend) Do(ctx context.Context, id string, cmd *host.Command) (*serve.
 		info, err := b.c.Resume(ctx, id)
 		if err != nil {
 			if errors.Is(err, ErrOwned) {
-				return nil, &serve.Error{Code: serve.CodeBadRequest, Message: "the session's agent is alive; only a disconnected session can be resumed"}
+				return nil, &host.CommandError{Code: host.CodeBadRequest, Message: "the session's agent is alive; only a disconnected session can be resumed"}
 			}
 			return nil, serveErr(err)
 		}
 		si := serveInfo(info)
-		return &serve.Result{Session: &si}, nil
+		return &host.BackendResult{Session: &si}, nil
 	}
 	res, err := b.c.Command(ctx, id, cmd)
 	if err != nil {
 		return nil, serveErr(err)
 	}
-	return &serve.Result{CommandResult: *res}, nil
+	return &host.BackendResult{CommandResult: *res}, nil
 }
 
 // policy is what this server lets commands do, checked before they go
@@ -158,15 +158,15 @@ func (b *Backend) policy() *host.CommandPolicy {
 // one.
 func (b *Backend) DefaultCwd() string { return b.opts.DefaultCwd }
 
-// Ready implements serve.Readier: NATS is reachable, the cluster's
+// Ready implements serve's Readier: NATS is reachable, the cluster's
 // streams and buckets are there, and at least one live agent has room.
 func (b *Backend) Ready(ctx context.Context) error { return b.c.Ready(ctx) }
 
-// DiskSessions implements serve.Backend: the conversations the cluster
+// DiskSessions implements host.Backend: the conversations the cluster
 // can resume in cwd are those of its sessions that were closed, ended or
 // whose agent is gone, from their mirrored transcripts (the agents' own
 // disks are not listed).
-func (b *Backend) DiskSessions(ctx context.Context, cwd string) ([]serve.DiskSession, error) {
+func (b *Backend) DiskSessions(ctx context.Context, cwd string) ([]host.DiskSession, error) {
 	if cwd == "" {
 		cwd = b.opts.DefaultCwd
 	}
@@ -174,19 +174,20 @@ func (b *Backend) DiskSessions(ctx context.Context, cwd string) ([]serve.DiskSes
 	if err != nil {
 		return nil, serveErr(err)
 	}
-	var out []serve.DiskSession
+	var out []host.DiskSession
 	for _, s := range slices.Backward(list) {
 		if s.CLISession == "" || (cwd != "" && s.Cwd != cwd) || !(s.Ended || s.State == host.StateDisconnected.String()) {
 			continue
 		}
-		out = append(out, serve.DiskSession{SessionID: s.CLISession, Title: s.Title, LastPrompt: s.LastPrompt,
+		out = append(out, host.DiskSession{SessionID: s.CLISession, Title: s.Title, LastPrompt: s.LastPrompt,
 			Modified: s.Updated, Created: s.Created, Cwd: s.Cwd})
 	}
 	return out, nil
 }
 
-// serveErr maps the cluster's errors onto serve's (host's sentinels pass
-// as they are: the CommandError unwraps to them).
+// serveErr maps the cluster's errors onto the session service's (host's
+// sentinels and codes; host's own pass as they are: the CommandError
+// unwraps to them).
 func serveErr(err error) error {
 	switch {
 	case err == nil:
@@ -196,15 +197,15 @@ func serveErr(err error) error {
 	case errors.Is(err, ErrDisconnected):
 		// Not ended: it goes on once an agent takes it (a drain's
 		// handover, or a resume).
-		return &serve.Error{Code: serve.CodeWaitingForAgent, Message: commandMessage(err)}
+		return &host.CommandError{Code: host.CodeWaitingForAgent, Message: commandMessage(err), Err: err}
 	case errors.Is(err, ErrUnsupported):
-		return &serve.Error{Code: serve.CodeUnsupported, Message: err.Error()}
+		return &host.CommandError{Code: host.CodeUnsupported, Message: err.Error(), Err: err}
 	case errors.Is(err, ErrMalformed):
-		return fmt.Errorf("%w: %w", serve.ErrBadRequest, err)
+		return fmt.Errorf("%w: %w", host.ErrBadCommand, err)
 	case errors.Is(err, ErrTooLarge):
-		return &serve.Error{Code: serve.CodeTooLarge, Message: err.Error()}
+		return &host.CommandError{Code: host.CodeTooLarge, Message: err.Error(), Err: err}
 	case errors.Is(err, ErrUnavailable):
-		return fmt.Errorf("%w: %w", serve.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", host.ErrUnavailable, err)
 	}
 	return err
 }

@@ -143,6 +143,7 @@ const (
 	CodeNotAQuestion    = "not_a_question"
 	CodeNotQueued       = "not_queued"
 	CodeNoSession       = "no_session"
+	CodeUnavailable     = "unavailable"
 	CodeBusy            = "busy"
 	CodeTimeout         = "timeout"
 	CodeInternal        = "internal"
@@ -164,6 +165,9 @@ var (
 	// longer kept). serve and cluster return this same value, so one
 	// errors.Is check holds whichever front end or backend answered.
 	ErrNoSession = errors.New("host: no such session")
+	// ErrUnavailable: what a Backend depends on is out of reach (a
+	// cluster's NATS); the request changed nothing and may be retried.
+	ErrUnavailable = errors.New("host: backend unavailable")
 )
 
 var codeSentinels = map[string]error{
@@ -172,6 +176,7 @@ var codeSentinels = map[string]error{
 	CodeForbidden:       ErrForbidden,
 	CodeSessionClosed:   ErrSessionClosed,
 	CodeNoSession:       ErrNoSession,
+	CodeUnavailable:     ErrUnavailable,
 	CodeNoApproval:      ErrNoApproval,
 	CodeAlreadyAnswered: ErrAlreadyAnswered,
 	CodeWithdrawn:       ErrWithdrawn,
@@ -248,6 +253,8 @@ func ErrorCode(err error) string {
 		return CodeBusy
 	case errors.Is(err, ErrNoSession):
 		return CodeNoSession
+	case errors.Is(err, ErrUnavailable):
+		return CodeUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout
 	}
