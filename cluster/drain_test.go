@@ -11,7 +11,6 @@ import (
 
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
-	"github.com/tetherhq/tether/serve"
 )
 
 // Drain lets the running turn finish, refuses new prompts meanwhile, and
@@ -211,9 +210,8 @@ func TestDrainWithNoAgentLeftSaysSo(t *testing.T) {
 		t.Fatalf("a prompt to a session with no agent: %v", err)
 	}
 	_, err = cluster.NewBackend(c, nil).Do(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "anyone?"})
-	var se *serve.Error
-	if !errors.As(err, &se) || se.Code != serve.CodeWaitingForAgent {
-		t.Fatalf("through serve: %v, want %s", err, serve.CodeWaitingForAgent)
+	if got := host.ErrorCode(err); got != host.CodeWaitingForAgent || !errors.Is(err, cluster.ErrDisconnected) {
+		t.Fatalf("through the backend: %v (code %q), want %s", err, got, host.CodeWaitingForAgent)
 	}
 	newAgent(t, ns.URL(), "a2", 2)
 	waitFor(t, "a prompt taken on a2", func() bool {

@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -299,7 +298,7 @@ func TestBackendResumeAfterCrash(t *testing.T) {
 	}
 	wait("the first turn", result("echo: apples"))
 	_, err = do(&host.Command{Type: "resume"})
-	if pe := (*serve.Error)(nil); !errors.As(err, &pe) || pe.Code != serve.CodeBadRequest {
+	if host.ErrorCode(err) != host.CodeBadRequest {
 		t.Fatalf("resume of a live agent's session: %v, want bad_request", err)
 	}
 	if _, err := do(&host.Command{Type: "send", Text: "hold"}); err != nil {
