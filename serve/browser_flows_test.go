@@ -39,6 +39,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("PasteAndSwitch", func(t *testing.T) { testPasteAndSwitch(t, b) })
 	t.Run("PlanMode", func(t *testing.T) { testPlanMode(t, b) })
 	t.Run("ListKeepsFocus", func(t *testing.T) { testListKeepsFocus(t, b) })
+	t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, b) })
 }
 
 // ---- page helpers ----

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/internal/natstest"
 )
 
 // fakeClock is a settable time for expiry tests.
@@ -146,29 +146,7 @@ func TestMemoryLoginStoreBound(t *testing.T) {
 }
 
 // startJetStream runs an embedded JetStream server on loopback.
-func startJetStream(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server not ready")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func startJetStream(t *testing.T) jetstream.JetStream { return natstest.JetStream(t) }
 
 func TestKVLoginStore(t *testing.T) {
 	ctx := context.Background()

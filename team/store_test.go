@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tetherhq/tether/internal/natstest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -31,28 +31,7 @@ func newJetStream(t *testing.T) jetstream.JetStream {
 // newJetStreamConn is newJetStream with the connection too.
 func newJetStreamConn(t *testing.T) (jetstream.JetStream, *nats.Conn) {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{ServerName: "t", Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server not ready")
-	}
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.Start(t, &natstest.Options{Name: "t"}).Connect()
 	return js, nc
 }
 

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/natstest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -63,18 +62,7 @@ func TestAgentTeamIsolationUnavailable(t *testing.T) {
 // without an identity, or one outside the person's roots, is refused by
 // the agent itself.
 func TestAgentTeamFlag(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
+	ns := natstest.Start(t, nil)
 	root := t.TempDir()
 	file := filepath.Join(t.TempDir(), "team.yaml")
 	os.WriteFile(file, []byte("people:\n  - {email: alice@example.com, role: member}\npolicies:\n  member: {cwd_roots: [\""+root+"\"]}\n"), 0o600)

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/natstest"
 )
 
 func TestAgentUsageErrors(t *testing.T) {
@@ -71,19 +71,7 @@ func TestRealCLIAgentAndServeNATS(t *testing.T) {
 	}
 	const natsToken = "nats-test-token"
 	t.Setenv(envNATSToken, natsToken)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
-		Authorization: natsToken, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
+	ns := natstest.Start(t, &natstest.Options{Token: natsToken})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tetherhq/tether/internal/natstest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -28,19 +28,7 @@ type auditServer struct {
 func newAuditServer(t *testing.T, record bool) *auditServer {
 	t.Helper()
 	const token = "audit-test-token"
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
-		Authorization: token, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
+	ns := natstest.Start(t, &natstest.Options{Token: token})
 	s := &auditServer{url: ns.ClientURL(), token: token, state: filepath.Join(t.TempDir(), "team")}
 	if err := team.WriteLocalNATS(s.state, &team.LocalNATS{URL: s.url, Token: token}); err != nil {
 		t.Fatal(err)

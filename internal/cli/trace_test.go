@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/nats-io/nats-server/v2/server"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/tetherhq/tether/internal/natstest"
 	"github.com/tetherhq/tether/internal/telemetry/otlptest"
 )
 
@@ -90,18 +90,7 @@ func TestServeAndAgentExportTraces(t *testing.T) {
 	recv := otlptest.NewReceiver()
 	defer recv.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.Endpoint())
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS not ready")
-	}
+	ns := natstest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	actx, stopAgent := context.WithCancel(ctx)
