@@ -3,9 +3,9 @@ package host_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
