@@ -158,6 +158,7 @@ export class ChangesPanel {
     ui.sum.textContent = n ? `${n} file${n === 1 ? "" : "s"} · +${add} −${del}` : "";
     ui.all.hidden = !act || n === 0;
     ui.err.textContent = this.error || "";
+    ui.err.hidden = !this.error;
     ui.note.textContent = !this.loaded
       ? "Reading…"
       : n === 0
