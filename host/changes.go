@@ -123,13 +123,15 @@ type baseline struct {
 }
 
 type touched struct {
-	base       baseline
-	tools      []string
-	firstID    string // the tool call that noted it first
-	fromResult bool   // base came from a tool's result (not a read)
+	base  baseline
+	tools []string
 }
 
-type pendingTool struct{ name, path string }
+// pendingTool is a followed tool call awaiting its result.
+type pendingTool struct {
+	name, path string
+	base       *baseline // the file as read when the call was seen; nil when the session had it
+}
 
 // changeTracker is a session's record of what its tools touched. Its
 // lock is taken after the session's, never before.
@@ -261,8 +263,10 @@ func (t *changeTracker) abs(p string) string {
 }
 
 // toolUse notes a tool call seen in an assistant message (on the
-// receive loop, the session's lock released): for an edit, the file as
-// it is now, unless the session has it already.
+// receive loop, the session's lock released): for an edit of a file the
+// session does not have yet, the file as it is now, kept with the call
+// until its result says whether the tool changed it (a file the CLI
+// refused to touch is never listed).
 func (t *changeTracker) toolUse(tu *claude.ToolUseBlock) {
 	if !slices.Contains(editTools, tu.Name) && tu.Name != "Bash" {
 		return
@@ -279,14 +283,25 @@ func (t *changeTracker) toolUse(tu *claude.ToolUseBlock) {
 	}
 	path := t.abs(cmpOr(in.FilePath, in.NotebookPath))
 	if len(t.pending) >= maxChangePending {
-		clear(t.pending) // results lost to a broken stream; start over
+		// Results lost to a broken stream: start over.
+		for id := range t.pending {
+			t.drop(id)
+		}
 	}
-	t.pending[tu.ID] = pendingTool{tu.Name, path}
-	if path == "" || t.files[path] != nil {
-		return
+	p := pendingTool{name: tu.Name, path: path}
+	if path != "" && t.files[path] == nil {
+		b := t.read(path)
+		p.base = &b
 	}
-	t.files[path] = &touched{base: t.read(path), firstID: tu.ID}
-	t.order = append(t.order, path)
+	t.pending[tu.ID] = p
+}
+
+// drop forgets a pending call and the read it kept (t.mu held).
+func (t *changeTracker) drop(id string) {
+	if p, ok := t.pending[id]; ok && p.base != nil {
+		t.kept -= len(p.base.data)
+	}
+	delete(t.pending, id)
 }
 
 // inRepo reports whether the session works in a git repository.
@@ -297,9 +312,10 @@ func (t *changeTracker) inRepo() bool {
 }
 
 // toolResult notes a followed tool's result and returns its call (ok
-// false for a call it does not follow): for an edit, the file as it was
-// before the tool, from the result, when this call was the file's first
-// touch. It only decodes (s.mu may be held).
+// false for a call it does not follow). A successful edit of a file the
+// session did not have adds it, as it was before the tool: from the
+// result (originalFile, written by the CLI before the change), else as
+// read when the call was seen. It only decodes (s.mu may be held).
 func (t *changeTracker) toolResult(id string, isError bool, raw json.RawMessage) (p pendingTool, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -307,26 +323,32 @@ func (t *changeTracker) toolResult(id string, isError bool, raw json.RawMessage)
 	if !ok {
 		return p, false
 	}
-	delete(t.pending, id)
 	if p.path == "" || isError {
+		t.drop(id)
 		return p, true
 	}
+	delete(t.pending, id) // its read, if any, becomes the file's
 	f := t.files[p.path]
-	if f == nil {
+	if f != nil {
+		if p.base != nil {
+			t.kept -= len(p.base.data) // a call seen before the file's first result
+		}
+		if !slices.Contains(f.tools, p.name) {
+			f.tools = append(f.tools, p.name)
+		}
 		return p, true
 	}
-	if !slices.Contains(f.tools, p.name) {
-		f.tools = append(f.tools, p.name)
+	f = &touched{tools: []string{p.name}}
+	if p.base != nil {
+		f.base = *p.base
 	}
-	if f.firstID != id || f.fromResult {
-		return p, true
-	}
+	t.files[p.path] = f
+	t.order = append(t.order, p.path)
 	var r struct {
-		Type       string  `json:"type"`
-		Original   *string `json:"originalFile"`
-		Original2  *string `json:"original_file"`
-		OldString  *string `json:"oldString"`
-		Structured any     `json:"structuredPatch"`
+		Type      string  `json:"type"`
+		Original  *string `json:"originalFile"`
+		Original2 *string `json:"original_file"`
+		OldString *string `json:"oldString"`
 	}
 	if json.Unmarshal(raw, &r) != nil {
 		return p, true
@@ -338,14 +360,13 @@ func (t *changeTracker) toolResult(id string, isError bool, raw json.RawMessage)
 	switch {
 	case p.name == "Write" && r.Type == "create":
 		t.kept -= len(f.base.data)
-		f.base, f.fromResult = baseline{}, true
+		f.base = baseline{}
 	case orig != nil && len(*orig) <= maxChangeFile:
 		if *orig == "" && p.name == "Edit" && r.OldString != nil && *r.OldString == "" && !f.base.exists {
-			f.fromResult = true // an Edit that created the file
-			return p, true
+			return p, true // an Edit that created the file
 		}
 		t.kept -= len(f.base.data)
-		f.base, f.fromResult = baseline{exists: true, data: []byte(*orig)}, true
+		f.base = baseline{exists: true, data: []byte(*orig)}
 		t.kept += len(*orig)
 	}
 	return p, true

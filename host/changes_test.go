@@ -71,6 +71,7 @@ type editStep struct {
 	input    any
 	do       func()
 	result   any
+	isError  bool
 }
 
 // editTurn plays a turn of tool calls, each run by its do, then ends.
@@ -86,7 +87,7 @@ func editTurn(steps ...editStep) claudetest.Script {
 		for _, st := range steps {
 			c.Write(c.AssistantToolUse(st.id, st.tool, st.input))
 			st.do()
-			r := c.ToolResult(st.id, "ok", false)
+			r := c.ToolResult(st.id, "ok", st.isError)
 			r["tool_use_result"] = st.result
 			c.Write(r)
 		}
@@ -142,13 +143,13 @@ func TestChangesGit(t *testing.T) {
 	s, l := start(t, o, editTurn(
 		editStep{"toolu_1", "Edit", map[string]any{"file_path": a, "old_string": "return 1", "new_string": "return 2"},
 			func() { writeFile(t, a, aNew) },
-			map[string]any{"filePath": a, "oldString": "return 1", "newString": "return 2", "originalFile": aOld, "structuredPatch": []any{}}},
+			map[string]any{"filePath": a, "oldString": "return 1", "newString": "return 2", "originalFile": aOld, "structuredPatch": []any{}}, false},
 		editStep{"toolu_2", "Write", map[string]any{"file_path": n, "content": "new\n"},
 			func() { writeFile(t, n, "new\n") },
-			map[string]any{"type": "create", "filePath": n, "content": "new\n", "structuredPatch": []any{}, "originalFile": nil}},
+			map[string]any{"type": "create", "filePath": n, "content": "new\n", "structuredPatch": []any{}, "originalFile": nil}, false},
 		editStep{"toolu_3", "Bash", map[string]any{"command": "rm b.txt"},
 			func() { os.Remove(b) },
-			map[string]any{"stdout": "", "stderr": "", "interrupted": false}},
+			map[string]any{"stdout": "", "stderr": "", "interrupted": false}, false},
 	))
 	d, err := s.Send(ctx, "change things")
 	if err != nil {
@@ -257,23 +258,29 @@ func TestChangesGit(t *testing.T) {
 // TestChangesNoGit: outside a repository the edit tools' results are
 // all there is: a Write over an existing file and an Edit after it show
 // as one change against the file before the first; a Bash edit is not
-// seen; after the session ends its changes can still be listed and
-// reverted.
+// seen, nor a file an edit failed on (the CLI refused it: it is never
+// shown, even when it changed meanwhile); after the session ends its
+// changes can still be listed and reverted.
 func TestChangesNoGit(t *testing.T) {
 	ctx := testCtx(t)
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	f := filepath.Join(dir, "notes.md")
 	writeFile(t, f, "# Notes\n\none\n")
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	writeFile(t, secret, "s1\n")
 	s, l := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}}, editTurn(
+		editStep{"toolu_0", "Edit", map[string]any{"file_path": secret, "old_string": "s1", "new_string": "x"},
+			func() { writeFile(t, secret, "s2\n") },
+			"Permission denied", true},
 		editStep{"toolu_1", "Write", map[string]any{"file_path": f, "content": "# Notes\n\ntwo\n"},
 			func() { writeFile(t, f, "# Notes\n\ntwo\n") },
-			map[string]any{"type": "update", "filePath": f, "content": "# Notes\n\ntwo\n", "structuredPatch": []any{}, "originalFile": "# Notes\n\none\n"}},
+			map[string]any{"type": "update", "filePath": f, "content": "# Notes\n\ntwo\n", "structuredPatch": []any{}, "originalFile": "# Notes\n\none\n"}, false},
 		editStep{"toolu_2", "Edit", map[string]any{"file_path": f, "old_string": "two", "new_string": "three"},
 			func() { writeFile(t, f, "# Notes\n\nthree\n") },
-			map[string]any{"filePath": f, "oldString": "two", "newString": "three", "originalFile": "# Notes\n\ntwo\n", "structuredPatch": []any{}}},
+			map[string]any{"filePath": f, "oldString": "two", "newString": "three", "originalFile": "# Notes\n\ntwo\n", "structuredPatch": []any{}}, false},
 		editStep{"toolu_3", "Bash", map[string]any{"command": "touch other"},
 			func() { writeFile(t, filepath.Join(dir, "other"), "x") },
-			map[string]any{"stdout": ""}},
+			map[string]any{"stdout": ""}, false},
 	))
 	d, err := s.Send(ctx, "edit")
 	if err != nil {
