@@ -116,8 +116,9 @@ var editTools = []string{"Edit", "Write", "MultiEdit", "NotebookEdit"}
 // baseline is a file as it was.
 type baseline struct {
 	exists   bool
-	data     []byte // nil when too large
+	data     []byte // nil when too large or special
 	tooLarge bool
+	special  bool      // not a regular file (a link, a pipe, …): never read, never followed
 	size     int64     // tooLarge: to tell a change
 	mtime    time.Time // tooLarge
 }
@@ -222,14 +223,24 @@ func (t *changeTracker) read(path string) baseline {
 // readBounded reads a file: ok is false when it cannot be read (it may
 // not exist: b.exists says).
 func readBounded(path string) (b baseline, ok bool) {
+	// A link is not followed (it may lead out of the session's reach,
+	// where the server could read what the CLI could not), nor a pipe
+	// opened (it would block).
+	li, err := os.Lstat(path)
+	if err != nil {
+		return baseline{exists: !errors.Is(err, fs.ErrNotExist)}, !errors.Is(err, fs.ErrNotExist)
+	}
+	if !li.Mode().IsRegular() {
+		return baseline{exists: true, special: true, size: li.Size(), mtime: li.ModTime()}, true
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return baseline{exists: !errors.Is(err, fs.ErrNotExist)}, !errors.Is(err, fs.ErrNotExist)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || fi.IsDir() {
-		return baseline{exists: true}, false
+	if err != nil || !fi.Mode().IsRegular() {
+		return baseline{exists: true, special: true}, true
 	}
 	b = baseline{exists: true, size: fi.Size(), mtime: fi.ModTime()}
 	data, err := io.ReadAll(io.LimitReader(f, maxChangeFile+1))
@@ -520,6 +531,14 @@ func (t *changeTracker) list(ctx context.Context) ([]*change, error) {
 		default:
 			c.Kind = FileModified
 		}
+		if c.base.special || cur.special {
+			if c.base.special && cur.special && c.base.size == cur.size && c.base.mtime.Equal(cur.mtime) {
+				continue
+			}
+			c.Binary = true // not a regular file: no diff
+			out = append(out, c)
+			continue
+		}
 		if c.base.tooLarge || cur.tooLarge || (cur.exists && cur.data == nil) {
 			if c.Kind == FileModified && c.base.tooLarge && cur.tooLarge && c.base.size == cur.size && c.base.mtime.Equal(cur.mtime) && !c.fromGit {
 				continue
@@ -672,13 +691,12 @@ func (t *changeTracker) restore(ctx context.Context, cs []*change) ([]string, er
 			if errors.Is(err, fs.ErrNotExist) {
 				err = nil
 			}
+		case c.fromGit:
+			// git puts back the start commit's file as it was there (its
+			// mode, a link as a link), in the working tree only.
+			_, err = runGit(ctx, git, root, "restore", "--source="+head, "--worktree", "--", ":(literal)"+c.rel)
 		case c.base.data != nil:
 			err = writeBack(c.Path, c.base.data)
-		case c.fromGit:
-			var blob []byte
-			if blob, err = runGit(ctx, git, root, "cat-file", "blob", head+":"+c.rel); err == nil {
-				err = writeBack(c.Path, blob)
-			}
 		default:
 			err = fmt.Errorf("%s: the original is not kept (over %d bytes)", c.Path, maxChangeFile)
 		}
@@ -691,11 +709,19 @@ func (t *changeTracker) restore(ctx context.Context, cs []*change) ([]string, er
 	return done, errors.Join(errs...)
 }
 
-// writeBack writes data to path, keeping its mode when it exists.
+// writeBack writes data to path, keeping its mode when it exists; what
+// is there and is not a regular file (a link the session made) is
+// removed first, never written through.
 func writeBack(path string, data []byte) error {
 	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+		} else {
+			mode = fi.Mode().Perm()
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
