@@ -70,6 +70,11 @@ func TestBrowserChanges(t *testing.T) {
 		if i == 0 {
 			tb.shot("edit-approval")
 		}
+		if i == 1 {
+			// Live, mid-turn: the Edit's result is counted while the
+			// Write waits for its approval.
+			tb.waitJS("the Edit counted mid-turn", `document.querySelector("#changes-btn").textContent === "Changes (1)"`)
+		}
 		tb.key(kb.Enter)
 	}
 	tb.waitText("Edited calc.go")
