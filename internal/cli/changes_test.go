@@ -71,6 +71,9 @@ func TestRealCLIRunDiff(t *testing.T) {
 	term.waitFor("> ")
 	term.send("\x03")
 	term.waitFor("quitting")
+	if code := term.exitCode(); code != 130 {
+		t.Errorf("exit code %d, want 130", code)
+	}
 	if os.Getenv("SHOW") != "" {
 		t.Log(term.text())
 	}
