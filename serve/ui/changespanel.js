@@ -95,6 +95,7 @@ export class ChangesPanel {
     if (!ui) build();
     this.o = o;
     this.changes = [];
+    this.folded = new Map(); // path -> whether the person folded (true) or opened (false) it
     this.loaded = false;
     this.timer = 0;
     this.pending = false; // a fetch is under way
@@ -169,9 +170,16 @@ export class ChangesPanel {
     const rows = [];
     for (const c of this.changes) {
       const d = el("details", "change " + c.kind);
-      d.open = n <= 8;
+      // Open unless there are many, or as the person last left it: a
+      // render for a new edit keeps what they folded.
+      d.open = this.folded.has(c.path) ? !this.folded.get(c.path) : n <= 8;
       d.dataset.path = c.path;
       const s = el("summary");
+      s.onclick = (e) => {
+        // A click on the summary toggles it (after this handler): folded
+        // when it was open. Not the Revert button's click.
+        if (!e.target.closest("button")) this.folded.set(c.path, d.open);
+      };
       s.append(el("span", "kind " + c.kind, c.kind), el("span", "path", c.rel || c.path));
       if (!c.binary && !c.too_large) {
         const counts = el("span", "counts");
