@@ -310,3 +310,38 @@ func TestChangesNoGit(t *testing.T) {
 		t.Errorf("reverted: %q", got)
 	}
 }
+
+// TestChangesNotebookAndMultiEdit: NotebookEdit's result names its
+// original as original_file, MultiEdit's as Edit's does; both count.
+func TestChangesNotebookAndMultiEdit(t *testing.T) {
+	ctx := testCtx(t)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	nb, md := filepath.Join(dir, "a.ipynb"), filepath.Join(dir, "b.md")
+	nbOld, nbNew := `{"cells":[{"source":"1"}]}`+"\n", `{"cells":[{"source":"2"}]}`+"\n"
+	writeFile(t, nb, nbOld)
+	writeFile(t, md, "x\ny\n")
+	s, l := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}}, editTurn(
+		editStep{"toolu_1", "NotebookEdit", map[string]any{"notebook_path": nb, "new_source": "2"},
+			func() { writeFile(t, nb, nbNew) },
+			map[string]any{"notebook_path": nb, "new_source": "2", "original_file": nbOld, "updated_file": nbNew}, false},
+		editStep{"toolu_2", "MultiEdit", map[string]any{"file_path": md, "edits": []any{}},
+			func() { writeFile(t, md, "X\nY\n") },
+			map[string]any{"filePath": md, "originalFile": "x\ny\n", "structuredPatch": []any{}}, false},
+	))
+	d, err := s.Send(ctx, "edit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.waitState(t, ctx, host.StateIdle)
+	cs, err := s.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []changeRow{{"a.ipynb", "modified", []string{"NotebookEdit"}, 1, 1}, {"b.md", "modified", []string{"MultiEdit"}, 2, 2}}
+	if diff := cmp.Diff(want, rows(cs)); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
