@@ -82,6 +82,9 @@ func TestBrowserChanges(t *testing.T) {
 	// Live: the count came with the events, before any click.
 	tb.waitJS("the button to count three changes", `document.querySelector("#changes-btn").textContent === "Changes (3)"`)
 
+	tb.view(true, false)
+	tb.shot("phone-head") // the button among the session's controls
+	tb.view(false, false)
 	tb.run(chromedp.Click("#changes-btn", chromedp.ByID))
 	tb.waitJS("the panel", `document.querySelector("#changes-dlg").open && document.querySelectorAll("#changes-dlg .change").length === 3`)
 	list := tb.text("#changes-dlg .changes-list")
