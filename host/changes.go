@@ -377,6 +377,11 @@ func (t *changeTracker) toolResult(id string, isError bool, raw json.RawMessage)
 			return p, true // an Edit that created the file
 		}
 		t.kept -= len(f.base.data)
+		if t.kept+len(*orig) > maxChangeKept {
+			// Over the session's bound: known only as changed.
+			f.base = baseline{exists: true, tooLarge: true, size: int64(len(*orig))}
+			return p, true
+		}
 		f.base = baseline{exists: true, data: []byte(*orig)}
 		t.kept += len(*orig)
 	}
