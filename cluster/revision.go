@@ -135,10 +135,14 @@ var (
 		host.CommandCancel, host.CommandSetModel, host.CommandSetMode, host.CommandClose}
 )
 
+// commandsAdded are the command types agents run since (an older agent
+// refuses them as unsupported: nothing is done).
+var commandsAdded = []host.CommandType{host.CommandChanges, host.CommandRevertChanges}
+
 // knownCommand reports whether this release's agents run commands of type
 // t (resume is the client's: a failover).
 func knownCommand(t host.CommandType) bool {
-	for _, k := range commandsV1 {
+	for _, k := range append(commandsV1, commandsAdded...) {
 		if t == k {
 			return true
 		}

@@ -39,6 +39,16 @@ const (
 	// served by whatever keeps the sessions (tether serve's backends),
 	// not by Session.Do, which refuses it.
 	CommandResume CommandType = "resume"
+	// CommandChanges lists the files the session changed, with their
+	// diffs (CommandResult.Changes; Session.Changes). It reads; it
+	// neither wakes a sleeping session nor needs its CLI, and it works
+	// on an ended session too.
+	CommandChanges CommandType = "changes"
+	// CommandRevertChanges puts files the session changed back as they
+	// were at its start (Paths; none: all of them; Session.RevertChanges).
+	// CommandResult.Reverted lists those put back. Like changes, it
+	// needs no CLI.
+	CommandRevertChanges CommandType = "revert_changes"
 )
 
 // Command is one thing asked of a running session. It is a plain value
@@ -64,6 +74,10 @@ type Command struct {
 	Model string `json:"model,omitempty"` // set_model
 	Mode  string `json:"mode,omitempty"`  // set_mode
 
+	// Paths are the files to revert (revert_changes): absolute, or
+	// relative to the session's working directory; none means all.
+	Paths []string `json:"paths,omitempty"`
+
 	// Actor is the display name of the person the command comes from,
 	// filled by the front end from the identity it established (never
 	// read from a client: it is not part of the command's JSON). An
@@ -84,6 +98,10 @@ type CommandResult struct {
 	// Step is how far a force_interrupt went: "request", "sigint",
 	// "kill", or "none" when no turn was running.
 	Step string `json:"step,omitempty"`
+	// Changes are the files the session changed (changes).
+	Changes []FileChange `json:"changes,omitempty"`
+	// Reverted are the files put back (revert_changes).
+	Reverted []string `json:"reverted,omitempty"`
 }
 
 // Lane says how a command may be scheduled against others of the same
@@ -95,14 +113,14 @@ type Lane int
 const (
 	// LaneOrdered: send, cancel, set_model, set_mode, close, resume.
 	LaneOrdered Lane = iota
-	// LaneQuick: interrupt, force_interrupt, answer.
+	// LaneQuick: interrupt, force_interrupt, answer, changes.
 	LaneQuick
 )
 
 // Lane returns the command's lane.
 func (c *Command) Lane() Lane {
 	switch c.Type {
-	case CommandInterrupt, CommandForceInterrupt, CommandAnswer:
+	case CommandInterrupt, CommandForceInterrupt, CommandAnswer, CommandChanges:
 		return LaneQuick
 	}
 	return LaneOrdered
@@ -286,7 +304,13 @@ func (c *Command) Validate(p *CommandPolicy) error {
 				return commandErrorf(CodeBadRequest, "image %d: data is not base64", i)
 			}
 		}
-	case CommandInterrupt, CommandForceInterrupt, CommandClose, CommandResume:
+	case CommandInterrupt, CommandForceInterrupt, CommandClose, CommandResume, CommandChanges:
+	case CommandRevertChanges:
+		for _, p := range c.Paths {
+			if strings.TrimSpace(p) == "" {
+				return commandErrorf(CodeBadRequest, "revert_changes: empty path")
+			}
+		}
 	case CommandAnswer:
 		if c.Approval == "" {
 			return commandErrorf(CodeBadRequest, "answer needs approval")
@@ -350,6 +374,24 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 		if err := authorize(ctx, p.Authorize, s, c); err != nil {
 			return nil, &CommandError{Code: CodeForbidden, Message: err.Error(), Err: err}
 		}
+	}
+	switch c.Type {
+	case CommandChanges:
+		// Files, not the CLI: an ended or sleeping session answers too.
+		list, err := s.Changes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &CommandResult{Changes: list}, nil
+	case CommandRevertChanges:
+		done, err := s.revert(ctx, c.Actor, c.Paths)
+		if err != nil && ErrorCode(err) == CodeInternal {
+			err = &CommandError{Code: CodeInternal, Message: fmt.Sprintf("reverted %d files; %v", len(done), err), Err: err}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &CommandResult{Reverted: done}, nil
 	}
 	if isClosed(s) && c.Type != CommandClose {
 		return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}

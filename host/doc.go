@@ -68,4 +68,16 @@
 // dropped. ManagerOptions.SleepAfter does it for sessions idle that
 // long; Options.OnWake checks and sets up a wake as a start is (a team's
 // policy, a sandbox). Nothing sleeps unless asked.
+//
+// # What changed
+//
+// Changes lists every file the session created, changed or deleted since
+// it started, each with its diff: the edit tools' own results (Edit,
+// Write, MultiEdit, NotebookEdit) say what each file was before, and
+// where the working directory is in a git repository git finds the rest
+// (a Bash command's edits, a commit) against the commit of the start.
+// RevertChanges puts files back, through the CLI's rewind_files when it
+// keeps checkpoints, else from the originals and git. Both are commands
+// too (changes, revert_changes), so every front end has them, checked
+// like any other; an EventFilesChanged says when to ask again.
 package host

@@ -14,6 +14,14 @@ func (s *Session) handle(m claude.Message, merr error) {
 	s.lastEvent.Store(time.Now().UnixNano())
 	turnUSD := -1.0 // set for a result: the turn's cost, told after the unlock
 	defer func() { s.turnCost(turnUSD) }()
+	// Edit tool calls: the files as they are, read once the lock is
+	// released (changes.go).
+	var uses []*claude.ToolUseBlock
+	defer func() {
+		for _, tu := range uses {
+			s.changes.toolUse(tu)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.repeated(m) {
@@ -53,6 +61,13 @@ func (s *Session) handle(m claude.Message, merr error) {
 			s.blockStarted(st.ContentBlock)
 		}
 	case *claude.AssistantMessage:
+		if !m.Synthetic() {
+			for _, c := range m.Message.Content {
+				if tu, ok := c.(*claude.ToolUseBlock); ok {
+					uses = append(uses, tu)
+				}
+			}
+		}
 		if m.ParentToolUseID != "" || m.Synthetic() {
 			break
 		}
@@ -68,8 +83,12 @@ func (s *Session) handle(m claude.Message, merr error) {
 	case *claude.UserMessage:
 		if m.IsReplay {
 			forward = s.acknowledge(m.UUID)
+			if m.UUID != "" {
+				s.changes.notePrompt(m.UUID)
+			}
 			break
 		}
+		s.noteToolResults(m)
 		if m.ParentToolUseID != "" {
 			break
 		}
@@ -118,6 +137,24 @@ func (s *Session) handle(m claude.Message, merr error) {
 	s.recordCost(m)
 	if forward {
 		s.publishLocked(m, merr)
+	}
+}
+
+// noteToolResults tells the change tracker of the results of the tool
+// calls it follows, and journals that files may have changed (s.mu
+// held).
+func (s *Session) noteToolResults(m *claude.UserMessage) {
+	for _, r := range m.ToolResults() {
+		p, ok := s.changes.toolResult(r.ToolUseID, r.IsError, m.ToolUseResult)
+		switch {
+		case !ok || r.IsError:
+		case p.name == "Bash":
+			if s.changes.inRepo() {
+				s.record(EventFilesChanged, FilesChanged{ToolUseID: r.ToolUseID, Tool: p.name})
+			}
+		case p.path != "":
+			s.record(EventFilesChanged, FilesChanged{ToolUseID: r.ToolUseID, Tool: p.name, Paths: []string{p.path}})
+		}
 	}
 }
 

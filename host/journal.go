@@ -41,6 +41,11 @@ const (
 	EventDelivery EventKind = "delivery"
 	// EventCost: the session's usage or cost changed. Data: Cost.
 	EventCost EventKind = "cost"
+	// EventFilesChanged: a tool's result may have changed files (an
+	// edit tool's, or Bash's in a git repository), or RevertChanges put
+	// files back: a hint to ask for Session.Changes again. Data:
+	// FilesChanged.
+	EventFilesChanged EventKind = "files_changed"
 	// EventClosed: the session ended for good; it is the last event.
 	// Data: ErrorInfo (why; "" for a clean end).
 	EventClosed EventKind = "closed"

@@ -162,6 +162,8 @@ type Session struct {
 	closed      bool
 	ended       bool // for good: Done is closed
 
+	changes changeTracker // what the tools changed in files (changes.go)
+
 	journal journal     // Events and Snapshot; appended with mu held
 	info    sessionInfo // cwd, model, permission mode
 
@@ -193,6 +195,7 @@ func start(ctx context.Context, opts *Options, mt *telemetry.Host) (*Session, er
 	s.metrics = mt
 	ctx, span := s.tracer.Start(ctx, "session start", trace.WithAttributes(attrSession.String(s.id)))
 	defer span.End()
+	s.changes.begin(s.base.Cwd)
 	if err := s.connect(ctx, false); err != nil {
 		telemetry.SetError(span, err, ErrorCode(err))
 		s.mu.Lock()

@@ -99,6 +99,7 @@ func (s *Session) claim(ctx context.Context, c *claude.ClaimOptions, opts *Optio
 		s.opts.OnWake = opts.OnWake
 	}
 	s.mu.Unlock()
+	s.changes.begin(cwd)
 	return s.attach(cs)
 }
 

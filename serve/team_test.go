@@ -152,8 +152,11 @@ func (a *fakeAuthz) check(ctx context.Context, sid string, c *host.Command) erro
 	}
 	id, _ := team.FromContext(ctx)
 	need := team.AccessCollaborate
-	if c.Type == host.CommandClose {
+	switch c.Type {
+	case host.CommandClose:
 		need = team.AccessOwn
+	case host.CommandChanges:
+		need = team.AccessView // as team.Authorizer: viewers see what changed
 	}
 	if acc < need {
 		return a.refuse(id, "access", "not yours", team.ErrForbidden)

@@ -70,7 +70,7 @@ const auditDuplicates = 2 * time.Minute
 // auditActions are the valid Action values, in a stable order.
 var auditActions = []string{
 	ActionSignIn, ActionSignOut, ActionSignInFailed, ActionStart, ActionShare, ActionClose,
-	ActionPrompt, ActionApproval, ActionInterrupt, ActionMode, ActionModel, ActionBypass, ActionRefused,
+	ActionPrompt, ActionApproval, ActionInterrupt, ActionMode, ActionModel, ActionBypass, ActionRefused, ActionRevert,
 }
 
 // AuditActions returns the valid AuditEvent.Action values (the Action

@@ -55,7 +55,8 @@ const (
 	ActionMode         = "mode_change"
 	ActionModel        = "model_change"
 	ActionBypass       = "bypass_permissions"
-	ActionRefused      = "refused" // any refused command or read, Rule says which
+	ActionRefused      = "refused"      // any refused command or read, Rule says which
+	ActionRevert       = "files_revert" // files put back (revert_changes); Detail lists them
 )
 
 // Outcomes.

@@ -436,11 +436,15 @@ func (a *Authorizer) Created(ctx context.Context, sessionID, cwd string) error {
 	return nil
 }
 
-// needed is the access a command needs: closing is the owner's, the
-// rest a collaborator's (an unknown type the owner's: the strictest).
+// needed is the access a command needs: listing the changes is a
+// viewer's, closing the owner's, the rest a collaborator's (reverting
+// files too; an unknown type the owner's: the strictest).
 func needed(t host.CommandType) Access {
 	switch t {
-	case host.CommandSend, host.CommandCancel, host.CommandInterrupt, host.CommandForceInterrupt,
+	case host.CommandChanges:
+		return AccessView
+	case host.CommandRevertChanges,
+		host.CommandSend, host.CommandCancel, host.CommandInterrupt, host.CommandForceInterrupt,
 		host.CommandAnswer, host.CommandSetModel, host.CommandSetMode, host.CommandResume:
 		return AccessCollaborate
 	}
@@ -563,6 +567,11 @@ func (a *Authorizer) recordCommand(ctx context.Context, id *Identity, s *host.Se
 		ev.Action, ev.Detail = ActionModel, c.Model
 	case host.CommandClose:
 		ev.Action = ActionClose
+	case host.CommandRevertChanges:
+		ev.Action, ev.Detail = ActionRevert, "all"
+		if len(c.Paths) > 0 {
+			ev.Detail = strings.Join(c.Paths, "\n")
+		}
 	default:
 		return
 	}

@@ -189,6 +189,8 @@ var commands = []*host.Command{
 	{Type: host.CommandSetModel, Model: "sonnet"},
 	{Type: host.CommandSetMode, Mode: "plan"},
 	{Type: host.CommandResume},
+	{Type: host.CommandRevertChanges, Paths: []string{"a.go"}},
+	{Type: host.CommandChanges},
 	{Type: host.CommandClose},
 }
 
@@ -205,7 +207,8 @@ func TestCommandAccess(t *testing.T) {
 	hostAuth := f.az.HostAuthorize()
 	for _, who := range []string{"owner", "admin", "collab", "viewer", "capped", "stranger"} {
 		for _, c := range commands {
-			allowed := who == "owner" || who == "admin" || (who == "collab" && c.Type != host.CommandClose)
+			allowed := who == "owner" || who == "admin" || (who == "collab" && c.Type != host.CommandClose) ||
+				(c.Type == host.CommandChanges && who != "stranger") // a viewer sees what changed, reverts nothing
 			checks := map[string]func() error{
 				"Command": func() error { return f.az.Command(f.as(who), hs.ID(), c) },
 			}

@@ -41,6 +41,7 @@ type jsonEvent struct {
 	USD         *float64                  `json:"usd,omitempty"`
 	Turns       *int                      `json:"turns,omitempty"`
 	Tokens      *host.Tokens              `json:"tokens,omitempty"`
+	Changes     []host.FileChange         `json:"changes,omitempty"` // /diff
 }
 
 func (j *jsonView) emit(e jsonEvent) { _ = j.enc.Encode(e) }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,6 +291,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 
 	// handle takes a line the person typed.
 	var typed []string
+	var reverting *revertAsk // a /revert waiting for its y
 	handle := func(line string) {
 		if !stdinTTY && !cfg.json && (cur != nil || waitingForPrompt) {
 			r.write(line + "\n") // echo what a script typed, as a terminal would
@@ -314,6 +316,22 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 					v.note(said)
 				}
 				v.showApproval(cur)
+			}
+		case reverting != nil:
+			reverting.answer(ctx, s, v, line)
+			reverting = nil
+			if waitingForPrompt {
+				v.prompt()
+			}
+		case (waitingForPrompt || cfg.interactive) && slashCommand(line):
+			f := strings.Fields(line)
+			if f[0] == "/diff" {
+				showChanges(ctx, s, v)
+			} else {
+				reverting = askRevert(ctx, s, v, f[1:])
+			}
+			if waitingForPrompt {
+				v.prompt()
 			}
 		case waitingForPrompt:
 			if line == "" {

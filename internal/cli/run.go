@@ -51,7 +51,9 @@ Runs Claude Code on the prompt and shows the turn as it happens: text,
 thinking, tool calls and their results, subagents, and a status line.
 Permission requests and questions are asked here; Ctrl-C interrupts the
 turn, a second Ctrl-C quits. With -i the session stays open for more
-prompts. The CLI's environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, …)
+prompts; there /diff shows the files the session changed since it
+started, with their diffs, and /revert [path…] puts them back (all
+without a path) after asking. The CLI's environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, …)
 is passed on.
 
 Flags:

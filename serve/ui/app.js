@@ -24,6 +24,7 @@ import * as tm from "./team.js";
 import { SessionsStore, SessionStore } from "./store.js";
 import { SessionList } from "./sessions.js";
 import { DeliveryPanel } from "./deliverypanel.js";
+import { ChangesPanel } from "./changespanel.js";
 import { el } from "./dom.js";
 import * as notify from "./notify.js";
 
@@ -324,6 +325,14 @@ function newView(id) {
   // The queued prompts.
   v.prompts = new DeliveryPanel($("deliveries"), { cancel: (uuid) => proto.cancel(conn, id, uuid), shown: () => app.view === v });
   v.deliveries = v.prompts.items; // uuid -> DeliveryInfo
+  // The files it changed.
+  v.changes = new ChangesPanel({
+    store,
+    fetch: () => proto.changes(conn, id),
+    revert: (paths) => proto.revertChanges(conn, id, paths),
+    canAct: () => tm.canAct(app.sessions.get(id)),
+    shown: () => app.view === v,
+  });
   // The session's facts are the store's; the view reads them through.
   for (const k of ["lastSeq", "lastEvent", "state", "model", "mode", "cwd", "cost", "ended"]) {
     Object.defineProperty(v, k, { get: () => store[k], set: (x) => (store[k] = x), enumerable: true });

@@ -103,4 +103,6 @@ export const setModel = (c, id, model) => cmd(c, id, { type: "set_model", model 
 export const setMode = (c, id, mode) => cmd(c, id, { type: "set_mode", mode });
 export const close = (c, id) => cmd(c, id, { type: "close" });
 export const resume = (c, id) => cmd(c, id, { type: "resume" }).then((r) => r.session || r);
+export const changes = (c, id) => cmd(c, id, { type: "changes" });
+export const revertChanges = (c, id, paths) => cmd(c, id, paths ? { type: "revert_changes", paths } : { type: "revert_changes" });
 export const answer = (c, id, approval, reply) => cmd(c, id, { type: "answer", approval, ...reply });

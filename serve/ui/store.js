@@ -167,6 +167,9 @@ export class SessionStore {
       case "cost":
         put("cost", d);
         break;
+      case "files_changed":
+        changed.add("files"); // a hint: the changes panel asks again
+        break;
       case "closed":
         put("ended", true);
         put("state", { state: "closed", since: ev.time });

@@ -564,7 +564,7 @@ export function toolInput(name, v, raw, final) {
  * string keeps its colour, and each diff line takes its own line's
  * colours from the side it comes from.
  */
-function diffView(a, b, path) {
+export function diffView(a, b, path) {
   const pre = el("pre", "diff");
   const lang = languageOfPath(path || "");
   const split = (s) => (s === "" ? "" : s.replace(/\n$/, ""));
