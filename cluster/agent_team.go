@@ -199,6 +199,13 @@ func (a *Agent) running(ctx context.Context, subject string) (int, error) {
 		if decode(BucketSessions+"."+key, e.Value(), MaxRecordSize, &r) != nil || r.Person != subject || r.Ended || r.Agent == "" {
 			continue
 		}
+		if r.Agent == a.id {
+			// This agent is alive: it is the one asking. Asking the bus
+			// instead could find its own heartbeat late on a busy
+			// machine and let the person past max_sessions.
+			n++
+			continue
+		}
 		ok, seen := alive[r.Agent]
 		if !seen {
 			if ok, err = a.b.ownerAlive(ctx, &r); err != nil {
