@@ -309,6 +309,16 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 		return r, 0, &CommandError{Code: codeNoSession, Message: "bad session id"}
 	}
 	e, err := b.sessions.Get(ctx, id)
+	for wait := 50 * time.Millisecond; err != nil && transient(err); wait = min(2*wait, time.Second) {
+		// The bucket's node lost or its leader being elected: a read
+		// the next node answers in a moment is not an error to show.
+		select {
+		case <-ctx.Done():
+			return r, 0, err
+		case <-time.After(wait):
+		}
+		e, err = b.sessions.Get(ctx, id)
+	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return r, 0, &CommandError{Code: codeNoSession, Message: id}
 	}
@@ -319,4 +329,16 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 		return r, 0, err
 	}
 	return r, e.Revision(), nil
+}
+
+// transient reports whether err is JetStream briefly unable to answer
+// (a node of its cluster lost, a leader being elected: "JetStream
+// system temporarily unavailable", no response from the stream, a
+// request timed out) rather than an answer.
+func transient(err error) bool {
+	var ae *jetstream.APIError
+	if errors.As(err, &ae) && ae.Code == 503 {
+		return true
+	}
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
 }
