@@ -98,7 +98,11 @@ type Worktree struct {
 	Branch     string // its branch (short name)
 	Base       string // the branch it was made from, merged back into (short name)
 	BaseCommit string // the commit Base was at
-	Git        string // the git executable ("" = "git")
+	// Prefix is where in the checkout Create was asked from ("" = its
+	// top; "sub/dir/" else): the same place in the worktree is
+	// filepath.Join(Path, Prefix).
+	Prefix string
+	Git    string // the git executable ("" = "git")
 }
 
 // DefaultDir is where worktrees go under a repository's top folder.
@@ -163,6 +167,10 @@ func Create(ctx context.Context, dir string, o *Options) (*Worktree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %s has no commit yet to branch from: %w", dir, err)
 	}
+	prefix, err := run(ctx, o.Git, dir, nil, "rev-parse", "--show-prefix")
+	if err != nil {
+		return nil, err
+	}
 	name := o.Name
 	if name == "" {
 		var b [4]byte
@@ -174,7 +182,7 @@ func Create(ctx context.Context, dir string, o *Options) (*Worktree, error) {
 	}
 	w := &Worktree{
 		Repo: top, GitDir: gitDir, Path: filepath.Join(parent, name), Branch: "tether/" + name,
-		Base: base, BaseCommit: baseCommit, Git: o.Git,
+		Base: base, BaseCommit: baseCommit, Prefix: prefix, Git: o.Git,
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
