@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"path/filepath"
@@ -288,7 +289,20 @@ func (s *Server) teamStart(ctx context.Context, sr *StartRequest) (SessionInfo, 
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	if err := t.Authorizer.Start(ctx, &StartCheck{Cwd: sr.Cwd, Model: sr.Model, Mode: sr.PermissionMode, Running: n}); err != nil {
+	check := &StartCheck{Cwd: sr.Cwd, Model: sr.Model, Mode: sr.PermissionMode, Running: n}
+	if sr.Worktree && filepath.IsAbs(sr.Cwd) {
+		// The worktree goes under the repository's top folder, and the
+		// session needs the repository's git directory: the whole
+		// repository must be under the person's roots, not just cwd.
+		top, err := worktreeRepo(ctx, sr.Cwd, nil)
+		if err != nil {
+			return SessionInfo{}, err
+		}
+		check.Cwd = top
+		if err := t.Authorizer.Start(ctx, check); err != nil {
+			return SessionInfo{}, fmt.Errorf("a session in a worktree needs its repository %s under your roots: %w", top, err)
+		}
+	} else if err := t.Authorizer.Start(ctx, check); err != nil {
 		return SessionInfo{}, err
 	}
 	info, err := s.b.Start(ctx, sr)

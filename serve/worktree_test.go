@@ -1,0 +1,220 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/team"
+)
+
+const debianGit = "/usr/bin/git"
+
+func gitIn(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(debianGit, append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newGitRepo makes dir a repository on main with one commit (README).
+func newGitRepo(t testing.TB, dir string) string {
+	t.Helper()
+	if _, err := os.Stat(debianGit); err != nil {
+		t.Skip("no git at", debianGit)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-q", "-m", "first")
+	return dir
+}
+
+// startWorktree starts a session in a worktree of repo and returns its
+// SessionInfo.
+func startWorktree(t *testing.T, ctx context.Context, cl *wsClient, repo string) serve.SessionInfo {
+	t.Helper()
+	var r struct{ Session serve.SessionInfo }
+	if err := json.Unmarshal(cl.ok(ctx, map[string]any{"type": "start", "cwd": repo, "worktree": true}), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Session
+}
+
+// A session started with "worktree" runs in a worktree of its own; a
+// merge reaches the base branch; a close of unmerged work is refused
+// with worktree_unmerged until it says keep or discard.
+func TestWorktreeOverTheProtocol(t *testing.T) {
+	repo := newGitRepo(t, t.TempDir())
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	cl := e.dial(ctx)
+
+	a, b := startWorktree(t, ctx, cl, repo), startWorktree(t, ctx, cl, repo)
+	if a.Worktree.Path == "" || a.Worktree.Path == b.Worktree.Path || a.Cwd != a.Worktree.Path || a.Worktree.Base != "main" {
+		t.Fatalf("sessions %+v and %+v: want two worktrees of main", a.Worktree, b.Worktree)
+	}
+	if err := os.WriteFile(filepath.Join(a.Worktree.Path, "a.txt"), []byte("from a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.Worktree.Path, "b.txt"), []byte("from b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Closing b asks first; nothing of it is touched.
+	f := cl.do(ctx, b.ID, map[string]any{"type": "close"})
+	if f.Error == nil || f.Error.Code != host.CodeWorktreeUnmerged {
+		t.Fatalf("close of unmerged work: %+v, want worktree_unmerged", f.Error)
+	}
+	if f = cl.do(ctx, b.ID, map[string]any{"type": "worktree_discard"}); f.Error == nil || f.Error.Code != serve.CodeBadRequest {
+		t.Fatalf("discard without confirm: %+v", f.Error)
+	}
+	if _, err := os.Stat(filepath.Join(b.Worktree.Path, "b.txt")); err != nil {
+		t.Fatalf("a refused close touched the worktree: %v", err)
+	}
+
+	var res host.CommandResult
+	if err := json.Unmarshal(cl.ok(ctx, map[string]any{"type": "do", "session": a.ID, "command": map[string]any{"type": "worktree_merge"}}), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Worktree == nil || res.Worktree.State != host.WorktreeMerged || res.Worktree.Commit != gitIn(t, repo, "rev-parse", "main") {
+		t.Fatalf("merge result %+v", res.Worktree)
+	}
+	if got := gitIn(t, repo, "show", "main:a.txt"); got != "from a" {
+		t.Fatalf("main's a.txt = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("b's file reached the main checkout: %v", err)
+	}
+	// The list says so.
+	from := 0
+	cl.waitFrame(ctx, &from, "a session frame with the merge", func(f *frame) bool {
+		var si serve.SessionInfo
+		return f.Type == "session" && json.Unmarshal(f.Session, &si) == nil && si.ID == a.ID && si.Worktree.State == host.WorktreeMerged
+	})
+
+	if err := json.Unmarshal(cl.ok(ctx, map[string]any{"type": "do", "session": b.ID, "command": map[string]any{"type": "close", "worktree": "keep"}}), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Worktree.State != host.WorktreeKept || gitIn(t, repo, "show", b.Worktree.Branch+":b.txt") != "from b" {
+		t.Fatalf("kept %+v", res.Worktree)
+	}
+}
+
+// teamRepoServer serves a team under the real team.Authorizer, members'
+// roots <root>/{user}, on a local backend over the fake CLI.
+func teamRepoServer(t *testing.T, root string) *teamEnv {
+	t.Helper()
+	ctx := testCtx(t)
+	ljs, err := team.StartLocalJetStream(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ljs.Close() })
+	st, err := team.OpenStore(ctx, ljs.JetStream(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := team.ParseConfig([]byte(`people:
+  - {email: alice@example.com, name: Alice, role: member}
+  - {email: bob@example.com, name: Bob, role: member}
+  - {email: vera@example.com, name: Vera, role: viewer}
+policies:
+  member: {cwd_roots: ["` + root + `/{user}"]}
+  viewer: {cwd_roots: ["` + root + `/{user}"]}
+isolation: off
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &memRecorder{}
+	authz := team.NewAuthorizer(cfg, st, &team.AuthorizerOptions{Recorder: rec})
+	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: serve.NewTeamAuthorizer(authz, st)}
+	m := host.NewManager(nil)
+	b := serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{
+		CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: fakeCLI}},
+	}, Team: to})
+	srv := serve.NewServer(b, &serve.Options{Team: to})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+		m.Close()
+	})
+	return &teamEnv{t: t, http: hs, m: m}
+}
+
+// Team policy holds: a worktree needs its whole repository under the
+// person's roots (the worktree goes under the repository's top, and the
+// session needs its git directory); only the owner merges or discards.
+func TestTeamWorktreePolicy(t *testing.T) {
+	root := t.TempDir()
+	// root is a repository; alice's root, root/alice, is inside it, and
+	// so is a repository of her own, root/alice/proj.
+	newGitRepo(t, root)
+	proj := newGitRepo(t, filepath.Join(root, "alice", "proj"))
+	e := teamRepoServer(t, root)
+	ctx := testCtx(t)
+	alice, bob, vera := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com"), e.dial(ctx, "vera@example.com")
+
+	f := alice.call(ctx, map[string]any{"type": "start", "cwd": filepath.Join(root, "alice"), "worktree": true})
+	if f.Error == nil || f.Error.Code != serve.CodeForbidden || !strings.Contains(f.Error.Message, "worktree") {
+		t.Fatalf("a worktree of a repository outside her roots: %+v, want forbidden", f.Error)
+	}
+	if out := gitIn(t, root, "worktree", "list"); strings.Count(out, "\n") != 0 {
+		t.Fatalf("a refused start made a worktree: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".claude")); !os.IsNotExist(err) {
+		t.Fatalf("a refused start left a folder: %v", err)
+	}
+
+	si := startWorktree(t, ctx, alice, proj)
+	if !strings.HasPrefix(si.Worktree.Path, proj+string(filepath.Separator)) {
+		t.Fatalf("worktree %s not under %s", si.Worktree.Path, proj)
+	}
+	if err := os.WriteFile(filepath.Join(si.Worktree.Path, "x.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, body := e.as("alice@example.com", "POST", "/api/sessions/"+si.ID+"/share",
+		`{"grants":[{"person":"bob@example.com","level":"collaborator"},{"person":"vera@example.com","level":"viewer"}]}`); st != 200 {
+		t.Fatalf("share: %d %s", st, body)
+	}
+	mainWas := gitIn(t, proj, "rev-parse", "main")
+	for _, who := range []*wsClient{bob, vera} {
+		for _, cmd := range []map[string]any{{"type": "worktree_merge"}, {"type": "worktree_discard", "confirm": true}, {"type": "worktree_keep"}} {
+			if f := who.do(ctx, si.ID, cmd); f.Error == nil || f.Error.Code != serve.CodeForbidden {
+				t.Fatalf("%v by a non-owner: %+v, want forbidden", cmd, f.Error)
+			}
+		}
+	}
+	if now := gitIn(t, proj, "rev-parse", "main"); now != mainWas {
+		t.Fatal("a refused merge moved main")
+	}
+	if _, err := os.Stat(filepath.Join(si.Worktree.Path, "x.txt")); err != nil {
+		t.Fatalf("a refused discard removed: %v", err)
+	}
+	if f := alice.do(ctx, si.ID, map[string]any{"type": "worktree_merge"}); f.Error != nil {
+		t.Fatalf("the owner's merge: %+v", f.Error)
+	}
+	if got := gitIn(t, proj, "show", "main:x.txt"); got != "x" {
+		t.Fatalf("main's x.txt = %q", got)
+	}
+}
