@@ -218,3 +218,19 @@ func TestTeamWorktreePolicy(t *testing.T) {
 		t.Fatalf("main's x.txt = %q", got)
 	}
 }
+
+// Over the cluster a worktree start is refused, clearly, rather than
+// started in cwd itself: the bus does not carry it yet.
+func TestWorktreeOverClusterRefused(t *testing.T) {
+	repo := newGitRepo(t, t.TempDir())
+	e := newEnv(t, &envOptions{cluster: true})
+	ctx := testCtx(t)
+	cl := e.dial(ctx)
+	f := cl.call(ctx, map[string]any{"type": "start", "cwd": repo, "worktree": true})
+	if f.Error == nil || f.Error.Code != serve.CodeUnsupported {
+		t.Fatalf("worktree start over the cluster: %+v, want unsupported", f.Error)
+	}
+	if out := gitIn(t, repo, "worktree", "list"); strings.Contains(out, "\n") {
+		t.Fatalf("a refused start made a worktree: %s", out)
+	}
+}
