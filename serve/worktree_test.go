@@ -234,3 +234,83 @@ func TestWorktreeOverClusterRefused(t *testing.T) {
 		t.Fatalf("a refused start made a worktree: %s", out)
 	}
 }
+
+// TestRealCLITeamIsolatedWorktree: a worktree session under bubblewrap,
+// its repository outside the person's workspace. The sandbox gets the
+// repository (the worktree and the git directory its .git file points
+// into): git works inside, the session's Bash writes in its worktree,
+// and the owner's merge brings that into main.
+func TestRealCLITeamIsolatedWorktree(t *testing.T) {
+	ctx := testCtx(t)
+	iso, err := team.NewIsolation(&team.IsolationOptions{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iso.Check(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("isolation required under CI=true: %v", err)
+		}
+		t.Skipf("isolation unavailable here: %v", err)
+	}
+	cfg := &fakeConfig{root: t.TempDir()}
+	if err := os.MkdirAll(cfg.Workspace(&me_alice), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The session starts in a folder of the repository, not at its top:
+	// the sandbox must still get the top (the worktree and .git).
+	repo := newGitRepo(t, filepath.Join(t.TempDir(), "proj"))
+	sub := filepath.Join(repo, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "commit", "-q", "-m", "sub")
+	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.ToolUseReply("toolu_git", "Bash", map[string]any{
+			"command": "git rev-parse --abbrev-ref HEAD && echo sandboxed > sandboxed.txt && git status --porcelain", "description": "git"}),
+		claudetest.TextReply("done"),
+	}})
+	t.Cleanup(api.Close)
+	cli := claudetest.NewRealCLI(t, api)
+	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: newFakeAuthz(), Isolation: iso}
+	m := host.NewManager(nil)
+	srv := serve.NewServer(serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}, Team: to}), &serve.Options{Team: to})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close(); m.Close() })
+	e := &teamEnv{t: t, http: hs, cfg: cfg}
+
+	alice := e.dial(ctx, "alice@example.com")
+	si := startWorktree(t, ctx, alice, sub)
+	if si.Cwd != filepath.Join(si.Worktree.Path, "sub") {
+		t.Fatalf("cwd %s, want the worktree's sub", si.Cwd)
+	}
+	alice.ok(ctx, map[string]any{"type": "subscribe", "session": si.ID})
+	n := 0
+	if f := alice.do(ctx, si.ID, map[string]any{"type": "send", "text": "run git"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	ev := alice.waitFrame(ctx, &n, "the approval", isKind(si.ID, host.EventApproval))
+	var ai host.ApprovalInfo
+	json.Unmarshal(ev.Event.Data, &ai)
+	if f := alice.do(ctx, si.ID, map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	alice.waitFrame(ctx, &n, "idle", isState(si.ID, "idle"))
+	reqs := api.MessagesRequests()
+	tr := reqs[len(reqs)-1].Params.ToolResult("toolu_git")
+	if tr == nil || len(tr.Content) == 0 {
+		t.Fatal("the Bash result did not reach the API")
+	}
+	if out := tr.Content[0].Text; !strings.Contains(out, si.Worktree.Branch) || !strings.Contains(out, "?? sub/sandboxed.txt") {
+		t.Fatalf("git in the sandboxed worktree said %q; want its branch and the new file", out)
+	}
+	if f := alice.do(ctx, si.ID, map[string]any{"type": "worktree_merge"}); f.Error != nil {
+		t.Fatalf("merge: %+v", f.Error)
+	}
+	if got := gitIn(t, repo, "show", "main:sub/sandboxed.txt"); got != "sandboxed" {
+		t.Fatalf("main's sandboxed.txt = %q", got)
+	}
+}
