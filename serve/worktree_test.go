@@ -314,3 +314,41 @@ func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 		t.Fatalf("main's sandboxed.txt = %q", got)
 	}
 }
+
+// A merge waits for the turn: during one it is refused with busy. A
+// session brought back with resume continues in its worktree.
+func TestWorktreeBusyAndResume(t *testing.T) {
+	repo := newGitRepo(t, t.TempDir())
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	cl := e.dial(ctx)
+	si := startWorktree(t, ctx, cl, repo)
+	cl.ok(ctx, map[string]any{"type": "subscribe", "session": si.ID})
+	n := 0
+	if f := cl.do(ctx, si.ID, map[string]any{"type": "send", "text": "tool ls"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	ev := cl.waitFrame(ctx, &n, "the approval", isKind(si.ID, host.EventApproval))
+	if f := cl.do(ctx, si.ID, map[string]any{"type": "worktree_merge"}); f.Error == nil || f.Error.Code != serve.CodeBusy {
+		t.Fatalf("merge during a turn: %+v, want busy", f.Error)
+	}
+	var ai host.ApprovalInfo
+	json.Unmarshal(ev.Event.Data, &ai)
+	cl.ok(ctx, map[string]any{"type": "do", "session": si.ID, "command": map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}})
+	cl.waitFrame(ctx, &n, "idle", isState(si.ID, "idle"))
+
+	// Its CLI gone (the session ended without a close), resume.
+	e.m.Get(si.ID).Close()
+	f := cl.do(ctx, si.ID, map[string]any{"type": "resume"})
+	if f.Error != nil {
+		t.Fatalf("resume: %+v", f.Error)
+	}
+	var rr serve.Result
+	json.Unmarshal(f.Result, &rr)
+	if rr.Session == nil || rr.Session.Worktree.Path != si.Worktree.Path || rr.Session.Cwd != si.Cwd {
+		t.Fatalf("resumed %+v; want it in %s", rr.Session, si.Worktree.Path)
+	}
+	if out := gitIn(t, repo, "worktree", "list"); strings.Count(out, "\n") != 1 {
+		t.Fatalf("resume made another worktree: %s", out)
+	}
+}
