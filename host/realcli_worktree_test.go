@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // Two sessions of the real CLI in worktrees of one repository: each
@@ -103,5 +105,53 @@ func TestRealCLIWorktrees(t *testing.T) {
 	}
 	if got := gitRun(t, repo, "show", b.Worktree().Branch+":new-b.txt"); got != "written by new-b.txt" {
 		t.Fatalf("b's branch b.txt = %q", got)
+	}
+}
+
+// A start in a worktree claims a prewarmed spare like any start in
+// another folder: the CLI (2.1.330 and newer: parked) then runs, and
+// says it runs, in the worktree.
+func TestManagerWorktreeFromSpareRealCLI(t *testing.T) {
+	repo := gitRepo(t)
+	run := claudetest.NewRealRun(t, nil)
+	tr := &pidTransport{}
+	tmpl := run.Options
+	tmpl.Transport = tr
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	m := host.NewManager(&host.ManagerOptions{Session: &host.Options{CLI: tmpl}, Spares: 1})
+	defer m.Close()
+	for m.Spares() != 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no spare")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	before := tr.started()
+	req := *tmpl
+	req.Cwd = repo
+	s, err := m.Start(ctx, &host.Options{CLI: &req, Worktree: &host.WorktreeOptions{Git: debianGit}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	w := s.Worktree()
+	if w == nil || s.Snapshot().Cwd != w.Path {
+		t.Fatalf("worktree %+v, cwd %s", w, s.Snapshot().Cwd)
+	}
+	warm := slices.Contains(before, s.Claude().PID())
+	if canClaim := proc.CompareVersions(cliVersion(), claude.ClaimVersion) >= 0; warm != canClaim {
+		t.Fatalf("CLI %s: worktree session on a pre-started CLI = %v, want %v", cliVersion(), warm, canClaim)
+	}
+	d, err := s.Send(ctx, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Wait(ctx); err != nil {
+		t.Fatalf("delivery: %v", err)
+	}
+	// The CLI's own init says where it runs.
+	if got := s.Snapshot().Cwd; got != w.Path {
+		t.Errorf("the CLI reports cwd %q, want the worktree %q", got, w.Path)
 	}
 }
