@@ -277,7 +277,11 @@ func (b *LocalBackend) teamWake(t *TeamOptions, owner *team.Identity, tmpl *host
 		now := t.Authorizer.SessionOptions(ctx, tmpl)
 		cli.DisallowedTools = now.CLI.DisallowedTools
 		if t.Isolation != nil {
-			cli.Transport = t.Isolation.Transport(id, workspace(t, id, cli.Cwd), tmpl.CLI.Transport)
+			dir := cli.Cwd
+			if w := s.Worktree(); w != nil {
+				dir = w.Repo // the worktree and the git directory, as at the start
+			}
+			cli.Transport = t.Isolation.Transport(id, workspace(t, id, dir), tmpl.CLI.Transport)
 		}
 		return nil
 	}

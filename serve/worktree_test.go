@@ -272,6 +272,9 @@ func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 		claudetest.ToolUseReply("toolu_git", "Bash", map[string]any{
 			"command": "git rev-parse --abbrev-ref HEAD && echo sandboxed > sandboxed.txt && git status --porcelain", "description": "git"}),
 		claudetest.TextReply("done"),
+		claudetest.ToolUseReply("toolu_git2", "Bash", map[string]any{
+			"command": "git rev-parse --abbrev-ref HEAD && echo again > again.txt && git status --porcelain", "description": "git"}),
+		claudetest.TextReply("done again"),
 	}})
 	t.Cleanup(api.Close)
 	cli := claudetest.NewRealCLI(t, api)
@@ -289,24 +292,34 @@ func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 	}
 	alice.ok(ctx, map[string]any{"type": "subscribe", "session": si.ID})
 	n := 0
-	if f := alice.do(ctx, si.ID, map[string]any{"type": "send", "text": "run git"}); f.Error != nil {
-		t.Fatal(f.Error)
+	gitTurn := func(toolUseID, file string) {
+		t.Helper()
+		if f := alice.do(ctx, si.ID, map[string]any{"type": "send", "text": "run git"}); f.Error != nil {
+			t.Fatal(f.Error)
+		}
+		ev := alice.waitFrame(ctx, &n, "the approval", isKind(si.ID, host.EventApproval))
+		var ai host.ApprovalInfo
+		json.Unmarshal(ev.Event.Data, &ai)
+		if f := alice.do(ctx, si.ID, map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}); f.Error != nil {
+			t.Fatal(f.Error)
+		}
+		alice.waitFrame(ctx, &n, "idle", isState(si.ID, "idle"))
+		reqs := api.MessagesRequests()
+		tr := reqs[len(reqs)-1].Params.ToolResult(toolUseID)
+		if tr == nil || len(tr.Content) == 0 {
+			t.Fatal("the Bash result did not reach the API")
+		}
+		if out := tr.Content[0].Text; !strings.Contains(out, si.Worktree.Branch) || !strings.Contains(out, "?? sub/"+file) {
+			t.Fatalf("git in the sandboxed worktree said %q; want its branch and the new file", out)
+		}
 	}
-	ev := alice.waitFrame(ctx, &n, "the approval", isKind(si.ID, host.EventApproval))
-	var ai host.ApprovalInfo
-	json.Unmarshal(ev.Event.Data, &ai)
-	if f := alice.do(ctx, si.ID, map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}); f.Error != nil {
-		t.Fatal(f.Error)
+	gitTurn("toolu_git", "sandboxed.txt")
+	// Asleep and woken by the next prompt: confined again with the
+	// repository, git still works.
+	if err := m.Get(si.ID).Sleep(ctx); err != nil {
+		t.Fatal(err)
 	}
-	alice.waitFrame(ctx, &n, "idle", isState(si.ID, "idle"))
-	reqs := api.MessagesRequests()
-	tr := reqs[len(reqs)-1].Params.ToolResult("toolu_git")
-	if tr == nil || len(tr.Content) == 0 {
-		t.Fatal("the Bash result did not reach the API")
-	}
-	if out := tr.Content[0].Text; !strings.Contains(out, si.Worktree.Branch) || !strings.Contains(out, "?? sub/sandboxed.txt") {
-		t.Fatalf("git in the sandboxed worktree said %q; want its branch and the new file", out)
-	}
+	gitTurn("toolu_git2", "again.txt")
 	if f := alice.do(ctx, si.ID, map[string]any{"type": "worktree_merge"}); f.Error != nil {
 		t.Fatalf("merge: %+v", f.Error)
 	}
