@@ -279,6 +279,9 @@ func worktreeError(err error) error {
 		return &CommandError{Code: CodeWorktreeConflict, Message: we.Error(), Err: we}
 	case errors.Is(err, worktree.ErrBaseCheckout):
 		return &CommandError{Code: CodeWorktreeBaseDirty, Message: err.Error(), Err: fmt.Errorf("%w: %w", ErrWorktreeBaseDirty, err)}
+	case errors.Is(err, worktree.ErrBaseMoved):
+		// Another process kept merging into the base: try again.
+		return &CommandError{Code: CodeBusy, Message: err.Error() + "; merge again", Err: fmt.Errorf("%w: %w", ErrBusy, err)}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return err
 	}

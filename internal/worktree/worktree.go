@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -43,7 +44,22 @@ var (
 	ErrBaseCheckout = errors.New("worktree: the base branch's checkout has local changes in the way")
 	// ErrUnmerged: Remove without force found work not in the base branch.
 	ErrUnmerged = errors.New("worktree: unmerged work")
+	// ErrBaseMoved: the base branch moved while a merge was being
+	// made (another process merged first); Merge tries again a few
+	// times before it returns it.
+	ErrBaseMoved = errors.New("worktree: the base branch moved while merging")
 )
+
+// repoLocks serialises the merges into one repository made by this
+// process (three sessions of one repository merging at once take turns
+// instead of racing for the base branch): git directory → *sync.Mutex.
+var repoLocks sync.Map
+
+func lockRepo(gitDir string) func() {
+	mu, _ := repoLocks.LoadOrStore(gitDir, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
 
 // GitError is a git command that failed.
 type GitError struct {
@@ -334,6 +350,17 @@ type MergeResult struct {
 // the way: ErrBaseCheckout); only then does the worktree's branch take
 // the commit of its uncommitted changes.
 func (w *Worktree) Merge(ctx context.Context, msg string) (*MergeResult, error) {
+	defer lockRepo(w.GitDir)()
+	for try := 1; ; try++ {
+		res, err := w.merge(ctx, msg)
+		if !errors.Is(err, ErrBaseMoved) || try == 3 {
+			return res, err
+		}
+	}
+}
+
+// merge is one attempt of Merge.
+func (w *Worktree) merge(ctx context.Context, msg string) (*MergeResult, error) {
 	c, head, err := w.snapshot(ctx, msg)
 	if err != nil {
 		return nil, err
@@ -383,16 +410,22 @@ func (w *Worktree) Merge(ctx context.Context, msg string) (*MergeResult, error) 
 	}
 	if checkout != "" {
 		if _, err := run(ctx, w.Git, checkout, nil, "merge", "--ff-only", "--quiet", target); err != nil {
+			if w.moved(ctx, baseRef, bh) {
+				return nil, fmt.Errorf("%w: %w", ErrBaseMoved, err)
+			}
 			return nil, fmt.Errorf("%w (%s): %w", ErrBaseCheckout, checkout, err)
 		}
 		now, err := run(ctx, w.Git, w.Repo, nil, "rev-parse", baseRef)
 		if err != nil {
 			return nil, err
 		}
-		if now != target {
-			return nil, fmt.Errorf("worktree: %s moved while merging (now %s); merge again", w.Base, now)
+		if now != target && !ancestor(ctx, w.Git, w.Repo, target, now) {
+			return nil, fmt.Errorf("%w: %s is at %s, which lacks the merge", ErrBaseMoved, w.Base, now)
 		}
 	} else if _, err := run(ctx, w.Git, w.Repo, nil, "update-ref", "-m", "tether: merge "+w.Branch, baseRef, target, bh); err != nil {
+		if w.moved(ctx, baseRef, bh) {
+			return nil, fmt.Errorf("%w: %w", ErrBaseMoved, err)
+		}
 		return nil, err
 	}
 	res.Commit = target
@@ -402,6 +435,12 @@ func (w *Worktree) Merge(ctx context.Context, msg string) (*MergeResult, error) 
 		}
 	}
 	return res, nil
+}
+
+// moved reports whether ref is no longer at was.
+func (w *Worktree) moved(ctx context.Context, ref, was string) bool {
+	now, err := run(ctx, w.Git, w.Repo, nil, "rev-parse", "--verify", ref)
+	return err == nil && now != was
 }
 
 // checkoutOf returns the folder of the worktree that has ref checked out

@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,5 +239,38 @@ func TestRemoveUnmergedNeedsForce(t *testing.T) {
 	}
 	if out := gitT(t, repo, "branch", "--list", w.Branch); out != "" {
 		t.Fatalf("branch left: %q", out)
+	}
+}
+
+// Three sessions of one repository merging at once all land: the base
+// takes each in turn.
+func TestConcurrentMergesAllLand(t *testing.T) {
+	repo := newRepo(t)
+	var ws []*Worktree
+	for i := range 3 {
+		w := create(t, repo)
+		write(t, filepath.Join(w.Path, fmt.Sprintf("f%d.txt", i)), "x\n")
+		ws = append(ws, w)
+	}
+	errs := make(chan error, len(ws))
+	for _, w := range ws {
+		go func() {
+			_, err := w.Merge(context.Background(), "work")
+			errs <- err
+		}()
+	}
+	for range ws {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := strings.Fields(gitT(t, repo, "ls-tree", "--name-only", "main"))
+	for i := range 3 {
+		if !slices.Contains(files, fmt.Sprintf("f%d.txt", i)) {
+			t.Fatalf("main has %v, missing f%d.txt", files, i)
+		}
+	}
+	if st := gitT(t, repo, "status", "--porcelain"); st != "" {
+		t.Fatalf("main's checkout after the merges: %q", st)
 	}
 }
