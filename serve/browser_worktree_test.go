@@ -76,6 +76,8 @@ func TestBrowserWorktree(t *testing.T) {
 	}
 
 	wa := newWorktreeSession()
+	var idA string
+	tb.eval(`window.tether.current`, &idA)
 	writeFile(wa, "one.txt")
 	if _, err := os.Stat(filepath.Join(repo, "one.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the session's file reached the main checkout before the merge: %v", err)
@@ -139,4 +141,24 @@ func TestBrowserWorktree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "two.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the kept work reached main: %v", err)
 	}
+
+	// Back to the first session: Discard, confirmed, removes its
+	// worktree and branch and ends it; main keeps what was merged.
+	tb.run(chromedp.Click(fmt.Sprintf(`#sessions li[data-id=%q]`, idA), chromedp.ByQuery))
+	tb.waitJS("the first session's panel", fmt.Sprintf(`window.tether.current === %q && !document.querySelector("#worktree").hidden`, idA))
+	branchA := gitIn(t, repo, "rev-parse", "--abbrev-ref", "HEAD") // main
+	tb.run(chromedp.Click("#worktree .wt-discard", chromedp.ByQuery))
+	tb.waitJS("the discard dialog", `document.querySelector("#wt-dlg").open`)
+	tb.run(chromedp.Click("#wt-dlg .wt-dlg-discard", chromedp.ByQuery))
+	tb.waitJS("the discarded session to leave the list", fmt.Sprintf(`!window.tether.sessions.has(%q)`, idA))
+	if _, err := os.Stat(wa); !os.IsNotExist(err) {
+		t.Fatalf("the discarded worktree is still there: %v", err)
+	}
+	if out := gitIn(t, repo, "branch", "--list", "tether/"+filepath.Base(wa)); out != "" {
+		t.Fatalf("the discarded branch is still there: %q", out)
+	}
+	if got := gitIn(t, repo, "show", branchA+":one.txt"); got != "hello from one.txt" {
+		t.Fatalf("main lost the merged one.txt: %q", got)
+	}
+	tb.shot("after-discard")
 }

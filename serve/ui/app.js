@@ -189,7 +189,7 @@ const handlers = {
       // No longer ours to see (unshared) or closed.
       app.view.ended = true;
       renderHead();
-    }
+    } else if (id === app.current) renderHead(); // closed: nothing left to resume
   },
   snapshot(id, snap) {
     if (id !== app.current || !app.view) return;
