@@ -300,7 +300,19 @@ func (s *Server) teamStart(ctx context.Context, sr *StartRequest) (SessionInfo, 
 		}
 		check.Cwd = top
 		if err := t.Authorizer.Start(ctx, check); err != nil {
-			return SessionInfo{}, fmt.Errorf("a session in a worktree needs its repository %s under your roots: %w", top, err)
+			var pe *team.PolicyError
+			if errors.As(err, &pe) && pe.Rule == "cwd_roots" {
+				// Say it of the worktree: cwd itself may be allowed.
+				cp := *pe
+				roots := ""
+				if i := strings.LastIndex(pe.Message, " ("); i >= 0 {
+					roots = pe.Message[i:]
+				}
+				cp.Message = fmt.Sprintf("a session in a worktree needs its whole repository under your roots: the repository of %s is %s, which is outside them%s",
+					sr.Cwd, top, roots)
+				return SessionInfo{}, &cp
+			}
+			return SessionInfo{}, err
 		}
 	} else if err := t.Authorizer.Start(ctx, check); err != nil {
 		return SessionInfo{}, err
