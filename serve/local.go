@@ -156,6 +156,11 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	if req.Fork && req.Resume == "" {
 		return SessionInfo{}, errorf(CodeBadRequest, "fork needs resume")
 	}
+	if req.Worktree && req.Resume != "" && req.existing == nil {
+		// The CLI finds a conversation by the folder it ran in: a new
+		// worktree is another folder.
+		return SessionInfo{}, errorf(CodeBadRequest, "a conversation resumed from disk continues in the folder it ran in, not in a new worktree; start a new session in a worktree instead")
+	}
 	var o host.Options
 	if b.opts.Session != nil {
 		o = *b.opts.Session

@@ -365,3 +365,19 @@ func TestWorktreeBusyAndResume(t *testing.T) {
 		t.Fatalf("resume made another worktree: %s", out)
 	}
 }
+
+// A conversation resumed from disk cannot move into a new worktree (the
+// CLI finds it by the folder it ran in): refused, nothing made.
+func TestWorktreeResumeFromDiskRefused(t *testing.T) {
+	repo := newGitRepo(t, t.TempDir())
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	cl := e.dial(ctx)
+	f := cl.call(ctx, map[string]any{"type": "start", "cwd": repo, "worktree": true, "resume": "0b9a3c1e-0000-4000-8000-000000000000"})
+	if f.Error == nil || f.Error.Code != serve.CodeBadRequest {
+		t.Fatalf("resume into a new worktree: %+v, want bad_request", f.Error)
+	}
+	if out := gitIn(t, repo, "worktree", "list"); strings.Contains(out, "\n") {
+		t.Fatalf("a refused start made a worktree: %s", out)
+	}
+}
