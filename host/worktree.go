@@ -221,7 +221,9 @@ func (c *Command) isWorktree() bool {
 // setWorktree records what became of the worktree (s.mu held).
 func (s *Session) setWorktree(st WorktreeState, commit string, upToDate bool) WorktreeInfo {
 	s.wt.info.State, s.wt.info.Commit, s.wt.info.UpToDate = st, commit, upToDate
-	s.record(EventWorktree, s.wt.info)
+	if !s.ended { // closed is the journal's last event
+		s.record(EventWorktree, s.wt.info)
+	}
 	return s.wt.info
 }
 

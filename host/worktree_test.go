@@ -217,3 +217,31 @@ func TestWorktreeStartRefusals(t *testing.T) {
 		t.Fatalf("merge without a worktree: err = %v", err)
 	}
 }
+
+// A session whose CLI ended on its own keeps its worktree's commands:
+// the work is there to merge. Its journal ends with closed all the same.
+func TestWorktreeMergeAfterTheCLIEnded(t *testing.T) {
+	repo := gitRepo(t)
+	exits := func(ctx context.Context, c *claudetest.CLI) error {
+		_, err := c.HandleInitialize(ctx)
+		return err
+	}
+	s, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: repo}, Worktree: &host.WorktreeOptions{Git: debianGit}}, exits)
+	<-s.Done()
+	w := s.Worktree()
+	writeFile(t, filepath.Join(w.Path, "late.txt"), "late\n")
+	seq := s.Snapshot().Seq
+	res, err := s.Do(testCtx(t), &host.Command{Type: host.CommandWorktreeMerge})
+	if err != nil {
+		t.Fatalf("merge after the CLI ended: %v", err)
+	}
+	if res.Worktree.State != host.WorktreeMerged || gitRun(t, repo, "show", "main:late.txt") != "late" {
+		t.Fatalf("merge result %+v", res.Worktree)
+	}
+	if now := s.Snapshot().Seq; now != seq {
+		t.Fatalf("an event after closed: seq %d → %d", seq, now)
+	}
+	if _, err := s.Do(testCtx(t), &host.Command{Type: host.CommandSend, Text: "hi"}); host.ErrorCode(err) != host.CodeSessionClosed {
+		t.Fatalf("send after the end: %v", err)
+	}
+}
