@@ -101,7 +101,8 @@ export class WorktreePanel {
     try {
       const r = (await this.o.command(id, cmd)) || {};
       this.say(id, ok(r), false);
-      if (r.worktree) this.o.sessions.update({ id, worktree: r.worktree });
+      // (A discarded session leaves the list: never bring its line back.)
+      if (r.worktree && this.o.sessions.has(id)) this.o.sessions.update({ id, worktree: r.worktree });
     } catch (e) {
       this.say(id, failure(e), true);
     } finally {
