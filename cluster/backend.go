@@ -96,6 +96,13 @@ func (b *Backend) Start(ctx context.Context, req *host.StartRequest) (host.Sessi
 	if req.Fork && req.Resume == "" {
 		return host.SessionInfo{}, &host.CommandError{Code: host.CodeBadRequest, Message: "fork needs resume"}
 	}
+	if req.Worktree {
+		// Not yet carried by the bus: an agent of this release or an
+		// older one would start the session in cwd itself, which is
+		// what "worktree" asked not to do. Say so instead.
+		return host.SessionInfo{}, &host.CommandError{Code: host.CodeUnsupported,
+			Message: "a session in a worktree is not served over the cluster yet: start it on a tether serve without --nats"}
+	}
 	info, err := b.c.Start(ctx, &StartOptions{Cwd: cwd, Model: model, PermissionMode: mode,
 		AppendSystemPrompt: req.AppendSystemPrompt, Resume: req.Resume, Fork: req.Fork, OnQueued: req.OnQueued})
 	if err != nil {

@@ -62,6 +62,11 @@ type SessionInfo struct {
 	Person     string `json:"person,omitempty"`
 	PersonName string `json:"person_name,omitempty"`
 	Access     string `json:"access,omitempty"`
+
+	// Worktree is the session's own git worktree, for a session started
+	// with StartRequest.Worktree (zero, and left out of the JSON: none).
+	// A value, so that SessionInfo stays comparable.
+	Worktree WorktreeInfo `json:"worktree,omitzero"`
 }
 
 // StartRequest says what session to start.
@@ -74,6 +79,10 @@ type StartRequest struct {
 	// new session id.
 	Resume string `json:"resume,omitempty"`
 	Fork   bool   `json:"fork,omitempty"`
+	// Worktree runs the session in a git worktree of its own, on a new
+	// branch made from the one checked out in Cwd (WorktreeOptions):
+	// Cwd must be in a git repository.
+	Worktree bool `json:"worktree,omitempty"`
 
 	// OnQueued, when set, is called while the start waits for room (a
 	// full cluster), with the request's place in the queue (1 = next);

@@ -17,8 +17,9 @@ import (
 	"github.com/tetherhq/tether/host"
 )
 
-// gitRepo makes a repository in a temporary directory with files
-// committed, and returns its path (symlinks resolved, as git reports it).
+// gitRepo makes a repository on branch main in a temporary directory
+// with files committed, and returns its path (symlinks resolved, as git
+// reports it).
 func gitRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -35,7 +36,7 @@ func gitRepo(t *testing.T, files map[string]string) string {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	git("init", "-q")
+	git("init", "-q", "-b", "main")
 	for name, body := range files {
 		writeFile(t, filepath.Join(dir, name), body)
 	}

@@ -33,7 +33,11 @@ const (
 	CommandSetModel CommandType = "set_model"
 	// CommandSetMode changes the permission mode (Mode).
 	CommandSetMode CommandType = "set_mode"
-	// CommandClose ends the session.
+	// CommandClose ends the session. For a session in a worktree
+	// (Options.Worktree), Worktree says what becomes of work not merged
+	// into the base branch: "keep" or "discard" (with Confirm); without
+	// a word such a close is refused (worktree_unmerged), and a worktree
+	// with nothing unmerged is removed.
 	CommandClose CommandType = "close"
 	// CommandResume brings back a session whose CLI is gone. It is
 	// served by whatever keeps the sessions (tether serve's backends),
@@ -49,6 +53,20 @@ const (
 	// CommandResult.Reverted lists those put back. Like changes, it
 	// needs no CLI.
 	CommandRevertChanges CommandType = "revert_changes"
+	// CommandWorktreeMerge merges the work of the session's worktree
+	// (its branch, and what is uncommitted, committed onto it) into the
+	// base branch, all or nothing: a merge that would conflict is
+	// refused (worktree_conflict, a *WorktreeConflictError naming the
+	// files) and changes nothing. Refused (busy) while a turn runs.
+	CommandWorktreeMerge CommandType = "worktree_merge"
+	// CommandWorktreeKeep keeps the worktree's branch: what is
+	// uncommitted is committed onto it, and a close leaves the worktree
+	// and branch as they are. Refused (busy) while a turn runs.
+	CommandWorktreeKeep CommandType = "worktree_keep"
+	// CommandWorktreeDiscard removes the session's worktree and its
+	// branch, with every change in them, and ends the session. It needs
+	// Confirm.
+	CommandWorktreeDiscard CommandType = "worktree_discard"
 )
 
 // Command is one thing asked of a running session. It is a plain value
@@ -77,6 +95,12 @@ type Command struct {
 	// Paths are the files to revert (revert_changes): absolute, or
 	// relative to the session's working directory; none means all.
 	Paths []string `json:"paths,omitempty"`
+	// Worktree is what a close does with a worktree's unmerged work:
+	// "keep" or "discard" ("" = refuse when there is any).
+	Worktree string `json:"worktree,omitempty"`
+	// Confirm confirms a destructive command: worktree_discard, and a
+	// close with worktree "discard".
+	Confirm bool `json:"confirm,omitempty"`
 
 	// Actor is the display name of the person the command comes from,
 	// filled by the front end from the identity it established (never
@@ -102,6 +126,9 @@ type CommandResult struct {
 	Changes []FileChange `json:"changes,omitempty"`
 	// Reverted are the files put back (revert_changes).
 	Reverted []string `json:"reverted,omitempty"`
+	// Worktree is the session's worktree after a worktree command, or
+	// after the close of a session in one.
+	Worktree *WorktreeInfo `json:"worktree,omitempty"`
 }
 
 // Lane says how a command may be scheduled against others of the same
@@ -273,6 +300,14 @@ func ErrorCode(err error) string {
 		return CodeNoSession
 	case errors.Is(err, ErrUnavailable):
 		return CodeUnavailable
+	case errors.Is(err, ErrWorktree):
+		return CodeBadRequest
+	case errors.Is(err, ErrWorktreeConflict):
+		return CodeWorktreeConflict
+	case errors.Is(err, ErrWorktreeBaseDirty):
+		return CodeWorktreeBaseDirty
+	case errors.Is(err, ErrWorktreeUnmerged):
+		return CodeWorktreeUnmerged
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout
 	}
@@ -304,12 +339,27 @@ func (c *Command) Validate(p *CommandPolicy) error {
 				return commandErrorf(CodeBadRequest, "image %d: data is not base64", i)
 			}
 		}
-	case CommandInterrupt, CommandForceInterrupt, CommandClose, CommandResume, CommandChanges:
+	case CommandInterrupt, CommandForceInterrupt, CommandResume, CommandChanges:
 	case CommandRevertChanges:
 		for _, p := range c.Paths {
 			if strings.TrimSpace(p) == "" {
 				return commandErrorf(CodeBadRequest, "revert_changes: empty path")
 			}
+		}
+	case CommandClose:
+		switch c.Worktree {
+		case "", WorktreeKeep:
+		case WorktreeDiscard:
+			if !c.Confirm {
+				return commandErrorf(CodeBadRequest, "closing with worktree \"discard\" deletes the worktree's files and its branch: it needs confirm")
+			}
+		default:
+			return commandErrorf(CodeBadRequest, "close: worktree must be \"keep\" or \"discard\", not %q", c.Worktree)
+		}
+	case CommandWorktreeMerge, CommandWorktreeKeep:
+	case CommandWorktreeDiscard:
+		if !c.Confirm {
+			return commandErrorf(CodeBadRequest, "worktree_discard deletes the worktree's files and its branch: it needs confirm")
 		}
 	case CommandAnswer:
 		if c.Approval == "" {
@@ -393,10 +443,12 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 		}
 		return &CommandResult{Reverted: done}, nil
 	}
-	if isClosed(s) && c.Type != CommandClose {
+	if isClosed(s) && c.Type != CommandClose && !(c.isWorktree() && s.Worktree() != nil) {
+		// A session whose CLI is gone keeps its worktree's commands: the
+		// work is still there to merge, keep or discard.
 		return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
 	}
-	if c.Type != CommandClose {
+	if c.Type != CommandClose && !c.isWorktree() {
 		// Every command but close wakes a sleeping session first (and
 		// keeps it from falling asleep while it runs).
 		wctx, done, err := s.awake(ctx, c)
@@ -500,8 +552,9 @@ func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
 		s.mu.Unlock()
 		return &CommandResult{}, nil
 	case CommandClose:
-		s.Close()
-		return &CommandResult{}, nil
+		return s.closeWith(ctx, c)
+	case CommandWorktreeMerge, CommandWorktreeKeep, CommandWorktreeDiscard:
+		return s.doWorktree(ctx, c)
 	}
 	return nil, commandErrorf(CodeUnknownType, "unknown command %q", c.Type)
 }

@@ -80,4 +80,18 @@
 // keeps checkpoints, else from the originals and git. Both are commands
 // too (changes, revert_changes), so every front end has them, checked
 // like any other; an EventFilesChanged says when to ask again.
+//
+// # Sessions side by side
+//
+// Options.Worktree runs a session in a git worktree of its own, on a new
+// branch made from the branch checked out in its working directory, so
+// that sessions on one repository never touch each other's files.
+// Commands then merge the work into that base branch
+// (CommandWorktreeMerge: all or nothing, a conflict refused with a
+// *WorktreeConflictError), keep the branch (CommandWorktreeKeep) or
+// discard it (CommandWorktreeDiscard, confirmed). A close of a session
+// with unmerged work is refused (ErrWorktreeUnmerged) unless
+// Command.Worktree says keep or discard; Session.Close, a Manager's
+// Close and idle reaping leave worktrees as they are. Nothing is deleted
+// silently.
 package host

@@ -49,6 +49,9 @@ const (
 	// EventClosed: the session ended for good; it is the last event.
 	// Data: ErrorInfo (why; "" for a clean end).
 	EventClosed EventKind = "closed"
+	// EventWorktree: what became of the session's worktree changed (a
+	// merge, a keep). Data: WorktreeInfo.
+	EventWorktree EventKind = "worktree"
 )
 
 // Event is one entry in a session's journal. Seq numbers a session's
@@ -208,6 +211,8 @@ type Snapshot struct {
 	// Error says why.
 	Ended bool   `json:"ended,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Worktree is the session's worktree (Options.Worktree); nil: none.
+	Worktree *WorktreeInfo `json:"worktree,omitempty"`
 }
 
 // ErrResync is matched (errors.Is) by the *ResyncError that Events and
@@ -489,6 +494,10 @@ func (s *Session) Snapshot() *Snapshot {
 		Deliveries:     []DeliveryInfo{},
 		Cost:           s.costs.snapshot(),
 		Ended:          s.ended,
+	}
+	if s.wt != nil {
+		i := s.wt.info
+		snap.Worktree = &i
 	}
 	for _, l := range j.lines {
 		snap.Transcript = append(snap.Transcript, l.raw)

@@ -103,6 +103,22 @@ func NewManager(opts *ManagerOptions) *Manager {
 // Start starts a session with opts, or with the template when opts is
 // nil, from a spare when one can serve it (see ManagerOptions.Spares).
 func (m *Manager) Start(ctx context.Context, opts *Options) (*Session, error) {
+	if opts == nil && m.opts.Session != nil && m.opts.Session.Worktree != nil {
+		opts = m.opts.Session
+	}
+	opts, undo, err := prepareWorktree(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := m.start(ctx, opts)
+	if err != nil && undo != nil {
+		undo()
+	}
+	return s, err
+}
+
+// start is Start with the worktree made.
+func (m *Manager) start(ctx context.Context, opts *Options) (*Session, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()

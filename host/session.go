@@ -82,6 +82,13 @@ type Options struct {
 	// nil means otel.GetTracerProvider(): a no-op unless the program set
 	// one.
 	TracerProvider trace.TracerProvider
+
+	// Worktree, when set, runs the session in a git worktree of its own,
+	// on a new branch made from the one checked out in CLI.Cwd: see
+	// WorktreeOptions. nil: the CLI runs in CLI.Cwd itself.
+	Worktree *WorktreeOptions
+
+	wt *sessionWorktree // made by prepareWorktree
 }
 
 // RestartPolicy says when to restart a CLI that ended on its own.
@@ -163,6 +170,10 @@ type Session struct {
 	ended       bool // for good: Done is closed
 
 	changes changeTracker // what the tools changed in files (changes.go)
+	// wt is the session's worktree (nil: none); its info is guarded by
+	// mu, and wtMu serialises the git run on it.
+	wt   *sessionWorktree
+	wtMu sync.Mutex
 
 	journal journal     // Events and Snapshot; appended with mu held
 	info    sessionInfo // cwd, model, permission mode
@@ -186,7 +197,15 @@ type toolRun struct {
 // Start starts a CLI and returns once it is ready for prompts (see
 // claude.Connect for the errors). ctx bounds the start only.
 func Start(ctx context.Context, opts *Options) (*Session, error) {
-	return start(ctx, opts, nil)
+	opts, undo, err := prepareWorktree(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := start(ctx, opts, nil)
+	if err != nil && undo != nil {
+		undo()
+	}
+	return s, err
 }
 
 // start is Start counting into mt (a Manager's metrics).
@@ -221,6 +240,7 @@ func newSession(opts *Options) *Session {
 	s := &Session{
 		id:       newUUID(),
 		opts:     o,
+		wt:       o.wt,
 		policy:   base.CanUseTool,
 		log:      safelog.New(base.Logger), // a panicking handler must not crash us
 		tracer:   telemetry.Tracer(o.TracerProvider),

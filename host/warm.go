@@ -97,6 +97,7 @@ func (s *Session) claim(ctx context.Context, c *claude.ClaimOptions, opts *Optio
 	if opts != nil {
 		s.opts.Commands, s.opts.Restart, s.opts.InterruptTimeout = opts.Commands, opts.Restart, opts.InterruptTimeout
 		s.opts.OnWake = opts.OnWake
+		s.wt = opts.wt
 	}
 	s.mu.Unlock()
 	s.changes.begin(cwd)

@@ -15,6 +15,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/proc"
+	"github.com/tetherhq/tether/internal/worktree"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -136,6 +137,12 @@ func (b *LocalBackend) policy(tmpl *host.CommandPolicy) *host.CommandPolicy {
 
 // Start implements Backend.
 func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInfo, error) {
+	return b.start(ctx, req, nil)
+}
+
+// start is Start; existing, when set, is the worktree of an ended
+// session a resume continues in.
+func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *host.WorktreeInfo) (SessionInfo, error) {
 	if req == nil {
 		req = &StartRequest{}
 	}
@@ -154,6 +161,11 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	}
 	if req.Fork && req.Resume == "" {
 		return SessionInfo{}, errorf(CodeBadRequest, "fork needs resume")
+	}
+	if req.Worktree && req.Resume != "" && existing == nil {
+		// The CLI finds a conversation by the folder it ran in: a new
+		// worktree is another folder.
+		return SessionInfo{}, errorf(CodeBadRequest, "a conversation resumed from disk continues in the folder it ran in, not in a new worktree; start a new session in a worktree instead")
 	}
 	var o host.Options
 	if b.opts.Session != nil {
@@ -178,6 +190,11 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	}
 	co.IncludePartialMessages = true
 	o.CLI = &co
+	if existing != nil {
+		o.Worktree = &host.WorktreeOptions{Existing: existing}
+	} else if req.Worktree {
+		o.Worktree = &host.WorktreeOptions{}
+	}
 	var owner *team.Identity
 	if t := b.opts.Team; t != nil {
 		id, ok := team.FromContext(ctx)
@@ -188,16 +205,31 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 		tmpl := o
 		o = *t.Authorizer.SessionOptions(ctx, &o)
 		if t.Isolation != nil {
+			// A worktree session's CLI needs the worktree and the
+			// repository's git directory: the sandbox gets the whole
+			// repository (both are in it).
+			dir := cwd
+			if o.Worktree != nil {
+				top, err := worktreeRepo(ctx, cwd, existing)
+				if err != nil {
+					return SessionInfo{}, err
+				}
+				dir = top
+			}
 			cli := *o.CLI
-			cli.Transport = t.Isolation.Transport(id, workspace(t, id, cwd), cli.Transport)
+			cli.Transport = t.Isolation.Transport(id, workspace(t, id, dir), cli.Transport)
 			o.CLI = &cli
 		}
 		o.OnWake = b.teamWake(t, id, &tmpl)
 	}
 	o.Commands = b.policy(o.Commands)
 	var title string
+	convCwd := cwd // where the CLI keeps the conversation
+	if e := existing; e != nil {
+		convCwd = filepath.Join(e.Path, e.Prefix)
+	}
 	if req.Resume != "" {
-		if ds, err := b.DiskSessions(ctx, cwd); err == nil {
+		if ds, err := b.DiskSessions(ctx, convCwd); err == nil {
 			for _, d := range ds {
 				if d.SessionID == req.Resume {
 					title = cmpOr(d.Title, cmpOr(d.Summary, d.FirstPrompt))
@@ -209,7 +241,7 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	if req.Resume != "" {
 		// Read before the CLI starts appending to the file.
 		if dir := b.configDir(); dir != "" || b.defaultConfigDir(&dir) {
-			hist = readHistory(claude.SessionFilePath(dir, cwd, req.Resume), req.Resume, b.opts.MaxHistory, b.opts.MaxHistoryBytes)
+			hist = readHistory(claude.SessionFilePath(dir, convCwd, req.Resume), req.Resume, b.opts.MaxHistory, b.opts.MaxHistoryBytes)
 		}
 	}
 	s, err := b.m.Start(ctx, &o)
@@ -256,7 +288,11 @@ func (b *LocalBackend) teamWake(t *TeamOptions, owner *team.Identity, tmpl *host
 		now := t.Authorizer.SessionOptions(ctx, tmpl)
 		cli.DisallowedTools = now.CLI.DisallowedTools
 		if t.Isolation != nil {
-			cli.Transport = t.Isolation.Transport(id, workspace(t, id, cli.Cwd), tmpl.CLI.Transport)
+			dir := cli.Cwd
+			if w := s.Worktree(); w != nil {
+				dir = w.Repo // the worktree and the git directory, as at the start
+			}
+			cli.Transport = t.Isolation.Transport(id, workspace(t, id, dir), tmpl.CLI.Transport)
 		}
 		return nil
 	}
@@ -297,6 +333,9 @@ func (b *LocalBackend) info(e *entry) SessionInfo {
 		ID: snap.ID, SessionID: snap.SessionID, Cwd: snap.Cwd, Model: snap.Model, PermissionMode: snap.PermissionMode,
 		State: snap.State.State, Tool: snap.State.Tool, LastEvent: e.s.LastEvent(), Created: e.created,
 		Seq: snap.Seq, CostUSD: snap.Cost.USD, Ended: snap.Ended,
+	}
+	if snap.Worktree != nil {
+		si.Worktree = *snap.Worktree
 	}
 	b.mu.Lock()
 	si.Title, si.LastPrompt = e.title, e.lastPrompt
@@ -394,7 +433,7 @@ func (b *LocalBackend) Do(ctx context.Context, id string, cmd *host.Command) (*R
 			}
 		}
 		b.mu.Unlock()
-	case host.CommandClose:
+	case host.CommandClose, host.CommandWorktreeDiscard:
 		b.mu.Lock()
 		delete(b.entries, id)
 		b.order = slices.DeleteFunc(b.order, func(x string) bool { return x == id })
@@ -431,13 +470,18 @@ func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*Result
 	b.mu.Unlock()
 	req := e.req
 	req.Resume, req.Fork = sid, false
+	var existing *host.WorktreeInfo
+	if wt := e.s.Worktree(); wt != nil && wt.State != host.WorktreeDiscarded && wt.State != host.WorktreeRemoved {
+		// The conversation goes on in its worktree, not in a new one.
+		existing = wt
+	}
 	if e.owner != nil {
 		// The session stays its owner's: their denied tools, their
 		// spend, their sandbox and HOME, not those of a collaborator
 		// who resumes it. Each command is still checked as who sends it.
 		ctx = team.NewContext(ctx, e.owner)
 	}
-	info, err := b.Start(ctx, &req)
+	info, err := b.start(ctx, &req, existing)
 	answered := e.s.Snapshot().Resolved
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -550,4 +594,17 @@ func (b *LocalBackend) Ready(ctx context.Context) error {
 		return fmt.Errorf("the Claude Code CLI: %w", err)
 	}
 	return nil
+}
+
+// worktreeRepo is the top folder of the repository a worktree session
+// starts in (or continues in: existing).
+func worktreeRepo(ctx context.Context, cwd string, existing *host.WorktreeInfo) (string, error) {
+	if existing != nil {
+		return existing.Repo, nil
+	}
+	_, top, _, err := worktree.Plan(ctx, cwd, nil)
+	if err != nil {
+		return "", errorf(CodeBadRequest, "a session in a worktree: %v", err)
+	}
+	return top, nil
 }

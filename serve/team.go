@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"path/filepath"
@@ -288,7 +289,32 @@ func (s *Server) teamStart(ctx context.Context, sr *StartRequest) (SessionInfo, 
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	if err := t.Authorizer.Start(ctx, &StartCheck{Cwd: sr.Cwd, Model: sr.Model, Mode: sr.PermissionMode, Running: n}); err != nil {
+	check := &StartCheck{Cwd: sr.Cwd, Model: sr.Model, Mode: sr.PermissionMode, Running: n}
+	if sr.Worktree && filepath.IsAbs(sr.Cwd) {
+		// The worktree goes under the repository's top folder, and the
+		// session needs the repository's git directory: the whole
+		// repository must be under the person's roots, not just cwd.
+		top, err := worktreeRepo(ctx, sr.Cwd, nil)
+		if err != nil {
+			return SessionInfo{}, err
+		}
+		check.Cwd = top
+		if err := t.Authorizer.Start(ctx, check); err != nil {
+			var pe *team.PolicyError
+			if errors.As(err, &pe) && pe.Rule == "cwd_roots" {
+				// Say it of the worktree: cwd itself may be allowed.
+				cp := *pe
+				roots := ""
+				if i := strings.LastIndex(pe.Message, " ("); i >= 0 {
+					roots = pe.Message[i:]
+				}
+				cp.Message = fmt.Sprintf("a session in a worktree needs its whole repository under your roots: the repository of %s is %s, which is outside them%s",
+					sr.Cwd, top, roots)
+				return SessionInfo{}, &cp
+			}
+			return SessionInfo{}, err
+		}
+	} else if err := t.Authorizer.Start(ctx, check); err != nil {
 		return SessionInfo{}, err
 	}
 	info, err := s.b.Start(ctx, sr)

@@ -25,6 +25,7 @@ import { SessionsStore, SessionStore } from "./store.js";
 import { SessionList } from "./sessions.js";
 import { DeliveryPanel } from "./deliverypanel.js";
 import { ChangesPanel } from "./changespanel.js";
+import { WorktreePanel } from "./worktreepanel.js";
 import { el } from "./dom.js";
 import * as notify from "./notify.js";
 
@@ -189,7 +190,7 @@ const handlers = {
       // No longer ours to see (unshared) or closed.
       app.view.ended = true;
       renderHead();
-    }
+    } else if (id === app.current) renderHead(); // closed: nothing left to resume
   },
   snapshot(id, snap) {
     if (id !== app.current || !app.view) return;
@@ -242,6 +243,16 @@ const sessionList = new SessionList($("sessions"), $("no-sessions"), app.session
 function renderList() {
   sessionList.render();
 }
+
+// The worktree panel (worktreepanel.js): merge, keep or discard the work
+// of a session started in a worktree.
+const worktreePanel = new WorktreePanel($("worktree"), {
+  sessions: app.sessions,
+  current: () => app.current,
+  canOwn: tm.canOwn,
+  live: () => conn.live,
+  command: (id, command) => conn.request({ type: "do", session: id, command }),
+});
 
 // fillItem fills a list line (its element stays: the focus with it).
 function fillItem(li, s) {
@@ -496,6 +507,7 @@ function scrollDown(now) {
 
 function renderHead() {
   const v = app.view;
+  worktreePanel.render();
   if (!v) return;
   const s = app.sessions.get(v.id) || {};
   $("s-title").textContent = sessionTitle({ ...s, id: v.id });
@@ -721,6 +733,8 @@ $("close-btn").onclick = async () => {
   try {
     await proto.close(conn, v.id);
   } catch (err) {
+    // Unmerged work in its worktree: the panel asks what to do with it.
+    if (worktreePanel.closeRefused(v.id, err, (how) => conn.request({ type: "do", session: v.id, command: { type: "close", ...how } }))) return;
     alert("Close: " + err.message);
   }
 };
@@ -823,7 +837,7 @@ $("welcome-new").onclick = openNew;
 $("new-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const f = new FormData(e.target);
-  const req = { cwd: f.get("cwd").trim() || undefined, model: f.get("model").trim() || undefined, permission_mode: f.get("permission_mode") || undefined, append_system_prompt: f.get("append_system_prompt").trim() || undefined };
+  const req = { cwd: f.get("cwd").trim() || undefined, model: f.get("model").trim() || undefined, permission_mode: f.get("permission_mode") || undefined, append_system_prompt: f.get("append_system_prompt").trim() || undefined, worktree: f.get("worktree") === "on" || undefined };
   $("new-submit").disabled = true;
   $("new-err").textContent = "";
   try {
