@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,22 @@ func (r *rawBus) storedSeqs(t *testing.T, id string) (seqs []uint64, subjects []
 		}
 		pos = m.Sequence + 1
 		n, err := strconv.ParseUint(m.Header.Get("Tether-Seq"), 10, 64)
+		if b := m.Header.Get("Tether-Batch"); b != "" && err == nil {
+			// A batch: its events' numbers, the last one's in the header.
+			lines := strings.Split(string(m.Data), "\n")
+			if strconv.Itoa(len(lines)) != b || uint64(len(lines)) > n {
+				continue
+			}
+			for i, l := range lines {
+				var ev host.Event
+				if json.Unmarshal([]byte(l), &ev) != nil || ev.Seq != n-uint64(len(lines)-1-i) {
+					t.Fatalf("batch ending at %d: line %d is not its event: %.200s", n, i, l)
+				}
+				seqs = append(seqs, ev.Seq)
+				subjects = append(subjects, m.Subject)
+			}
+			continue
+		}
 		var ev host.Event
 		if err != nil || json.Unmarshal(m.Data, &ev) != nil || ev.Seq != n || m.Header.Get("Tether-Part") != "" {
 			continue
