@@ -108,6 +108,30 @@ func (r *rawBus) storedSeqs(t *testing.T, id string) (seqs []uint64, subjects []
 	}
 }
 
+// batches returns how many messages a session's subjects hold, and how
+// many of them are batches.
+func (r *rawBus) batches(t *testing.T, id string) (msgs, batches int) {
+	t.Helper()
+	st, err := r.js.Stream(testCtx(t), cluster.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := uint64(1); ; {
+		m, err := st.GetMsg(testCtx(t), pos, jetstream.WithGetMsgSubject("tether.v1.*."+id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return msgs, batches
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = m.Sequence + 1
+		msgs++
+		if m.Header.Get("Tether-Batch") != "" {
+			batches++
+		}
+	}
+}
+
 // consumers returns how many consumers the events stream has.
 func (r *rawBus) consumers(t *testing.T) int {
 	t.Helper()
