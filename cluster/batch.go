@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tetherhq/tether/host"
 )
 
@@ -53,6 +55,23 @@ func encodeBatch(evs [][]byte) []byte {
 		b = append(b, e...)
 	}
 	return b
+}
+
+// batchMsg is the message of a batch of session id's events numbered
+// first, first+1, … (lines: their JSON), published by agent, nonce its
+// attachment's (see eventMsgs).
+func batchMsg(id, agent, nonce string, first uint64, lines [][]byte) *nats.Msg {
+	last := first + uint64(len(lines)) - 1
+	lasts := strconv.FormatUint(last, 10)
+	m := stamp(nats.NewMsg(subjectEvents + id))
+	m.Data = encodeBatch(lines)
+	m.Header.Set(hdrSeq, lasts)
+	m.Header.Set(hdrBatch, strconv.Itoa(len(lines)))
+	m.Header.Set(hdrAgent, agent)
+	// As an event's: the numbers, which are never stored twice, and the
+	// attachment's nonce.
+	m.Header.Set(hdrMsgID, id+"."+strconv.FormatUint(first, 10)+"-"+lasts+"."+nonce)
+	return m
 }
 
 // decodeBatch reads a batch of n events numbered first, first+1, …: every

@@ -218,12 +218,15 @@ func (s *agentSession) eventsMsgs(evs []host.Event, base uint64) (msgs []*nats.M
 	size := 0
 	batches := len(evs) > 1 && s.a.readers.batches()
 	for _, ev := range evs {
+		if len(lines) > 0 && (!batches || len(lines) == maxBatchEvents) {
+			break
+		}
 		ev.Seq += base
 		data, err := json.Marshal(ev)
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(lines) > 0 && (!batches || size+1+len(data) > limit || len(lines) == maxBatchEvents) {
+		if len(lines) > 0 && size+1+len(data) > limit {
 			break
 		}
 		lines = append(lines, data)
@@ -233,16 +236,7 @@ func (s *agentSession) eventsMsgs(evs []host.Event, base uint64) (msgs []*nats.M
 	if len(lines) == 1 {
 		return s.eventMsgs(first, lines[0]), 1, nil
 	}
-	last := first + uint64(len(lines)) - 1
-	lasts := strconv.FormatUint(last, 10)
-	m := stamp(nats.NewMsg(subjectEvents + s.id))
-	m.Data = encodeBatch(lines)
-	m.Header.Set(hdrSeq, lasts)
-	m.Header.Set(hdrBatch, strconv.Itoa(len(lines)))
-	m.Header.Set(hdrAgent, s.a.id)
-	// As an event's: the numbers, which are never stored twice, and
-	// this attachment's nonce.
-	m.Header.Set(hdrMsgID, s.id+"."+strconv.FormatUint(first, 10)+"-"+lasts+"."+s.nonce)
+	m := batchMsg(s.id, s.a.id, s.nonce, first, lines)
 	return []*nats.Msg{m}, len(lines), nil
 }
 
