@@ -90,9 +90,21 @@ func FuzzDecodeBatch(f *testing.F) {
 	}
 	f.Add(encodeBatch(lines), uint64(5), 3)
 	f.Add([]byte(`{"seq":1}`), uint64(1), 1)
+	f.Add([]byte(`{"seq":1,"time":"1970-01-01T00:00:01Z","kind":"message","data":{"a":[1,"\u00e9"]}}`), uint64(1), 1)
+	f.Add([]byte(`{"seq":01,"time":"x","kind":"a\"b","data":nul}`), uint64(1), 1)
 	f.Add([]byte("{}\n{}"), uint64(0), 2)
 	f.Add([]byte(strings.Repeat("\n", 10)), uint64(1<<63), 11)
 	f.Fuzz(func(t *testing.T, data []byte, first uint64, n int) {
+		// The fast path agrees with json.Unmarshal wherever it answers.
+		var fast, slow host.Event
+		if decodeEventFast(data, &fast) {
+			if err := json.Unmarshal(data, &slow); err != nil {
+				t.Fatalf("fast decoded what json.Unmarshal refuses (%v): %q", err, data)
+			}
+			if fast.Seq != slow.Seq || !fast.Time.Equal(slow.Time) || fast.Kind != slow.Kind || string(fast.Data) != string(slow.Data) {
+				t.Fatalf("fast %+v, json.Unmarshal %+v: %q", fast, slow, data)
+			}
+		}
 		evs, err := decodeBatch(data, first, n)
 		if err != nil {
 			return
