@@ -128,6 +128,9 @@ type Agent struct {
 	drainReq   chan struct{}
 	ctlSub     *nats.Subscription
 	crashed    bool // test hook: the agent vanished without a word
+	// readers: whether a reader of an earlier wire revision is about
+	// (batches are written only when none is: batch.go).
+	readers readerWire
 }
 
 // NewAgent connects, sets up the streams and buckets if needed, registers
@@ -198,7 +201,9 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		b.close()
 		return nil, fmt.Errorf("cluster: registering agent: %w", err)
 	}
-	a.wg.Add(2)
+	a.readers.lapse = a.b.ttl
+	a.wg.Add(3)
+	go a.watchReaders()
 	go a.heartbeats()
 	go a.take()
 	log.Info("agent started", "capacity", o.Capacity, "heartbeat", b.ttl/3)
@@ -375,6 +380,7 @@ func (a *Agent) next() (jetstream.Msg, bool) {
 // handleStart starts the session a request asks for; it reports whether a
 // session now holds the slot.
 func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
+	a.readers.saw(wireOf(msg.Headers()))
 	reply := msg.Headers().Get(hdrReply)
 	if reply != "" && !validInbox(reply) {
 		reply = ""

@@ -28,6 +28,7 @@ const (
 // command takes one request from the session's subject into its lane.
 // It runs on the subscription's goroutine and never blocks it.
 func (s *agentSession) command(msg *nats.Msg) {
+	s.a.readers.saw(wireOf(msg.Header))
 	switch op := msg.Header.Get(hdrOp); op {
 	case "":
 	case opPing:

@@ -417,6 +417,33 @@ func (w *browser) streamTurn(id string, n int) {
 	}
 }
 
+// floodTurn sends "flood n" through w (deltas as fast as the session
+// takes them: where an agent of this release would write batches) and
+// checks that the whole reply reaches every client, one event at a time.
+func floodTurn(t *testing.T, w *browser, id string, n int, clients ...*browser) {
+	t.Helper()
+	from := map[*browser]int{}
+	for _, c := range clients {
+		from[c] = len(c.list(id))
+	}
+	w.do(id, map[string]any{"type": "send", "text": fmt.Sprintf("flood %d", n)})
+	for _, c := range clients {
+		c.wait(id, "the flooded reply", from[c], result(streamed(n)))
+		if got := textAfter(c.list(id), from[c]); !strings.HasPrefix(got, streamed(n)) {
+			t.Fatalf("%s: flooded text: got %d characters, want %d", c.name, len(got), len(streamed(n)))
+		}
+	}
+}
+
+// noBatches fails if the session's stream holds a batch: a serve of the
+// previous release followed it throughout, and could not have read one.
+func noBatches(t *testing.T, f *fleet, id string) {
+	t.Helper()
+	if msgs, b := f.raw.batches(t, id); b != 0 {
+		t.Fatalf("%d batches among %d messages, with a reader of the previous release about", b, msgs)
+	}
+}
+
 // approval waits for a new approval and returns its id.
 func (w *browser) approval(id string, from int) string {
 	w.t.Helper()
@@ -599,9 +626,12 @@ func TestCompatMixedVersions(t *testing.T) {
 			w.subscribe(id, 0, false)
 			o.subscribe(id, 0, false)
 			everyCommand(t, w, o, id)
+			floodTurn(t, w, id, 2000, w, o)
 			f.agent(v.next, "a2")
 			failover(t, w, id, a1, "a2", w, o)
 			o.wait(id, "the last reply on the other serve", 0, result(streamed(40)))
+			floodTurn(t, o, id, 2000, w, o)
+			noBatches(t, f, id)
 			closeSession(t, f, id, v.next, w, o)
 			checkSession(t, f, id, w, o)
 		})
@@ -620,6 +650,8 @@ func TestCompatMixedVersions(t *testing.T) {
 		o.subscribe(id, 0, false)
 		w.streamTurn(id, 20)
 		drainMidTurn(t, f, w, o, id, a1, "new", "a2")
+		floodTurn(t, o, id, 2000, w, o)
+		noBatches(t, f, id)
 		drainMidTurn(t, f, o, w, id, f.procs["a2"], "old", "a3")
 		closeSession(t, f, id, "old", w, o)
 		checkSession(t, f, id, w, o)

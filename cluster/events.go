@@ -123,6 +123,7 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 	cons, err := c.b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq: start, InactiveThreshold: time.Minute,
+		NamePrefix: readerPrefix(), // this reader reads batches (batch.go)
 	})
 	if err != nil {
 		return err
@@ -163,16 +164,15 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 			r.next = md.Sequence.Stream + 1
 			r.got.Store(md.Sequence.Stream)
 		}
-		ev, ok, err := r.take(ctx, m.Subject(), m.Headers(), m.Data())
+		evs, err := r.take(ctx, m.Subject(), m.Headers(), m.Data())
 		r.exp.Store(r.expect)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			continue
-		}
-		if !yield(ev, nil) || ev.Kind == host.EventClosed {
-			return nil
+		for _, ev := range evs {
+			if !yield(ev, nil) || ev.Kind == host.EventClosed {
+				return nil
+			}
 		}
 	}
 }
@@ -311,67 +311,92 @@ func (r *eventReader) summary() {
 	}
 }
 
-// take reads one message: the event it completes (ok), nothing (a part,
-// an event before `after`, a skipped message), or a *host.ResyncError
-// when an event of the session's agent is missing.
-func (r *eventReader) take(ctx context.Context, subject string, h nats.Header, data []byte) (ev host.Event, ok bool, err error) {
+// take reads one message: the events it holds or completes with Seq >=
+// r.expect (an event, the last part of one, or a batch: from the one
+// numbered r.expect), nothing (a part, events before `after`, a skipped
+// message), or a *host.ResyncError when an event of the session's agent
+// is missing.
+func (r *eventReader) take(ctx context.Context, subject string, h nats.Header, data []byte) ([]host.Event, error) {
 	seq, perr := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
 	if perr != nil || seq == 0 {
 		r.skip(subject, "no sequence header")
-		return ev, false, nil
+		return nil, nil
 	}
 	if seq < r.expect {
-		return ev, false, nil // before `after` (or a part of one)
+		return nil, nil // before `after` (or a part of one; a batch's last)
 	}
 	marker := subject == subjectGone+r.id
+	first, count := seq, 1
+	if b := h.Get(hdrBatch); b != "" {
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 1 || n > maxBatchEvents || uint64(n) > seq || marker || h.Get(hdrPart) != "" {
+			r.skip(subject, "bad batch header")
+			return nil, nil
+		}
+		first, count = seq-uint64(n)+1, n
+	}
 	by := h.Get(hdrAgent)
 	if !marker {
 		if subject != subjectEvents+r.id {
 			r.skip(subject, "unexpected subject")
-			return ev, false, nil
+			return nil, nil
 		}
-		if !r.owns(ctx, by, seq == r.expect) {
+		if !r.owns(ctx, by, first <= r.expect) {
 			r.skip(subject, "not published by the session's agent")
-			return ev, false, nil
+			return nil, nil
 		}
+	}
+	if count > 1 {
+		evs, err := decodeBatch(data, first, count)
+		if err != nil {
+			r.skip(subject, "not a batch of its numbers")
+			return nil, nil
+		}
+		if first > r.expect {
+			return nil, &host.ResyncError{After: r.expect - 1, Oldest: first, Latest: seq}
+		}
+		evs = evs[r.expect-first:]
+		r.expect = seq + 1
+		return evs, nil
 	}
 	if p := h.Get(hdrPart); p != "" {
 		i, n, pok := parsePart(p)
 		if !pok || marker {
 			r.skip(subject, "bad part header")
-			return ev, false, nil
+			return nil, nil
 		}
 		if i == 1 {
 			r.parts, r.partSeq, r.partBy = nil, seq, by
 		}
 		if r.partSeq != seq || r.partBy != by || (i > 1 && r.parts == nil) {
 			r.skip(subject, "a part of no event")
-			return ev, false, nil
+			return nil, nil
 		}
 		r.parts = append(r.parts, data...)
 		if i < n {
-			return ev, false, nil
+			return nil, nil
 		}
 		data, r.parts = r.parts, nil
 	}
+	var ev host.Event
 	if json.Unmarshal(data, &ev) != nil || ev.Seq != seq {
 		r.skip(subject, "not an event of its sequence number")
-		return host.Event{}, false, nil
+		return nil, nil
 	}
 	if marker {
 		var st host.StateInfo
 		if seq != r.expect || ev.Kind != host.EventState || json.Unmarshal(ev.Data, &st) != nil || st.State != host.StateDisconnected.String() {
 			r.skip(subject, "not a disconnected marker at the next number")
-			return host.Event{}, false, nil
+			return nil, nil
 		}
 	}
 	if seq != r.expect {
-		// The agent's own numbering has a gap: its journal dropped events
-		// before they were published, or retention dropped them here.
-		return host.Event{}, false, &host.ResyncError{After: r.expect - 1, Oldest: seq, Latest: seq}
+		// The agent's own numbering has a gap: retention dropped events
+		// here (or a publisher of an earlier release skipped some).
+		return nil, &host.ResyncError{After: r.expect - 1, Oldest: seq, Latest: seq}
 	}
 	r.expect = seq + 1
-	return ev, true, nil
+	return []host.Event{ev}, nil
 }
 
 // maxScan bounds the messages lastEvent reads when the session's last

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,12 +83,52 @@ func (r *rawBus) storedSeqs(t *testing.T, id string) (seqs []uint64, subjects []
 		}
 		pos = m.Sequence + 1
 		n, err := strconv.ParseUint(m.Header.Get("Tether-Seq"), 10, 64)
+		if b := m.Header.Get("Tether-Batch"); b != "" && err == nil {
+			// A batch: its events' numbers, the last one's in the header.
+			lines := strings.Split(string(m.Data), "\n")
+			if strconv.Itoa(len(lines)) != b || uint64(len(lines)) > n {
+				continue
+			}
+			for i, l := range lines {
+				var ev host.Event
+				if json.Unmarshal([]byte(l), &ev) != nil || ev.Seq != n-uint64(len(lines)-1-i) {
+					t.Fatalf("batch ending at %d: line %d is not its event: %.200s", n, i, l)
+				}
+				seqs = append(seqs, ev.Seq)
+				subjects = append(subjects, m.Subject)
+			}
+			continue
+		}
 		var ev host.Event
 		if err != nil || json.Unmarshal(m.Data, &ev) != nil || ev.Seq != n || m.Header.Get("Tether-Part") != "" {
 			continue
 		}
 		seqs = append(seqs, n)
 		subjects = append(subjects, m.Subject)
+	}
+}
+
+// batches returns how many messages a session's subjects hold, and how
+// many of them are batches.
+func (r *rawBus) batches(t *testing.T, id string) (msgs, batches int) {
+	t.Helper()
+	st, err := r.js.Stream(testCtx(t), cluster.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := uint64(1); ; {
+		m, err := st.GetMsg(testCtx(t), pos, jetstream.WithGetMsgSubject("tether.v1.*."+id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return msgs, batches
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = m.Sequence + 1
+		msgs++
+		if m.Header.Get("Tether-Batch") != "" {
+			batches++
+		}
 	}
 }
 

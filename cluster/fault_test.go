@@ -48,6 +48,8 @@ const (
 	faultDirEnv   = "TETHER_CLUSTER_FAULT_DIR"
 	faultCapEnv   = "TETHER_CLUSTER_FAULT_CAPACITY"
 	faultDrainEnv = "TETHER_CLUSTER_FAULT_DRAIN" // SIGTERM drains first
+	// faultJournalEnv: the agent's sessions' journal bound (MaxEvents).
+	faultJournalEnv = "TETHER_CLUSTER_FAULT_JOURNAL"
 
 	// lapse is how long an agent's registry entry outlives its last beat.
 	lapse = 3 * heartbeat
@@ -90,13 +92,17 @@ func runFaultRole(role string) int {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		capacity, _ := strconv.Atoi(os.Getenv(faultCapEnv))
+		var journal *host.JournalOptions
+		if n, _ := strconv.Atoi(os.Getenv(faultJournalEnv)); n > 0 {
+			journal = &host.JournalOptions{MaxEvents: n}
+		}
 		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
 			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: max(capacity, 2), Limits: roleLimits(),
 			MirrorInterval: 20 * time.Millisecond, Logger: testLogger(),
 			Session: &host.Options{CLI: &claude.Options{
 				Transport: &claudetest.FakeCLI{Script: memoryCLI},
 				Env:       map[string]string{claude.EnvConfigDir: os.Getenv(faultDirEnv)},
-			}},
+			}, Journal: journal},
 		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -496,4 +502,76 @@ func streamReply(c *claudetest.CLI, n int) {
 	}
 	text := streamed(n)
 	c.Write(c.AssistantText(text), c.ResultSuccess(text))
+}
+
+// floodPrompt parses "flood N".
+func floodPrompt(prompt string) (int, bool) {
+	s, ok := strings.CutPrefix(prompt, "flood ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0 && n <= 100000
+}
+
+// floodReply streams n deltas as fast as the session reads them (each a
+// write of its own, so that a session that stops reading stops the
+// script on its pipe), then the whole text as the message and result.
+func floodReply(c *claudetest.CLI, n int) {
+	c.Write(c.SystemInit(), textStart(c))
+	for i := range n {
+		if c.Write(c.TextDelta(0, streamChunk(i))) != nil {
+			return
+		}
+	}
+	text := streamed(n)
+	c.Write(c.AssistantText(text), c.ResultSuccess(text))
+}
+
+// TestFaultNATSFrozenBackpressure: the NATS server frozen (SIGSTOP) while
+// a session floods 20,000 deltas, far more than its journal holds (512
+// events here: the agent's publisher holds it, so the session stops
+// reading its CLI once 256 wait). The freeze, two heartbeat lapses, is
+// hundreds of times what the journal holds at the flood's rate (the
+// issue's 30 s would prove nothing more and cost CI half a minute): with
+// events skipped when the publisher fell behind, as before batches, the
+// stream would have a gap and the follower a resync. Every delta arrives,
+// in order; the stored numbers are contiguous, once each, with no marker;
+// and the heavy traffic went in batches.
+func TestFaultNATSFrozenBackpressure(t *testing.T) {
+	const n = 20000
+	ns := spawnNATS(t)
+	a1 := spawn(t, "a1", "agent", faultURLEnv+"="+ns.URL(), faultIDEnv+"=a1", faultDirEnv+"="+t.TempDir(), faultJournalEnv+"=512")
+	raw := newRawBus(t, ns.URL())
+	ctx := testCtx(t)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "flood "+strconv.Itoa(n))
+	from := len(f.list())
+	waitFor(t, "a tenth of the flood", func() bool { return f.deltas(from) >= n/10 })
+	ns.p.freeze(2 * lapse)
+	f.wait(t, "the whole flood", result(streamed(n)))
+	if got := textAfter(f.list(), 0); got != streamed(n) {
+		t.Fatalf("streamed text: got %d chars, want %d", len(got), len(streamed(n)))
+	}
+	for _, ev := range f.list() {
+		if state("disconnected")(ev) {
+			t.Fatalf("a disconnected marker at %d: the agent was never gone", ev.Seq)
+		}
+	}
+	checkSeqs(t, f.list(), 1)
+	checkStored(t, raw, info.ID)
+	if msgs, batches := raw.batches(t, info.ID); batches == 0 {
+		t.Errorf("%d messages, none a batch", msgs)
+	} else {
+		t.Logf("%d events stored in %d messages, %d of them batches", len(f.list()), msgs, batches)
+	}
+	f.stop()
+	a1.stop()
+	ns.p.stop()
+	checkNoProcessLeft(t)
 }

@@ -16,20 +16,28 @@ import (
 	"github.com/tetherhq/tether/host"
 )
 
-// publishEvents copies the host journal to the events stream. A reader
-// takes the journal's events into a bounded queue; the publisher stores
-// them one message at a time, each publish fenced on the stream's last
-// message of the session (JetStream's expected last sequence for the
-// session's subjects): a number is never used twice, even when a client
-// appended a "disconnected" marker while this agent was frozen or cut off
-// (see publishMsg). Publishing one message at a time costs a round trip
-// per event; sessions publish in parallel.
+// publishEvents copies the host journal to the events stream, by group
+// commit: a reader takes the journal's events into a bounded queue, and
+// the publisher stores everything queued since its previous publish was
+// acknowledged in one message (a batch, bounded by the server's
+// max_payload; alone when traffic is light), each publish fenced on the
+// stream's last message of the session (JetStream's expected last
+// sequence for the session's subjects): a number is never used twice,
+// even when a client appended a "disconnected" marker while this agent
+// was frozen or cut off (see publishMsg). While a reader of an earlier
+// wire revision is about, every event goes in a message of its own
+// (batch.go). Nothing is skipped: the reader holds the journal
+// (host.Hold), so when NATS is slower than the session the batches grow,
+// and when it is away longer than the journal holds the session stops
+// reading its CLI until the bus takes events again.
 func (s *agentSession) publishEvents() {
 	defer s.wg.Done()
 	s.nonce = randomID(4)
-	evc := make(chan host.Event, 1024)
+	evc := make(chan host.Event, maxBatch)
+	hold := s.hs.Hold(0)
+	defer hold.Release()
 	s.wg.Add(1)
-	go s.readJournal(evc)
+	go s.readJournal(evc, hold)
 	batch := make([]host.Event, 0, maxBatch)
 	for {
 		var first host.Event
@@ -55,40 +63,60 @@ func (s *agentSession) publishEvents() {
 				break fill
 			}
 		}
-		for _, ev := range batch {
+		for evs := batch; len(evs) > 0; {
 			if s.a.gone() || s.deposed.Load() {
 				return
 			}
-			if err := s.publishEvent(ev); err != nil {
+			n, err := s.publishFirst(evs)
+			if err != nil {
 				if s.ctx.Err() == nil && !errors.Is(err, errDeposed) {
-					s.log.Error("publishing an event", "err", err)
+					s.log.Error("publishing events", "err", err)
 				}
 				return
 			}
-			s.a.metrics.Published(time.Since(ev.Time))
-			s.mu.Lock()
-			s.rec.Seq = s.base + ev.Seq
-			s.mu.Unlock()
-			switch ev.Kind {
-			case host.EventState, host.EventCost, host.EventClosed:
-				s.poke()
-			case host.EventMessage:
-				if isResult(ev.Data) {
-					s.pokeMirror() // mirror the transcript at the turn's end
-				}
-			}
+			s.published(evs[:n])
+			evs = evs[n:]
 		}
+		clear(batch) // do not pin payloads
 	}
 }
 
-// maxBatch bounds the events taken from the queue at once.
-const maxBatch = 256
+// published notes events stored in the stream.
+func (s *agentSession) published(evs []host.Event) {
+	for _, ev := range evs {
+		s.a.metrics.Published(time.Since(ev.Time))
+	}
+	s.mu.Lock()
+	s.rec.Seq = s.base + evs[len(evs)-1].Seq
+	s.mu.Unlock()
+	poke, mirror := false, false
+	for _, ev := range evs {
+		switch ev.Kind {
+		case host.EventState, host.EventCost, host.EventClosed:
+			poke = true
+		case host.EventMessage:
+			if isResult(ev.Data) {
+				mirror = true // mirror the transcript at the turn's end
+			}
+		}
+	}
+	if poke {
+		s.poke()
+	}
+	if mirror {
+		s.pokeMirror()
+	}
+}
 
-// readJournal feeds the host journal's events to the publisher. When the
-// publisher falls behind the journal's bound, the events it missed are
-// skipped: the stream has a gap there, and subscribers resync from a
-// snapshot.
-func (s *agentSession) readJournal(evc chan<- host.Event) {
+// maxBatch bounds the events queued for the publisher, and so those of
+// one batch.
+const maxBatch = 1024
+
+// readJournal feeds the host journal's events to the publisher, holding
+// the journal (host.Hold) at the last event queued, so that none is
+// dropped before it is published: a publisher behind slows the session
+// down instead.
+func (s *agentSession) readJournal(evc chan<- host.Event, hold *host.Hold) {
 	defer s.wg.Done()
 	defer close(evc)
 	var after uint64
@@ -96,6 +124,8 @@ func (s *agentSession) readJournal(evc chan<- host.Event) {
 		resync := false
 		for ev, err := range s.hs.Events(s.ctx, after) {
 			if err != nil {
+				// Not while the hold is kept; a session whose journal
+				// had let events go before the hold was taken.
 				var re *host.ResyncError
 				if errors.As(err, &re) {
 					s.log.Warn("event publisher fell behind; subscribers resync", "after", re.After, "oldest", re.Oldest)
@@ -117,6 +147,7 @@ func (s *agentSession) readJournal(evc chan<- host.Event) {
 			case <-s.ctx.Done():
 				return
 			}
+			hold.Advance(ev.Seq)
 		}
 		if !resync {
 			return
@@ -132,50 +163,81 @@ var errDeposed = errors.New("cluster: session taken over by another agent")
 // publisher expected (someone appended; or the one expected expired).
 var errFenced = errors.New("cluster: events fenced")
 
-// publishEvent stores one journal event (in parts when it is big) after
-// the session's last message in the stream. When the fence fails it asks
-// the registry who owns the session: another agent (a takeover) deposes
-// this one; else (a client marked the session disconnected while this
-// agent was away) the event is renumbered after what the stream holds
-// (s.base grows, never shrinks) and published again, with the events
-// after it.
-func (s *agentSession) publishEvent(ev host.Event) error {
+// publishFirst stores the first of evs, or the first several in a batch
+// (as many as one message holds, while batches may be written), after the
+// session's last message in the stream, and returns how many it stored.
+// When the fence fails it asks the registry who owns the session: another
+// agent (a takeover) deposes this one; else (a client marked the session
+// disconnected while this agent was away) the events are renumbered after
+// what the stream holds (s.base grows, never shrinks) and published again.
+func (s *agentSession) publishFirst(evs []host.Event) (int, error) {
 	for {
 		if s.fence.Load() {
-			if err := s.rebase(ev.Seq); err != nil {
-				return err
+			if err := s.rebase(evs[0].Seq); err != nil {
+				return 0, err
 			}
 			s.fence.Store(false)
 		}
 		s.mu.Lock()
-		e := ev
-		e.Seq += s.base
+		base := s.base
 		s.mu.Unlock()
-		data, err := json.Marshal(e)
+		msgs, n, err := s.eventsMsgs(evs, base)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		fenced := false
-		for _, m := range s.eventMsgs(e.Seq, data) {
+		for _, m := range msgs {
 			seq, err := s.publishMsg(m, s.lastStream)
 			if errors.Is(err, errFenced) {
 				fenced = true
 				break
 			}
 			if err != nil {
-				return err
+				return 0, err
 			}
 			s.lastStream = seq
 		}
 		if !fenced {
-			return nil
+			return n, nil
 		}
 		if err := s.stillOwner(); err != nil {
-			return err
+			return 0, err
 		}
-		s.log.Info("events fenced: renumbering after the stream's last one", "seq", e.Seq)
+		s.log.Info("events fenced: renumbering after the stream's last one", "seq", evs[0].Seq+base)
 		s.fence.Store(true)
 	}
+}
+
+// eventsMsgs are the messages of the first events of evs numbered after
+// base: a batch of as many as max_payload holds when batches may be
+// written and more than one fits, else the first event alone (in parts
+// when it is bigger than a message may be). n is how many they hold.
+func (s *agentSession) eventsMsgs(evs []host.Event, base uint64) (msgs []*nats.Msg, n int, err error) {
+	limit := s.a.b.maxPart()
+	var lines [][]byte
+	size := 0
+	batches := len(evs) > 1 && s.a.readers.batches()
+	for _, ev := range evs {
+		if len(lines) > 0 && (!batches || len(lines) == maxBatchEvents) {
+			break
+		}
+		ev.Seq += base
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(lines) > 0 && size+1+len(data) > limit {
+			break
+		}
+		lines = append(lines, data)
+		size += len(data) + 1
+	}
+	first := evs[0].Seq + base
+	if len(lines) == 1 {
+		return s.eventMsgs(first, lines[0]), 1, nil
+	}
+	m := batchMsg(s.id, s.a.id, s.nonce, first, lines)
+	return []*nats.Msg{m}, len(lines), nil
 }
 
 // rebase reads the session's last message in the stream and numbers the

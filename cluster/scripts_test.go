@@ -104,6 +104,10 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 			streamReply(c, n)
 			continue
 		}
+		if n, ok := floodPrompt(prompt); ok {
+			floodReply(c, n)
+			continue
+		}
 		switch prompt {
 		case "approve":
 			c.Write(c.SystemInit(), c.AssistantToolUse("toolu_1", "Bash", map[string]string{"command": "ls"}))

@@ -277,6 +277,12 @@ type journal struct {
 	wake   chan struct{} // closed on the next append or end; nil when nobody waits
 	closed bool          // the session ended: no more events
 
+	// Readers that must lose no event (Hold): the events they have not
+	// taken are never evicted, and the session stops reading its CLI
+	// while they fill half the bound (waitRoom).
+	holds map[*Hold]struct{}
+	room  chan struct{} // closed when a hold moves or goes; nil when nobody waits
+
 	// The transcript for snapshots (s.mu held, not j.mu).
 	lines     []line
 	lineBytes int
@@ -329,7 +335,8 @@ func (j *journal) append(kind EventKind, data json.RawMessage) {
 	j.seq++
 	e := Event{Seq: j.seq, Time: time.Now(), Kind: kind, Data: data}
 	size := len(data) + eventOverhead
-	for j.n > 0 && (j.n >= j.opts.MaxEvents || j.bytes+size > j.opts.MaxBytes) {
+	floor := j.floorLocked()
+	for j.n > 0 && (j.n >= j.opts.MaxEvents || j.bytes+size > j.opts.MaxBytes) && j.ring[j.head].Seq <= floor {
 		old := &j.ring[j.head]
 		j.bytes -= len(old.Data) + eventOverhead
 		*old = Event{} // let the payload go
@@ -338,7 +345,11 @@ func (j *journal) append(kind EventKind, data json.RawMessage) {
 	}
 	if j.n == len(j.ring) {
 		// Grow (up to MaxEvents), unrolling the ring.
-		nr := make([]Event, min(max(2*len(j.ring), 16), j.opts.MaxEvents))
+		size := min(max(2*len(j.ring), 16), j.opts.MaxEvents)
+		if size <= j.n {
+			size = 2 * j.n // past the bound: events a hold has not taken
+		}
+		nr := make([]Event, size)
 		for i := range j.n {
 			nr[i] = j.ring[(j.head+i)%len(j.ring)]
 		}
@@ -382,9 +393,132 @@ func (j *journal) end() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.closed = true
+	j.roomLocked()
 	if j.wake != nil {
 		close(j.wake)
 		j.wake = nil
+	}
+}
+
+// Hold is a reader of a session's events that must lose none: a
+// publisher copying the journal to a bus, say. While it holds, the events
+// after the last one it took (Advance) stay in the journal whatever its
+// bound, and once they fill half of it (JournalOptions: half of MaxEvents
+// or of MaxBytes) the session stops reading its CLI's output until the
+// reader takes some: the CLI then waits on its pipe (back pressure: see
+// claude.Options.MaxBufferedBytes), and nothing is dropped. The journal's
+// memory stays bounded by the bound plus the events of one CLI message.
+//
+// A session being closed (its CLI closing or ended) reads on, held or
+// not, so that Close and Sleep never wait for a reader. Release a hold
+// that is no longer read. Its methods are safe for concurrent use.
+type Hold struct {
+	j        *journal
+	seq      uint64 // the last event taken (j.mu)
+	released bool
+}
+
+// Hold holds the session's events after after for one reader: see Hold.
+// A hold taken after the session ended holds nothing.
+func (s *Session) Hold(after uint64) *Hold {
+	j := &s.journal
+	h := &Hold{j: j, seq: after}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.holds == nil {
+		j.holds = map[*Hold]struct{}{}
+	}
+	j.holds[h] = struct{}{}
+	return h
+}
+
+// Advance says the reader has taken the events up to seq.
+func (h *Hold) Advance(seq uint64) {
+	j := h.j
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if seq <= h.seq || h.released {
+		return
+	}
+	h.seq = seq
+	j.roomLocked()
+}
+
+// Release ends the hold; it may be called more than once.
+func (h *Hold) Release() {
+	j := h.j
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	h.released = true
+	delete(j.holds, h)
+	j.roomLocked()
+}
+
+// roomLocked wakes a session waiting for room (j.mu held).
+func (j *journal) roomLocked() {
+	if j.room != nil {
+		close(j.room)
+		j.room = nil
+	}
+}
+
+// floorLocked is the last event every hold has taken: events after it
+// are not evicted (j.mu held).
+func (j *journal) floorLocked() uint64 {
+	floor := ^uint64(0)
+	for h := range j.holds {
+		floor = min(floor, h.seq)
+	}
+	return floor
+}
+
+// full reports, when the events no hold has taken fill half the bound, a
+// channel closed when that may have changed (j.mu held).
+func (j *journal) fullLocked() <-chan struct{} {
+	if len(j.holds) == 0 || j.closed {
+		return nil
+	}
+	floor := j.floorLocked()
+	if floor >= j.seq {
+		return nil
+	}
+	full := j.seq-floor >= uint64(max(j.opts.MaxEvents/2, 1))
+	if !full && j.bytes >= j.opts.MaxBytes/2 {
+		held := 0
+		for i := j.n - 1; i >= 0; i-- {
+			e := &j.ring[(j.head+i)%len(j.ring)]
+			if e.Seq <= floor {
+				break
+			}
+			held += len(e.Data) + eventOverhead
+		}
+		full = held >= j.opts.MaxBytes/2
+	}
+	if !full {
+		return nil
+	}
+	if j.room == nil {
+		j.room = make(chan struct{})
+	}
+	return j.room
+}
+
+// waitRoom blocks the session's receive loop while holds are full (see
+// Hold), until they take events or stop, or closing is closed (the CLI
+// session's output ended: reading on cannot wait).
+func (j *journal) waitRoom(closing <-chan struct{}) {
+	for {
+		j.mu.Lock()
+		room := j.fullLocked()
+		j.mu.Unlock()
+		if room == nil {
+			return
+		}
+		select {
+		case <-room:
+		case <-closing:
+			return
+		}
 	}
 }
 

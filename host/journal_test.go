@@ -546,3 +546,42 @@ func TestTranscriptLongTurnKeepsHistory(t *testing.T) {
 		t.Errorf("transcript has %d results, dropped %d; want both turns, nothing dropped", results, snap.Dropped)
 	}
 }
+
+// TestHoldLosesNothing: a reader that holds the journal gets every event
+// of a burst far bigger than the journal's bound, however slowly it
+// reads: while it falls half the bound behind, the session stops reading
+// the CLI (which waits on its pipe), and the journal never holds more than
+// its bound and a message's events.
+func TestHoldLosesNothing(t *testing.T) {
+	ctx := testCtx(t)
+	const n = 2000
+	s, _ := start(t, &host.Options{Journal: &host.JournalOptions{MaxEvents: 64}}, burst(n, 10))
+	h := s.Hold(0)
+	defer h.Release()
+	if _, err := s.Send(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	var got []host.Event
+	next, stop := iter.Pull2(s.Events(ctx, 0))
+	defer stop()
+	for {
+		e, err, ok := next()
+		if !ok || err != nil {
+			t.Fatalf("events ended after %d: %v", len(got), err)
+		}
+		got = append(got, e)
+		// The journal's latest is never past the bound beyond what
+		// the reader took, give or take one message's events.
+		if latest := s.Snapshot().Seq; latest > e.Seq+64 {
+			t.Fatalf("journal at %d while the reader took %d", latest, e.Seq)
+		}
+		h.Advance(e.Seq)
+		if e.Kind == host.EventDelivery && strings.Contains(string(e.Data), `"answered"`) {
+			break
+		}
+	}
+	gapless(t, got, 1)
+	if c := strings.Count(strings.Join(summary(got), "\n"), "message stream_event"); c != n {
+		t.Fatalf("saw %d stream events, want %d", c, n)
+	}
+}

@@ -351,6 +351,7 @@ func (s *Session) run(cs *claude.Session, ran chan struct{}) {
 			term = err
 			break
 		}
+		s.journal.waitRoom(cs.Done())
 		s.handle(m, err)
 	}
 	if term == nil {

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/host"
+)
+
+// The batch message's shape on the wire (revision 3): the headers every
+// revision reads from headers alone keep their meaning (Tether-Seq is the
+// last event's number), Tether-Batch counts the events, and the body is
+// the events' JSON, one a line, each an event as revision 1 writes it. A
+// change to any of it shows here, to be written in docs/cluster.md's
+// Compatibility section.
+func TestBatchShape(t *testing.T) {
+	t0 := time.Unix(1, 0).UTC()
+	var lines [][]byte
+	for i := range 3 {
+		data, _ := json.Marshal(host.Event{Seq: uint64(7 + i), Time: t0, Kind: host.EventMessage, Data: json.RawMessage(`{"type":"x"}`)})
+		lines = append(lines, data)
+	}
+	m := batchMsg("s1", "a1", "n0", 7, lines)
+	if m.Subject != "tether.v1.ev.s1" {
+		t.Errorf("subject %q", m.Subject)
+	}
+	want := map[string]string{"Tether-Wire": "3", "Tether-Seq": "9", "Tether-Batch": "3", "Tether-Agent": "a1", "Nats-Msg-Id": "s1.7-9.n0"}
+	got := map[string]string{}
+	for k := range m.Header {
+		got[k] = m.Header.Get(k)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("headers %v, want %v", got, want)
+	}
+	body := `{"seq":7,"time":"1970-01-01T00:00:01Z","kind":"message","data":{"type":"x"}}` + "\n" +
+		`{"seq":8,"time":"1970-01-01T00:00:01Z","kind":"message","data":{"type":"x"}}` + "\n" +
+		`{"seq":9,"time":"1970-01-01T00:00:01Z","kind":"message","data":{"type":"x"}}`
+	if string(m.Data) != body {
+		t.Errorf("body:\n%s\nwant:\n%s", m.Data, body)
+	}
+	evs, err := decodeBatch(m.Data, 7, 3)
+	if err != nil || len(evs) != 3 || evs[2].Seq != 9 {
+		t.Fatalf("decoded %v, %v", evs, err)
+	}
+	// Revision 1's event shape: a field added to host.Event would reach
+	// readers of every revision inside a batch as in a single event.
+	var fields map[string]json.RawMessage
+	json.Unmarshal(lines[0], &fields)
+	if k := slices.Sorted(maps.Keys(fields)); !slices.Equal(k, []string{"data", "kind", "seq", "time"}) {
+		t.Errorf("event fields %v", k)
+	}
+}
+
+func TestDecodeBatchRefuses(t *testing.T) {
+	ev := func(n uint64) string {
+		b, _ := json.Marshal(host.Event{Seq: n, Kind: host.EventState, Data: json.RawMessage(`{}`)})
+		return string(b)
+	}
+	for _, c := range []struct {
+		name  string
+		body  string
+		first uint64
+		n     int
+	}{
+		{"fewer lines", ev(1) + "\n" + ev(2), 1, 3},
+		{"more lines", ev(1) + "\n" + ev(2) + "\n" + ev(3), 1, 2},
+		{"a number out of place", ev(1) + "\n" + ev(3), 1, 2},
+		{"numbers not the header's", ev(2) + "\n" + ev(3), 1, 2},
+		{"not JSON", ev(1) + "\nnope", 1, 2},
+		{"an empty line", ev(1) + "\n", 1, 2},
+		{"no count", "", 1, 0},
+	} {
+		if _, err := decodeBatch([]byte(c.body), c.first, c.n); err == nil {
+			t.Errorf("%s: decoded", c.name)
+		}
+	}
+}
+
+// FuzzDecodeBatch: whatever a batch's body and headers, decodeBatch
+// neither panics nor returns other than n events numbered first….
+func FuzzDecodeBatch(f *testing.F) {
+	var lines [][]byte
+	for i := range 3 {
+		data, _ := json.Marshal(host.Event{Seq: uint64(5 + i), Kind: host.EventMessage, Data: json.RawMessage(`{"a":"b\nc"}`)})
+		lines = append(lines, data)
+	}
+	f.Add(encodeBatch(lines), uint64(5), 3)
+	f.Add([]byte(`{"seq":1}`), uint64(1), 1)
+	f.Add([]byte(`{"seq":1,"time":"1970-01-01T00:00:01Z","kind":"message","data":{"a":[1,"\u00e9"]}}`), uint64(1), 1)
+	f.Add([]byte(`{"seq":01,"time":"x","kind":"a\"b","data":nul}`), uint64(1), 1)
+	f.Add([]byte("{}\n{}"), uint64(0), 2)
+	f.Add([]byte(strings.Repeat("\n", 10)), uint64(1<<63), 11)
+	f.Fuzz(func(t *testing.T, data []byte, first uint64, n int) {
+		// The fast path agrees with json.Unmarshal wherever it answers.
+		var fast, slow host.Event
+		if decodeEventFast(data, &fast) {
+			if err := json.Unmarshal(data, &slow); err != nil {
+				t.Fatalf("fast decoded what json.Unmarshal refuses (%v): %q", err, data)
+			}
+			if fast.Seq != slow.Seq || !fast.Time.Equal(slow.Time) || fast.Kind != slow.Kind || string(fast.Data) != string(slow.Data) {
+				t.Fatalf("fast %+v, json.Unmarshal %+v: %q", fast, slow, data)
+			}
+		}
+		evs, err := decodeBatch(data, first, n)
+		if err != nil {
+			return
+		}
+		if len(evs) != n {
+			t.Fatalf("%d events, header says %d", len(evs), n)
+		}
+		for i, ev := range evs {
+			if ev.Seq != first+uint64(i) {
+				t.Fatalf("event %d numbered %d, want %d", i, ev.Seq, first+uint64(i))
+			}
+		}
+	})
+}
+
+func TestConsumerWire(t *testing.T) {
+	for name, want := range map[string]int{
+		readerPrefix() + "_1":      WireRevision,
+		"tw3-ab_2":                 3,
+		"tw12-x_1":                 12,
+		"QkHnGhHT5pOMM8qXPPcYbc_1": 1, // a NUID: a reader before revision 3
+		"tw-x_1":                   1,
+		"twx-y_1":                  1,
+		"tw0-y_1":                  1,
+		"":                         1,
+	} {
+		if got := consumerWire(name); got != want {
+			t.Errorf("consumerWire(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
