@@ -185,14 +185,11 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 			return SessionInfo{}, team.ErrUnauthenticated
 		}
 		owner = id
-		tmpl := o
-		o = *t.Authorizer.SessionOptions(ctx, &o)
-		if t.Isolation != nil {
-			cli := *o.CLI
-			cli.Transport = t.Isolation.Transport(id, workspace(t, id, cwd), cli.Transport)
-			o.CLI = &cli
+		to, err := t.sessionPolicy().Options(ctx, id, cwd, &o)
+		if err != nil {
+			return SessionInfo{}, err
 		}
-		o.OnWake = b.teamWake(t, id, &tmpl)
+		o = *to
 	}
 	o.Commands = b.policy(o.Commands)
 	var title string
@@ -208,7 +205,7 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	var hist *History
 	if req.Resume != "" {
 		// Read before the CLI starts appending to the file.
-		if dir := b.configDir(); dir != "" || b.defaultConfigDir(&dir) {
+		if dir := cmpOr(o.CLI.Env[claude.EnvConfigDir], b.configDir()); dir != "" || b.defaultConfigDir(&dir) {
 			hist = readHistory(claude.SessionFilePath(dir, cwd, req.Resume), req.Resume, b.opts.MaxHistory, b.opts.MaxHistoryBytes)
 		}
 	}
@@ -224,42 +221,6 @@ func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInf
 	b.trimLocked()
 	b.mu.Unlock()
 	return b.info(e), nil
-}
-
-// workspace is where a person's isolated CLI may write: their
-// workspace when cwd is in it, else cwd.
-func workspace(t *TeamOptions, id *team.Identity, cwd string) string {
-	ws := t.Config.Workspace(id)
-	if ws == "" || !within(cwd, ws) {
-		ws = cwd
-	}
-	return ws
-}
-
-// teamWake is the host.Options.OnWake of a team session: a sleeping
-// session wakes under its owner's policy of now, as it would start: the
-// owner still admitted, the working directory, mode and model still
-// allowed, the budget not spent (team's Start check, the session not
-// counted twice), the denied tools as they are now, and the CLI confined
-// to the owner's workspace again. tmpl is the session's options before
-// the team's.
-func (b *LocalBackend) teamWake(t *TeamOptions, owner *team.Identity, tmpl *host.Options) func(context.Context, *host.Session, *claude.Options) error {
-	return func(ctx context.Context, s *host.Session, cli *claude.Options) error {
-		id, err := t.Config.Resolve(owner)
-		if err != nil {
-			return fmt.Errorf("the session's owner: %w", err)
-		}
-		ctx = team.NewContext(ctx, id)
-		if err := t.Authorizer.Start(ctx, &StartCheck{Cwd: cli.Cwd, Model: cli.Model, Mode: string(cli.PermissionMode)}); err != nil {
-			return err
-		}
-		now := t.Authorizer.SessionOptions(ctx, tmpl)
-		cli.DisallowedTools = now.CLI.DisallowedTools
-		if t.Isolation != nil {
-			cli.Transport = t.Isolation.Transport(id, workspace(t, id, cli.Cwd), tmpl.CLI.Transport)
-		}
-		return nil
-	}
 }
 
 // trimLocked forgets the oldest ended sessions beyond MaxEnded.
