@@ -19,9 +19,15 @@ import (
 //   - the owner's host options (SessionAuthorizer.SessionOptions): every
 //     command checked as who sends it, the owner's denied tools, each
 //     turn's cost on the owner's spend;
-//   - with Isolation, the CLI confined (Isolator.Transport) with Workspace
-//     its one writable folder, in the owner's private HOME and /tmp, and
-//     its config folder (CLAUDE_CONFIG_DIR) in that HOME (ConfigDir);
+//   - with Isolation, the CLI confined (Isolator.Transport) with its
+//     working directory its one writable folder, in the owner's private
+//     HOME and /tmp, and its config folder (CLAUDE_CONFIG_DIR) in that
+//     HOME (ConfigDir). The working directory, not the owner's whole
+//     workspace (their first cwd root): a root may be shared by the
+//     team (cwd_roots: [/srv/work], a folder each by convention), and a
+//     session must not get everyone's folders because its own lies
+//     under it. A session tether serve starts without a working
+//     directory starts in the workspace, and so gets all of it;
 //   - at each wake, what was checked and set up at the start checked and
 //     set up again with the policy of now (Wake).
 //
@@ -33,8 +39,8 @@ type SessionPolicy struct {
 	// Authorizer gives a session its owner's host options and checks a
 	// wake as a start. Required; *Authorizer is one.
 	Authorizer SessionAuthorizer
-	// Config resolves the owner again at a wake and names their
-	// workspace. Required; *Config is one.
+	// Config resolves the owner again at a wake. Required; *Config is
+	// one.
 	Config SessionConfig
 	// Isolation, when set, confines each session's CLI (*Isolation).
 	// nil: the CLIs run as the host process does.
@@ -58,8 +64,6 @@ type SessionConfig interface {
 	// Resolve returns the person with their role of now, or an error
 	// matching ErrUnauthenticated when they are no longer admitted.
 	Resolve(id *Identity) (*Identity, error)
-	// Workspace is the person's workspace ("" = none).
-	Workspace(id *Identity) string
 }
 
 // Isolator confines a person's sessions (*Isolation).
@@ -81,8 +85,8 @@ func (a *Authorizer) SessionPolicy(iso Isolator) *SessionPolicy {
 
 // Options returns a copy of o (nil = defaults) for a session owner owns,
 // its CLI working in cwd (absolute; "" keeps o's): the Authorizer's
-// options for the owner; with Isolation, the CLI confined to
-// Workspace(owner, cwd) and its config folder set to ConfigDir(owner);
+// options for the owner; with Isolation, the CLI confined to cwd and its
+// config folder set to ConfigDir(owner);
 // and an OnWake that runs Wake (after o's own OnWake, if any). A start, a
 // resume and a failover all take their options here, so that a session
 // keeps running as its owner's whoever asks for it. A missing owner is an
@@ -121,13 +125,13 @@ func (p *SessionPolicy) Options(ctx context.Context, owner *Identity, cwd string
 }
 
 // confine sets cli up for owner's isolation, if any: the transport
-// through base, confined to the workspace of cli.Cwd, and the config
+// through base, cli.Cwd the one folder it may write, and the config
 // folder in the owner's confined HOME.
 func (p *SessionPolicy) confine(owner *Identity, base claude.Transport, cli *claude.Options) {
 	if p.Isolation == nil {
 		return
 	}
-	cli.Transport = p.Isolation.Transport(owner, p.Workspace(owner, cli.Cwd), base)
+	cli.Transport = p.Isolation.Transport(owner, cli.Cwd, base)
 	if d := p.ConfigDir(owner); d != "" {
 		cli.Env = maps.Clone(cli.Env)
 		if cli.Env == nil {
@@ -163,24 +167,6 @@ func (p *SessionPolicy) Wake(ctx context.Context, owner *Identity, tmpl *host.Op
 	cli.DisallowedTools = now.CLI.DisallowedTools
 	p.confine(id, base, cli)
 	return nil
-}
-
-// Workspace is the one folder the confined CLI of owner's session working
-// in cwd may write: the owner's workspace (Config.Workspace, their first
-// cwd root) when cwd lies in it, symbolic links resolved, else cwd. The
-// whole workspace, not only cwd, so that a session in a sub-folder of a
-// repository still finds its .git, and a project the CLAUDE.md files and
-// sibling folders above it: all the owner's own, and a start in any of
-// them is allowed anyway (cwd_roots).
-func (p *SessionPolicy) Workspace(owner *Identity, cwd string) string {
-	ws := p.Config.Workspace(owner)
-	if ws == "" || !filepath.IsAbs(ws) || !filepath.IsAbs(cwd) {
-		return cwd
-	}
-	if !within(resolvePath(filepath.Clean(cwd)), resolvePath(filepath.Clean(ws))) {
-		return cwd
-	}
-	return ws
 }
 
 // ConfigDir is the CLI's config folder (CLAUDE_CONFIG_DIR) of owner's

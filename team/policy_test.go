@@ -51,8 +51,8 @@ func (c *confiner) take() []string {
 
 // The one policy of a person's session, as serve's local backend and a
 // cluster agent both apply it: at the start, the owner's options, the CLI
-// confined to the owner's workspace (cwd when outside it) with its config
-// folder in the owner's confined HOME, whatever the template's
+// confined to its working directory (not the whole workspace) with its
+// config folder in the owner's confined HOME, whatever the template's
 // environment said; at a failover asked for by someone else, the owner's
 // again; at each wake, the owner resolved and checked again with the
 // policy of now (denied tools of now, a spent budget or a removed person
@@ -73,9 +73,6 @@ func TestSessionPolicy(t *testing.T) {
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(ws, "link")); err != nil {
-		t.Fatal(err)
-	}
 	owner, _ := team.FromContext(f.as("owner"))
 	base := &claudetest.FakeCLI{}
 	var templateWakes int
@@ -89,7 +86,8 @@ func TestSessionPolicy(t *testing.T) {
 		t.Errorf("ConfigDir = %q, want %q", got, homeDir)
 	}
 
-	// A start in a sub-folder of the owner's workspace.
+	// A start in a sub-folder of the owner's workspace: confined to it,
+	// not to the workspace (a root may be the team's, shared).
 	o, err := p.Options(f.as("owner"), owner, sub, tmpl)
 	if err != nil {
 		t.Fatal(err)
@@ -100,10 +98,10 @@ func TestSessionPolicy(t *testing.T) {
 	if o.Commands == nil || o.Commands.Authorize == nil || o.OnTurnCost == nil || o.OnWake == nil {
 		t.Fatalf("start: the owner's checks, spend and wake not wired: %+v", o)
 	}
-	if c, ok := o.CLI.Transport.(*confined); !ok || c.Transport != base || c.workspace != ws {
-		t.Errorf("start: transport %#v, want confined to %s through the template's", o.CLI.Transport, ws)
+	if c, ok := o.CLI.Transport.(*confined); !ok || c.Transport != base || c.workspace != sub {
+		t.Errorf("start: transport %#v, want confined to %s through the template's", o.CLI.Transport, sub)
 	}
-	if got := rec.take(); !reflect.DeepEqual(got, []string{"owner@x.com " + ws}) {
+	if got := rec.take(); !reflect.DeepEqual(got, []string{"owner@x.com " + sub}) {
 		t.Errorf("start: confined %v", got)
 	}
 	if o.CLI.Env[claude.EnvConfigDir] != homeDir || o.CLI.Env["KEEP"] != "1" {
@@ -113,16 +111,18 @@ func TestSessionPolicy(t *testing.T) {
 		t.Errorf("the template changed: %+v", tmpl.CLI)
 	}
 
-	// Outside the workspace (a symbolic link out of it, another folder),
-	// the CLI may write cwd only.
-	for _, cwd := range []string{filepath.Join(ws, "link"), outside} {
-		if got := p.Workspace(owner, cwd); got != cwd {
-			t.Errorf("Workspace(%s) = %s, want cwd", cwd, got)
+	// At the workspace itself (a start without a working directory),
+	// all of it; outside it, the folder asked for.
+	for _, cwd := range []string{ws, outside} {
+		o, err := p.Options(f.as("owner"), owner, cwd, tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := o.CLI.Transport.(*confined); !ok || c.workspace != cwd || o.CLI.Cwd != cwd {
+			t.Errorf("start in %s: transport %#v, cwd %s", cwd, o.CLI.Transport, o.CLI.Cwd)
 		}
 	}
-	if got := p.Workspace(owner, ws); got != ws {
-		t.Errorf("Workspace(the workspace) = %s", got)
-	}
+	rec.take()
 
 	// A failover an admin asks for: still the owner's (from the ACL).
 	f.shared("s1")
@@ -159,13 +159,13 @@ func TestSessionPolicy(t *testing.T) {
 	if !reflect.DeepEqual(cli.DisallowedTools, []string{"Bash(rm:*)", "WebFetch", "WebSearch"}) {
 		t.Errorf("wake: denied %v, want the owner's of now", cli.DisallowedTools)
 	}
-	if c, ok := cli.Transport.(*confined); !ok || c.Transport != base || c.workspace != ws {
+	if c, ok := cli.Transport.(*confined); !ok || c.Transport != base || c.workspace != sub {
 		t.Errorf("wake: transport %#v, want confined again", cli.Transport)
 	}
 	if cli.Env[claude.EnvConfigDir] != homeDir || cli.Env["KEEP"] != "1" {
 		t.Errorf("wake: env %v", cli.Env)
 	}
-	if got := rec.take(); !reflect.DeepEqual(got, []string{"owner@x.com " + ws}) || templateWakes != 1 {
+	if got := rec.take(); !reflect.DeepEqual(got, []string{"owner@x.com " + sub}) || templateWakes != 1 {
 		t.Errorf("wake: confined %v, the template's OnWake ran %d times", got, templateWakes)
 	}
 
