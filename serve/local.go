@@ -48,8 +48,10 @@ type LocalOptions struct {
 	// starting person's: its host options come from
 	// Team.Authorizer.SessionOptions (the Authorize hook every command
 	// passes, the policy's denied tools, spend), and with Team.Isolation
-	// its CLI runs confined to the person's workspace. A start without an
-	// identity in its ctx is refused.
+	// its CLI runs confined to its working directory, its config folder
+	// in the person's HOME; a wake checks and confines it again (all as
+	// team.SessionPolicy says, as on a cluster's agents). A start without
+	// an identity in its ctx is refused.
 	Team *TeamOptions
 }
 
