@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"path/filepath"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -38,7 +36,8 @@ import (
 
 // Isolator confines a person's sessions (*team.Isolation): the CLI runs
 // through the transport it returns, with workspace its one writable
-// folder.
+// folder. It has team.Isolator's methods: the agent confines sessions
+// through team.SessionPolicy, as tether serve's local backend does.
 type Isolator interface {
 	Transport(id *team.Identity, workspace string, base claude.Transport) claude.Transport
 	// Home is the HOME of the person's confined CLIs: the agent points
@@ -104,12 +103,12 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 		return nil, forbidden(err)
 	}
 	rec.Person = id.Subject
-	return a.teamOptions(id, rec, o), nil
+	return a.teamOptions(ctx, id, rec, o)
 }
 
 // sessionConfigDir is where the CLI of a session with options o keeps
 // its session files: the config folder teamOptions chose for a confined
-// CLI, else the agent's.
+// CLI (team.SessionPolicy.ConfigDir), else the agent's.
 func (a *Agent) sessionConfigDir(o *host.Options) string {
 	if a.opts.Isolation != nil && a.opts.Team != nil && o != nil && o.CLI != nil {
 		if d := o.CLI.Env[claude.EnvConfigDir]; d != "" {
@@ -135,31 +134,23 @@ func (a *Agent) failoverOptions(ctx context.Context, sessionID string, rec *Sess
 	} else if err != nil {
 		return nil, err
 	}
-	return a.teamOptions(owner, rec, o), nil
+	return a.teamOptions(ctx, owner, rec, o)
 }
 
-// teamOptions returns o for a session owner owns
-// (Authorizer.SessionOptionsFor: the host policy that checks each
-// command, the owner's denied tools, spend counted to the owner), the
-// CLI confined to the working directory by the isolation, in the
-// owner's HOME and /tmp, its config folder in that HOME (the agent's own
-// is not in the sandbox): sessionConfigDir.
-func (a *Agent) teamOptions(owner *team.Identity, rec *SessionInfo, o *host.Options) *host.Options {
-	o = a.opts.Team.SessionOptionsFor(owner, o)
-	if iso := a.opts.Isolation; iso != nil {
-		var cli claude.Options
-		if o.CLI != nil {
-			cli = *o.CLI
-		}
-		cli.Transport = iso.Transport(owner, rec.Cwd, cli.Transport)
-		cli.Env = maps.Clone(cli.Env)
-		if cli.Env == nil {
-			cli.Env = map[string]string{}
-		}
-		cli.Env[claude.EnvConfigDir] = filepath.Join(iso.Home(owner), ".claude")
-		o.CLI = &cli
+// teamOptions returns o for a session owner owns, working in rec.Cwd,
+// as the team's session policy has it (team.SessionPolicy, the one that
+// tether serve's local backend applies too): the host policy that checks
+// each command, the owner's denied tools, spend counted to the owner; the
+// CLI confined to the owner's workspace by the isolation, in the owner's
+// HOME and /tmp, its config folder in that HOME (the agent's own is not
+// in the sandbox): sessionConfigDir; and at each wake the same again,
+// with the policy of now.
+func (a *Agent) teamOptions(ctx context.Context, owner *team.Identity, rec *SessionInfo, o *host.Options) (*host.Options, error) {
+	o, err := a.opts.Team.SessionPolicy(a.opts.Isolation).Options(ctx, owner, rec.Cwd, o)
+	if err != nil {
+		return nil, forbidden(err)
 	}
-	return o
+	return o, nil
 }
 
 // needAccess refuses unless the person in ctx has at least want on the

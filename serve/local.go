@@ -49,8 +49,10 @@ type LocalOptions struct {
 	// starting person's: its host options come from
 	// Team.Authorizer.SessionOptions (the Authorize hook every command
 	// passes, the policy's denied tools, spend), and with Team.Isolation
-	// its CLI runs confined to the person's workspace. A start without an
-	// identity in its ctx is refused.
+	// its CLI runs confined to its working directory, its config folder
+	// in the person's HOME; a wake checks and confines it again (all as
+	// team.SessionPolicy says, as on a cluster's agents). A start without
+	// an identity in its ctx is refused.
 	Team *TeamOptions
 }
 
@@ -202,25 +204,22 @@ func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *h
 			return SessionInfo{}, team.ErrUnauthenticated
 		}
 		owner = id
-		tmpl := o
-		o = *t.Authorizer.SessionOptions(ctx, &o)
-		if t.Isolation != nil {
-			// A worktree session's CLI needs the worktree and the
-			// repository's git directory: the sandbox gets the whole
-			// repository (both are in it).
-			dir := cwd
-			if o.Worktree != nil {
-				top, err := worktreeRepo(ctx, cwd, existing)
-				if err != nil {
-					return SessionInfo{}, err
-				}
-				dir = top
+		// A worktree session's CLI needs the worktree and the
+		// repository's git directory: the sandbox gets the whole
+		// repository (both are in it).
+		writable := ""
+		if o.Worktree != nil {
+			top, err := worktreeRepo(ctx, cwd, existing)
+			if err != nil {
+				return SessionInfo{}, err
 			}
-			cli := *o.CLI
-			cli.Transport = t.Isolation.Transport(id, workspace(t, id, dir), cli.Transport)
-			o.CLI = &cli
+			writable = top
 		}
-		o.OnWake = b.teamWake(t, id, &tmpl)
+		to, err := t.sessionPolicy().OptionsWithin(ctx, id, cwd, writable, &o)
+		if err != nil {
+			return SessionInfo{}, err
+		}
+		o = *to
 	}
 	o.Commands = b.policy(o.Commands)
 	var title string
@@ -240,7 +239,7 @@ func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *h
 	var hist *History
 	if req.Resume != "" {
 		// Read before the CLI starts appending to the file.
-		if dir := b.configDir(); dir != "" || b.defaultConfigDir(&dir) {
+		if dir := cmpOr(o.CLI.Env[claude.EnvConfigDir], b.configDir()); dir != "" || b.defaultConfigDir(&dir) {
 			hist = readHistory(claude.SessionFilePath(dir, convCwd, req.Resume), req.Resume, b.opts.MaxHistory, b.opts.MaxHistoryBytes)
 		}
 	}
@@ -256,46 +255,6 @@ func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *h
 	b.trimLocked()
 	b.mu.Unlock()
 	return b.info(e), nil
-}
-
-// workspace is where a person's isolated CLI may write: their
-// workspace when cwd is in it, else cwd.
-func workspace(t *TeamOptions, id *team.Identity, cwd string) string {
-	ws := t.Config.Workspace(id)
-	if ws == "" || !within(cwd, ws) {
-		ws = cwd
-	}
-	return ws
-}
-
-// teamWake is the host.Options.OnWake of a team session: a sleeping
-// session wakes under its owner's policy of now, as it would start: the
-// owner still admitted, the working directory, mode and model still
-// allowed, the budget not spent (team's Start check, the session not
-// counted twice), the denied tools as they are now, and the CLI confined
-// to the owner's workspace again. tmpl is the session's options before
-// the team's.
-func (b *LocalBackend) teamWake(t *TeamOptions, owner *team.Identity, tmpl *host.Options) func(context.Context, *host.Session, *claude.Options) error {
-	return func(ctx context.Context, s *host.Session, cli *claude.Options) error {
-		id, err := t.Config.Resolve(owner)
-		if err != nil {
-			return fmt.Errorf("the session's owner: %w", err)
-		}
-		ctx = team.NewContext(ctx, id)
-		if err := t.Authorizer.Start(ctx, &StartCheck{Cwd: cli.Cwd, Model: cli.Model, Mode: string(cli.PermissionMode)}); err != nil {
-			return err
-		}
-		now := t.Authorizer.SessionOptions(ctx, tmpl)
-		cli.DisallowedTools = now.CLI.DisallowedTools
-		if t.Isolation != nil {
-			dir := cli.Cwd
-			if w := s.Worktree(); w != nil {
-				dir = w.Repo // the worktree and the git directory, as at the start
-			}
-			cli.Transport = t.Isolation.Transport(id, workspace(t, id, dir), tmpl.CLI.Transport)
-		}
-		return nil
-	}
 }
 
 // trimLocked forgets the oldest ended sessions beyond MaxEnded.

@@ -128,6 +128,34 @@ type Isolator interface {
 	Transport(id *team.Identity, workspace string, base claude.Transport) claude.Transport
 }
 
+// sessionPolicy is the team's policy of the sessions these options make
+// theirs (team.SessionPolicy): the local backend's sessions start, resume
+// and wake under it, as a cluster agent's do. An Isolator without a Home
+// (only *team.Isolation's is known) leaves the CLI's config folder alone.
+func (t *TeamOptions) sessionPolicy() *team.SessionPolicy {
+	p := &team.SessionPolicy{Authorizer: policyAuthz{t.Authorizer}, Config: t.Config}
+	if t.Isolation != nil {
+		iso, ok := t.Isolation.(team.Isolator)
+		if !ok {
+			iso = homeless{t.Isolation}
+		}
+		p.Isolation = iso
+	}
+	return p
+}
+
+// policyAuthz is a TeamAuthorizer as team.SessionPolicy asks it.
+type policyAuthz struct{ TeamAuthorizer }
+
+func (a policyAuthz) Start(ctx context.Context, c *team.StartCheck) error {
+	return a.TeamAuthorizer.Start(ctx, &StartCheck{Cwd: c.Cwd, Model: c.Model, Mode: c.Mode, Running: c.Running})
+}
+
+// homeless is an Isolator that names no Home.
+type homeless struct{ Isolator }
+
+func (homeless) Home(*team.Identity) string { return "" }
+
 // Me is the signed-in person as GET /api/me and the hello frame's "me"
 // show them.
 type Me struct {

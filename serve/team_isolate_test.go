@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
@@ -17,7 +18,8 @@ import (
 // TestRealCLITeamIsolation goes through serve's start path with the
 // real CLI under bubblewrap: Alice's session runs in her workspace,
 // which holds a secret; Bob's session, started the same way, runs Bash
-// to read it and finds nothing there; put to sleep and woken by his next
+// to read it, and the server's own CLI config folder (named in the
+// sessions' environment), and finds neither; put to sleep and woken by his next
 // prompt, his CLI is confined again and resumes the conversation.
 func TestRealCLITeamIsolation(t *testing.T) {
 	ctx := testCtx(t)
@@ -42,14 +44,24 @@ func TestRealCLITeamIsolation(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("the-secret-of-alice\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The server's own CLI config folder, named in the sessions'
+	// environment (an operator's CLAUDE_CONFIG_DIR): a confined CLI keeps
+	// its config in its owner's HOME instead, and never sees this one.
+	hostConfig := t.TempDir()
+	creds := filepath.Join(hostConfig, ".credentials.json")
+	if err := os.WriteFile(creds, []byte("the-host-credentials\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	peekCmd := "cat " + secret + "; cat " + creds
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
-		claudetest.ToolUseReply("toolu_peek", "Bash", map[string]any{"command": "cat " + secret, "description": "peek"}),
+		claudetest.ToolUseReply("toolu_peek", "Bash", map[string]any{"command": peekCmd, "description": "peek"}),
 		claudetest.TextReply("done"),
-		claudetest.ToolUseReply("toolu_peek2", "Bash", map[string]any{"command": "cat " + secret, "description": "peek"}),
+		claudetest.ToolUseReply("toolu_peek2", "Bash", map[string]any{"command": peekCmd, "description": "peek"}),
 		claudetest.TextReply("done again"),
 	}})
 	t.Cleanup(api.Close)
 	cli := claudetest.NewRealCLI(t, api)
+	cli.Env[claude.EnvConfigDir] = hostConfig
 	to := &serve.TeamOptions{Auth: fakeAuth{}, Config: cfg, Authorizer: newFakeAuthz(), Isolation: iso}
 	m := host.NewManager(nil)
 	srv := serve.NewServer(serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}, Team: to}), &serve.Options{Team: to})
@@ -83,8 +95,8 @@ func TestRealCLITeamIsolation(t *testing.T) {
 			t.Fatal("the Bash result did not reach the API")
 		}
 		out := tr.Content[0].Text
-		if strings.Contains(out, "the-secret-of-alice") || !strings.Contains(out, "No such file or directory") {
-			t.Fatalf("Bob's Bash on Alice's file: %q", out)
+		if strings.Contains(out, "the-secret-of-alice") || strings.Contains(out, "the-host-credentials") || strings.Count(out, "No such file or directory") != 2 {
+			t.Fatalf("Bob's Bash on Alice's file and the host's config folder: %q", out)
 		}
 	}
 	peek("toolu_peek")

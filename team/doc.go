@@ -1,7 +1,8 @@
 // Package team makes one Tether host serve many people: who they are
 // (OpenID Connect login or a trusted proxy's header), what they may touch
 // (roles, sessions owned and shared, a policy per role or person), where
-// their sessions run (each person's CLI confined to their workspace) and
+// their sessions run (each person's CLI confined to its working
+// directory, in their own HOME: SessionPolicy) and
 // a record of who did what (an append-only audit log in JetStream).
 //
 // The single-user token mode of tether serve does not use this package:
