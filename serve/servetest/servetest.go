@@ -20,7 +20,7 @@
 // One goroutine per Client reads the socket for as long as it is open. A
 // reply to a Call goes to that call; every other frame (the greeting,
 // events, snapshots, replies to requests sent with Send) is kept, in the
-// order received, for WaitFrame and Frames. The reader never waits for
+// order received, for WaitFrame and Frames (DialOptions.Keep may choose). The reader never waits for
 // the test: the server sees a client that keeps up, whatever the test
 // does, so a test sees the server's behaviour towards a fast client (use a
 // plain websocket.Conn that does not read to test a slow one).
@@ -89,6 +89,13 @@ type DialOptions struct {
 	// Buffer is how many frames are kept (0: DefaultBuffer); see the
 	// package doc for what happens past it.
 	Buffer int
+	// Keep, when set, says which frames to keep: those it refuses are
+	// dropped as they come, not numbered and not counted against Buffer
+	// (a benchmark that follows one session among many keeps its
+	// events only). It runs on the reader's goroutine for every frame
+	// that is not a reply to a Call: it must be quick and must not call
+	// the client.
+	Keep func(*Frame) bool
 }
 
 // DialError is Dial's error when no WebSocket opened.
@@ -204,6 +211,7 @@ type Client struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the reader has returned
 	limit  int
+	keep   func(*Frame) bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -280,7 +288,7 @@ func Dial(ctx context.Context, u string, opts *DialOptions) (*Client, error) {
 		o.Buffer = DefaultBuffer
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	c := &Client{conn: conn, cancel: cancel, done: make(chan struct{}), limit: o.Buffer,
+	c := &Client{conn: conn, cancel: cancel, done: make(chan struct{}), limit: o.Buffer, keep: o.Keep,
 		waiting: map[string]chan *Frame{}, changed: make(chan struct{})}
 	go c.read(rctx)
 	return c, nil
@@ -309,7 +317,7 @@ func (c *Client) read(ctx context.Context) {
 		if ch, ok := c.waiting[string(f.ID)]; ok && f.ID != nil && (f.Type == "reply" || f.Type == "error") {
 			delete(c.waiting, string(f.ID))
 			ch <- f // buffered: one reply per id
-		} else {
+		} else if c.keep == nil || c.keep(f) {
 			if len(c.frames) == c.limit {
 				// Reslice only: a WaitFrame may be reading the old
 				// slice; append moves the live frames when it grows.

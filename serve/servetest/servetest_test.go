@@ -205,3 +205,18 @@ func TestCallCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Keep chooses the frames kept: the others are not numbered.
+func TestKeep(t *testing.T) {
+	ctx := testCtx(t)
+	srv, hs := server(t)
+	c, err := servetest.Dial(ctx, hs.URL, &servetest.DialOptions{Token: srv.Token(), Keep: func(f *servetest.Frame) bool { return f.Type != "hello" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	if f, err := c.WaitFrame(ctx, &n, nil); err != nil || f.Type != "sessions" || n != 1 {
+		t.Fatalf("first frame kept: %+v, %v (n %d); want the list", f, err, n)
+	}
+}
