@@ -10,6 +10,7 @@
 //	info, err := c.Start(ctx, nil)
 //	_, err = c.OK(ctx, map[string]any{"type": "subscribe", "session": info.ID})
 //	_, err = c.Do(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "hi"})
+//	n := 0 // the frames looked at
 //	f, err := c.WaitFrame(ctx, &n, servetest.IsState(info.ID, "idle"))
 //
 // Methods return errors rather than failing a test, so that benchmarks,
@@ -487,8 +488,8 @@ func (c *Client) Send(ctx context.Context, v any) error {
 
 // WaitFrame returns the first kept frame, from frame number *from on,
 // that pred accepts (pred nil: any), waiting for it to come; it sets
-// *from past it. Frames are numbered from 0 in the order received (replies
-// to Call are not among them). With from nil, it looks from the oldest
+// *from past it. Frames are numbered from 0 in the order kept (replies
+// to Call, and frames DialOptions.Keep refused, are not among them). With from nil, it looks from the oldest
 // frame kept. pred is called on the caller's goroutine, never under the
 // client's lock.
 //
