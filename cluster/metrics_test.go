@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
 // meteredCLI plays turns that each ask permission for a Bash call, then
@@ -139,19 +139,11 @@ func TestPrometheusScrapesServeAndAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A browser connected to serve.
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(serveHTTP.URL, "http")+"/ws",
-		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + srv.Token()}}})
+	ws, err := servetest.Dial(ctx, serveHTTP.URL, &servetest.DialOptions{Token: srv.Token()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ws.CloseNow()
-	go func() { // read, so the connection lives
-		for {
-			if _, _, err := ws.Read(context.Background()); err != nil {
-				return
-			}
-		}
-	}()
+	defer ws.Close() // it reads, so the connection lives
 
 	// Prometheus, scraping both on loopback every 200 ms.
 	dir := t.TempDir()

@@ -3,75 +3,53 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
-// wsClient speaks the serve protocol over a WebSocket, as a browser does.
+// wsClient speaks the serve protocol over a WebSocket, as a browser does:
+// serve/servetest's client, its frames read as maps.
 type wsClient struct {
-	t      *testing.T
-	c      *websocket.Conn
-	frames chan map[string]json.RawMessage
-	nextID int
-	mu     sync.Mutex
+	t *testing.T
+	c *servetest.Client
 
-	// The events the socket received, as a browser applies them.
-	evMu    sync.Mutex
-	lastSeq uint64
-	gaps    int
-	results int // result messages among the events
+	mu      sync.Mutex
+	nextID  int
+	from    int // the frames next has looked at
+	resFrom int // the frames waitResults has looked at
+	results int // result messages among them
 }
 
+// seen returns the last event's seq the socket received and how many
+// events did not follow the one before, as a browser applies them.
 func (w *wsClient) seen() (last uint64, gaps int) {
-	w.evMu.Lock()
-	defer w.evMu.Unlock()
-	return w.lastSeq, w.gaps
+	for _, f := range w.c.Frames() {
+		if f.Type != "event" || f.Event == nil {
+			continue
+		}
+		if last != 0 && f.Event.Seq != last+1 {
+			gaps++
+		}
+		last = f.Event.Seq
+	}
+	return last, gaps
 }
 
 func dialServe(t *testing.T, url, token string) *wsClient {
 	t.Helper()
-	ctx := testCtx(t)
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/ws", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	c, err := servetest.Dial(testCtx(t), url, &servetest.DialOptions{Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadLimit(64 << 20)
-	w := &wsClient{t: t, c: c, frames: make(chan map[string]json.RawMessage, 4096)}
-	go func() {
-		defer close(w.frames)
-		for {
-			_, data, err := c.Read(context.Background())
-			if err != nil {
-				return
-			}
-			var f map[string]json.RawMessage
-			if json.Unmarshal(data, &f) == nil {
-				if ev, ok := eventOf(f); ok {
-					w.evMu.Lock()
-					if w.lastSeq != 0 && ev.Seq != w.lastSeq+1 {
-						w.gaps++
-					}
-					w.lastSeq = ev.Seq
-					if result("")(ev) {
-						w.results++
-					}
-					w.evMu.Unlock()
-				}
-				w.frames <- f
-			}
-		}
-	}()
+	w := &wsClient{t: t, c: c}
 	t.Cleanup(w.close)
 	return w
 }
@@ -79,22 +57,18 @@ func dialServe(t *testing.T, url, token string) *wsClient {
 // waitResults waits until the socket has received n result events.
 func (w *wsClient) waitResults(what string, n int) {
 	w.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		w.evMu.Lock()
-		got := w.results
-		w.evMu.Unlock()
-		if got >= n {
-			return
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	isResult := result("")
+	for w.results < n {
+		if _, err := w.c.WaitFrame(ctx, &w.resFrom, func(f *servetest.Frame) bool { return f.Type == "event" && isResult(*f.Event) }); err != nil {
+			w.t.Fatalf("no %s: %v", what, err)
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("no %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+		w.results++
 	}
 }
 
-func (w *wsClient) close() { w.c.Close(websocket.StatusNormalClosure, "") }
+func (w *wsClient) close() { w.c.Close() }
 
 func (w *wsClient) send(req map[string]any) int {
 	w.mu.Lock()
@@ -103,8 +77,7 @@ func (w *wsClient) send(req map[string]any) int {
 	w.mu.Unlock()
 	req["id"] = id
 	req["v"] = 1
-	data, _ := json.Marshal(req)
-	if err := w.c.Write(testCtx(w.t), websocket.MessageText, data); err != nil {
+	if err := w.c.Send(testCtx(w.t), req); err != nil {
 		w.t.Fatal(err)
 	}
 	return id
@@ -113,20 +86,20 @@ func (w *wsClient) send(req map[string]any) int {
 // next returns the next frame that satisfies ok, dropping the others.
 func (w *wsClient) next(what string, ok func(map[string]json.RawMessage) bool) map[string]json.RawMessage {
 	w.t.Helper()
-	timeout := time.After(time.Minute)
-	for {
-		select {
-		case f, open := <-w.frames:
-			if !open {
-				w.t.Fatalf("socket closed waiting for %s", what)
-			}
-			if ok(f) {
-				return f
-			}
-		case <-timeout:
-			w.t.Fatalf("no %s", what)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f, err := w.c.WaitFrame(ctx, &w.from, func(f *servetest.Frame) bool { return ok(asMap(f)) })
+	if err != nil {
+		w.t.Fatalf("no %s: %v", what, err)
 	}
+	return asMap(f)
+}
+
+// asMap is a frame's fields, as JSON.
+func asMap(f *servetest.Frame) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(f.Raw, &m)
+	return m
 }
 
 func isType(typ string) func(map[string]json.RawMessage) bool {

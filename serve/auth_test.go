@@ -1,7 +1,6 @@
 package serve_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,11 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
-
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
 // httpDo sends a request to the test server with the given headers and
@@ -221,20 +219,19 @@ func TestForwardedForFromUntrustedPeer(t *testing.T) {
 	}
 }
 
+// A program that is not a browser sends the token as a bearer, and no
+// Origin.
 func TestWebSocketWithBearer(t *testing.T) {
 	ctx := testCtx(t)
 	e := newEnv(t, nil)
-	c, _, err := websocket.Dial(ctx, e.wsURL(), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.srv.Token()}}})
+	c, err := servetest.Dial(ctx, e.http.URL, &servetest.DialOptions{Token: e.srv.Token(), Header: http.Header{"Origin": nil}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.CloseNow()
-	_, b, err := c.Read(ctx)
-	if err != nil || !strings.Contains(string(b), `"hello"`) {
-		t.Fatalf("first frame %s, %v", b, err)
+	defer c.Close()
+	if f, err := c.WaitFrame(ctx, nil, nil); err != nil || f.Type != "hello" {
+		t.Fatalf("first frame %+v, %v", f, err)
 	}
-	c.Close(websocket.StatusNormalClosure, "")
-	_ = context.Background
 }
 
 // /healthz says the process is alive; /readyz whether the backend can

@@ -10,88 +10,61 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
 // benchClient follows one session and checks every event arrives once,
 // in order; it records the latency of each stamped delta (the fake CLI's
 // stdout write to this socket's read).
 type benchClient struct {
-	c       *websocket.Conn
+	c       *servetest.Client
 	session string
-
-	mu      sync.Mutex
+	from    int // frames looked at
 	last    uint64
-	bad     error
 	lat     []time.Duration
 	results int
-	changed chan struct{}
 }
 
-func (bc *benchClient) read(ctx context.Context) {
-	var f struct {
-		Type  string
-		Event struct {
-			Seq  uint64
-			Kind string
-			Data json.RawMessage
-		}
-		Snapshot *struct{ Seq uint64 }
-	}
-	for {
-		_, b, err := bc.c.Read(ctx)
-		now := time.Now()
+// benchBuffer is how many frames a bench client keeps (its session's
+// events and snapshots only): a turn's (about 30) with room to spare, so
+// that the clients' memory stays small beside the server's in rss-MiB;
+// more would fail the wait (ErrDropped), not pass unseen.
+const benchBuffer = 256
+
+// waitResults takes the frames received until the session's n-th result.
+func (bc *benchClient) waitResults(ctx context.Context, n int) error {
+	for bc.results < n {
+		f, err := bc.c.WaitFrame(ctx, &bc.from, nil)
 		if err != nil {
-			return
+			return fmt.Errorf("session %s: %d of %d turns seen: %w", bc.session, bc.results, n, err)
 		}
-		f.Type, f.Snapshot = "", nil
-		json.Unmarshal(b, &f)
-		bc.mu.Lock()
 		switch f.Type {
 		case "snapshot":
-			bc.bad = fmt.Errorf("a snapshot: a reader fell behind")
+			return fmt.Errorf("a snapshot: a reader fell behind")
 		case "event":
-			if f.Event.Seq != bc.last+1 && bc.bad == nil {
-				bc.bad = fmt.Errorf("seq %d after %d", f.Event.Seq, bc.last)
+			ev := f.Event
+			if ev.Seq != bc.last+1 {
+				return fmt.Errorf("seq %d after %d", ev.Seq, bc.last)
 			}
-			bc.last = f.Event.Seq
-			if i := bytes.Index(f.Event.Data, []byte(`ts:`)); i >= 0 && f.Event.Kind == "message" {
-				j := bytes.IndexByte(f.Event.Data[i:], ';')
-				if ns, err := strconv.ParseInt(string(f.Event.Data[i+3:i+j]), 10, 64); err == nil {
-					bc.lat = append(bc.lat, now.Sub(time.Unix(0, ns)))
+			bc.last = ev.Seq
+			if i := bytes.Index(ev.Data, []byte(`ts:`)); i >= 0 && ev.Kind == host.EventMessage {
+				j := bytes.IndexByte(ev.Data[i:], ';')
+				if ns, err := strconv.ParseInt(string(ev.Data[i+3:i+j]), 10, 64); err == nil {
+					bc.lat = append(bc.lat, f.Received.Sub(time.Unix(0, ns)))
 				}
 			}
-			if f.Event.Kind == "message" && bytes.Contains(f.Event.Data, []byte(`"type":"result"`)) {
+			if ev.Kind == host.EventMessage && bytes.Contains(ev.Data, []byte(`"type":"result"`)) {
 				bc.results++
-				close(bc.changed)
-				bc.changed = make(chan struct{})
 			}
 		}
-		bc.mu.Unlock()
 	}
-}
-
-func (bc *benchClient) waitResults(ctx context.Context, n int) error {
-	for {
-		bc.mu.Lock()
-		got, ch, bad := bc.results, bc.changed, bc.bad
-		bc.mu.Unlock()
-		if bad != nil {
-			return bad
-		}
-		if got >= n {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("session %s: %d of %d turns seen", bc.session, got, n)
-		}
-	}
+	return nil
 }
 
 // BenchmarkServe: 50 sessions on the fake CLI, 3 WebSocket clients each,
@@ -122,28 +95,28 @@ func benchServe(b *testing.B, overNATS bool) {
 		ids[i] = ctl.start(ctx, e.cwd)
 	}
 	var clients []*benchClient
-	var wg sync.WaitGroup
+	defer func() {
+		for _, bc := range clients {
+			bc.c.Close()
+		}
+	}()
 	for _, id := range ids {
 		for range perSession {
-			c := e.dialRaw(ctx)
-			bc := &benchClient{c: c, session: id, changed: make(chan struct{})}
-			msg, _ := json.Marshal(map[string]any{"type": "subscribe", "session": id, "after": 0})
-			c.Write(ctx, websocket.MessageText, msg)
-			clients = append(clients, bc)
-			wg.Add(1)
-			go func() { defer wg.Done(); bc.read(ctx) }()
+			keep := func(f *servetest.Frame) bool { return (f.Type == "event" || f.Type == "snapshot") && f.SessionID == id }
+			c, err := servetest.Dial(ctx, e.http.URL, &servetest.DialOptions{Cookie: e.cookie, Buffer: benchBuffer, Keep: keep})
+			if err != nil {
+				b.Fatal(err)
+			}
+			clients = append(clients, &benchClient{c: c, session: id})
+			if err := c.Send(ctx, map[string]any{"type": "subscribe", "session": id, "after": 0}); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	stalled := e.dialRaw(ctx)
+	defer stalled.CloseNow()
 	msg, _ := json.Marshal(map[string]any{"type": "subscribe", "session": ids[0], "after": 0})
 	stalled.Write(ctx, websocket.MessageText, msg)
-	defer func() {
-		for _, bc := range clients {
-			bc.c.CloseNow()
-		}
-		stalled.CloseNow()
-		wg.Wait()
-	}()
 	b.ResetTimer()
 	for i := range b.N {
 		// One socket's requests run in order (and at most 16 wait), so
@@ -162,7 +135,6 @@ func benchServe(b *testing.B, overNATS bool) {
 	b.StopTimer()
 	var all, peers []time.Duration
 	for _, bc := range clients {
-		bc.mu.Lock()
 		all = append(all, bc.lat...)
 		if bc.session == ids[0] {
 			peers = append(peers, bc.lat...)
@@ -170,7 +142,6 @@ func benchServe(b *testing.B, overNATS bool) {
 		if want := b.N * deltas; len(bc.lat) != want {
 			b.Errorf("a client saw %d stamped deltas, want %d", len(bc.lat), want)
 		}
-		bc.mu.Unlock()
 	}
 	pct := func(d []time.Duration, p float64) float64 {
 		slices.Sort(d)

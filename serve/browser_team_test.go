@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -22,7 +23,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-	"github.com/coder/websocket"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,6 +32,7 @@ import (
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/oidctest"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -719,10 +720,11 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
-	if c, resp, err := websocket.Dial(wctx, "ws"+strings.TrimPrefix(w.origin, "http")+"/ws", &websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {"tether_session=" + old}, "Origin": {w.origin}}}); err == nil {
-		c.CloseNow()
+	var de *servetest.DialError
+	if c, err := servetest.Dial(wctx, w.origin, &servetest.DialOptions{Cookie: &http.Cookie{Name: "tether_session", Value: old}}); err == nil {
+		c.Close()
 		t.Error("the old cookie still opens a WebSocket")
-	} else if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+	} else if !errors.As(err, &de) || de.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the old cookie's WebSocket: %v; want 401", err)
 	}
 

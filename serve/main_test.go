@@ -24,6 +24,7 @@ import (
 	"github.com/tetherhq/tether/cluster/clustertest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
 var update = flag.Bool("update", false, "rewrite serve/testdata golden files")
@@ -199,7 +200,8 @@ func (e *env) dialRaw(ctx context.Context) *websocket.Conn {
 	return c
 }
 
-// frame is any server frame.
+// frame is any server frame: the serve test kit's, decoded as these tests
+// read it (session and sessions raw).
 type frame struct {
 	Type     string          `json:"type"`
 	ID       json.RawMessage `json:"id"`
@@ -222,91 +224,81 @@ func (f *frame) sessionID() string {
 	return ""
 }
 
-// wsClient is a test client: a reader goroutine routes replies to their
-// waiters and keeps every other frame in order.
+// wsClient is a test client: serve/servetest's, failing the test where
+// the kit returns an error.
 type wsClient struct {
-	t    testing.TB
-	c    *websocket.Conn
-	next int
+	t testing.TB
+	k *servetest.Client
+	c *websocket.Conn // the kit's socket, for raw writes
 
-	mu      sync.Mutex
-	waiting map[string]chan *frame
-	frames  []*frame
-	changed chan struct{} // closed and replaced on each frame
-	err     error
-	done    chan struct{}
+	mu    sync.Mutex
+	next  int
+	local map[*servetest.Frame]*frame
 }
 
 func (e *env) dial(ctx context.Context) *wsClient {
 	e.t.Helper()
-	cl := &wsClient{t: e.t, c: e.dialRaw(ctx), waiting: map[string]chan *frame{}, changed: make(chan struct{}), done: make(chan struct{})}
-	go cl.read(ctx)
-	e.t.Cleanup(cl.close)
-	return cl
+	return dialWS(e.t, ctx, e.http.URL, &servetest.DialOptions{Cookie: e.cookie})
 }
 
-func (cl *wsClient) close() {
-	cl.c.Close(websocket.StatusNormalClosure, "")
-	<-cl.done
-}
-
-func (cl *wsClient) read(ctx context.Context) {
-	defer close(cl.done)
-	for {
-		_, b, err := cl.c.Read(ctx)
-		cl.mu.Lock()
-		if err != nil {
-			cl.err = err
-			close(cl.changed)
-			cl.changed = make(chan struct{})
-			cl.mu.Unlock()
-			return
-		}
-		f := &frame{raw: b, at: time.Now()}
-		if err := json.Unmarshal(b, f); err != nil {
-			cl.t.Errorf("undecodable frame %s: %v", b, err)
-		}
-		if ch, ok := cl.waiting[string(f.ID)]; ok && f.ID != nil && (f.Type == "reply" || f.Type == "error") {
-			delete(cl.waiting, string(f.ID))
-			ch <- f
-		} else {
-			cl.frames = append(cl.frames, f)
-		}
-		close(cl.changed)
-		cl.changed = make(chan struct{})
-		cl.mu.Unlock()
+// dialWS opens a test client to the server at url; it closes when the
+// test ends.
+func dialWS(t testing.TB, ctx context.Context, url string, o *servetest.DialOptions) *wsClient {
+	t.Helper()
+	k, err := servetest.Dial(ctx, url, o)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
 	}
+	t.Cleanup(func() { k.Close() })
+	return &wsClient{t: t, k: k, c: k.Conn(), local: map[*servetest.Frame]*frame{}}
+}
+
+func (cl *wsClient) close() { cl.k.Close() }
+
+// frameOf is the kit's frame as these tests read it.
+func (cl *wsClient) frameOf(kf *servetest.Frame) *frame {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if f, ok := cl.local[kf]; ok {
+		return f
+	}
+	f := &frame{raw: kf.Raw, at: kf.Received}
+	if err := json.Unmarshal(kf.Raw, f); err != nil {
+		cl.t.Errorf("undecodable frame %s: %v", kf.Raw, err)
+	}
+	cl.local[kf] = f
+	return f
+}
+
+// framesFrom returns the frames from number from on.
+func (cl *wsClient) framesFrom(from int) []*frame {
+	var out []*frame
+	for _, kf := range cl.k.Frames()[from:] {
+		out = append(out, cl.frameOf(kf))
+	}
+	return out
 }
 
 // send writes a frame as is.
 func (cl *wsClient) send(ctx context.Context, v any) {
 	cl.t.Helper()
-	b, _ := json.Marshal(v)
-	if err := cl.c.Write(ctx, websocket.MessageText, b); err != nil {
+	if err := cl.k.Send(ctx, v); err != nil {
 		cl.t.Fatalf("write: %v", err)
 	}
 }
 
-// call sends a request with a fresh id and returns its reply.
+// call sends a request with a fresh id (set in req) and returns its reply.
 func (cl *wsClient) call(ctx context.Context, req map[string]any) *frame {
 	cl.t.Helper()
 	cl.mu.Lock()
 	cl.next++
-	id := cl.next
-	ch := make(chan *frame, 1)
-	cl.waiting[strconv.Itoa(id)] = ch
+	req["id"] = cl.next
 	cl.mu.Unlock()
-	req["id"] = id
-	cl.send(ctx, req)
-	select {
-	case f := <-ch:
-		return f
-	case <-cl.done:
-		cl.t.Fatalf("connection ended waiting for the reply to %v: %v", req, cl.err)
-	case <-ctx.Done():
-		cl.t.Fatalf("no reply to %v", req)
+	f, err := cl.k.Call(ctx, req)
+	if err != nil {
+		cl.t.Fatalf("no reply to %v: %v", req, err)
 	}
-	return nil
+	return cl.frameOf(f)
 }
 
 // ok calls and fails the test on an error reply; it returns the result.
@@ -341,34 +333,17 @@ func (cl *wsClient) do(ctx context.Context, id string, cmd map[string]any) *fram
 // satisfying ok and returns it; from counts frames taken.
 func (cl *wsClient) waitFrame(ctx context.Context, from *int, what string, ok func(*frame) bool) *frame {
 	cl.t.Helper()
-	for {
-		cl.mu.Lock()
-		for ; *from < len(cl.frames); *from++ {
-			if f := cl.frames[*from]; ok(f) {
-				*from++
-				cl.mu.Unlock()
-				return f
-			}
-		}
-		ch, err := cl.changed, cl.err
-		cl.mu.Unlock()
-		if err != nil {
-			cl.t.Fatalf("connection ended waiting for %s: %v", what, err)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			cl.t.Fatalf("timed out waiting for %s", what)
-		}
+	kf, err := cl.k.WaitFrame(ctx, from, func(kf *servetest.Frame) bool { return ok(cl.frameOf(kf)) })
+	if err != nil {
+		cl.t.Fatalf("waiting for %s: %v", what, err)
 	}
+	return cl.frameOf(kf)
 }
 
 // eventsOf returns the session's event (and snapshot) frames so far.
 func (cl *wsClient) eventsOf(id string) []*frame {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
 	var out []*frame
-	for _, f := range cl.frames {
+	for _, f := range cl.framesFrom(0) {
 		if (f.Type == "event" || f.Type == "snapshot") && f.sessionID() == id {
 			out = append(out, f)
 		}

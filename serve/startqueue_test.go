@@ -59,15 +59,10 @@ func TestStartsQueuedPerSocket(t *testing.T) {
 			var q struct{ Position int }
 			_ = json.Unmarshal(f.raw, &q)
 			pos = q.Position
-			if from >= len(cl.frames) {
-				return pos
-			}
-			cl.mu.Lock()
 			more := false
-			for _, g := range cl.frames[from:] {
+			for _, g := range cl.framesFrom(from) {
 				more = more || (g.Type == "queued" && string(g.ID) == itoa(id))
 			}
-			cl.mu.Unlock()
 			if !more {
 				return pos
 			}

@@ -1,11 +1,9 @@
 package serve_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -61,17 +60,17 @@ func TestTeamSignOutClosesSockets(t *testing.T) {
 	to := &serve.TeamOptions{Auth: auth, Config: cfg, Authorizer: authz, RecheckInterval: time.Hour}
 	e := teamServer(t, to, cfg, authz, fakeCLI, nil)
 
-	dial := func(login string) *websocket.Conn {
+	dial := func(login string) *servetest.Client {
 		t.Helper()
-		c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.http.URL, "http")+"/ws", &websocket.DialOptions{
-			HTTPHeader: http.Header{"Origin": {e.http.URL}, "X-Test-Login": {login}}})
+		c, err := servetest.Dial(ctx, e.http.URL, &servetest.DialOptions{Header: http.Header{"X-Test-Login": {login}}})
 		if err != nil {
-			t.Fatalf("dial as %s: %v (%v)", login, err, resp)
+			t.Fatalf("dial as %s: %v", login, err)
 		}
-		t.Cleanup(func() { c.CloseNow() })
+		t.Cleanup(func() { c.Close() })
 		// The hello and the list: the socket is up.
+		n := 0
 		for range 2 {
-			if _, _, err := c.Read(ctx); err != nil {
+			if _, err := c.WaitFrame(ctx, &n, nil); err != nil {
 				t.Fatalf("%s: %v", login, err)
 			}
 		}
@@ -79,28 +78,25 @@ func TestTeamSignOutClosesSockets(t *testing.T) {
 	}
 	tab1, tab2, phone, bob := dial("laptop"), dial("laptop"), dial("phone"), dial("bobs")
 
-	// closed reads until the socket ends and returns its close status.
-	closed := func(c *websocket.Conn, within time.Duration) (websocket.StatusCode, string) {
-		rctx, cancel := context.WithTimeout(ctx, within)
-		defer cancel()
-		for {
-			_, _, err := c.Read(rctx)
-			if err == nil {
-				continue
-			}
-			var ce websocket.CloseError
-			if errors.As(err, &ce) {
-				return ce.Code, ce.Reason
-			}
-			return -1, err.Error()
+	// closed waits until the socket ends and returns its close status.
+	closed := func(c *servetest.Client, within time.Duration) (websocket.StatusCode, string) {
+		select {
+		case <-c.Done():
+		case <-time.After(within):
+			return -1, "still open"
 		}
+		var ce websocket.CloseError
+		if !errors.As(c.Err(), &ce) {
+			return -1, c.Err().Error()
+		}
+		return ce.Code, ce.Reason
 	}
 
 	start := time.Now()
 	if st, _, body := e.as("", "POST", "/auth/logout", "", "X-Test-Login", "laptop"); st != http.StatusNoContent {
 		t.Fatalf("logout: %d %s", st, body)
 	}
-	for name, c := range map[string]*websocket.Conn{"tab 1": tab1, "tab 2": tab2} {
+	for name, c := range map[string]*servetest.Client{"tab 1": tab1, "tab 2": tab2} {
 		if code, reason := closed(c, 10*time.Second); code != 4401 || reason != "signed out" {
 			t.Errorf("%s of the login signed out: closed with %d %q; want 4401 \"signed out\"", name, code, reason)
 		}
@@ -109,12 +105,9 @@ func TestTeamSignOutClosesSockets(t *testing.T) {
 		t.Errorf("the tabs closed after %v", d)
 	}
 	// The phone's login and Bob are untouched: their sockets still answer.
-	for name, c := range map[string]*websocket.Conn{"the phone": phone, "bob": bob} {
-		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"list","id":1}`)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if _, data, err := c.Read(ctx); err != nil || !strings.Contains(string(data), `"reply"`) {
-			t.Errorf("%s after Alice's laptop signed out: %s %v; want its reply", name, data, err)
+	for name, c := range map[string]*servetest.Client{"the phone": phone, "bob": bob} {
+		if _, err := c.OK(ctx, map[string]any{"type": "list"}); err != nil {
+			t.Errorf("%s after Alice's laptop signed out: %v; want its reply", name, err)
 		}
 	}
 }

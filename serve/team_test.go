@@ -15,12 +15,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coder/websocket"
-
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -333,16 +332,7 @@ func (e *teamEnv) as(user, method, path, body string, hdr ...string) (int, strin
 // dial opens a WebSocket as user.
 func (e *teamEnv) dial(ctx context.Context, user string) *wsClient {
 	e.t.Helper()
-	h := http.Header{"Origin": {e.http.URL}, "X-Test-User": {user}}
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.http.URL, "http")+"/ws", &websocket.DialOptions{HTTPHeader: h})
-	if err != nil {
-		e.t.Fatalf("dial as %s: %v (%v)", user, err, resp)
-	}
-	c.SetReadLimit(64 << 20)
-	cl := &wsClient{t: e.t, c: c, waiting: map[string]chan *frame{}, changed: make(chan struct{}), done: make(chan struct{})}
-	go cl.read(ctx)
-	e.t.Cleanup(cl.close)
-	return cl
+	return dialWS(e.t, ctx, e.http.URL, &servetest.DialOptions{Header: http.Header{"X-Test-User": {user}}})
 }
 
 func sessionsOf(t *testing.T, cl *wsClient, ctx context.Context) map[string]serve.SessionInfo {

@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -94,14 +93,7 @@ state_dir: %[2]s
 		return resp.StatusCode, b
 	}
 	dial := func(who string) *teamWS {
-		h := http.Header{"Origin": {base}, "X-Forwarded-Email": {who}}
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", &websocket.DialOptions{HTTPHeader: h})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetReadLimit(64 << 20)
-		t.Cleanup(func() { c.CloseNow() })
-		return &teamWS{t: t, c: c}
+		return dialTeamWS(t, ctx, base, &servetest.DialOptions{Header: http.Header{"X-Forwarded-Email": {who}}})
 	}
 
 	a := dial("alice@example.com")
@@ -121,8 +113,8 @@ state_dir: %[2]s
 	if f := a.do(ctx, id, map[string]any{"type": "send", "text": "hello"}); f.Error != nil {
 		t.Fatal(f.Error)
 	}
-	a.next(ctx, "the answer", func(f *wireFrame) bool {
-		return f.Type == "event" && f.Event.Kind == string(host.EventDelivery) && strings.Contains(string(f.Event.Data), `"answered"`)
+	a.next(ctx, "the answer", func(f *servetest.Frame) bool {
+		return servetest.IsEvent(id, host.EventDelivery)(f) && strings.Contains(string(f.Event.Data), `"answered"`)
 	})
 	b := dial("bob@example.com")
 	if f := b.do(ctx, id, map[string]any{"type": "send", "text": "not yours"}); f.Error == nil || f.Error.Code != serve.CodeForbidden {

@@ -19,13 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/oidctest"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -176,71 +175,52 @@ func (w *teamWire) get(c *http.Client, path, accept string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// teamWS is a WebSocket of a signed-in person.
+// teamWS is a WebSocket of a signed-in person: serve/servetest's
+// client, failing the test where it returns an error.
 type teamWS struct {
 	t *testing.T
-	c *websocket.Conn
-	n int
+	c *servetest.Client
+	n int // the frames next has looked at
 }
 
+// dial opens a WebSocket with the sign-in that c's jar holds.
 func (w *teamWire) dial(ctx context.Context, c *http.Client) *teamWS {
 	w.t.Helper()
-	u, _ := url.Parse(w.base)
-	h := http.Header{"Origin": {w.base}}
-	for _, ck := range c.Jar.Cookies(u) {
-		h.Add("Cookie", ck.String())
-	}
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(w.base, "http")+"/ws", &websocket.DialOptions{HTTPHeader: h})
+	return dialTeamWS(w.t, ctx, w.base, &servetest.DialOptions{HTTPClient: c})
+}
+
+func dialTeamWS(t *testing.T, ctx context.Context, base string, o *servetest.DialOptions) *teamWS {
+	t.Helper()
+	c, err := servetest.Dial(ctx, base, o)
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
-	conn.SetReadLimit(64 << 20)
-	w.t.Cleanup(func() { conn.CloseNow() })
-	return &teamWS{t: w.t, c: conn}
+	t.Cleanup(func() { c.Close() })
+	return &teamWS{t: t, c: c}
 }
 
-type wireFrame struct {
-	Type    string          `json:"type"`
-	ID      int             `json:"id"`
-	Session string          `json:"session"`
-	Result  json.RawMessage `json:"result"`
-	Error   *serve.Error    `json:"error"`
-	Event   struct {
-		Kind string          `json:"kind"`
-		Data json.RawMessage `json:"data"`
-	} `json:"event"`
-}
-
-// next reads frames until ok says yes.
-func (s *teamWS) next(ctx context.Context, what string, ok func(*wireFrame) bool) *wireFrame {
+// next waits for a frame that ok says yes to, after those it looked at.
+func (s *teamWS) next(ctx context.Context, what string, ok func(*servetest.Frame) bool) *servetest.Frame {
 	s.t.Helper()
-	for {
-		_, b, err := s.c.Read(ctx)
-		if err != nil {
-			s.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		var f wireFrame
-		json.Unmarshal(b, &f)
-		if ok(&f) {
-			return &f
-		}
+	f, err := s.c.WaitFrame(ctx, &s.n, ok)
+	if err != nil {
+		s.t.Fatalf("waiting for %s: %v", what, err)
 	}
+	return f
 }
 
 // call sends a request and returns its reply.
-func (s *teamWS) call(ctx context.Context, req map[string]any) *wireFrame {
+func (s *teamWS) call(ctx context.Context, req map[string]any) *servetest.Frame {
 	s.t.Helper()
-	s.n++
-	req["id"] = s.n
-	b, _ := json.Marshal(req)
-	if err := s.c.Write(ctx, websocket.MessageText, b); err != nil {
-		s.t.Fatal(err)
+	f, err := s.c.Call(ctx, req)
+	if err != nil {
+		s.t.Fatalf("the reply to %s: %v", req["type"], err)
 	}
-	id := s.n
-	return s.next(ctx, fmt.Sprint("the reply to ", req["type"]), func(f *wireFrame) bool { return f.Type == "reply" && f.ID == id })
+	return f
 }
 
-func (s *teamWS) do(ctx context.Context, session string, cmd map[string]any) *wireFrame {
+func (s *teamWS) do(ctx context.Context, session string, cmd map[string]any) *servetest.Frame {
+	s.t.Helper()
 	return s.call(ctx, map[string]any{"type": "do", "session": session, "command": cmd})
 }
 
@@ -279,15 +259,13 @@ func TestServeTeamAuditWired(t *testing.T) {
 	if f := a.do(ctx, id, map[string]any{"type": "send", "text": "tool ls -la"}); f.Error != nil {
 		t.Fatal(f.Error)
 	}
-	ev := a.next(ctx, "the approval", func(f *wireFrame) bool { return f.Type == "event" && f.Event.Kind == string(host.EventApproval) })
+	ev := a.next(ctx, "the approval", servetest.IsEvent(id, host.EventApproval))
 	var ai host.ApprovalInfo
 	json.Unmarshal(ev.Event.Data, &ai)
 	if f := a.do(ctx, id, map[string]any{"type": "answer", "approval": ai.ID, "behavior": "allow"}); f.Error != nil {
 		t.Fatal(f.Error)
 	}
-	a.next(ctx, "idle", func(f *wireFrame) bool {
-		return f.Type == "event" && f.Event.Kind == string(host.EventState) && strings.Contains(string(f.Event.Data), `"idle"`)
-	})
+	a.next(ctx, "idle", servetest.IsState(id, "idle"))
 	b := w.dial(ctx, bob)
 	if f := b.do(ctx, id, map[string]any{"type": "send", "text": "not yours"}); f.Error == nil || f.Error.Code != serve.CodeForbidden {
 		t.Fatalf("bob's send into alice's session: %+v", f.Error)

@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
 func TestServeRefusesNonLoopbackWithoutTLS(t *testing.T) {
@@ -82,70 +81,50 @@ func TestRealCLIDemoServe(t *testing.T) {
 		t.Fatalf("login: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	h := http.Header{"Origin": {origin}}
-	h.Set("Cookie", resp.Cookies()[0].String())
-	c, _, err := websocket.Dial(ctx, "ws://"+u.Host+"/ws", &websocket.DialOptions{HTTPHeader: h})
+	c, err := servetest.Dial(ctx, origin, &servetest.DialOptions{Cookie: resp.Cookies()[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.CloseNow()
-	c.SetReadLimit(64 << 20)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-			t.Fatal(err)
-		}
+	defer c.Close()
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	type frame struct {
-		Type, Session string
-		ID            int
-		Result        json.RawMessage
-		Error         json.RawMessage
-		Event         struct {
-			Kind string
-			Data json.RawMessage
-		}
+	id := info.ID
+	if _, err := c.OK(ctx, map[string]any{"type": "subscribe", "session": id}); err != nil {
+		t.Fatal(err)
 	}
-	// next reads frames until one satisfies ok.
-	next := func(what string, ok func(*frame) bool) *frame {
+	// do runs a command that must succeed.
+	do := func(cmd map[string]any) {
 		t.Helper()
-		for {
-			_, b, err := c.Read(ctx)
-			if err != nil {
-				t.Fatalf("waiting for %s: %v", what, err)
-			}
-			var f frame
-			json.Unmarshal(b, &f)
-			if f.Type == "reply" && f.Error != nil {
-				t.Fatalf("error reply %s", b)
-			}
-			if ok(&f) {
-				return &f
-			}
+		if _, err := c.OK(ctx, map[string]any{"type": "do", "session": id, "command": cmd}); err != nil {
+			t.Fatalf("%s: %v", cmd["type"], err)
 		}
 	}
-	send(map[string]any{"type": "start", "id": 1})
-	r := next("the start reply", func(f *frame) bool { return f.Type == "reply" && f.ID == 1 })
-	var started struct{ Session struct{ ID string } }
-	json.Unmarshal(r.Result, &started)
-	id := started.Session.ID
-	send(map[string]any{"type": "subscribe", "id": 2, "session": id})
-	send(map[string]any{"type": "do", "id": 3, "session": id, "command": map[string]any{"type": "send", "text": demoPrompt}})
+	n := 0
+	next := func(what string, ok func(*servetest.Frame) bool) *servetest.Frame {
+		t.Helper()
+		f, err := c.WaitFrame(ctx, &n, ok)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		return f
+	}
+	do(map[string]any{"type": "send", "text": demoPrompt})
 	approval := func(tool string) string {
-		f := next(tool+"'s approval", func(f *frame) bool {
-			return f.Type == "event" && f.Event.Kind == "approval" && strings.Contains(string(f.Event.Data), `"tool_name":"`+tool+`"`)
+		f := next(tool+"'s approval", func(f *servetest.Frame) bool {
+			return servetest.IsEvent(id, host.EventApproval)(f) && strings.Contains(string(f.Event.Data), `"tool_name":"`+tool+`"`)
 		})
 		var a struct{ ID string }
 		json.Unmarshal(f.Event.Data, &a)
 		return a.ID
 	}
-	send(map[string]any{"type": "do", "id": 4, "session": id, "command": map[string]any{"type": "answer", "approval": approval("Bash"), "behavior": "allow"}})
+	do(map[string]any{"type": "answer", "approval": approval("Bash"), "behavior": "allow"})
 	q := approval("AskUserQuestion")
-	send(map[string]any{"type": "do", "id": 5, "session": id, "command": map[string]any{"type": "answer", "approval": q, "answers": map[string]string{demoQuestion: "host"}}})
-	next("the goodbye", func(f *frame) bool {
-		return f.Type == "event" && f.Event.Kind == "message" && strings.Contains(string(f.Event.Data), `"type":"result"`) && strings.Contains(string(f.Event.Data), "Goodbye!")
+	do(map[string]any{"type": "answer", "approval": q, "answers": map[string]string{demoQuestion: "host"}})
+	next("the goodbye", func(f *servetest.Frame) bool {
+		return servetest.IsEvent(id, host.EventMessage)(f) && strings.Contains(string(f.Event.Data), `"type":"result"`) && strings.Contains(string(f.Event.Data), "Goodbye!")
 	})
-	c.Close(websocket.StatusNormalClosure, "")
 }
 
 // TestServeTrustedProxyFlag: --trusted-proxy takes CIDRs and bare

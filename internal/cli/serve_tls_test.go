@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -23,9 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 and its key
@@ -133,31 +131,25 @@ func TestServeTLS(t *testing.T) {
 		t.Errorf("cookie %s: want Secure, HttpOnly, SameSite=Strict", resp.Header.Get("Set-Cookie"))
 	}
 
-	dial := func(origin string) (*websocket.Conn, *http.Response, error) {
-		h := http.Header{"Origin": {origin}}
-		h.Set("Cookie", cookie.String())
-		return websocket.Dial(ctx, "wss://"+u.Host+"/ws", &websocket.DialOptions{HTTPClient: hc, HTTPHeader: h})
+	dial := func(origin string) (*servetest.Client, error) {
+		return servetest.Dial(ctx, https, &servetest.DialOptions{HTTPClient: hc, Cookie: cookie, Header: http.Header{"Origin": {origin}}})
 	}
-	if c, resp, err := dial(plain); err == nil {
-		c.CloseNow()
+	var de *servetest.DialError
+	if c, err := dial(plain); err == nil {
+		c.Close()
 		t.Error("a WebSocket from an http origin was accepted")
-	} else if resp == nil || resp.StatusCode != http.StatusForbidden {
-		t.Errorf("a WebSocket from an http origin: %v %v; want 403", resp, err)
+	} else if !errors.As(err, &de) || de.StatusCode != http.StatusForbidden {
+		t.Errorf("a WebSocket from an http origin: %v; want 403", err)
 	}
-	c, _, err := dial(https)
+	c, err := dial(https)
 	if err != nil {
 		t.Fatalf("wss with an https origin: %v", err)
 	}
-	defer c.CloseNow()
-	_, b, err := c.Read(ctx)
-	var hello struct {
-		Type     string
-		Protocol int
+	defer c.Close()
+	if hello, err := c.WaitFrame(ctx, nil, nil); err != nil || hello.Type != "hello" || hello.Protocol < 1 {
+		t.Fatalf("first frame %+v, %v; want hello", hello, err)
 	}
-	if err != nil || json.Unmarshal(b, &hello) != nil || hello.Type != "hello" || hello.Protocol < 1 {
-		t.Fatalf("first frame %s, %v; want hello", b, err)
-	}
-	c.Close(websocket.StatusNormalClosure, "")
+	c.Close()
 
 	// A client that does not trust the certificate gets no connection;
 	// plain HTTP on the port gets no page.

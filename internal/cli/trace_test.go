@@ -3,10 +3,8 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tetherhq/tether/internal/natstest"
 	"github.com/tetherhq/tether/internal/telemetry/otlptest"
+	"github.com/tetherhq/tether/serve/servetest"
 )
 
 // startTether runs Main with args until ctx ends, and returns the first
@@ -56,29 +54,18 @@ func serveLogin(t *testing.T, ctx context.Context, args ...string) (base, token 
 
 // wsRequest sends one request over the serve protocol and returns its
 // reply frame.
-func wsRequest(t *testing.T, ctx context.Context, base, token string, req map[string]any) map[string]json.RawMessage {
+func wsRequest(t *testing.T, ctx context.Context, base, token string, req map[string]any) *servetest.Frame {
 	t.Helper()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/ws", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	c, err := servetest.Dial(ctx, base, &servetest.DialOptions{Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(websocket.StatusNormalClosure, "")
-	req["id"], req["v"] = 1, 1
-	b, _ := json.Marshal(req)
-	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+	defer c.Close()
+	f, err := c.Call(ctx, req)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f map[string]json.RawMessage
-		if json.Unmarshal(data, &f) == nil && string(f["type"]) == `"reply"` && string(f["id"]) == "1" {
-			return f
-		}
-	}
+	return f
 }
 
 // `tether serve --nats` and `tether agent` export their spans where
@@ -102,8 +89,8 @@ func TestServeAndAgentExportTraces(t *testing.T) {
 	base, token, serveDone := serveLogin(t, sctx, "serve", "--nats", ns.ClientURL(), "--addr", "127.0.0.1:0")
 
 	rep := wsRequest(t, ctx, base, token, map[string]any{"type": "start"})
-	if rep["error"] == nil {
-		t.Fatalf("start with /bin/false as the CLI: %s", rep["result"])
+	if rep.Error == nil {
+		t.Fatalf("start with /bin/false as the CLI: %s", rep.Result)
 	}
 	stopServe()
 	stopAgent()
@@ -189,8 +176,8 @@ func TestTracingOffChild(t *testing.T) {
 	defer stop()
 	base, token, done := serveLogin(t, sctx, "serve", "--cli", "/bin/true", "--addr", "127.0.0.1:0")
 	rep := wsRequest(t, ctx, base, token, map[string]any{"type": "do", "session": "nope", "command": map[string]any{"type": "send", "text": "hi"}})
-	if rep["error"] == nil {
-		t.Errorf("do on no session: %s", rep["result"])
+	if rep.Error == nil {
+		t.Errorf("do on no session: %s", rep.Result)
 	}
 	if _, sdk := otel.GetTracerProvider().(*sdktrace.TracerProvider); sdk {
 		t.Error("the global tracer provider is the SDK's")
