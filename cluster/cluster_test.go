@@ -666,9 +666,14 @@ func TestNATSRestart(t *testing.T) {
 
 	ns.restart()
 	// Commands fail while the agent has not resubscribed; none is
-	// delivered then (no responders), so retrying is safe.
+	// delivered then (no responders), so retrying is safe. A request
+	// sent while the client itself reconnects can go unanswered (its
+	// reply lost on the way): each try waits a bounded time, and a
+	// prompt that did arrive twice only makes a second turn.
 	waitFor(t, "the agent back", func() bool {
-		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "after"})
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := c.Command(tctx, info.ID, &host.Command{Type: host.CommandSend, Text: "after"})
 		return err == nil
 	})
 	f.wait(t, "the turn after", result("echo: after"))
