@@ -192,7 +192,8 @@ func (*StreamlinedToolUseSummaryMessage) isMessage() {}
 var errNotObject = errors.New("not a JSON object")
 
 // DecodeMessage decodes one stdout line of the CLI. The message keeps line
-// as its RawJSON, so line must not be modified afterwards. It fails only
+// as its RawJSON, and its strings may share line's memory, so line must not
+// be modified afterwards. It fails only
 // for a line that is not a JSON object; unknown types and subtypes decode
 // to *UnknownMessage and *UnknownSystemMessage, and a known type whose
 // fields have unexpected JSON types decodes as unknown too, so that a newer
