@@ -204,6 +204,12 @@ func DecodeMessage(line []byte) (Message, error) { return decodeMessage(line, tr
 // out (plan.go), so that tests can check they change nothing.
 func decodeMessage(line []byte, planned bool) (Message, error) {
 	typ, ok := peekType(line)
+	return decodeTyped(line, typ, ok, planned)
+}
+
+// decodeTyped is decodeMessage after peekType(line) (the read loop's,
+// which a queued line carries).
+func decodeTyped(line []byte, typ string, ok, planned bool) (Message, error) {
 	if !ok {
 		var h struct {
 			Type *string `json:"type"`
@@ -296,7 +302,7 @@ func decodeMessage(line []byte, planned bool) (Message, error) {
 // runs twice on every stdout line, in the read loop and in Receive).
 func peekType(line []byte) (string, bool) {
 	const prefix = `{"type":"`
-	if !bytes.HasPrefix(line, []byte(prefix)) {
+	if len(line) < len(prefix) || string(line[:len(prefix)]) != prefix {
 		return "", false
 	}
 	rest := line[len(prefix):]

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -53,7 +54,12 @@ const (
 
 // planField is one member of a plan.
 type planField struct {
-	name  string
+	name string
+	// words and tail are the name's bytes, as is compares them: words
+	// eight at a time from the start, tail the last eight (four each
+	// for a name of four to seven bytes).
+	words [3]uint64
+	tail  uint64
 	off   uintptr
 	kind  fieldKind
 	elem  *plan        // kStruct, and kPtr to a struct
@@ -235,14 +241,51 @@ func (p *plan) lookup(key []byte) (int, bool) {
 		return 0, false
 	case tabLinear:
 		for i := range p.fields {
-			if n := p.fields[i].name; len(n) == len(key) && n == string(key) {
+			if p.fields[i].is(key) {
 				return i, true
 			}
 		}
 		return 0, false
 	default:
 		i := int(t) - 1
-		return i, p.fields[i].name == string(key)
+		return i, p.fields[i].is(key)
+	}
+}
+
+// is reports whether key is f's name, a word at a time.
+func (f *planField) is(key []byte) bool {
+	n := len(key)
+	if n != len(f.name) {
+		return false
+	}
+	switch {
+	case n >= 8 && n <= 32:
+		for off := 0; off+8 <= n && off < 24; off += 8 {
+			if binary.LittleEndian.Uint64(key[off:]) != f.words[off/8] {
+				return false
+			}
+		}
+		return binary.LittleEndian.Uint64(key[n-8:]) == f.tail
+	case n >= 4 && n < 8:
+		return binary.LittleEndian.Uint32(key) == uint32(f.words[0]) &&
+			binary.LittleEndian.Uint32(key[n-4:]) == uint32(f.tail)
+	}
+	return f.name == string(key)
+}
+
+// setWords fills f.words and f.tail from f.name.
+func (f *planField) setWords() {
+	name := []byte(f.name)
+	n := len(name)
+	switch {
+	case n >= 8:
+		for off := 0; off+8 <= n && off < 24; off += 8 {
+			f.words[off/8] = binary.LittleEndian.Uint64(name[off:])
+		}
+		f.tail = binary.LittleEndian.Uint64(name[n-8:])
+	case n >= 4:
+		f.words[0] = uint64(binary.LittleEndian.Uint32(name))
+		f.tail = uint64(binary.LittleEndian.Uint32(name[n-4:]))
 	}
 }
 
@@ -254,6 +297,7 @@ func (p *plan) put(f planField) {
 		return
 	}
 	p.byName[f.name] = len(p.fields)
+	f.setWords()
 	p.fields = append(p.fields, f)
 }
 

@@ -135,6 +135,7 @@ const itemCost = 96
 type item struct {
 	line   []byte
 	lineNo int64
+	typ    string // peekType(line), when the read loop found it
 	err    error
 	ctl    *ControlEvent // for Options.ObserveControl (observe.go)
 }
@@ -556,7 +557,7 @@ func (s *Session) nextMessage(ctx context.Context) (msg Message, merr error, ok 
 	if it.err != nil {
 		return nil, it.err, true, nil
 	}
-	msg, derr := DecodeMessage(it.line)
+	msg, derr := decodeTyped(it.line, it.typ, it.typ != "", true)
 	if derr != nil {
 		s.log.Warn("claude: stdout line is not JSON", "line", it.lineNo, "err", derr)
 		return nil, lineError(it.lineNo, it.line, fmt.Errorf("not a JSON object: %w", derr)), true, nil
@@ -741,7 +742,7 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 	}
 	if ok && !control.IsControl(typ) {
 		s.turn.observe(typ, line)
-		s.enqueue(item{line: line, lineNo: n})
+		s.enqueue(item{line: line, lineNo: n, typ: typ})
 		return nil
 	}
 	if ok && typ == "control_request" {
