@@ -299,15 +299,25 @@ func decodeTyped(line []byte, typ string, ok, planned bool) (Message, error) {
 
 // peekType returns the type of a line as the CLI writes it, type first;
 // ok is false for anything else. It allocates only for a rare type (it
-// runs twice on every stdout line, in the read loop and in Receive).
+// runs on every stdout line, in the read loop, and on content blocks).
 func peekType(line []byte) (string, bool) {
 	const prefix = `{"type":"`
 	if len(line) < len(prefix) || string(line[:len(prefix)]) != prefix {
 		return "", false
 	}
 	rest := line[len(prefix):]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+	// Types are short: a loop beats IndexByte's calls.
+	end := -1
+	for j, c := range rest {
+		if c == '"' {
+			end = j
+			break
+		}
+		if c == '\\' {
+			return "", false
+		}
+	}
+	if end < 0 {
 		return "", false
 	}
 	switch t := rest[:end]; string(t) {

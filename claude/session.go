@@ -87,6 +87,7 @@ type Session struct {
 	queue   []item
 	qhead   int
 	qbytes  int             // bytes queued (line sizes plus itemCost each)
+	qover   atomic.Bool     // qbytes > qmax, set with qbytes: waitRoom's check without qmu
 	qmax    int             // Options.MaxBufferedBytes or its default
 	rwait   bool            // the read loop waits for room
 	exited  <-chan struct{} // closed when the CLI has exited (ExitNotifier); nil: not known
@@ -578,6 +579,9 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 			s.queue[s.qhead] = item{}
 			s.qhead++
 			s.qbytes -= it.size()
+			if s.qover.Load() && s.qbytes <= s.qmax {
+				s.qover.Store(false)
+			}
 			switch {
 			case s.qhead == len(s.queue):
 				if cap(s.queue) > 4096 {
@@ -628,6 +632,9 @@ func (s *Session) enqueue(it item) {
 	}
 	s.queue = append(s.queue, it)
 	s.qbytes += it.size()
+	if s.qbytes > s.qmax && !s.qover.Load() {
+		s.qover.Store(true)
+	}
 	if s.drain {
 		s.drained += len(it.line) + 1
 	}
@@ -657,6 +664,9 @@ const exitDrainMax = 2 << 20
 // (Done, Wait) however far behind Receive is. The messages stay queued for
 // Receive, in order.
 func (s *Session) waitRoom() {
+	if !s.qover.Load() {
+		return // within the bound: no lock taken per line
+	}
 	s.qmu.Lock()
 	for s.qbytes > s.qmax && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
 		s.rwait = true
