@@ -87,8 +87,11 @@ type Session struct {
 	queue   []item
 	qhead   int
 	qbytes  int             // bytes queued (line sizes plus itemCost each)
-	qover   atomic.Bool     // qbytes > qmax, set with qbytes: waitRoom's check without qmu
+	qover   atomic.Bool     // qbytes > qlimit(), set with qbytes: waitRoom's check without qmu
 	qmax    int             // Options.MaxBufferedBytes or its default
+	qsoft   int             // how far the read loop reads ahead while Receive keeps up: min(qmax, readAhead)
+	qhard   bool            // Receive did not make room within readAheadWait: read on up to qmax
+	qtimer  *time.Timer     // the read loop's readAheadWait
 	rwait   bool            // the read loop waits for room
 	exited  <-chan struct{} // closed when the CLI has exited (ExitNotifier); nil: not known
 	drain   bool            // the CLI has exited: the read loop reads the rest past qmax
@@ -300,6 +303,7 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 		wstop:    make(chan struct{}),
 		wdone:    make(chan struct{}),
 		qmax:     cmp.Or(o.MaxBufferedBytes, DefaultMaxBufferedBytes),
+		qsoft:    min(cmp.Or(o.MaxBufferedBytes, DefaultMaxBufferedBytes), readAhead),
 		qroom:    make(chan struct{}, 1),
 		qsignal:  make(chan struct{}, 1),
 		readDone: make(chan struct{}),
@@ -579,7 +583,10 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 			s.queue[s.qhead] = item{}
 			s.qhead++
 			s.qbytes -= it.size()
-			if s.qover.Load() && s.qbytes <= s.qmax {
+			if s.qhard && s.qbytes <= s.qsoft/2 {
+				s.qhard = false // caught up: read ahead by qsoft again
+			}
+			if s.qover.Load() && s.qbytes <= s.qlimit() {
 				s.qover.Store(false)
 			}
 			switch {
@@ -595,7 +602,7 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 				clear(s.queue[n:])
 				s.queue, s.qhead = s.queue[:n], 0
 			}
-			if s.rwait && s.qbytes <= s.qmax/2 {
+			if s.rwait && s.qbytes <= s.qlimit()/2 {
 				s.rwait = false
 				select {
 				case s.qroom <- struct{}{}:
@@ -632,7 +639,7 @@ func (s *Session) enqueue(it item) {
 	}
 	s.queue = append(s.queue, it)
 	s.qbytes += it.size()
-	if s.qbytes > s.qmax && !s.qover.Load() {
+	if s.qbytes > s.qlimit() && !s.qover.Load() {
 		s.qover.Store(true)
 	}
 	if s.drain {
@@ -654,9 +661,34 @@ func (s *Session) enqueue(it item) {
 // stdout, or a transport that buffers more) the bound holds again.
 const exitDrainMax = 2 << 20
 
+// Reading ahead. The read loop stays at most readAhead bytes of messages
+// ahead of Receive, not MaxBufferedBytes, as long as Receive makes room
+// within readAheadWait: a host that keeps up then decodes lines read
+// moments before (still in the processor's caches), and the garbage
+// collector traces a short queue. That took a sixth of a host's CPU time
+// off a stream of token deltas (bench-compare.sh, MaxBufferedBytes 1 MiB).
+// When Receive makes no room in time (a slow loop body, or nobody
+// receiving while a control request's answer is awaited behind the
+// messages), the loop reads on up to MaxBufferedBytes, as it always did,
+// until Receive has caught up to half of readAhead.
+const (
+	readAhead     = 128 << 10
+	readAheadWait = 2 * time.Millisecond
+)
+
+// qlimit is where the read loop stops: qsoft, or qmax once Receive was
+// slow to make room. The caller holds qmu.
+func (s *Session) qlimit() int {
+	if s.qhard {
+		return s.qmax
+	}
+	return s.qsoft
+}
+
 // waitRoom blocks the read loop while the unreceived messages exceed the
-// bound, until Receive has taken half of them or Close is called. The CLI
-// meanwhile blocks on its stdout writes: back pressure, nothing lost.
+// bound (qlimit), until Receive has taken half of them or Close is called.
+// The CLI meanwhile blocks on its stdout writes: back pressure, nothing
+// lost.
 //
 // Once the CLI has exited (the Conn is an ExitNotifier), nothing pushes
 // back any more: the loop reads the rest of the output, up to exitDrainMax
@@ -668,27 +700,46 @@ func (s *Session) waitRoom() {
 		return // within the bound: no lock taken per line
 	}
 	s.qmu.Lock()
-	for s.qbytes > s.qmax && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
+	for s.qbytes > s.qlimit() && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
 		s.rwait = true
 		ex := s.exited // nil, never ready, when the transport cannot tell
 		if s.drain {
 			ex = nil // past exitDrainMax: back pressure again
 		}
+		var expire <-chan time.Time
+		soft := !s.qhard && s.qsoft < s.qmax
+		if soft {
+			if s.qtimer == nil {
+				s.qtimer = time.NewTimer(readAheadWait)
+			} else {
+				s.qtimer.Reset(readAheadWait)
+			}
+			expire = s.qtimer.C
+		}
 		s.qmu.Unlock()
-		exited := false
+		exited, expired := false, false
 		select {
 		case <-s.qroom:
 		case <-s.hctx.Done():
 		case <-ex:
 			exited = true
+		case <-expire:
+			expired = true
+		}
+		if soft {
+			s.qtimer.Stop()
 		}
 		s.qmu.Lock()
+		if expired {
+			s.qhard = true
+		}
 		if exited && !s.drain {
 			s.drain = true
 			s.log.Debug("claude: the CLI exited with output unreceived; reading the rest past MaxBufferedBytes", "buffered", s.qbytes)
 		}
 	}
 	s.rwait = false
+	s.qover.Store(s.qbytes > s.qlimit())
 	s.qmu.Unlock()
 }
 
