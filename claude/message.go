@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
+	"unsafe"
 )
 
 // Message is one line of the CLI's stdout, decoded. It is one of:
@@ -242,10 +244,10 @@ func decodeTyped(line []byte, typ string, ok, planned bool) (Message, error) {
 		m = new(AssistantMessage)
 	case "user":
 		if planned {
-			w := new(wireUser)
-			if decodePlanned(line, w) {
+			var w wireUser // on the stack: only the message escapes
+			if decodeWith(wireUserPlan(), line, unsafe.Pointer(&w)) {
 				u := new(UserMessage)
-				u.fromWire(w)
+				u.fromWire(&w)
 				u.Raw = line
 				return u, nil
 			}
@@ -282,7 +284,7 @@ func decodeTyped(line []byte, typ string, ok, planned bool) (Message, error) {
 	default:
 		return unknown(line, typ)
 	}
-	if planned && decodePlanned(line, m) {
+	if planned && decodePlannedMessage(line, m) {
 		m.(rawSetter).setRaw(line)
 		return m, nil
 	}
@@ -295,6 +297,21 @@ func decodeTyped(line []byte, typ string, ok, planned bool) (Message, error) {
 	}
 	m.(rawSetter).setRaw(line)
 	return m, nil
+}
+
+// The plans of the types decoded most, looked up once.
+var (
+	wireUserPlan         = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[wireUser]()) })
+	assistantMessagePlan = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[AssistantMessage]()) })
+)
+
+// decodePlannedMessage is decodePlanned for a new message, with the
+// assistant message's plan at hand.
+func decodePlannedMessage(line []byte, m Message) bool {
+	if a, ok := m.(*AssistantMessage); ok {
+		return decodeWith(assistantMessagePlan(), line, unsafe.Pointer(a))
+	}
+	return decodePlanned(line, m)
 }
 
 // peekType returns the type of a line as the CLI writes it, type first;

@@ -441,7 +441,18 @@ func (d *planDecoder) object(p *plan, base unsafe.Pointer) bool {
 			return false
 		}
 		seen |= 1 << i
-		if !d.value(&p.fields[i], unsafe.Add(base, p.fields[i].off)) {
+		f := &p.fields[i]
+		ptr := unsafe.Add(base, f.off)
+		if f.kind == kString && s.i < len(s.b) && s.b[s.i] == '"' {
+			// The commonest value, without value's dispatch.
+			v, ok := s.strValue()
+			if !ok {
+				return false
+			}
+			*(*string)(ptr) = v
+			continue
+		}
+		if !d.value(f, ptr) {
 			return false
 		}
 	}

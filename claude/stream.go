@@ -162,8 +162,12 @@ func (e *StreamEvent) decode(b []byte) error {
 	return nil
 }
 
-// wireStreamEventPlan is the wire form's decode plan, looked up once.
-var wireStreamEventPlan = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[wireStreamEvent]()) })
+// The plans of the wire form and of message_start's message, looked up
+// once.
+var (
+	wireStreamEventPlan = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[wireStreamEvent]()) })
+	apiMessagePlan      = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[APIMessage]()) })
+)
 
 // decodeStreamEvent decodes a stream_event line, with the decode plans
 // (plan.go) when planned.
@@ -240,16 +244,16 @@ func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
 	case "content_block_stop":
 		e.Event = &ContentBlockStopEvent{Index: ev.Index}
 	case "message_start":
-		var m APIMessage
+		ms := new(MessageStartEvent) // decoded in place: no copy
 		if len(ev.Message) > 0 {
-			if !planned || !decodePlanned(ev.Message, &m) {
-				m = APIMessage{}
-				if err := unmarshal(ev.Message, &m); err != nil {
+			if !planned || !decodeWith(apiMessagePlan(), ev.Message, unsafe.Pointer(&ms.Message)) {
+				ms.Message = APIMessage{}
+				if err := unmarshal(ev.Message, &ms.Message); err != nil {
 					return nil, err
 				}
 			}
 		}
-		e.Event = &MessageStartEvent{Message: m}
+		e.Event = ms
 	case "message_delta":
 		md := &MessageDeltaEvent{Usage: ev.Usage}
 		md.StopReason, md.StopSequence = ev.Delta.StopReason, ev.Delta.StopSequence
