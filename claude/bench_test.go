@@ -133,8 +133,8 @@ func firehose(ctx context.Context, c *claudetest.CLI) error {
 }
 
 // BenchmarkDecodeMix is DecodeMessage alone on the mix's lines: the part
-// of a host's CPU per message that is decoding (the fast paths for token
-// deltas and plain assistant lines, the general decoder for the rest).
+// of a host's CPU per message that is decoding (the decode plans take
+// every line of both mixes; TestPlannedMixes holds them to it).
 func BenchmarkDecodeMix(b *testing.B) { benchmarkDecode(b, mixLines()) }
 
 // BenchmarkDecodeRealMix is DecodeMessage alone on the real mix's lines.

@@ -292,13 +292,10 @@ func decodeBlock(raw []byte) (ContentBlock, error) { return decodeBlockWith(raw,
 // planned.
 func decodeBlockWith(raw []byte, planned bool) (ContentBlock, error) {
 	if planned {
-		d := planDecoders.Get().(*planDecoder)
-		d.s = scanner{b: raw}
+		d := planDecoder{s: scanner{b: raw}}
 		b, ok := d.block()
 		d.s.ws()
-		ok = ok && d.s.i == len(raw) && d.finish()
-		d.reset()
-		if ok {
+		if ok && d.s.i == len(raw) {
 			return b, nil
 		}
 	}

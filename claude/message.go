@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
+	"unsafe"
 )
 
 // Message is one line of the CLI's stdout, decoded. It is one of:
@@ -192,7 +194,8 @@ func (*StreamlinedToolUseSummaryMessage) isMessage() {}
 var errNotObject = errors.New("not a JSON object")
 
 // DecodeMessage decodes one stdout line of the CLI. The message keeps line
-// as its RawJSON, so line must not be modified afterwards. It fails only
+// as its RawJSON, and its strings may share line's memory, so line must not
+// be modified afterwards. It fails only
 // for a line that is not a JSON object; unknown types and subtypes decode
 // to *UnknownMessage and *UnknownSystemMessage, and a known type whose
 // fields have unexpected JSON types decodes as unknown too, so that a newer
@@ -203,6 +206,12 @@ func DecodeMessage(line []byte) (Message, error) { return decodeMessage(line, tr
 // out (plan.go), so that tests can check they change nothing.
 func decodeMessage(line []byte, planned bool) (Message, error) {
 	typ, ok := peekType(line)
+	return decodeTyped(line, typ, ok, planned)
+}
+
+// decodeTyped is decodeMessage after peekType(line) (the read loop's,
+// which a queued line carries).
+func decodeTyped(line []byte, typ string, ok, planned bool) (Message, error) {
 	if !ok {
 		var h struct {
 			Type *string `json:"type"`
@@ -235,10 +244,10 @@ func decodeMessage(line []byte, planned bool) (Message, error) {
 		m = new(AssistantMessage)
 	case "user":
 		if planned {
-			w := new(wireUser)
-			if decodePlanned(line, w) {
+			var w wireUser // on the stack: only the message escapes
+			if decodeWith(wireUserPlan(), line, unsafe.Pointer(&w)) {
 				u := new(UserMessage)
-				u.fromWire(w)
+				u.fromWire(&w)
 				u.Raw = line
 				return u, nil
 			}
@@ -275,7 +284,7 @@ func decodeMessage(line []byte, planned bool) (Message, error) {
 	default:
 		return unknown(line, typ)
 	}
-	if planned && decodePlanned(line, m) {
+	if planned && decodePlannedMessage(line, m) {
 		m.(rawSetter).setRaw(line)
 		return m, nil
 	}
@@ -290,17 +299,42 @@ func decodeMessage(line []byte, planned bool) (Message, error) {
 	return m, nil
 }
 
+// The plans of the types decoded most, looked up once.
+var (
+	wireUserPlan         = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[wireUser]()) })
+	assistantMessagePlan = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[AssistantMessage]()) })
+)
+
+// decodePlannedMessage is decodePlanned for a new message, with the
+// assistant message's plan at hand.
+func decodePlannedMessage(line []byte, m Message) bool {
+	if a, ok := m.(*AssistantMessage); ok {
+		return decodeWith(assistantMessagePlan(), line, unsafe.Pointer(a))
+	}
+	return decodePlanned(line, m)
+}
+
 // peekType returns the type of a line as the CLI writes it, type first;
 // ok is false for anything else. It allocates only for a rare type (it
-// runs twice on every stdout line, in the read loop and in Receive).
+// runs on every stdout line, in the read loop, and on content blocks).
 func peekType(line []byte) (string, bool) {
 	const prefix = `{"type":"`
-	if !bytes.HasPrefix(line, []byte(prefix)) {
+	if len(line) < len(prefix) || string(line[:len(prefix)]) != prefix {
 		return "", false
 	}
 	rest := line[len(prefix):]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+	// Types are short: a loop beats IndexByte's calls.
+	end := -1
+	for j, c := range rest {
+		if c == '"' {
+			end = j
+			break
+		}
+		if c == '\\' {
+			return "", false
+		}
+	}
+	if end < 0 {
 		return "", false
 	}
 	switch t := rest[:end]; string(t) {

@@ -214,6 +214,9 @@ type Options struct {
 	// the session back: it reads what the CLI wrote before exiting (up to
 	// 2 MiB past the bound) so that Done and Wait report the exit, and
 	// keeps it for Receive. 0 means DefaultMaxBufferedBytes (1 MiB).
+	// While Receive keeps up, the session reads only 128 KiB ahead of it
+	// (fresher lines decode faster); it reads on up to the bound when
+	// Receive has made no room for 2 ms.
 	MaxBufferedBytes int
 	// QueryTaskTimeout bounds how long Query keeps the CLI running after a
 	// result while background tasks (agents run in the background, which

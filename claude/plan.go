@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -17,9 +18,11 @@ import (
 // once per Go type, by reflection, from the same struct tags the general
 // decoder (go-json-experiment/json) reads: for each JSON member name, the
 // field's offset and kind. Decoding a line is then one pass of the scanner
-// over it, storing each value at its offset, and one allocation for all of
-// the message's strings (the garbage collector's work per token is what a
-// host pays most for besides the scan).
+// over it, storing each value at its offset. A string without escapes is
+// not copied: it shares the line's memory, which the message keeps anyway
+// as its RawJSON (DecodeMessage's line must not be modified afterwards), so
+// a token costs no allocation for its strings (the garbage collector's work
+// per token is what a host pays most for besides the scan).
 //
 // A plan decodes only what it is sure the general decoder would decode the
 // same way, and gives up on anything else: a member of a kind it does not
@@ -51,7 +54,12 @@ const (
 
 // planField is one member of a plan.
 type planField struct {
-	name  string
+	name string
+	// words and tail are the name's bytes, as is compares them: words
+	// eight at a time from the start, tail the last eight (four each
+	// for a name of four to seven bytes).
+	words [3]uint64
+	tail  uint64
 	off   uintptr
 	kind  fieldKind
 	elem  *plan        // kStruct, and kPtr to a struct
@@ -63,6 +71,10 @@ type planField struct {
 type plan struct {
 	fields []planField
 	byName map[string]int
+	// tab finds a member by nameHash: a field's index plus one, 0 for no
+	// field, tabLinear where names collide (then a scan of fields).
+	tab  [planTab]uint8
+	mult uint32
 	// custom is a type that decodes itself: no plan can stand in for it.
 	custom bool
 }
@@ -108,6 +120,7 @@ func buildPlan(t reflect.Type, building map[reflect.Type]*plan) *plan {
 	p := &plan{byName: map[string]int{}, custom: t != apiMessageType && hasMethods(t)}
 	building[t] = p
 	p.add(t, 0, building)
+	p.index()
 	return p
 }
 
@@ -157,19 +170,123 @@ func (p *plan) add(t reflect.Type, base uintptr, building map[reflect.Type]*plan
 	}
 }
 
-// lookup returns the index of the field named key: by a scan for a
-// plan of a few fields (cheaper than hashing the key), else by the map.
-func (p *plan) lookup(key []byte) (int, bool) {
-	if len(p.fields) > 12 {
-		i, ok := p.byName[string(key)]
-		return i, ok
+// planTab is the size of a plan's table of names (a power of two);
+// tabLinear marks a slot of colliding names.
+const (
+	planTab   = 128
+	tabLinear = 0xff
+)
+
+// nameHash hashes a member name for plan.tab from its length and three of
+// its bytes (no loop over the key), multiplied by the plan's mult, which
+// index chooses so that the names of its struct do not collide.
+func nameHash(key []byte, mult uint32) uint {
+	n := len(key)
+	if n == 0 {
+		return 0
 	}
-	for i := range p.fields {
-		if n := p.fields[i].name; len(n) == len(key) && n == string(key) {
-			return i, true
+	x := uint32(n) | uint32(key[0])<<8 | uint32(key[n-1])<<16 | uint32(key[n/2])<<24
+	return uint((x * mult) >> (32 - 7)) // 7 bits: planTab
+}
+
+// index fills p.tab from p.fields, with the first multiplier of a few
+// tried under which no two names share a slot.
+func (p *plan) index() {
+	best, bestLinear := uint32(0), -1
+	for try := range uint32(64) {
+		mult := 0x9E3779B1 + 2*try*0x10001
+		p.fill(mult)
+		linear := 0
+		for _, t := range p.tab {
+			if t == tabLinear {
+				linear++
+			}
+		}
+		if bestLinear < 0 || linear < bestLinear {
+			best, bestLinear = mult, linear
+		}
+		if linear == 0 {
+			return
 		}
 	}
-	return 0, false
+	p.fill(best)
+}
+
+func (p *plan) fill(mult uint32) {
+	p.mult = mult
+	p.tab = [planTab]uint8{}
+	if len(p.fields) >= tabLinear {
+		for h := range p.tab {
+			p.tab[h] = tabLinear
+		}
+		return
+	}
+	for i, f := range p.fields {
+		h := nameHash([]byte(f.name), mult)
+		switch {
+		case f.name == "":
+			p.tab[h] = tabLinear
+		case p.tab[h] == 0:
+			p.tab[h] = uint8(i + 1)
+		default:
+			p.tab[h] = tabLinear
+		}
+	}
+}
+
+// lookup returns the index of the field named key.
+func (p *plan) lookup(key []byte) (int, bool) {
+	switch t := p.tab[nameHash(key, p.mult)]; t {
+	case 0:
+		return 0, false
+	case tabLinear:
+		for i := range p.fields {
+			if p.fields[i].is(key) {
+				return i, true
+			}
+		}
+		return 0, false
+	default:
+		i := int(t) - 1
+		return i, p.fields[i].is(key)
+	}
+}
+
+// is reports whether key is f's name, a word at a time.
+func (f *planField) is(key []byte) bool {
+	n := len(key)
+	if n != len(f.name) {
+		return false
+	}
+	switch {
+	case n >= 8 && n <= 32:
+		for off := 0; off+8 <= n && off < 24; off += 8 {
+			if binary.LittleEndian.Uint64(key[off:]) != f.words[off/8] {
+				return false
+			}
+		}
+		return binary.LittleEndian.Uint64(key[n-8:]) == f.tail
+	case n >= 4 && n < 8:
+		return binary.LittleEndian.Uint32(key) == uint32(f.words[0]) &&
+			binary.LittleEndian.Uint32(key[n-4:]) == uint32(f.tail)
+	}
+	return f.name == string(key)
+}
+
+// setWords fills f.words and f.tail from f.name.
+func (f *planField) setWords() {
+	name := []byte(f.name)
+	n := len(name)
+	switch {
+	case n >= 8:
+		for off := 0; off+8 <= n && off < 24; off += 8 {
+			f.words[off/8] = binary.LittleEndian.Uint64(name[off:])
+		}
+		f.tail = binary.LittleEndian.Uint64(name[n-8:])
+	case n >= 4:
+		f.words[0] = uint64(binary.LittleEndian.Uint32(name))
+		f.tail = uint64(binary.LittleEndian.Uint32(name[n-4:]))
+	}
 }
 
 // put adds a field; a name already taken (which the general decoder
@@ -180,6 +297,7 @@ func (p *plan) put(f planField) {
 		return
 	}
 	p.byName[f.name] = len(p.fields)
+	f.setWords()
 	p.fields = append(p.fields, f)
 }
 
@@ -245,20 +363,10 @@ func kindOf(t reflect.Type, building map[reflect.Type]*plan) (fieldKind, *plan) 
 	return kUnsupported, nil
 }
 
-// planDecoder is the state of one decode: the scanner and the strings
-// waiting for the one allocation that holds them all.
+// planDecoder is the state of one decode: the scanner.
 type planDecoder struct {
-	s       scanner
-	pending []pendingString
-	size    int
+	s scanner
 }
-
-type pendingString struct {
-	dst *string
-	at  span
-}
-
-var planDecoders = sync.Pool{New: func() any { return new(planDecoder) }}
 
 // decodePlanned decodes line into v, a pointer to a zero struct, by its
 // plan; false means it gave up, v then holding partial values.
@@ -267,23 +375,19 @@ func decodePlanned(line []byte, v any) bool {
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return false
 	}
-	p := planFor(rv.Elem().Type())
-	d := planDecoders.Get().(*planDecoder)
-	d.s = scanner{b: line}
-	ok := d.object(p, rv.UnsafePointer())
-	if ok {
-		d.s.ws()
-		ok = d.s.i == len(line) && d.finish()
-	}
-	d.reset()
-	return ok
+	return decodeWith(planFor(rv.Elem().Type()), line, rv.UnsafePointer())
 }
 
-// reset returns d to the pool.
-func (d *planDecoder) reset() {
-	clear(d.pending)
-	d.pending, d.size, d.s = d.pending[:0], 0, scanner{}
-	planDecoders.Put(d)
+// decodeWith decodes line by plan p into the zero struct at ptr (of p's
+// type); false means it gave up, the struct then holding partial values.
+// Unlike decodePlanned, it lets a caller's struct stay on its stack.
+func decodeWith(p *plan, line []byte, ptr unsafe.Pointer) bool {
+	d := planDecoder{s: scanner{b: line}}
+	if !d.object(p, ptr) {
+		return false
+	}
+	d.s.ws()
+	return d.s.i == len(line)
 }
 
 // decodeInto decodes line into v (a pointer to a new value) by its plan,
@@ -296,39 +400,14 @@ func decodeInto(line []byte, v any) error {
 	return unmarshal(line, v)
 }
 
-// finish makes the one string the pending strings share.
-func (d *planDecoder) finish() bool {
-	if len(d.pending) == 0 {
-		return true
-	}
-	var sb strings.Builder
-	sb.Grow(d.size)
-	for i := range d.pending {
-		if !d.s.put(&sb, &d.pending[i].at) {
-			return false
-		}
-	}
-	all := sb.String()
-	for _, p := range d.pending {
-		*p.dst = p.at.of(all)
-	}
-	return true
-}
-
 // str scans a string (or null) to be stored at dst.
 func (d *planDecoder) str(dst *string) bool {
-	if d.s.null() {
+	if s := &d.s; (s.i >= len(s.b) || s.b[s.i] != '"') && s.null() {
 		return true
 	}
-	at, ok := d.s.str()
-	if !ok {
-		return false
-	}
-	if at.len() > 0 {
-		d.pending = append(d.pending, pendingString{dst, at})
-		d.size += at.len()
-	}
-	return true
+	v, ok := d.s.strValue()
+	*dst = v
+	return ok
 }
 
 // object decodes an object (or null) into the struct at base.
@@ -363,14 +442,45 @@ func (d *planDecoder) object(p *plan, base unsafe.Pointer) bool {
 		}
 		seen |= 1 << i
 		f := &p.fields[i]
-		if !d.value(f.kind, f.elem, f.etyp, f.ekind, unsafe.Add(base, f.off)) {
+		ptr := unsafe.Add(base, f.off)
+		if f.kind == kString && s.i < len(s.b) && s.b[s.i] == '"' {
+			// The commonest value, without value's dispatch.
+			v, ok := s.strValue()
+			if !ok {
+				return false
+			}
+			*(*string)(ptr) = v
+			continue
+		}
+		if !d.value(f, ptr) {
 			return false
 		}
 	}
 }
 
-// value decodes one value of the given kind at ptr.
-func (d *planDecoder) value(kind fieldKind, elem *plan, etyp reflect.Type, ekind fieldKind, ptr unsafe.Pointer) bool {
+// value decodes the value of field f at ptr.
+func (d *planDecoder) value(f *planField, ptr unsafe.Pointer) bool {
+	if f.kind == kPtr {
+		s := &d.s
+		if s.null() {
+			return true
+		}
+		s.ws()
+		if s.i >= len(s.b) || (f.ekind == kStruct && s.b[s.i] != '{') {
+			return false
+		}
+		np := reflect.New(f.etyp).UnsafePointer()
+		if !d.valueOf(f.ekind, f.elem, np) {
+			return false
+		}
+		*(*unsafe.Pointer)(ptr) = np
+		return true
+	}
+	return d.valueOf(f.kind, f.elem, ptr)
+}
+
+// valueOf decodes one value of the given kind at ptr.
+func (d *planDecoder) valueOf(kind fieldKind, elem *plan, ptr unsafe.Pointer) bool {
 	s := &d.s
 	switch kind {
 	case kString:
@@ -415,20 +525,6 @@ func (d *planDecoder) value(kind fieldKind, elem *plan, etyp reflect.Type, ekind
 		return d.strings((*[]string)(ptr))
 	case kStruct:
 		return d.object(elem, ptr)
-	case kPtr:
-		if s.null() {
-			return true
-		}
-		s.ws()
-		if s.i >= len(s.b) || (ekind == kStruct && s.b[s.i] != '{') {
-			return false
-		}
-		np := reflect.New(etyp).UnsafePointer()
-		if !d.value(ekind, elem, nil, 0, np) {
-			return false
-		}
-		*(*unsafe.Pointer)(ptr) = np
-		return true
 	case kBlocks:
 		return d.blocks((*[]ContentBlock)(ptr))
 	}
@@ -443,9 +539,7 @@ func (d *planDecoder) strings(dst *[]string) bool {
 	if !s.consume('[') {
 		return false
 	}
-	// Count first, so that the pending strings point into the slice
-	// the message keeps.
-	start, n := s.i, 0
+	var out []string
 	for first := true; ; first = false {
 		if s.consume(']') {
 			break
@@ -453,23 +547,15 @@ func (d *planDecoder) strings(dst *[]string) bool {
 		if !first && !s.consume(',') {
 			return false
 		}
-		if _, ok := s.str(); !ok { // a null among strings too: the general decoder
+		v, ok := s.strValue() // a null among strings too: the general decoder
+		if !ok {
 			return false
 		}
-		n++
+		out = append(out, v)
 	}
-	end := s.i
-	out := make([]string, n)
-	s.i = start
-	for i := range out {
-		if i > 0 && !s.consume(',') {
-			return false
-		}
-		if !d.str(&out[i]) {
-			return false
-		}
+	if out == nil {
+		out = []string{}
 	}
-	s.i = end
 	*dst = out
 	return true
 }
@@ -512,29 +598,32 @@ func (d *planDecoder) blocks(dst *[]ContentBlock) bool {
 }
 
 // block decodes one content block, typed by its "type" member wherever it
-// is; a block of a type Tether does not know is kept raw.
+// is (as decodeBlock types it); a block of a type Tether does not know is
+// kept raw.
 func (d *planDecoder) block() (ContentBlock, bool) {
 	s := &d.s
 	s.ws()
 	start := s.i
-	if !s.skipValue(0) {
-		return nil, false
-	}
-	end := s.i
-	typ, ok := memberType(s.b[start:end])
+	// As the CLI writes blocks, type first: no pass to find it.
+	typ, ok := peekType(s.b[start:])
 	if !ok {
-		return nil, false
+		if !s.skipValue(0) {
+			return nil, false
+		}
+		if typ, ok = memberType(s.b[start:s.i]); !ok {
+			return nil, false
+		}
+		s.i = start
 	}
 	b := newBlock(typ)
 	if b == nil {
-		return &UnknownBlock{Type: typ, Raw: bytes.Clone(s.b[start:end])}, true
+		if !s.skipValue(0) {
+			return nil, false
+		}
+		return &UnknownBlock{Type: typ, Raw: bytes.Clone(s.b[start:s.i])}, true
 	}
-	s.i = start
 	rv := reflect.ValueOf(b)
-	if !d.object(planFor(rv.Elem().Type()), rv.UnsafePointer()) {
-		return nil, false
-	}
-	return b, s.i == end
+	return b, d.object(planFor(rv.Elem().Type()), rv.UnsafePointer())
 }
 
 // memberType returns the value of an object's "type" member, a plain

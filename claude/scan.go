@@ -1,21 +1,11 @@
 package claude
 
 import (
-	"bytes"
-	"strings"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
+	"unsafe"
 )
-
-// span is a string value's place: first its contents in the line (quotes
-// excluded), then, after scanner.put, its place in the message's string.
-type span struct {
-	from, to int
-	esc      bool // it has escapes (before put)
-}
-
-func (p span) len() int { return p.to - p.from }
-
-func (p span) of(all string) string { return all[p.from:p.to] }
 
 // scanner reads JSON from b for the decode plans (plan.go); every method skips
 // leading white space and reports ok false on anything unexpected.
@@ -28,6 +18,17 @@ type scanner struct {
 // brace consumed) and returns its key, the scanner left at the value; done
 // reports the object's end instead.
 func (s *scanner) member(first bool) (key []byte, done, ok bool) {
+	// As the CLI writes members: no white space, ',"key":'.
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == ',' && !first {
+		i++
+	}
+	if i < len(b) && b[i] == '"' && (i != s.i || first) {
+		if end := indexQuote(b, i+1); end >= 0 && end+1 < len(b) && b[end+1] == ':' {
+			s.i = end + 2
+			return b[i+1 : end], false, true
+		}
+	}
 	if s.consume('}') {
 		return nil, true, true
 	}
@@ -76,130 +77,152 @@ func (s *scanner) rawString() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
-	// Keys and enum values are short: a loop beats IndexByte's call.
-	for j := start; j < len(s.b) && j-start < 24; j++ {
-		if s.b[j] == '"' {
-			s.i = j + 1
-			return s.b[start:j], true
-		}
-	}
-	end := bytes.IndexByte(s.b[start:], '"')
+	end := indexQuote(s.b, start)
 	if end < 0 {
 		return nil, false
 	}
-	s.i = start + end + 1
-	return s.b[start : start+end], true
+	s.i = end + 1
+	return s.b[start:end], true
 }
 
-// str scans a string value and returns where its contents are; put
-// decodes them.
-func (s *scanner) str() (span, bool) {
+// strValue scans a string value and returns it: without escapes, a
+// string that shares the line's memory (see plan.go); with escapes, a
+// decoded copy.
+func (s *scanner) strValue() (string, bool) {
 	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return span{}, false
+	b := s.b
+	if s.i >= len(b) || b[s.i] != '"' {
+		return "", false
 	}
-	start := s.i
-	var hi byte // the bytes or'ed: >= 0x80 when any is not ASCII
+	start := s.i + 1
+	var hi uint64 // the bytes or'ed: a high bit set when any is not ASCII
 	esc := false
-	for j := start + 1; j < len(s.b); j++ {
-		c := s.b[j]
-		if plainByte[c] {
-			continue
+	j := start
+	for {
+		var w uint64
+		j, w = nextSpecial(b, j)
+		hi |= w
+		if j >= len(b) {
+			return "", false
 		}
-		hi |= c
-		switch {
-		case c == '\\':
-			esc = true
-			j++ // skip the escaped byte (a quote or backslash among them)
+		switch c := b[j]; {
 		case c == '"':
 			s.i = j + 1
-			if hi >= 0x80 && !utf8.Valid(s.b[start+1:j]) {
-				return span{}, false // the general path mangles it into U+FFFD
+			raw := b[start:j]
+			if hi&swarHigh != 0 && !utf8.Valid(raw) {
+				return "", false // the general path mangles it into U+FFFD
 			}
-			return span{from: start + 1, to: j, esc: esc}, true
-		case c < 0x20:
-			return span{}, false
+			if esc {
+				return unescape(b[start-1 : j+1])
+			}
+			if len(raw) == 0 {
+				return "", true
+			}
+			return unsafe.String(&raw[0], len(raw)), true
+		case c == '\\':
+			esc = true
+			j += 2 // skip the escaped byte (a quote or backslash among them)
+		default: // a control character
+			return "", false
 		}
 	}
-	return span{}, false
 }
 
-// plainByte marks the bytes a string holds as they are: printable ASCII
-// but for the quote and the backslash.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// put writes the string at p to sb, unescaped, and makes p its place in
-// sb. \u escapes (rare in the CLI's output, and with surrogate pairs to
-// get right) go through the general decoder.
-func (s *scanner) put(sb *strings.Builder, p *span) bool {
-	from := sb.Len()
-	if p.from == p.to { // "" or null
-		*p = span{from: from, to: from}
-		return true
-	}
-	quoted := s.b[p.from-1 : p.to+1]
+// unescape decodes a quoted string with escapes (its syntax not yet
+// checked). \u escapes (rare in the CLI's output, and with surrogate pairs
+// to get right) go through the general decoder.
+func unescape(quoted []byte) (string, bool) {
 	raw := quoted[1 : len(quoted)-1]
-	esc := p.esc
-	*p = span{from: from, to: from}
-	if !esc {
-		sb.Write(raw)
-		p.to = sb.Len()
-		return true
-	}
+	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if c != '\\' {
-			sb.WriteByte(c)
+			out = append(out, c)
 			continue
 		}
 		i++
 		if i >= len(raw) {
-			return false
+			return "", false
 		}
 		switch raw[i] {
 		case '"', '\\', '/':
-			sb.WriteByte(raw[i])
+			out = append(out, raw[i])
 		case 'n':
-			sb.WriteByte('\n')
+			out = append(out, '\n')
 		case 't':
-			sb.WriteByte('\t')
+			out = append(out, '\t')
 		case 'r':
-			sb.WriteByte('\r')
+			out = append(out, '\r')
 		case 'b':
-			sb.WriteByte('\b')
+			out = append(out, '\b')
 		case 'f':
-			sb.WriteByte('\f')
+			out = append(out, '\f')
 		case 'u':
-			// Start over on this value with the general decoder; what
-			// was written of it stays in sb, unused.
 			var v string
 			if unmarshal(quoted, &v) != nil {
-				return false
+				return "", false
 			}
-			from = sb.Len()
-			sb.WriteString(v)
-			*p = span{from: from, to: sb.Len()}
-			return true
+			return v, true
 		default:
-			return false
+			return "", false
 		}
 	}
-	p.to = sb.Len()
-	return true
+	return unsafe.String(unsafe.SliceData(out), len(out)), true
 }
 
-func (s *scanner) stringOrNull() (span, bool) {
-	s.ws()
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
-		return span{}, true
+// SWAR (SIMD within a register): eight bytes of a string at a time.
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// swarSpecial marks (high bit) each byte of x that ends a run of plain
+// string bytes: a quote, a backslash or a control character. Marks above
+// the lowest may be false (a borrow); the lowest is exact.
+func swarSpecial(x uint64) uint64 {
+	q := x ^ (swarOnes * '"')
+	bs := x ^ (swarOnes * '\\')
+	return ((q-swarOnes)&^q | (bs-swarOnes)&^bs | (x-swarOnes*0x20)&^x) & swarHigh
+}
+
+// nextSpecial returns the index of the first byte of b from j on that is
+// a quote, a backslash or a control character (len(b) if none), and the
+// bytes it passed or'ed together (at least), for the caller's check of
+// non-ASCII bytes.
+func nextSpecial(b []byte, j int) (int, uint64) {
+	var hi uint64
+	for ; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		hi |= x
+		if m := swarSpecial(x); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3, hi
+		}
 	}
-	return s.str()
+	for ; j < len(b); j++ {
+		c := b[j]
+		if c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		hi |= uint64(c)
+	}
+	return j, hi
+}
+
+// indexQuote returns the index of the first quote in b from j on, -1 if
+// none.
+func indexQuote(b []byte, j int) int {
+	for ; j+8 <= len(b); j += 8 {
+		q := binary.LittleEndian.Uint64(b[j:]) ^ (swarOnes * '"')
+		if m := (q - swarOnes) &^ q & swarHigh; m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; j < len(b); j++ {
+		if b[j] == '"' {
+			return j
+		}
+	}
+	return -1
 }
 
 // null consumes a JSON null.
@@ -312,45 +335,50 @@ func (s *scanner) literal(lit string) bool {
 // general decoder would replace invalid bytes where it keeps a value, so
 // such lines are left to it).
 func (s *scanner) skipString() bool {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+	b := s.b
+	if s.i >= len(b) || b[s.i] != '"' {
 		return false
 	}
-	var hi byte
-	for j := s.i + 1; j < len(s.b); j++ {
-		c := s.b[j]
-		hi |= c
-		switch {
+	var hi uint64
+	for j := s.i + 1; ; {
+		var w uint64
+		j, w = nextSpecial(b, j)
+		hi |= w
+		if j >= len(b) {
+			return false
+		}
+		switch c := b[j]; {
 		case c == '"':
-			if hi >= 0x80 && !utf8.Valid(s.b[s.i+1:j]) {
+			if hi&swarHigh != 0 && !utf8.Valid(b[s.i+1:j]) {
 				return false
 			}
 			s.i = j + 1
 			return true
 		case c < 0x20:
 			return false
-		case c == '\\':
+		}
+		// A backslash.
+		j++
+		if j >= len(b) {
+			return false
+		}
+		switch b[j] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			j++
-			if j >= len(s.b) {
+		case 'u':
+			if j+4 >= len(b) {
 				return false
 			}
-			switch s.b[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(s.b) {
+			for _, h := range b[j+1 : j+5] {
+				if !isHex(h) {
 					return false
 				}
-				for _, h := range s.b[j+1 : j+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				j += 4
-			default:
-				return false
 			}
+			j += 5
+		default:
+			return false
 		}
 	}
-	return false
 }
 
 func isHex(c byte) bool {

@@ -87,7 +87,11 @@ type Session struct {
 	queue   []item
 	qhead   int
 	qbytes  int             // bytes queued (line sizes plus itemCost each)
+	qover   atomic.Bool     // qbytes > qlimit(), set with qbytes: waitRoom's check without qmu
 	qmax    int             // Options.MaxBufferedBytes or its default
+	qsoft   int             // how far the read loop reads ahead while Receive keeps up: min(qmax, readAhead)
+	qhard   bool            // Receive did not make room within readAheadWait: read on up to qmax
+	qtimer  *time.Timer     // the read loop's readAheadWait
 	rwait   bool            // the read loop waits for room
 	exited  <-chan struct{} // closed when the CLI has exited (ExitNotifier); nil: not known
 	drain   bool            // the CLI has exited: the read loop reads the rest past qmax
@@ -135,6 +139,7 @@ const itemCost = 96
 type item struct {
 	line   []byte
 	lineNo int64
+	typ    string // peekType(line), when the read loop found it
 	err    error
 	ctl    *ControlEvent // for Options.ObserveControl (observe.go)
 }
@@ -298,6 +303,7 @@ func newSession(o Options, conn Conn, log *slog.Logger) *Session {
 		wstop:    make(chan struct{}),
 		wdone:    make(chan struct{}),
 		qmax:     cmp.Or(o.MaxBufferedBytes, DefaultMaxBufferedBytes),
+		qsoft:    min(cmp.Or(o.MaxBufferedBytes, DefaultMaxBufferedBytes), readAhead),
 		qroom:    make(chan struct{}, 1),
 		qsignal:  make(chan struct{}, 1),
 		readDone: make(chan struct{}),
@@ -556,7 +562,7 @@ func (s *Session) nextMessage(ctx context.Context) (msg Message, merr error, ok 
 	if it.err != nil {
 		return nil, it.err, true, nil
 	}
-	msg, derr := DecodeMessage(it.line)
+	msg, derr := decodeTyped(it.line, it.typ, it.typ != "", true)
 	if derr != nil {
 		s.log.Warn("claude: stdout line is not JSON", "line", it.lineNo, "err", derr)
 		return nil, lineError(it.lineNo, it.line, fmt.Errorf("not a JSON object: %w", derr)), true, nil
@@ -577,6 +583,12 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 			s.queue[s.qhead] = item{}
 			s.qhead++
 			s.qbytes -= it.size()
+			if s.qhard && s.qbytes <= s.qsoft/2 {
+				s.qhard = false // caught up: read ahead by qsoft again
+			}
+			if s.qover.Load() && s.qbytes <= s.qlimit() {
+				s.qover.Store(false)
+			}
 			switch {
 			case s.qhead == len(s.queue):
 				if cap(s.queue) > 4096 {
@@ -590,7 +602,7 @@ func (s *Session) next(ctx context.Context) (it item, ok bool, err error) {
 				clear(s.queue[n:])
 				s.queue, s.qhead = s.queue[:n], 0
 			}
-			if s.rwait && s.qbytes <= s.qmax/2 {
+			if s.rwait && s.qbytes <= s.qlimit()/2 {
 				s.rwait = false
 				select {
 				case s.qroom <- struct{}{}:
@@ -627,6 +639,9 @@ func (s *Session) enqueue(it item) {
 	}
 	s.queue = append(s.queue, it)
 	s.qbytes += it.size()
+	if s.qbytes > s.qlimit() && !s.qover.Load() {
+		s.qover.Store(true)
+	}
 	if s.drain {
 		s.drained += len(it.line) + 1
 	}
@@ -646,9 +661,34 @@ func (s *Session) enqueue(it item) {
 // stdout, or a transport that buffers more) the bound holds again.
 const exitDrainMax = 2 << 20
 
+// Reading ahead. The read loop stays at most readAhead bytes of messages
+// ahead of Receive, not MaxBufferedBytes, as long as Receive makes room
+// within readAheadWait: a host that keeps up then decodes lines read
+// moments before (still in the processor's caches), and the garbage
+// collector traces a short queue. That took a sixth of a host's CPU time
+// off a stream of token deltas (bench-compare.sh, MaxBufferedBytes 1 MiB).
+// When Receive makes no room in time (a slow loop body, or nobody
+// receiving while a control request's answer is awaited behind the
+// messages), the loop reads on up to MaxBufferedBytes, as it always did,
+// until Receive has caught up to half of readAhead.
+const (
+	readAhead     = 128 << 10
+	readAheadWait = 2 * time.Millisecond
+)
+
+// qlimit is where the read loop stops: qsoft, or qmax once Receive was
+// slow to make room. The caller holds qmu.
+func (s *Session) qlimit() int {
+	if s.qhard {
+		return s.qmax
+	}
+	return s.qsoft
+}
+
 // waitRoom blocks the read loop while the unreceived messages exceed the
-// bound, until Receive has taken half of them or Close is called. The CLI
-// meanwhile blocks on its stdout writes: back pressure, nothing lost.
+// bound (qlimit), until Receive has taken half of them or Close is called.
+// The CLI meanwhile blocks on its stdout writes: back pressure, nothing
+// lost.
 //
 // Once the CLI has exited (the Conn is an ExitNotifier), nothing pushes
 // back any more: the loop reads the rest of the output, up to exitDrainMax
@@ -656,28 +696,50 @@ const exitDrainMax = 2 << 20
 // (Done, Wait) however far behind Receive is. The messages stay queued for
 // Receive, in order.
 func (s *Session) waitRoom() {
+	if !s.qover.Load() {
+		return // within the bound: no lock taken per line
+	}
 	s.qmu.Lock()
-	for s.qbytes > s.qmax && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
+	for s.qbytes > s.qlimit() && !s.closing.Load() && !(s.drain && s.drained <= exitDrainMax) {
 		s.rwait = true
 		ex := s.exited // nil, never ready, when the transport cannot tell
 		if s.drain {
 			ex = nil // past exitDrainMax: back pressure again
 		}
+		var expire <-chan time.Time
+		soft := !s.qhard && s.qsoft < s.qmax
+		if soft {
+			if s.qtimer == nil {
+				s.qtimer = time.NewTimer(readAheadWait)
+			} else {
+				s.qtimer.Reset(readAheadWait)
+			}
+			expire = s.qtimer.C
+		}
 		s.qmu.Unlock()
-		exited := false
+		exited, expired := false, false
 		select {
 		case <-s.qroom:
 		case <-s.hctx.Done():
 		case <-ex:
 			exited = true
+		case <-expire:
+			expired = true
+		}
+		if soft {
+			s.qtimer.Stop()
 		}
 		s.qmu.Lock()
+		if expired {
+			s.qhard = true
+		}
 		if exited && !s.drain {
 			s.drain = true
 			s.log.Debug("claude: the CLI exited with output unreceived; reading the rest past MaxBufferedBytes", "buffered", s.qbytes)
 		}
 	}
 	s.rwait = false
+	s.qover.Store(s.qbytes > s.qlimit())
 	s.qmu.Unlock()
 }
 
@@ -741,7 +803,7 @@ func (s *Session) route(n int64, line []byte) (answer func()) {
 	}
 	if ok && !control.IsControl(typ) {
 		s.turn.observe(typ, line)
-		s.enqueue(item{line: line, lineNo: n})
+		s.enqueue(item{line: line, lineNo: n, typ: typ})
 		return nil
 	}
 	if ok && typ == "control_request" {

@@ -2,7 +2,9 @@ package claude
 
 import (
 	"encoding/json"
+	"reflect"
 	"sync"
+	"unsafe"
 )
 
 // StreamEvent is a raw Messages API streaming event, passed through by the
@@ -160,23 +162,25 @@ func (e *StreamEvent) decode(b []byte) error {
 	return nil
 }
 
-// wireStreamEvents recycles the wire form, which is large and lives only
-// while a line is decoded.
-var wireStreamEvents = sync.Pool{New: func() any { return new(wireStreamEvent) }}
+// The plans of the wire form and of message_start's message, looked up
+// once.
+var (
+	wireStreamEventPlan = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[wireStreamEvent]()) })
+	apiMessagePlan      = sync.OnceValue(func() *plan { return planFor(reflect.TypeFor[APIMessage]()) })
+)
 
 // decodeStreamEvent decodes a stream_event line, with the decode plans
 // (plan.go) when planned.
 func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
-	w := wireStreamEvents.Get().(*wireStreamEvent)
-	defer func() {
-		*w = wireStreamEvent{}
-		wireStreamEvents.Put(w)
-	}()
-	if !planned || !decodePlanned(b, w) {
-		*w = wireStreamEvent{}
-		if err := unmarshal(b, w); err != nil {
+	// The wire form lives only while the line is decoded: on the stack.
+	var wv wireStreamEvent
+	w := &wv
+	if !planned || !decodeWith(wireStreamEventPlan(), b, unsafe.Pointer(w)) {
+		g := new(wireStreamEvent) // the general decoder's copy escapes
+		if err := unmarshal(b, g); err != nil {
 			return nil, err
 		}
+		*w = *g
 	}
 	ev := &w.Event
 	var e *StreamEvent
@@ -240,16 +244,16 @@ func decodeStreamEvent(b []byte, planned bool) (*StreamEvent, error) {
 	case "content_block_stop":
 		e.Event = &ContentBlockStopEvent{Index: ev.Index}
 	case "message_start":
-		var m APIMessage
+		ms := new(MessageStartEvent) // decoded in place: no copy
 		if len(ev.Message) > 0 {
-			if !planned || !decodePlanned(ev.Message, &m) {
-				m = APIMessage{}
-				if err := unmarshal(ev.Message, &m); err != nil {
+			if !planned || !decodeWith(apiMessagePlan(), ev.Message, unsafe.Pointer(&ms.Message)) {
+				ms.Message = APIMessage{}
+				if err := unmarshal(ev.Message, &ms.Message); err != nil {
 					return nil, err
 				}
 			}
 		}
-		e.Event = &MessageStartEvent{Message: m}
+		e.Event = ms
 	case "message_delta":
 		md := &MessageDeltaEvent{Usage: ev.Usage}
 		md.StopReason, md.StopSequence = ev.Delta.StopReason, ev.Delta.StopSequence

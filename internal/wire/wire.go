@@ -82,7 +82,7 @@ func (r *Reader) readOne() ([]byte, error) {
 		if len(frag)-1 > r.max {
 			return nil, &TooLongError{Size: len(frag) - 1, Max: r.max, Prefix: prefix(frag)}
 		}
-		return trim(bytes.Clone(frag)), nil
+		return bytes.Clone(trim(frag)), nil
 	}
 	if err != bufio.ErrBufferFull {
 		if len(frag) == 0 {
@@ -92,7 +92,7 @@ func (r *Reader) readOne() ([]byte, error) {
 		if len(frag) > r.max {
 			return nil, &TooLongError{Size: len(frag), Max: r.max, Prefix: prefix(frag)}
 		}
-		return trim(bytes.Clone(frag)), nil // last line without newline
+		return bytes.Clone(trim(frag)), nil // last line without newline
 	}
 	// Slow path: a line longer than the buffer. Copy it into fixed-size
 	// blocks until the newline, then into one slice of the exact size: a
@@ -189,9 +189,16 @@ func (l *blockList) join(size int) []byte {
 	return out
 }
 
+// trim cuts a line's newline and carriage return (by hand: the general
+// TrimSuffix took 5% of a host's time reading token deltas).
 func trim(b []byte) []byte {
-	b = bytes.TrimSuffix(b, []byte{'\n'})
-	return bytes.TrimSuffix(b, []byte{'\r'})
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
 }
 
 func prefix(b []byte) []byte {
