@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -23,16 +24,7 @@ import (
 // prompt, his CLI is confined again and resumes the conversation.
 func TestRealCLITeamIsolation(t *testing.T) {
 	ctx := testCtx(t)
-	iso, err := team.NewIsolation(&team.IsolationOptions{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := iso.Check(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("isolation required under CI=true: %v", err)
-		}
-		t.Skipf("isolation unavailable here: %v", err)
-	}
+	iso := newIsolation(t, ctx)
 	cfg := &fakeConfig{root: t.TempDir()}
 	wsA, wsB := cfg.Workspace(&me_alice), cfg.Workspace(&team.Identity{Subject: "bob@example.com"})
 	for _, d := range []string{wsA, wsB} {
@@ -109,4 +101,21 @@ func TestRealCLITeamIsolation(t *testing.T) {
 	if b, _ := json.Marshal(reqs[len(reqs)-1].Params.Messages); !strings.Contains(string(b), `"toolu_peek"`) {
 		t.Errorf("the woken, confined CLI did not resume the conversation: %.300s", b)
 	}
+}
+
+// newIsolation is bubblewrap isolation with its state in a test folder,
+// checked: required under CI=true, else the test is skipped without it.
+func newIsolation(t *testing.T, ctx context.Context) *team.Isolation {
+	t.Helper()
+	iso, err := team.NewIsolation(&team.IsolationOptions{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iso.Check(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("isolation required under CI=true: %v", err)
+		}
+		t.Skipf("isolation unavailable here: %v", err)
+	}
+	return iso
 }

@@ -242,16 +242,7 @@ func TestWorktreeOverClusterRefused(t *testing.T) {
 // and the owner's merge brings that into main.
 func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 	ctx := testCtx(t)
-	iso, err := team.NewIsolation(&team.IsolationOptions{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := iso.Check(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("isolation required under CI=true: %v", err)
-		}
-		t.Skipf("isolation unavailable here: %v", err)
-	}
+	iso := newIsolation(t, ctx)
 	cfg := &fakeConfig{root: t.TempDir()}
 	if err := os.MkdirAll(cfg.Workspace(&me_alice), 0o755); err != nil {
 		t.Fatal(err)
