@@ -73,9 +73,11 @@ func TestRevision1Shapes(t *testing.T) {
 		// host.Command's close decision for a session in a worktree,
 		// and the worktree a command's result reports (sessions in
 		// worktrees are not started over the bus yet: a close of a
-		// session without one carries neither).
-		"command":       {"confirm", "worktree"},
-		"command_reply": {"result.worktree"},
+		// session without one carries neither); the files a
+		// revert_changes names, and what changes and revert_changes
+		// answer (commands an agent of revision 1 refuses anyway).
+		"command":       {"confirm", "paths", "worktree"},
+		"command_reply": {"result.changes", "result.reverted", "result.worktree"},
 	}
 	for kind, v := range map[string]any{
 		"command": &commandMsg{}, "command_reply": &commandReply{}, "start": &startRequest{}, "start_reply": &startReply{},
