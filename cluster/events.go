@@ -227,6 +227,7 @@ func (c *Client) watchStall(ctx context.Context, filter string, r *eventReader, 
 		t := time.NewTicker(2 * c.b.ttl)
 		defer t.Stop()
 		seen := r.got.Load()
+		quiet := 0 // ticks without a message
 		for {
 			select {
 			case <-sw.done:
@@ -237,13 +238,17 @@ func (c *Client) watchStall(ctx context.Context, filter string, r *eventReader, 
 			}
 			cur := r.got.Load()
 			if cur != seen {
-				seen = cur
+				seen, quiet = cur, 0
 				continue
 			}
+			quiet++
 			// The registry (the client's copy: no request) says whether
 			// the agent published past what was read; only then is the
-			// stream asked.
-			if e, ok := c.sessCache.get(r.id); ok {
+			// stream asked. The copy is kept by a watcher that a busy
+			// machine can leave behind, so every third quiet tick the
+			// stream is asked all the same: a stalled consumer is never
+			// left waiting on a stale copy.
+			if e, ok := c.sessCache.get(r.id); ok && quiet%3 != 0 {
 				var rec SessionInfo
 				if decode(BucketSessions+"."+r.id, e.value, MaxRecordSize, &rec) == nil && rec.Seq < r.expectNow() {
 					continue
