@@ -749,7 +749,12 @@ func (s *stuckStore) Append(ctx context.Context, key claude.SessionKey, entries 
 
 // floodScript writes, for each user message, n frames of about size
 // bytes each, then a turn.
-func floodScript(home string, n, size int) claudetest.Script {
+//
+// With held set, it writes the first frame, then waits for a receive on
+// held (the store has taken that frame) before the rest: the flood then
+// meets a store that is already stuck, however the goroutines are
+// scheduled.
+func floodScript(home string, n, size int, held <-chan struct{}) claudetest.Script {
 	path := filepath.Join(home, ".claude", "projects", "-work-app", mirrorSID+".jsonl")
 	return func(ctx context.Context, c *claudetest.CLI) error {
 		if _, err := c.HandleInitialize(ctx); err != nil {
@@ -763,6 +768,13 @@ func floodScript(home string, n, size int) claudetest.Script {
 				e := fmt.Sprintf(`{"type":"user","uuid":"f%d","pad":%q}`, i, strings.Repeat("x", size))
 				if err := c.Write(fmt.Sprintf(`{"type":"transcript_mirror","filePath":%q,"entries":[%s]}`, path, e)); err != nil {
 					return err
+				}
+				if i == 0 && held != nil {
+					select {
+					case <-held:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
 				}
 			}
 			if err := c.Write(c.SystemInit(), c.AssistantText("ok"), c.ResultSuccess("ok")); err != nil {
@@ -781,7 +793,7 @@ func TestSessionStoreQueueBound(t *testing.T) {
 	store := &stuckStore{honour: true, release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	home := t.TempDir()
 	o := &claude.Options{
-		Transport:         &claudetest.FakeCLI{Script: floodScript(home, 20, 900)},
+		Transport:         &claudetest.FakeCLI{Script: floodScript(home, 20, 900, store.entered)},
 		Env:               map[string]string{"HOME": home, claude.EnvConfigDir: filepath.Join(home, ".claude")},
 		SessionStore:      store,
 		SessionStoreFlush: claude.SessionStoreFlushEager,
@@ -796,7 +808,11 @@ func TestSessionStoreQueueBound(t *testing.T) {
 	msgs := turnMsgs(ctx, t, s, "flood")
 	errs := find[*claude.MirrorErrorMessage](msgs)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error, "dropping") || errs[0].Key.SessionID != mirrorSID {
-		t.Fatalf("mirror errors during the turn: %+v", errs)
+		var texts []string
+		for _, e := range errs {
+			texts = append(texts, fmt.Sprintf("%q (session %s)", e.Error, e.Key.SessionID))
+		}
+		t.Fatalf("mirror errors during the turn: %d: %s", len(errs), strings.Join(texts, "; "))
 	}
 	close(store.release)
 	if err := s.FlushSessionStore(ctx); err != nil {
@@ -828,7 +844,7 @@ func TestSessionStoreCloseStuck(t *testing.T) {
 	defer close(store.release) // lets the abandoned Append end, for goleak
 	home := t.TempDir()
 	o := &claude.Options{
-		Transport:         &claudetest.FakeCLI{Script: floodScript(home, 1, 10)},
+		Transport:         &claudetest.FakeCLI{Script: floodScript(home, 1, 10, nil)},
 		Env:               map[string]string{"HOME": home, claude.EnvConfigDir: filepath.Join(home, ".claude")},
 		SessionStore:      store,
 		SessionStoreFlush: claude.SessionStoreFlushEager,
