@@ -152,19 +152,7 @@ func TestChangesGit(t *testing.T) {
 			func() { os.Remove(b) },
 			map[string]any{"stdout": "", "stderr": "", "interrupted": false}, false},
 	))
-	d, err := s.Send(ctx, "change things")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l.waitState(t, ctx, host.StateIdle)
-
-	cs, err := s.Changes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := turnChanges(t, ctx, s, l, "change things")
 	want := []changeRow{
 		{"a.go", "modified", []string{"Edit"}, 1, 1},
 		{"sub/new.txt", "created", []string{"Write"}, 1, 0},
@@ -329,7 +317,18 @@ func TestChangesNotebookAndMultiEdit(t *testing.T) {
 			func() { writeFile(t, md, "X\nY\n") },
 			map[string]any{"filePath": md, "originalFile": "x\ny\n", "structuredPatch": []any{}}, false},
 	))
-	d, err := s.Send(ctx, "edit")
+	cs := turnChanges(t, ctx, s, l, "edit")
+	want := []changeRow{{"a.ipynb", "modified", []string{"NotebookEdit"}, 1, 1}, {"b.md", "modified", []string{"MultiEdit"}, 2, 2}}
+	if diff := cmp.Diff(want, rows(cs)); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// turnChanges sends prompt, waits for the turn's end and the session
+// idle (l is its state log), and returns what the session changed.
+func turnChanges(t *testing.T, ctx context.Context, s *host.Session, l *stateLog, prompt string) []host.FileChange {
+	t.Helper()
+	d, err := s.Send(ctx, prompt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,8 +340,5 @@ func TestChangesNotebookAndMultiEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []changeRow{{"a.ipynb", "modified", []string{"NotebookEdit"}, 1, 1}, {"b.md", "modified", []string{"MultiEdit"}, 2, 2}}
-	if diff := cmp.Diff(want, rows(cs)); diff != "" {
-		t.Errorf("changes (-want +got):\n%s", diff)
-	}
+	return cs
 }

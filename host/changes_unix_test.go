@@ -40,18 +40,7 @@ func TestChangesLinksAndPipes(t *testing.T) {
 			},
 			map[string]any{"stdout": ""}, false},
 	))
-	d, err := s.Send(ctx, "link")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l.waitState(t, ctx, host.StateIdle)
-	cs, err := s.Changes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := turnChanges(t, ctx, s, l, "link")
 	var got []string
 	for _, c := range cs {
 		got = append(got, c.Rel+" "+string(c.Kind))
