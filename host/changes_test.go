@@ -23,6 +23,9 @@ import (
 func gitRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is required under CI=true (apt-get install git)")
+		}
 		t.Skip("no git")
 	}
 	dir, err := filepath.EvalSymlinks(t.TempDir())

@@ -18,6 +18,9 @@ import (
 func gitRepo(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is required under CI=true (apt-get install git)")
+		}
 		t.Skip("no git")
 	}
 	git := func(args ...string) {

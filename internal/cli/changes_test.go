@@ -17,6 +17,9 @@ import (
 func TestRealCLIRunDiff(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is required under CI=true (apt-get install git)")
+		}
 		t.Skip("no git")
 	}
 	ctx, _, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{

@@ -40,6 +40,9 @@ func write(t *testing.T, path, s string) {
 func newRepo(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(git); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is required under CI=true (apt-get install git)")
+		}
 		t.Skip("no git at", git)
 	}
 	dir := t.TempDir()
@@ -87,6 +90,9 @@ func TestCreateTwoWorktreesApart(t *testing.T) {
 
 func TestCreateRefusals(t *testing.T) {
 	if _, err := os.Stat(git); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is required under CI=true (apt-get install git)")
+		}
 		t.Skip("no git")
 	}
 	_, err := Create(context.Background(), t.TempDir(), &Options{Git: git})
