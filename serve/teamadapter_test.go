@@ -40,15 +40,7 @@ func (r *memRecorder) actions() []string {
 // check, a session without ACL (nil, nil rather than ErrNoACL), spend.
 func TestNewTeamAuthorizer(t *testing.T) {
 	ctx := testCtx(t)
-	ljs, err := team.StartLocalJetStream(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ljs.Close() })
-	st, err := team.OpenStore(ctx, ljs.JetStream(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := localTeamStore(t, ctx)
 	cfg, err := team.ParseConfig([]byte(`people:
   - {email: alice@example.com, name: Alice, role: member}
   - {email: bob@example.com, name: Bob, role: member}
@@ -167,4 +159,20 @@ isolation: off
 	if got := rec.actions(); !slices.Equal(got, want) {
 		t.Errorf("recorded %q\nwant     %q", got, want)
 	}
+}
+
+// localTeamStore is a team store on a local JetStream in a test folder,
+// as tether serve --team keeps it on one machine.
+func localTeamStore(t *testing.T, ctx context.Context) *team.Store {
+	t.Helper()
+	ljs, err := team.StartLocalJetStream(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ljs.Close() })
+	st, err := team.OpenStore(ctx, ljs.JetStream(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -127,15 +127,7 @@ func TestWorktreeOverTheProtocol(t *testing.T) {
 func teamRepoServer(t *testing.T, root string) *teamEnv {
 	t.Helper()
 	ctx := testCtx(t)
-	ljs, err := team.StartLocalJetStream(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ljs.Close() })
-	st, err := team.OpenStore(ctx, ljs.JetStream(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := localTeamStore(t, ctx)
 	cfg, err := team.ParseConfig([]byte(`people:
   - {email: alice@example.com, name: Alice, role: member}
   - {email: bob@example.com, name: Bob, role: member}
