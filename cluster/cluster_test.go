@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +42,7 @@ func newAgent(t *testing.T, url, id string, capacity int, nopts ...nats.Option) 
 	t.Helper()
 	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
 		URL: url, NATS: nopts, ID: id, Capacity: capacity, Limits: limits, MirrorInterval: 20 * time.Millisecond,
-		Logger: testLogger(),
+		Logger: testLog(t),
 		Session: &host.Options{CLI: &claude.Options{
 			Transport: &claudetest.FakeCLI{Script: memoryCLI},
 			Env:       map[string]string{claude.EnvConfigDir: t.TempDir()},
@@ -62,9 +63,66 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
+// testLog is testLogger for one test, and more: without TETHER_TEST_LOG
+// the debug log of every agent and client the test starts is kept in a
+// bounded ring (the last logRingLines lines), printed only when the test
+// fails, so that a failure seen once in a long run (a busy CI machine)
+// comes with what the processes were doing.
+func testLog(t *testing.T) *slog.Logger {
+	if l := testLogger(); l != nil {
+		return l
+	}
+	r, loaded := logRings.LoadOrStore(t, &logRing{})
+	ring := r.(*logRing)
+	if !loaded {
+		t.Cleanup(func() {
+			logRings.Delete(t)
+			if t.Failed() {
+				t.Logf("the last %d lines of the agents' and clients' debug log:\n%s", logRingLines, ring.String())
+			}
+		})
+	}
+	return slog.New(slog.NewTextHandler(ring, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+var logRings sync.Map // *testing.T → *logRing
+
+const logRingLines = 3000
+
+// logRing keeps the last logRingLines lines written to it, each cut at
+// 400 bytes.
+type logRing struct {
+	mu    sync.Mutex
+	lines []string
+	next  int
+}
+
+func (r *logRing) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if len(l) > 400 {
+			l = l[:400] + "…"
+		}
+		if len(r.lines) < logRingLines {
+			r.lines = append(r.lines, l)
+			continue
+		}
+		r.lines[r.next] = l
+		r.next = (r.next + 1) % logRingLines
+	}
+	return len(p), nil
+}
+
+func (r *logRing) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(append(slices.Clone(r.lines[r.next:]), r.lines[:r.next]...), "\n")
+}
+
 func newClient(t *testing.T, url string, nopts ...nats.Option) *cluster.Client {
 	t.Helper()
-	c, err := cluster.NewClient(testCtx(t), &cluster.ClientOptions{URL: url, NATS: nopts, Limits: limits, Logger: testLogger()})
+	c, err := cluster.NewClient(testCtx(t), &cluster.ClientOptions{URL: url, NATS: nopts, Limits: limits, Logger: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

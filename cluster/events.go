@@ -137,6 +137,7 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 		return err
 	}
 	defer it.Stop()
+	c.log.Debug("events: reading", "session", r.id, "from", start, "expect", r.expect)
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	r.next = start
