@@ -23,6 +23,7 @@ import (
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/syncbuf"
 )
 
 // heartbeat is short so that a dead agent shows within the tests' patience.
@@ -920,7 +921,7 @@ func TestAgentShutdownThenResume(t *testing.T) {
 func TestLogsCarryNoPrompts(t *testing.T) {
 	ctx := testCtx(t)
 	ns := newNATS(t, nil)
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: ns.URL(), ID: "a1", Limits: limits, Logger: logger,
 		Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: memoryCLI},
@@ -959,23 +960,6 @@ func TestLogsCarryNoPrompts(t *testing.T) {
 			t.Errorf("the logs carry %q:\n%s", secret, logs)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestFailoverWithoutTranscript: a session whose agent died before the CLI

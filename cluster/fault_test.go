@@ -36,6 +36,7 @@ import (
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/internal/proctree"
+	"github.com/tetherhq/tether/internal/syncbuf"
 )
 
 const (
@@ -129,7 +130,7 @@ type child struct {
 	t    *testing.T
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{} // closed once Wait returned
 }
 
@@ -151,7 +152,7 @@ func spawn(t *testing.T, name, role string, env ...string) *child {
 // stopped (SIGTERM) when the test ends.
 func startChild(t *testing.T, name string, cmd *exec.Cmd) *child {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// The child dies with this process, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

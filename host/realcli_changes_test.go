@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/syncbuf"
 )
 
 // TestRealCLIChanges: the real CLI reads and edits a file, writes a new
@@ -37,7 +37,7 @@ func TestRealCLIChanges(t *testing.T) {
 	co.Transport = nil
 	co.Cwd = dir
 	co.EnableFileCheckpointing = true
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	co.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	co.CanUseTool = func(context.Context, *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
 		return &claude.PermissionAllow{}, nil
@@ -94,22 +94,4 @@ func TestRealCLIChanges(t *testing.T) {
 	if cs, _ := s.Changes(ctx); len(cs) != 0 {
 		t.Errorf("left after the revert: %+v", rows(cs))
 	}
-}
-
-// syncBuffer is a bytes.Buffer for writers on several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

@@ -6,10 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tetherhq/tether/internal/syncbuf"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -84,25 +84,8 @@ type cliProc struct {
 	t      testing.TB
 	stdin  io.WriteCloser
 	lines  chan cliLine
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	all    []cliLine // every line read so far, for failure messages
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startCLI starts the real CLI against s with extra flags. On cleanup it
@@ -126,7 +109,7 @@ func startCLI(t testing.TB, s *MessagesServer, args ...string) *cliProc {
 		t.Fatal(err)
 	}
 	cmd.Stdout = pw
-	p := &cliProc{t: t, stdin: stdin, lines: make(chan cliLine, 1024), stderr: &lockedBuffer{}}
+	p := &cliProc{t: t, stdin: stdin, lines: make(chan cliLine, 1024), stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = p.stderr
 	err = cmd.Start()
 	pw.Close()
