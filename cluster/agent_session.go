@@ -68,12 +68,28 @@ type agentSession struct {
 	lastPut    []byte // the record last written, Updated zeroed
 	lastPutAt  time.Time
 	lastPrompt string
+	// Sleep (sleep.go): cmds counts commands in progress (s.mu);
+	// sleeping, the session is being handed off asleep: commands are
+	// refused, to be sent again. woken: this attachment is a wake (its
+	// first state is shown "waking").
+	cmds     int
+	sleeping bool
+	woken    bool
 }
 
-func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool, configDir string) *agentSession {
+// attachOpts are what a takeover or a wake adds to attach: after is the
+// stream sequence of the session's last message this attachment already
+// published (a wake's "waking" event: its events follow it), woken says
+// it is a wake.
+type attachOpts struct {
+	after uint64
+	woken bool
+}
+
+func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool, configDir string, ao attachOpts) *agentSession {
 	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, configDir: configDir, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored,
 		ordered: make(chan func(), orderedQueue), quick: make(chan struct{}, quickLimit),
-		log: a.log.With("session", id)}
+		log: a.log.With("session", id), lastStream: ao.after, woken: ao.woken}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
 	s.fence.Store(fence)
 	s.rec.Agent = a.id
@@ -97,6 +113,10 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 	go s.publishEvents()
 	go s.keepRecord()
 	go s.keepMirror()
+	if a.opts.SleepAfter > 0 {
+		s.wg.Add(1)
+		go s.watchSleep()
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
