@@ -108,7 +108,7 @@ func (s *agentSession) watchSleep() {
 			continue
 		}
 		for s.hs.Asleep() {
-			if s.sleepOut() {
+			if s.sleepOut(false) {
 				return
 			}
 			if s.pause(s.a.b.ttl/3) != nil {
@@ -119,10 +119,12 @@ func (s *agentSession) watchSleep() {
 }
 
 // sleepOut hands the session, asleep in host, off to nobody; it reports
-// whether it did (the session is then closed here).
-func (s *agentSession) sleepOut() bool {
+// whether it did (the session is then closed here). A draining agent
+// (drain) hands its sessions asleep off so, rather than to another agent
+// that would start their CLIs.
+func (s *agentSession) sleepOut(drain bool) bool {
 	s.mu.Lock()
-	if s.cmds > 0 || s.lanesClosed || s.handedOver || s.moving.Load() || s.deposed.Load() {
+	if s.cmds > 0 || s.lanesClosed || s.handedOver || (s.moving.Load() && !drain) || s.deposed.Load() {
 		s.mu.Unlock()
 		return false
 	}
