@@ -110,7 +110,7 @@ func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath
 		}
 		tmpl := agentTemplate(path, dir, model, mode)
 		tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: sf.allowBypass}
-		ao := &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity,
+		ao := &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity, SleepAfter: sf.sleepAfter,
 			Limits: nsf.limits(), Session: tmpl, Registerer: sf.registry(), TracerProvider: sf.tp}
 		if code := serveClusterTeam(ctx, sf, nsf, url, nopts, ao, stderr); code != 0 {
 			return code
