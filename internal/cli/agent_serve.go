@@ -57,6 +57,11 @@ func (nsf *serveNATSFlags) check(fs *flag.FlagSet) error {
 			if !nsf.embedded {
 				err = fmt.Errorf("--%s goes with --nats-embedded", f.Name)
 			}
+		case "sleep-after":
+			// The agents put sessions to sleep, with their own flag.
+			if nsf.url != "" && !nsf.embedded {
+				err = fmt.Errorf("--sleep-after has no effect with --nats: the agents put sessions to sleep (tether agent --sleep-after)")
+			}
 		case "nats-creds", "nats-nkey", "nats-user", "nats-ca", "nats-cert", "nats-key", "replicas", "heartbeat":
 			if !nsf.enabled() {
 				err = fmt.Errorf("--%s goes with --nats or --nats-embedded", f.Name)
