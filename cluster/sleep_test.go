@@ -125,7 +125,7 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 
 	f.wait(t, "the asleep state", state("asleep"))
 	s := waitAsleep(t, c, info.ID)
-	if len(s.Owners) == 0 || s.Owners[len(s.Owners)-1] != "a1" || s.CLISession == "" || s.LastPrompt != "apples" {
+	if len(s.Owners) == 0 || s.Owners[len(s.Owners)-1] != "a1" || s.CLISession == "" || s.LastPrompt != "apples" || s.CostUSD == 0 {
 		t.Errorf("the asleep entry: %+v", s)
 	}
 	waitFor(t, "a1's slot given back", func() bool { return a1.Sessions() == 0 && len(a1.Manager().Sessions()) == 0 })
