@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
 )
 
 // newSleepyAgent is newAgent with AgentOptions.SleepAfter.
@@ -258,4 +260,64 @@ func TestCommandsWhileSleepingWakeOnce(t *testing.T) {
 	f.wait(t, "the second prompt's turn", result("echo: two1"))
 	checkSeqs(t, f.list(), 1)
 	storedOnce(t, ns.URL(), info.ID)
+}
+
+// TestTeamSessionSleepsAndWakes: with a team, a sleeping session counts
+// against its owner's max_sessions (it is open), a person without the
+// collaborator's access cannot wake it (forbidden, and it stays asleep),
+// and its owner's prompt wakes it, still the owner's.
+func TestTeamSessionSleepsAndWakes(t *testing.T) {
+	ns := newNATS(t, nil)
+	tt := newTestTeam(t, ns.URL())
+	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
+		URL: ns.URL(), ID: "a1", Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt.Authorizer,
+		MirrorInterval: 20 * time.Millisecond, SleepAfter: 300 * time.Millisecond,
+		Session: &host.Options{CLI: &claude.Options{Cwd: tt.root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	c := newClient(t, ns.URL())
+	actx := team.NewContext(testCtx(t), alice)
+	info := startAs(t, tt, c, alice, team.Grant{Person: bob.Subject, Level: team.ShareViewer})
+	f := follow(t, c, info.ID, 0)
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "plums"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "alice's turn", result("echo: plums"))
+	s := waitAsleep(t, c, info.ID)
+	if s.Person != alice.Subject {
+		t.Errorf("asleep: person %q", s.Person)
+	}
+
+	// One asleep, one running: alice is at her max_sessions of 2.
+	second := startAs(t, tt, c, alice)
+	fs := follow(t, c, second.ID, 0)
+	if _, err := c.Command(actx, second.ID, &host.Command{Type: host.CommandSend, Text: "hold"}); err != nil {
+		t.Fatal(err)
+	}
+	fs.wait(t, "the second session busy", state("streaming"))
+	if _, err := c.Start(actx, &cluster.StartOptions{Cwd: tt.root}); !isForbidden(err) || !strings.Contains(err.Error(), "you run 2 sessions") {
+		t.Fatalf("alice's third session beside one asleep: %v, want forbidden (max_sessions)", err)
+	}
+
+	for _, who := range []*team.Identity{bob, carol} {
+		_, err := c.Command(team.NewContext(testCtx(t), who), info.ID, &host.Command{Type: host.CommandSend, Text: "wake up"})
+		if !isForbidden(err) {
+			t.Errorf("%s's prompt to alice's session asleep: %v, want forbidden", who.Name, err)
+		}
+	}
+	if s, err := c.Session(actx, info.ID); err != nil || s.State != "asleep" || s.Agent != "" {
+		t.Fatalf("after the refused wakes: %+v, %v", s, err)
+	}
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "recall"}); err != nil {
+		t.Fatalf("alice's prompt to her session asleep: %v", err)
+	}
+	f.wait(t, "the recall", resultContaining("remember: plums"))
+	if s, err := c.Session(actx, info.ID); err != nil || s.Person != alice.Subject || s.Agent != "a1" {
+		t.Errorf("woken: %+v, %v", s, err)
+	}
+	checkSeqs(t, f.list(), 1)
 }
