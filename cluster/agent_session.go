@@ -311,6 +311,13 @@ func (s *agentSession) readopt(ctx context.Context, r *SessionInfo) (uint64, err
 	if err := decode(BucketSessions+"."+s.id, e.Value(), MaxRecordSize, &cur); err != nil {
 		return 0, err
 	}
+	s.mu.Lock()
+	handedOver := s.handedOver
+	s.mu.Unlock()
+	if handedOver {
+		// Put to sleep or handed over meanwhile: not this agent's to write.
+		return 0, &CommandError{Code: codeOwned, Message: "handed off"}
+	}
 	if cur.Agent != s.a.id {
 		s.deposed.Store(true)
 		s.log.Warn("session taken over by another agent; closing it here", "by", cur.Agent)

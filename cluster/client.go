@@ -542,7 +542,7 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 		defer cancel()
 	}
 	msg.Data = data
-	r, err := c.request(ctx, id, msg, cmd.Type == host.CommandSend)
+	r, err := c.request(ctx, id, msg, cmd.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -600,11 +600,13 @@ var takeoverWait = 15 * time.Second
 // session's subject because an agent is taking it over (the registry
 // names a live agent that has not attached it yet), it tries again, for
 // at most takeoverWait: nothing was delivered, so nothing runs twice. A
-// session asleep (sleep.go) it wakes first, then sends the command; a
-// prompt (keep) is sent once the session is awake even if its sender
-// has gone meanwhile (a closed tab), as host does, so that a wake never
-// drops a prompt the server took.
-func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, keep bool) (*nats.Msg, error) {
+// session asleep (sleep.go) it wakes first, then sends the command (of
+// type typ); a prompt is sent once the session is awake even if its
+// sender has gone meanwhile (a closed tab), as host does, so that a wake
+// never drops a prompt the server took. A changes command does not wake
+// it (as in host; a UI asks for them whenever it shows a session): it
+// fails with ErrDisconnected, saying the session is asleep.
+func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host.CommandType) (*nats.Msg, error) {
 	wait := 50 * time.Millisecond
 	deadline := time.Now().Add(takeoverWait)
 	wakes := 0
@@ -619,9 +621,9 @@ func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, keep boo
 		// Nobody serves the session, or its agent is putting it to sleep
 		// (the command did not run).
 		err = c.noOwner(ctx, id)
-		if errors.Is(err, errAsleep) && wakes < maxWakes {
+		if errors.Is(err, errAsleep) && wakes < maxWakes && typ != host.CommandChanges {
 			wakes++
-			if keep && wakes == 1 {
+			if typ == host.CommandSend && wakes == 1 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.opts.StartTimeout+commandLimit)
 				defer cancel()
