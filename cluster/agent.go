@@ -535,7 +535,13 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 	var restored int64
 	switch {
 	case req.Failover:
-		if restored, err = a.restoreTranscript(ctx, &rec, cfgDir); err != nil {
+		restored, err = a.restoreTranscript(ctx, &rec, cfgDir)
+		if err != nil && waking(&rec) && rec.LastPrompt == "" && errors.Is(err, ErrNoTranscript) {
+			// Asleep before its first prompt (sleep.go): no conversation
+			// to resume; the CLI starts afresh under the same session id.
+			hopts.CLI.Resume, hopts.CLI.SessionID, err = "", rec.CLISession, nil
+		}
+		if err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}

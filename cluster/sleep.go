@@ -149,7 +149,7 @@ func (s *agentSession) sleepOut(drain bool) bool {
 		return false
 	}
 	s.mirrorOnce(ctx)
-	if !s.mirroredAll() {
+	if !s.mirroredAll() && !s.neverPrompted() {
 		s.log.Warn("not put to sleep: its transcript is not all mirrored")
 		return false
 	}
@@ -237,6 +237,21 @@ func (s *agentSession) mirroredAll() bool {
 	s.mu.Unlock()
 	fi, err := os.Stat(claude.SessionFilePath(s.configDir, cwd, cli))
 	return err == nil && st.cli == cli && st.offset >= fi.Size()
+}
+
+// neverPrompted reports whether the session has had no prompt and its
+// CLI wrote no session file: there is no conversation to resume, and its
+// wake starts the CLI afresh under the same CLI session id.
+func (s *agentSession) neverPrompted() bool {
+	cli := s.hs.SessionID()
+	s.mu.Lock()
+	cwd, prompted := s.rec.Cwd, s.lastPrompt != "" || s.rec.LastPrompt != "" || s.restored > 0
+	s.mu.Unlock()
+	if prompted || cli == "" || s.configDir == "" {
+		return false
+	}
+	_, err := os.Stat(claude.SessionFilePath(s.configDir, cwd, cli))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // appendOwner adds agent to owners (the latest maxOwners), once.

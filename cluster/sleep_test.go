@@ -329,3 +329,26 @@ func TestTeamSessionSleepsAndWakes(t *testing.T) {
 	}
 	checkSeqs(t, f.list(), 1)
 }
+
+// TestSessionAsleepBeforeItsFirstPrompt: a session started and never
+// prompted sleeps too (nothing to mirror), and its first prompt wakes it
+// afresh under the same CLI session id.
+func TestSessionAsleepBeforeItsFirstPrompt(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	s := waitAsleep(t, c, info.ID)
+	waitFor(t, "a1's slot given back", func() bool { return a1.Sessions() == 0 })
+	send(t, c, info.ID, "first")
+	f.wait(t, "the first prompt's turn", result("echo: first"))
+	if w, err := c.Session(ctx, info.ID); err != nil || w.CLISession != s.CLISession {
+		t.Errorf("woken: %+v, %v; asleep as CLI session %s", w, err, s.CLISession)
+	}
+	checkSeqs(t, f.list(), 1)
+}
