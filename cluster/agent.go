@@ -497,7 +497,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			// A wake meets the team's rules of now, as host's wake of a
 			// sleeping session does (team.SessionPolicy.Wake: the owner
 			// still admitted, the start rules, denied tools, isolation).
-			if err = hopts.OnWake(ctx, nil, hopts.CLI); err != nil {
+			if err = wakeHook(ctx, hopts); err != nil {
 				err = forbidden(err)
 				a.failRecord(req.ID, rev, &rec, err)
 				return nil, err

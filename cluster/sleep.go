@@ -124,7 +124,7 @@ func (s *agentSession) watchSleep() {
 // that would start their CLIs.
 func (s *agentSession) sleepOut(drain bool) bool {
 	s.mu.Lock()
-	if s.cmds > 0 || s.lanesClosed || s.handedOver || (s.moving.Load() && !drain) || s.deposed.Load() {
+	if s.cmds > 0 || s.sleeping || s.lanesClosed || s.handedOver || (s.moving.Load() && !drain) || s.deposed.Load() {
 		s.mu.Unlock()
 		return false
 	}
@@ -200,6 +200,35 @@ func (s *agentSession) sleepOut(drain bool) bool {
 	s.log.Info("session asleep: its CLI closed and its slot given back; the next command wakes it on an agent with room")
 	go s.hs.Close() // finish gives the slot back
 	return true
+}
+
+// handedOff waits (at most 30 s) for a hand-off to sleep under way to
+// end, and reports whether the session has left this agent (asleep, or
+// handed over).
+func (s *agentSession) handedOff() bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.mu.Lock()
+		sleeping, gone := s.sleeping, s.handedOver
+		s.mu.Unlock()
+		if gone || !sleeping || time.Now().After(deadline) {
+			return gone
+		}
+		if s.pause(10*time.Millisecond) != nil {
+			return gone
+		}
+	}
+}
+
+// wakeHook runs a woken team session's OnWake (team.SessionPolicy's: the
+// team's rules of now) before its CLI starts, a panic refusing the wake.
+func wakeHook(ctx context.Context, o *host.Options) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cluster: OnWake panicked: %v", p)
+		}
+	}()
+	return o.OnWake(ctx, nil, o.CLI)
 }
 
 // awaitJournal waits until the publisher has stored the journal's last
