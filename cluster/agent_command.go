@@ -57,6 +57,7 @@ func (s *agentSession) command(msg *nats.Msg) {
 	// Counted from here until answered, so that the session is not put
 	// to sleep under it (sleep.go); refused while it goes to sleep.
 	if !s.enter() {
+		s.refused.Add(1)
 		refuseAsleep(msg)
 		return
 	}

@@ -75,6 +75,7 @@ type agentSession struct {
 	cmds     int
 	sleeping bool
 	woken    bool
+	refused  atomic.Int64 // commands refused while going to sleep
 }
 
 // attachOpts are what a takeover or a wake adds to attach: after is the

@@ -352,3 +352,46 @@ func TestSessionAsleepBeforeItsFirstPrompt(t *testing.T) {
 	}
 	checkSeqs(t, f.list(), 1)
 }
+
+// TestCommandWhileGoingToSleep: a command that reaches the agent while
+// it puts the session to sleep does not run there; the client sends it
+// again, and it runs once, when the session is the agent's again (here:
+// the hand-off given up).
+func TestCommandWhileGoingToSleep(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	release, refused := cluster.HoldSleep(a, info.ID)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "patience"})
+		done <- err
+	}()
+	// Refused, sent again and refused again meanwhile: not run.
+	waitFor(t, "the command refused twice", func() bool { return refused() >= 2 })
+	for _, ev := range f.list() {
+		if result("")(ev) {
+			t.Fatal("the command ran while the session was going to sleep")
+		}
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the command sent again: %v", err)
+	}
+	f.wait(t, "its turn", result("echo: patience"))
+	n := 0
+	for _, ev := range f.list() {
+		if result("")(ev) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d turns, want 1", n)
+	}
+}
