@@ -35,6 +35,14 @@ func (s *agentSession) command(msg *nats.Msg) {
 		s.answerPing(msg) // liveness.go
 		return
 	case opSnapshot:
+		if s.asleepHere() {
+			// Put to sleep: the registry and the stream have it all. The
+			// client takes this for no responders: an offline snapshot.
+			m := nats.NewMsg(msg.Reply)
+			m.Header.Set("Status", "503")
+			msg.RespondMsg(m)
+			return
+		}
 		s.quickLane(msg, func() { s.snapshot(msg) })
 		return
 	default:

@@ -134,7 +134,10 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 // serving commands, lets the pumps write their last word and gives the
 // slot back.
 func (s *agentSession) finish() {
-	if s.sub != nil {
+	s.mu.Lock()
+	slept := s.sleeping && s.handedOver // its subscription drains (sleepOut)
+	s.mu.Unlock()
+	if s.sub != nil && !slept {
 		s.sub.Unsubscribe()
 	}
 	<-s.hs.Done() // the agent closes its manager, which ends the session
@@ -146,7 +149,9 @@ func (s *agentSession) finish() {
 	s.wg.Wait()
 	a := s.a
 	a.mu.Lock()
-	delete(a.sessions, s.id)
+	if a.sessions[s.id] == s { // not a later attachment of it (a wake here)
+		delete(a.sessions, s.id)
+	}
 	a.mu.Unlock()
 	hostSessions.CompareAndDelete(s.hs, s.id)
 	<-a.slots

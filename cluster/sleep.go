@@ -77,6 +77,14 @@ func (s *agentSession) enter() bool {
 	return true
 }
 
+// asleepHere reports whether the session was put to sleep from this
+// agent (its subscription drains).
+func (s *agentSession) asleepHere() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sleeping && s.handedOver
+}
+
 // leave ends what enter counted.
 func (s *agentSession) leave() {
 	s.mu.Lock()
@@ -195,7 +203,13 @@ func (s *agentSession) sleepOut(drain bool) bool {
 	done = true
 	s.deposed.Store(true)
 	if s.sub != nil {
-		s.sub.Unsubscribe()
+		// Drained, not dropped: a command the server routed here before it
+		// saw the unsubscribe is still answered (refused, hdrAsleep), so
+		// that its sender wakes the session instead of waiting for a reply
+		// that never comes.
+		if err := s.sub.Drain(); err != nil {
+			s.sub.Unsubscribe()
+		}
 	}
 	s.log.Info("session asleep: its CLI closed and its slot given back; the next command wakes it on an agent with room")
 	go s.hs.Close() // finish gives the slot back
