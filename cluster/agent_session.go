@@ -135,10 +135,11 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 // slot back.
 func (s *agentSession) finish() {
 	s.mu.Lock()
+	sub := s.sub
 	slept := s.sleeping && s.handedOver // its subscription drains (sleepOut)
 	s.mu.Unlock()
-	if s.sub != nil && !slept {
-		s.sub.Unsubscribe()
+	if sub != nil && !slept {
+		sub.Unsubscribe()
 	}
 	<-s.hs.Done() // the agent closes its manager, which ends the session
 	s.mu.Lock()

@@ -161,11 +161,28 @@ func (s *agentSession) sleepOut(drain bool) bool {
 		s.log.Warn("not put to sleep: its transcript is not all mirrored")
 		return false
 	}
+	// Off the session's subject before the registry lets anyone wake it,
+	// so that no command ever reaches this agent and a woken one both.
+	// Drained, not dropped: a command the server routed here before it
+	// saw the unsubscribe is still answered (refused, hdrAsleep), so that
+	// its sender asks again rather than wait for a reply that never comes.
 	s.mu.Lock()
+	if sub := s.sub; sub != nil {
+		if err := sub.Drain(); err != nil {
+			sub.Unsubscribe()
+		}
+		s.sub = nil
+	}
 	s.handedOver = true // the record keeper writes no more
 	rec := s.rec
 	rev := s.rev
 	s.mu.Unlock()
+	undo := func() {
+		s.mu.Lock()
+		s.handedOver = false
+		s.mu.Unlock()
+		s.resubscribe()
+	}
 	r := s.record()
 	rec.State, rec.CostUSD, rec.LastEvent, rec.CLISession, rec.LastPrompt = asleepState, r.CostUSD, r.LastEvent, r.CLISession, r.LastPrompt
 	rec.Owners = appendOwner(rec.Owners, s.a.id)
@@ -182,9 +199,7 @@ func (s *agentSession) sleepOut(drain bool) bool {
 		switch {
 		case gerr != nil:
 			s.log.Warn("not put to sleep: registry entry", "err", err)
-			s.mu.Lock()
-			s.handedOver = false
-			s.mu.Unlock()
+			undo()
 			return false
 		case cur.Agent != s.a.id && cur.Agent != "":
 			done = true
@@ -194,23 +209,12 @@ func (s *agentSession) sleepOut(drain bool) bool {
 		}
 		if _, err := s.a.b.putSession(ctx, &rec, e.Revision(), false); err != nil {
 			s.log.Warn("not put to sleep: registry entry", "err", err)
-			s.mu.Lock()
-			s.handedOver = false
-			s.mu.Unlock()
+			undo()
 			return false
 		}
 	}
 	done = true
 	s.deposed.Store(true)
-	if s.sub != nil {
-		// Drained, not dropped: a command the server routed here before it
-		// saw the unsubscribe is still answered (refused, hdrAsleep), so
-		// that its sender wakes the session instead of waiting for a reply
-		// that never comes.
-		if err := s.sub.Drain(); err != nil {
-			s.sub.Unsubscribe()
-		}
-	}
 	s.log.Info("session asleep: its CLI closed and its slot given back; the next command wakes it on an agent with room")
 	go s.hs.Close() // finish gives the slot back
 	return true
@@ -243,6 +247,20 @@ func wakeHook(ctx context.Context, o *host.Options) (err error) {
 		}
 	}()
 	return o.OnWake(ctx, nil, o.CLI)
+}
+
+// resubscribe serves the session's subject again after a hand-off to
+// sleep was given up.
+func (s *agentSession) resubscribe() {
+	sub, err := s.a.b.nc.Subscribe(subjectCommand+s.id, s.command)
+	if err != nil {
+		s.log.Error("subscribing to commands again", "err", err)
+		return
+	}
+	sub.SetPendingLimits(1024, 64<<20)
+	s.mu.Lock()
+	s.sub = sub
+	s.mu.Unlock()
 }
 
 // awaitJournal waits until the publisher has stored the journal's last
