@@ -158,7 +158,8 @@ func (s *agentSession) sleepOut(drain bool) bool {
 	}
 	s.mirrorOnce(ctx)
 	if !s.mirroredAll() && !s.neverPrompted() {
-		s.log.Warn("not put to sleep: its transcript is not all mirrored")
+		// Tried again every heartbeat (NATS away, a slow disk): quietly.
+		s.log.Debug("not put to sleep yet: its transcript is not all mirrored")
 		return false
 	}
 	// Off the session's subject before the registry lets anyone wake it,
