@@ -46,6 +46,15 @@ type AgentOptions struct {
 	// Spares, IdleTimeout: see host.ManagerOptions.
 	Spares      int
 	IdleTimeout time.Duration
+	// SleepAfter puts to sleep a session that has had nothing to do for
+	// this long (host.ManagerOptions.SleepAfter's rule: no turn, approval
+	// or question pending, no unanswered prompt, no background task): its
+	// CLI is closed, its transcript mirrored, and it leaves the agent,
+	// listed "asleep" in the registry with its history, cost and person,
+	// costing no process and no slot. Its next command wakes it on any
+	// agent with room, under the same id, its conversation resumed and its
+	// event numbers going on (sleep.go). 0 means never.
+	SleepAfter time.Duration
 	// Capacity is the most sessions the agent runs at once (0 = 8): it
 	// takes start requests from the queue only while it has room.
 	Capacity int
@@ -181,7 +190,7 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 	}
 	a.configDir = a.cliConfigDir()
 	a.m = host.NewManager(&host.ManagerOptions{Session: o.Session, Spares: o.Spares, IdleTimeout: o.IdleTimeout,
-		Registerer: o.Registerer, TracerProvider: o.TracerProvider})
+		SleepAfter: o.SleepAfter, Registerer: o.Registerer, TracerProvider: o.TracerProvider})
 	a.metrics = telemetry.NewAgent(o.Registerer, b.nc.IsConnected, o.Capacity, a.Sessions)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.takeCtx, a.takeCancel = context.WithCancel(a.ctx)
@@ -484,6 +493,16 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
+		if waking(&rec) && a.opts.Team != nil && hopts.OnWake != nil {
+			// A wake meets the team's rules of now, as host's wake of a
+			// sleeping session does (team.SessionPolicy.Wake: the owner
+			// still admitted, the start rules, denied tools, isolation).
+			if err = wakeHook(ctx, hopts); err != nil {
+				err = forbidden(err)
+				a.failRecord(req.ID, rev, &rec, err)
+				return nil, err
+			}
+		}
 	} else {
 		rec = SessionInfo{ID: req.ID, Agent: a.id, State: host.StateStarting.String(), Cwd: req.Cwd, Model: req.Model,
 			Title: req.Title, Created: now, Updated: now}
@@ -503,11 +522,26 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 		}
 	}
 	msg.InProgress()
+	var ao attachOpts
+	if req.Failover && waking(&rec) {
+		// Subscribers see the wake at once, while the CLI starts.
+		ao.woken = true
+		if ao.after = a.publishWaking(ctx, req.ID, base); ao.after > 0 {
+			base++
+			rec.Seq = base
+		}
+	}
 	cfgDir := a.sessionConfigDir(hopts)
 	var restored int64
 	switch {
 	case req.Failover:
-		if restored, err = a.restoreTranscript(ctx, &rec, cfgDir); err != nil {
+		restored, err = a.restoreTranscript(ctx, &rec, cfgDir)
+		if err != nil && waking(&rec) && rec.LastPrompt == "" && errors.Is(err, ErrNoTranscript) {
+			// Asleep before its first prompt (sleep.go): no conversation
+			// to resume; the CLI starts afresh under the same session id.
+			hopts.CLI.Resume, hopts.CLI.SessionID, err = "", rec.CLISession, nil
+		}
+		if err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
@@ -532,7 +566,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 	if rec.Cwd == "" {
 		rec.Cwd = hs.Snapshot().Cwd
 	}
-	s := a.attach(req.ID, hs, base, rec, rev, restored, req.Failover, cfgDir)
+	s := a.attach(req.ID, hs, base, rec, rev, restored, req.Failover && ao.after == 0, cfgDir, ao)
 	info := s.record()
 	return &info, nil
 }
@@ -648,10 +682,15 @@ func (a *Agent) claimOnce(ctx context.Context, id string) (SessionInfo, uint64, 
 			rec.Owners = rec.Owners[n-maxOwners:]
 		}
 	}
+	if isAsleep(&rec) {
+		// A wake (sleep.go), not a failover: not counted as one.
+		rec.State = host.StateWaking.String()
+	} else {
+		rec.State = host.StateStarting.String()
+		rec.Takeovers++
+	}
 	rec.Agent = a.id
-	rec.State = host.StateStarting.String()
 	rec.Orphaned, rec.Moving = false, false
-	rec.Takeovers++
 	rec.Updated = time.Now()
 	rec.Seq = base
 	rev, err := a.b.putSession(ctx, &rec, e.Revision(), false)
@@ -690,11 +729,18 @@ func (a *Agent) restoreFrom(ctx context.Context, req *startRequest, rec *Session
 func (a *Agent) failRecord(id string, rev uint64, rec *SessionInfo, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rec.State = host.StateDisconnected.String()
 	rec.Updated = time.Now()
-	if rec.Takeovers == 0 {
+	switch {
+	case waking(rec):
+		// A failed wake: asleep still, for the next command to try again
+		// (this agent among its owners: it may have published "waking").
+		rec.State, rec.Agent = asleepState, ""
+		rec.Owners = appendOwner(rec.Owners, a.id)
+	case rec.Takeovers == 0:
+		rec.State = host.StateDisconnected.String()
 		rec.Ended = true // a new session that never ran
-	} else {
+	default:
+		rec.State = host.StateDisconnected.String()
 		rec.Agent = "" // a failed takeover: free for another try
 	}
 	if _, err := a.b.putSession(ctx, rec, rev, false); err != nil {

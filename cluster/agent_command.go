@@ -35,6 +35,14 @@ func (s *agentSession) command(msg *nats.Msg) {
 		s.answerPing(msg) // liveness.go
 		return
 	case opSnapshot:
+		if s.asleepHere() {
+			// Put to sleep: the registry and the stream have it all. The
+			// client takes this for no responders: an offline snapshot.
+			m := nats.NewMsg(msg.Reply)
+			m.Header.Set("Status", "503")
+			msg.RespondMsg(m)
+			return
+		}
 		s.quickLane(msg, func() { s.snapshot(msg) })
 		return
 	default:
@@ -54,26 +62,36 @@ func (s *agentSession) command(msg *nats.Msg) {
 		respond(msg, &commandReply{Error: wireErr(errNoIdentity)})
 		return
 	}
-	run := func() { s.serve(msg, &c) }
+	// Counted from here until answered, so that the session is not put
+	// to sleep under it (sleep.go); refused while it goes to sleep.
+	if !s.enter() {
+		s.refused.Add(1)
+		refuseAsleep(msg)
+		return
+	}
+	run := func() { defer s.leave(); s.serve(msg, &c) }
 	if c.Lane() == host.LaneQuick {
-		s.quickLane(msg, run)
+		if !s.quickLane(msg, run) {
+			s.leave()
+		}
 		return
 	}
 	select {
 	case s.ordered <- run:
 	default:
+		s.leave()
 		respond(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands waiting for this session"}})
 	}
 }
 
 // quickLane runs f beside the ordered lane, or refuses when the lane is
-// full.
-func (s *agentSession) quickLane(msg *nats.Msg, f func()) {
+// full (or closed); it reports whether f will run.
+func (s *agentSession) quickLane(msg *nats.Msg, f func()) bool {
 	s.mu.Lock()
 	if s.lanesClosed {
 		s.mu.Unlock()
 		respond(msg, &commandReply{Error: &wireError{Code: codeNoSession, Message: "the session has ended"}})
-		return
+		return false
 	}
 	s.wg.Add(1) // under s.mu: never after finish began waiting
 	s.mu.Unlock()
@@ -82,13 +100,14 @@ func (s *agentSession) quickLane(msg *nats.Msg, f func()) {
 	default:
 		s.wg.Done()
 		respond(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands in flight for this session"}})
-		return
+		return false
 	}
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.quick }()
 		f()
 	}()
+	return true
 }
 
 // runOrdered is the ordered lane's worker.

@@ -68,12 +68,29 @@ type agentSession struct {
 	lastPut    []byte // the record last written, Updated zeroed
 	lastPutAt  time.Time
 	lastPrompt string
+	// Sleep (sleep.go): cmds counts commands in progress (s.mu);
+	// sleeping, the session is being handed off asleep: commands are
+	// refused, to be sent again. woken: this attachment is a wake (its
+	// first state is shown "waking").
+	cmds     int
+	sleeping bool
+	woken    bool
+	refused  atomic.Int64 // commands refused while going to sleep
 }
 
-func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool, configDir string) *agentSession {
+// attachOpts are what a takeover or a wake adds to attach: after is the
+// stream sequence of the session's last message this attachment already
+// published (a wake's "waking" event: its events follow it), woken says
+// it is a wake.
+type attachOpts struct {
+	after uint64
+	woken bool
+}
+
+func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool, configDir string, ao attachOpts) *agentSession {
 	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, configDir: configDir, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored,
 		ordered: make(chan func(), orderedQueue), quick: make(chan struct{}, quickLimit),
-		log: a.log.With("session", id)}
+		log: a.log.With("session", id), lastStream: ao.after, woken: ao.woken}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
 	s.fence.Store(fence)
 	s.rec.Agent = a.id
@@ -97,6 +114,10 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 	go s.publishEvents()
 	go s.keepRecord()
 	go s.keepMirror()
+	if a.opts.SleepAfter > 0 {
+		s.wg.Add(1)
+		go s.watchSleep()
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -113,8 +134,12 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 // serving commands, lets the pumps write their last word and gives the
 // slot back.
 func (s *agentSession) finish() {
-	if s.sub != nil {
-		s.sub.Unsubscribe()
+	s.mu.Lock()
+	sub := s.sub
+	slept := s.sleeping && s.handedOver // its subscription drains (sleepOut)
+	s.mu.Unlock()
+	if sub != nil && !slept {
+		sub.Unsubscribe()
 	}
 	<-s.hs.Done() // the agent closes its manager, which ends the session
 	s.mu.Lock()
@@ -125,7 +150,9 @@ func (s *agentSession) finish() {
 	s.wg.Wait()
 	a := s.a
 	a.mu.Lock()
-	delete(a.sessions, s.id)
+	if a.sessions[s.id] == s { // not a later attachment of it (a wake here)
+		delete(a.sessions, s.id)
+	}
 	a.mu.Unlock()
 	hostSessions.CompareAndDelete(s.hs, s.id)
 	<-a.slots
@@ -290,6 +317,13 @@ func (s *agentSession) readopt(ctx context.Context, r *SessionInfo) (uint64, err
 	var cur SessionInfo
 	if err := decode(BucketSessions+"."+s.id, e.Value(), MaxRecordSize, &cur); err != nil {
 		return 0, err
+	}
+	s.mu.Lock()
+	handedOver := s.handedOver
+	s.mu.Unlock()
+	if handedOver {
+		// Put to sleep or handed over meanwhile: not this agent's to write.
+		return 0, &CommandError{Code: codeOwned, Message: "handed off"}
 	}
 	if cur.Agent != s.a.id {
 		s.deposed.Store(true)

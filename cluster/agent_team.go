@@ -168,8 +168,10 @@ func (a *Agent) needAccess(ctx context.Context, session string, want team.Access
 
 // running counts the person's sessions the registry shows running, on
 // every agent: those they started (SessionInfo.Person), not ended, on a
-// live agent. It is read, not reserved: two starts of one person racing
-// on two agents may both pass the max_sessions check.
+// live agent or asleep (open, as tether serve counts them: a person
+// does not get past max_sessions by letting sessions sleep). It is read,
+// not reserved: two starts of one person racing on two agents may both
+// pass the max_sessions check.
 func (a *Agent) running(ctx context.Context, subject string) (int, error) {
 	keys, err := a.b.sessions.ListKeys(ctx)
 	if err != nil {
@@ -187,7 +189,14 @@ func (a *Agent) running(ctx context.Context, subject string) (int, error) {
 			return 0, err
 		}
 		var r SessionInfo
-		if decode(BucketSessions+"."+key, e.Value(), MaxRecordSize, &r) != nil || r.Person != subject || r.Ended || r.Agent == "" {
+		if decode(BucketSessions+"."+key, e.Value(), MaxRecordSize, &r) != nil || r.Person != subject || r.Ended {
+			continue
+		}
+		if isAsleep(&r) {
+			n++
+			continue
+		}
+		if r.Agent == "" {
 			continue
 		}
 		if r.Agent == a.id {

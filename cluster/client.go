@@ -173,7 +173,7 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 			c.log.Warn("skipping a registry entry", "err", err)
 			continue
 		}
-		if _, alive := agents[r.Agent]; !alive {
+		if _, alive := agents[r.Agent]; !alive && !isAsleep(&r) {
 			r.State = host.StateDisconnected.String()
 		}
 		out = append(out, r)
@@ -542,7 +542,7 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 		defer cancel()
 	}
 	msg.Data = data
-	r, err := c.request(ctx, id, msg)
+	r, err := c.request(ctx, id, msg, cmd.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -599,19 +599,41 @@ var takeoverWait = 15 * time.Second
 // request sends a command to the session's agent. While nobody serves the
 // session's subject because an agent is taking it over (the registry
 // names a live agent that has not attached it yet), it tries again, for
-// at most takeoverWait: nothing was delivered, so nothing runs twice.
-func (c *Client) request(ctx context.Context, id string, msg *nats.Msg) (*nats.Msg, error) {
+// at most takeoverWait: nothing was delivered, so nothing runs twice. A
+// session asleep (sleep.go) it wakes first, then sends the command (of
+// type typ); a prompt is sent once the session is awake even if its
+// sender has gone meanwhile (a closed tab), as host does, so that a wake
+// never drops a prompt the server took. A changes command does not wake
+// it (as in host; a UI asks for them whenever it shows a session): it
+// fails with ErrDisconnected, saying the session is asleep.
+func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host.CommandType) (*nats.Msg, error) {
 	wait := 50 * time.Millisecond
 	deadline := time.Now().Add(takeoverWait)
+	wakes := 0
 	for {
 		r, err := c.b.nc.RequestMsgWithContext(ctx, msg)
-		if err == nil {
+		if err == nil && r.Header.Get(hdrAsleep) == "" {
 			return r, nil
 		}
-		if !errors.Is(err, nats.ErrNoResponders) {
+		if err != nil && !errors.Is(err, nats.ErrNoResponders) {
 			return nil, c.unavailable(err)
 		}
+		// Nobody serves the session, or its agent is putting it to sleep
+		// (the command did not run).
 		err = c.noOwner(ctx, id)
+		if errors.Is(err, errAsleep) && wakes < maxWakes && typ != host.CommandChanges {
+			wakes++
+			if typ == host.CommandSend && wakes == 1 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.opts.StartTimeout+commandLimit)
+				defer cancel()
+			}
+			if err := c.wake(ctx, id); err != nil {
+				return nil, err
+			}
+			deadline = time.Now().Add(takeoverWait)
+			continue
+		}
 		if !errors.Is(err, errStarting) || time.Now().After(deadline) {
 			return nil, err
 		}
@@ -639,6 +661,9 @@ func (c *Client) noOwner(ctx context.Context, id string) error {
 	}
 	if r.Ended {
 		return &CommandError{Code: codeNoSession, Message: id + " has ended"}
+	}
+	if isAsleep(&r) {
+		return fmt.Errorf("%w: %w", &CommandError{Code: codeDisconnected, Message: "session " + id + " is asleep; a command wakes it"}, errAsleep)
 	}
 	if r.Agent != "" && !r.Orphaned && !r.Moving {
 		if alive, err := c.b.agentAlive(ctx, r.Agent); err == nil && alive {
@@ -763,7 +788,7 @@ func (c *Client) offlineSnapshot(ctx context.Context, id string) (*host.Snapshot
 		State: host.StateInfo{State: r.State, Since: r.Updated}, Ended: r.Ended,
 		Transcript: []json.RawMessage{}, Approvals: []host.ApprovalInfo{}, Deliveries: []host.DeliveryInfo{}}
 	snap.Cost.USD = r.CostUSD
-	if !r.Ended {
+	if !r.Ended && !isAsleep(&r) {
 		snap.Error = noAgentText(id, r)
 		snap.State.Error = snap.Error
 	}

@@ -50,6 +50,12 @@ func (a *Agent) Drain(ctx context.Context) error {
 		s.moving.Store(true)
 	}
 	for _, s := range a.sessionList() {
+		if s.handedOff() {
+			continue // put to sleep meanwhile: no agent's
+		}
+		if a.opts.SleepAfter > 0 && s.hs.Asleep() && s.sleepOut(true) {
+			continue // asleep: it goes to nobody, and wakes where there is room
+		}
 		if err := s.awaitQuiet(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("session %s: its turn did not end: %w", s.id, err))
 		}

@@ -36,3 +36,20 @@ func AgentWire(ctx context.Context, c *Client, id string) int {
 	}
 	return 0
 }
+
+// HoldSleep makes the agent's session id act as if it were being put to
+// sleep (commands refused with the Tether-Asleep header) until release
+// is called; refused counts the commands refused so (for tests).
+func HoldSleep(a *Agent, id string) (release func(), refused func() int64) {
+	a.mu.Lock()
+	s := a.sessions[id]
+	a.mu.Unlock()
+	s.mu.Lock()
+	s.sleeping = true
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.sleeping = false
+		s.mu.Unlock()
+	}, s.refused.Load
+}

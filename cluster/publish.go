@@ -221,6 +221,9 @@ func (s *agentSession) eventsMsgs(evs []host.Event, base uint64) (msgs []*nats.M
 		if len(lines) > 0 && (!batches || len(lines) == maxBatchEvents) {
 			break
 		}
+		if s.woken {
+			wakingEvent(&ev)
+		}
 		ev.Seq += base
 		data, err := json.Marshal(ev)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proctree"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -145,4 +146,81 @@ func TestRealCLITeamIsolation(t *testing.T) {
 	if strings.Contains(last, "the-secret-of-alice") || !strings.Contains(last, "No such file or directory") {
 		t.Fatalf("carol's Bash read alice's file, or failed otherwise: %.2000s", last)
 	}
+}
+
+// TestRealCLISessionSleepsAndWakes runs sleep and wake through the
+// cluster on the real CLI against the fake Messages API: a turn on the
+// first agent, the session idle for SleepAfter goes asleep (no CLI
+// process left, the registry listing it asleep with no agent), its agent
+// goes, and a prompt wakes it on a second agent with a HOME of its own:
+// "waking", the model's request carries the first turn (the conversation
+// came over through the transcript mirror), the numbers go on.
+func TestRealCLISessionSleepsAndWakes(t *testing.T) {
+	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.TextReply("noted: apricot"),
+		claudetest.TextReply("the word was apricot"),
+	}})
+	t.Cleanup(api.Close)
+	cliA := claudetest.NewRealCLI(t, api)
+	cliB := claudetest.NewRealCLI(t, api)
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	agent := func(id string, cli *claudetest.RealCLI, sleepAfter time.Duration) *cluster.Agent {
+		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: ns.URL(), ID: id, Capacity: 1, Limits: limits,
+			MirrorInterval: 20 * time.Millisecond, Logger: testLogger(), SleepAfter: sleepAfter,
+			Session: &host.Options{CLI: cli.Options()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
+	}
+	a1 := agent("a1", cliA, time.Second)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "remember the word apricot")
+	f.wait(t, "the first turn", result("noted: apricot"))
+	if n := len(children(t)); n == 0 {
+		t.Fatal("no CLI process under the test while the session is awake")
+	}
+
+	f.wait(t, "asleep", state("asleep"))
+	s := waitAsleep(t, c, info.ID)
+	if s.CLISession == "" || s.LastPrompt == "" {
+		t.Errorf("the asleep entry: %+v", s)
+	}
+	waitFor(t, "no CLI process left", func() bool { return len(children(t)) == 0 })
+	a1.Close()
+	agent("a2", cliB, 0)
+
+	send(t, c, info.ID, "which word")
+	f.wait(t, "the turn after the wake", result("the word was apricot"))
+	f.wait(t, "waking", state("waking"))
+	checkSeqs(t, f.list(), 1)
+	storedOnce(t, ns.URL(), info.ID)
+	if w, err := c.Session(ctx, info.ID); err != nil || w.Agent != "a2" || w.CLISession != s.CLISession {
+		t.Errorf("woken: %+v, %v (asleep as CLI session %s)", w, err, s.CLISession)
+	}
+	reqs := api.MessagesRequests()
+	last := string(reqs[len(reqs)-1].Body)
+	for _, want := range []string{"remember the word apricot", "noted: apricot", "which word"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the model's request after the wake lacks %q", want)
+		}
+	}
+}
+
+// children lists the live processes below the test's (the CLIs and
+// their supervisors).
+func children(t *testing.T) []proctree.Proc {
+	t.Helper()
+	tree, err := proctree.Tree(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree[1:]
 }

@@ -293,3 +293,56 @@ func TestBackendResumeAfterCrash(t *testing.T) {
 	}
 	wait("the recall", result("remember: apples"))
 }
+
+// TestServeSleepOverTheCluster: through `tether serve --nats` (the
+// browser protocol over the cluster's Backend), a session idle for its
+// agent's SleepAfter shows asleep in its events and in the list, and a
+// prompt sent from the browser wakes it: waking, then the prompt's turn
+// with the conversation remembered, the browser's numbers without a gap.
+func TestServeSleepOverTheCluster(t *testing.T) {
+	ns := newNATS(t, nil)
+	newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
+	const token = "test-token-0123456789abcdef"
+	c := newClient(t, ns.URL())
+	srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}), &serve.Options{Token: token})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+	})
+	b := dialServe(t, hs.URL, token)
+	rep := b.next("the start reply", replyTo(b.send(map[string]any{"type": "start"})))
+	var started struct {
+		Session serve.SessionInfo `json:"session"`
+	}
+	if err := json.Unmarshal(rep["result"], &started); err != nil || started.Session.ID == "" {
+		t.Fatalf("start: %s %s", rep["result"], rep["error"])
+	}
+	sid := started.Session.ID
+	b.next("the subscribe reply", replyTo(b.send(map[string]any{"type": "subscribe", "session": sid, "after": 0})))
+	b.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "send", "text": "apples"}})
+	stateEvent := func(name string) func(map[string]json.RawMessage) bool {
+		return func(f map[string]json.RawMessage) bool {
+			ev, ok := eventOf(f)
+			return ok && state(name)(ev)
+		}
+	}
+	b.next("asleep", stateEvent("asleep"))
+	waitAsleep(t, c, sid)
+	rep = b.next("the list", replyTo(b.send(map[string]any{"type": "list"})))
+	var list struct {
+		Sessions []serve.SessionInfo `json:"sessions"`
+	}
+	if err := json.Unmarshal(rep["result"], &list); err != nil || len(list.Sessions) != 1 || list.Sessions[0].State != "asleep" {
+		t.Fatalf("list: %s %s", rep["result"], rep["error"])
+	}
+	b.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "send", "text": "recall"}})
+	b.next("waking", stateEvent("waking"))
+	b.next("the recall", func(f map[string]json.RawMessage) bool {
+		ev, ok := eventOf(f)
+		return ok && resultContaining("remember: apples")(ev)
+	})
+	if _, gaps := b.seen(); gaps != 0 {
+		t.Fatalf("%d gaps in the browser's events across sleep and wake", gaps)
+	}
+}

@@ -113,6 +113,7 @@ Flags:
 	capacity := fs.Int("capacity", 8, "the most sessions this agent runs at once")
 	spares := fs.Int("spares", 0, "CLIs to keep started and waiting (sessions start without the CLI's start-up second)")
 	idle := fs.Duration("idle-timeout", 0, "close a session idle for this long (0: never)")
+	sleepAfter := fs.Duration("sleep-after", defaultSleepAfter, "put to sleep a session that has had nothing to do this long (no turn, approval, question or background task): its CLI closes and it leaves this agent, listed asleep with its history and cost; its next prompt wakes it on any agent with room, resuming the conversation (0: never; at least 1m)")
 	cwd := fs.String("cwd", "", "the working directory of sessions that do not ask for one (default: the current directory)")
 	model := fs.String("model", "", "the model of sessions that do not ask for one")
 	mode := fs.String("permission-mode", "", "the permission mode of sessions that do not ask for one")
@@ -132,6 +133,10 @@ Flags:
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tether agent: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := checkSleepAfter(*sleepAfter); err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 2
 	}
 	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions {
@@ -219,7 +224,7 @@ Flags:
 		*httpAddr = ops.addr().String()
 	}
 	ao := &cluster.AgentOptions{
-		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle,
+		URL: nf.url, NATS: nopts, ID: *id, Capacity: *capacity, Spares: *spares, IdleTimeout: *idle, SleepAfter: *sleepAfter,
 		Limits: nf.limits(), Logger: logger, Session: tmpl, TracerProvider: tp,
 	}
 	if teamCfg != nil {

@@ -57,6 +57,11 @@ func (nsf *serveNATSFlags) check(fs *flag.FlagSet) error {
 			if !nsf.embedded {
 				err = fmt.Errorf("--%s goes with --nats-embedded", f.Name)
 			}
+		case "sleep-after":
+			// The agents put sessions to sleep, with their own flag.
+			if nsf.url != "" && !nsf.embedded {
+				err = fmt.Errorf("--sleep-after has no effect with --nats: the agents put sessions to sleep (tether agent --sleep-after)")
+			}
 		case "nats-creds", "nats-nkey", "nats-user", "nats-ca", "nats-cert", "nats-key", "replicas", "heartbeat":
 			if !nsf.enabled() {
 				err = fmt.Errorf("--%s goes with --nats or --nats-embedded", f.Name)
@@ -110,7 +115,7 @@ func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath
 		}
 		tmpl := agentTemplate(path, dir, model, mode)
 		tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: sf.allowBypass}
-		ao := &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity,
+		ao := &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity, SleepAfter: sf.sleepAfter,
 			Limits: nsf.limits(), Session: tmpl, Registerer: sf.registry(), TracerProvider: sf.tp}
 		if code := serveClusterTeam(ctx, sf, nsf, url, nopts, ao, stderr); code != 0 {
 			return code

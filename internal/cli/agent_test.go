@@ -41,6 +41,9 @@ func TestAgentUsageErrors(t *testing.T) {
 		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--nats-store", "/tmp/x"}, "--nats-store goes with --nats-embedded"},
 		{[]string{"serve", "--heartbeat", "2s"}, "--heartbeat goes with --nats or --nats-embedded"},
 		{[]string{"serve", "--replicas", "3"}, "--replicas goes with --nats or --nats-embedded"},
+		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--sleep-after", "20m"}, "--sleep-after has no effect with --nats"},
+		{[]string{"agent", "--sleep-after", "10s"}, "too short"},
+		{[]string{"agent", "--sleep-after", "-1m"}, "give 0 (never)"},
 	} {
 		if code, _, stderr := tether(t, c.args...); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%q: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)

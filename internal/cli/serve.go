@@ -179,12 +179,15 @@ const defaultSleepAfter = 15 * time.Minute
 
 // checkSleepAfter refuses a --sleep-after that would put sessions to
 // sleep between one turn and the next prompt.
-func (sf *serveFlags) checkSleepAfter() error {
+func (sf *serveFlags) checkSleepAfter() error { return checkSleepAfter(sf.sleepAfter) }
+
+// checkSleepAfter is the rule of serve's and agent's --sleep-after.
+func checkSleepAfter(d time.Duration) error {
 	switch {
-	case sf.sleepAfter < 0:
-		return fmt.Errorf("--sleep-after %v: give 0 (never) or a duration of at least 1m", sf.sleepAfter)
-	case sf.sleepAfter > 0 && sf.sleepAfter < time.Minute:
-		return fmt.Errorf("--sleep-after %v is too short: a session would sleep between a turn and the next prompt, and each wake starts a CLI; give at least 1m, or 0 (never)", sf.sleepAfter)
+	case d < 0:
+		return fmt.Errorf("--sleep-after %v: give 0 (never) or a duration of at least 1m", d)
+	case d > 0 && d < time.Minute:
+		return fmt.Errorf("--sleep-after %v is too short: a session would sleep between a turn and the next prompt, and each wake starts a CLI; give at least 1m, or 0 (never)", d)
 	}
 	return nil
 }

@@ -1,0 +1,397 @@
+package cluster_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
+)
+
+// newSleepyAgent is newAgent with AgentOptions.SleepAfter.
+func newSleepyAgent(t *testing.T, url, id string, capacity int, sleepAfter time.Duration) *cluster.Agent {
+	t.Helper()
+	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
+		URL: url, ID: id, Capacity: capacity, Limits: limits, MirrorInterval: 20 * time.Millisecond,
+		Logger: testLogger(), SleepAfter: sleepAfter,
+		Session: &host.Options{CLI: &claude.Options{
+			Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env:       map[string]string{claude.EnvConfigDir: t.TempDir()},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// waitAsleep waits until the registry lists the session asleep, with no
+// agent.
+func waitAsleep(t *testing.T, c *cluster.Client, id string) cluster.SessionInfo {
+	t.Helper()
+	var s cluster.SessionInfo
+	waitFor(t, "the session asleep in the registry", func() bool {
+		var err error
+		s, err = c.Session(testCtx(t), id)
+		return err == nil && s.State == "asleep" && s.Agent == ""
+	})
+	if s.Ended {
+		t.Fatalf("asleep: %+v", s)
+	}
+	return s
+}
+
+// storedOnce fails unless the session's events in the stream (its
+// agents' events and batches, and markers) use every number once.
+func storedOnce(t *testing.T, url, id string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	st, err := js.Stream(ctx, cluster.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("tether.v1.*."+id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq = m.Sequence + 1
+		last, err := strconv.ParseUint(m.Header.Get("Tether-Seq"), 10, 64)
+		if err != nil {
+			t.Fatalf("message %d without a number", m.Sequence)
+		}
+		if m.Header.Get("Tether-Part") != "" && m.Header.Get("Tether-Part")[0] != '1' {
+			continue // a later part of one event
+		}
+		n := uint64(1)
+		if b := m.Header.Get("Tether-Batch"); b != "" {
+			k, _ := strconv.Atoi(b)
+			n = uint64(k)
+		}
+		for s := last - n + 1; s <= last; s++ {
+			if seen[s] {
+				t.Fatalf("number %d stored twice", s)
+			}
+			seen[s] = true
+		}
+	}
+	for s := uint64(1); s <= uint64(len(seen)); s++ {
+		if !seen[s] {
+			t.Fatalf("number %d missing among %d", s, len(seen))
+		}
+	}
+}
+
+// TestSessionSleepsAndWakesElsewhere: a session idle for SleepAfter is
+// put to sleep: its agent closes its CLI and gives its slot back, the
+// registry lists it asleep with its cost and owners and no agent, and its
+// subscribers see "asleep". A prompt then wakes it on the agent that has
+// room (its first agent is full): "waking", the conversation resumed
+// from the mirrored transcript, the prompt's turn run, the numbers going
+// on with none stored twice.
+func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 400*time.Millisecond)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "apples")
+	f.wait(t, "the first turn", result("echo: apples"))
+
+	f.wait(t, "the asleep state", state("asleep"))
+	s := waitAsleep(t, c, info.ID)
+	if len(s.Owners) == 0 || s.Owners[len(s.Owners)-1] != "a1" || s.CLISession == "" || s.LastPrompt != "apples" || s.CostUSD == 0 {
+		t.Errorf("the asleep entry: %+v", s)
+	}
+	waitFor(t, "a1's slot given back", func() bool { return a1.Sessions() == 0 && len(a1.Manager().Sessions()) == 0 })
+	list, err := c.Sessions(ctx)
+	if err != nil || len(list) != 1 || list[0].State != "asleep" {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	snap, err := c.Snapshot(ctx, info.ID)
+	if err != nil || snap.State.State != "asleep" || snap.Error != "" || len(snap.Transcript) == 0 {
+		t.Errorf("the snapshot of a session asleep: %+v, %v", snap, err)
+	}
+	// Reading its changes (what a UI asks whenever it shows a session)
+	// does not wake it.
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandChanges}); !errors.Is(err, cluster.ErrDisconnected) {
+		t.Errorf("changes of a session asleep: %v", err)
+	}
+	if s, err := c.Session(ctx, info.ID); err != nil || s.State != "asleep" || s.Agent != "" {
+		t.Errorf("after its changes were asked for: %+v, %v", s, err)
+	}
+
+	// a1 is full with a session in a turn that never ends (it does not
+	// sleep); a2 has room.
+	busy, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if busy.Agent != "a1" {
+		t.Fatalf("the busy session started on %s", busy.Agent)
+	}
+	fb := follow(t, c, busy.ID, 0)
+	send(t, c, busy.ID, "hold")
+	fb.wait(t, "the busy turn", state("streaming"))
+	newAgent(t, ns.URL(), "a2", 1)
+
+	send(t, c, info.ID, "recall")
+	f.wait(t, "the recall after the wake", resultContaining("remember: apples"))
+	w, err := c.Session(ctx, info.ID)
+	if err != nil || w.Agent != "a2" || w.Takeovers != 0 {
+		t.Errorf("woken: %+v, %v", w, err)
+	}
+	evs := f.list()
+	checkSeqs(t, evs, 1)
+	var states []string
+	for _, ev := range evs {
+		if state("asleep")(ev) {
+			states = append(states, "asleep")
+		}
+		if state("waking")(ev) {
+			states = append(states, "waking")
+		}
+	}
+	var all []string
+	for _, ev := range evs {
+		if ev.Kind == host.EventState {
+			all = append(all, string(ev.Data))
+		}
+	}
+	t.Logf("states: %s", all)
+	if len(states) < 2 || states[0] != "asleep" || states[1] != "waking" {
+		t.Errorf("states around the wake: %q", states)
+	}
+	g := follow(t, c, info.ID, 0)
+	g.wait(t, "the recall again", resultContaining("remember: apples"))
+	checkSeqs(t, g.list(), 1)
+	storedOnce(t, ns.URL(), info.ID)
+}
+
+// TestSleepingSessionNotFailedOver: a session asleep is no agent's: no
+// client marks it disconnected however long it sleeps, the agent that
+// put it to sleep may go, and a resume wakes it as a command does.
+func TestSleepingSessionNotFailedOver(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "pears")
+	f.wait(t, "the turn", result("echo: pears"))
+	waitAsleep(t, c, info.ID)
+	a1.Close()
+	newAgent(t, ns.URL(), "a2", 1)
+	// Ten heartbeats: a dead agent's session would be marked by now.
+	deadline := time.Now().Add(10 * heartbeat)
+	for time.Now().Before(deadline) {
+		s, err := c.Session(ctx, info.ID)
+		if err != nil || s.State != "asleep" {
+			t.Fatalf("a session asleep turned %+v, %v", s, err)
+		}
+		time.Sleep(heartbeat / 2)
+	}
+	for _, ev := range f.list() {
+		if state("disconnected")(ev) {
+			t.Fatalf("a disconnected event for a session asleep: %+v", ev)
+		}
+	}
+	if _, err := c.Resume(ctx, info.ID); err != nil {
+		t.Fatalf("resume of a session asleep: %v", err)
+	}
+	send(t, c, info.ID, "recall")
+	f.wait(t, "the recall", resultContaining("remember: pears"))
+	checkSeqs(t, f.list(), 1)
+	storedOnce(t, ns.URL(), info.ID)
+}
+
+// TestCommandsWhileSleepingWakeOnce: prompts sent at once to a session
+// asleep wake it once, and every one of them runs.
+func TestCommandsWhileSleepingWakeOnce(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newSleepyAgent(t, ns.URL(), "a1", 2, 300*time.Millisecond)
+	c := newClient(t, ns.URL())
+	c2 := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	f.wait(t, "the turn", result("echo: one"))
+	waitAsleep(t, c, info.ID)
+	errs := make(chan error, 2)
+	for i, cl := range []*cluster.Client{c, c2} {
+		go func() {
+			_, err := cl.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "two" + strconv.Itoa(i)})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a prompt to a session asleep: %v", err)
+		}
+	}
+	f.wait(t, "the first prompt's turn", result("echo: two0"))
+	f.wait(t, "the second prompt's turn", result("echo: two1"))
+	checkSeqs(t, f.list(), 1)
+	storedOnce(t, ns.URL(), info.ID)
+}
+
+// TestTeamSessionSleepsAndWakes: with a team, a sleeping session counts
+// against its owner's max_sessions (it is open), a person without the
+// collaborator's access cannot wake it (forbidden, and it stays asleep),
+// and its owner's prompt wakes it, still the owner's.
+func TestTeamSessionSleepsAndWakes(t *testing.T) {
+	ns := newNATS(t, nil)
+	tt := newTestTeam(t, ns.URL())
+	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
+		URL: ns.URL(), ID: "a1", Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt.Authorizer,
+		MirrorInterval: 20 * time.Millisecond, SleepAfter: 300 * time.Millisecond,
+		Session: &host.Options{CLI: &claude.Options{Cwd: tt.root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	c := newClient(t, ns.URL())
+	actx := team.NewContext(testCtx(t), alice)
+	info := startAs(t, tt, c, alice, team.Grant{Person: bob.Subject, Level: team.ShareViewer})
+	f := follow(t, c, info.ID, 0)
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "plums"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "alice's turn", result("echo: plums"))
+	s := waitAsleep(t, c, info.ID)
+	if s.Person != alice.Subject {
+		t.Errorf("asleep: person %q", s.Person)
+	}
+
+	// One asleep, one running: alice is at her max_sessions of 2.
+	second := startAs(t, tt, c, alice)
+	fs := follow(t, c, second.ID, 0)
+	if _, err := c.Command(actx, second.ID, &host.Command{Type: host.CommandSend, Text: "hold"}); err != nil {
+		t.Fatal(err)
+	}
+	fs.wait(t, "the second session busy", state("streaming"))
+	if _, err := c.Start(actx, &cluster.StartOptions{Cwd: tt.root}); !isForbidden(err) || !strings.Contains(err.Error(), "you run 2 sessions") {
+		t.Fatalf("alice's third session beside one asleep: %v, want forbidden (max_sessions)", err)
+	}
+
+	for _, who := range []*team.Identity{bob, carol} {
+		_, err := c.Command(team.NewContext(testCtx(t), who), info.ID, &host.Command{Type: host.CommandSend, Text: "wake up"})
+		if !isForbidden(err) {
+			t.Errorf("%s's prompt to alice's session asleep: %v, want forbidden", who.Name, err)
+		}
+	}
+	if s, err := c.Session(actx, info.ID); err != nil || s.State != "asleep" || s.Agent != "" {
+		t.Fatalf("after the refused wakes: %+v, %v", s, err)
+	}
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "recall"}); err != nil {
+		t.Fatalf("alice's prompt to her session asleep: %v", err)
+	}
+	f.wait(t, "the recall", resultContaining("remember: plums"))
+	if s, err := c.Session(actx, info.ID); err != nil || s.Person != alice.Subject || s.Agent != "a1" {
+		t.Errorf("woken: %+v, %v", s, err)
+	}
+	checkSeqs(t, f.list(), 1)
+}
+
+// TestSessionAsleepBeforeItsFirstPrompt: a session started and never
+// prompted sleeps too (nothing to mirror), and its first prompt wakes it
+// afresh under the same CLI session id.
+func TestSessionAsleepBeforeItsFirstPrompt(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	s := waitAsleep(t, c, info.ID)
+	waitFor(t, "a1's slot given back", func() bool { return a1.Sessions() == 0 })
+	send(t, c, info.ID, "first")
+	f.wait(t, "the first prompt's turn", result("echo: first"))
+	if w, err := c.Session(ctx, info.ID); err != nil || w.CLISession != s.CLISession {
+		t.Errorf("woken: %+v, %v; asleep as CLI session %s", w, err, s.CLISession)
+	}
+	checkSeqs(t, f.list(), 1)
+}
+
+// TestCommandWhileGoingToSleep: a command that reaches the agent while
+// it puts the session to sleep does not run there; the client sends it
+// again, and it runs once, when the session is the agent's again (here:
+// the hand-off given up).
+func TestCommandWhileGoingToSleep(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	release, refused := cluster.HoldSleep(a, info.ID)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "patience"})
+		done <- err
+	}()
+	// Refused, sent again and refused again meanwhile: not run.
+	waitFor(t, "the command refused twice", func() bool { return refused() >= 2 })
+	for _, ev := range f.list() {
+		if result("")(ev) {
+			t.Fatal("the command ran while the session was going to sleep")
+		}
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the command sent again: %v", err)
+	}
+	f.wait(t, "its turn", result("echo: patience"))
+	n := 0
+	for _, ev := range f.list() {
+		if result("")(ev) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d turns, want 1", n)
+	}
+}
