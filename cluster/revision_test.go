@@ -71,13 +71,20 @@ func fill(v reflect.Value) {
 func TestRevision1Shapes(t *testing.T) {
 	beyond := map[string][]string{
 		// host.Command's close decision for a session in a worktree,
-		// and the worktree a command's result reports (sessions in
-		// worktrees are not started over the bus yet: a close of a
-		// session without one carries neither); the files a
+		// and the worktree a command's result reports (a close of a
+		// session without one carries neither, and sessions in
+		// worktrees run only on agents of revision 4); the files a
 		// revert_changes names, and what changes and revert_changes
 		// answer (commands an agent of revision 1 refuses anyway).
 		"command":       {"confirm", "paths", "worktree"},
 		"command_reply": {"result.changes", "result.reverted", "result.worktree"},
+		// Revision 4: a start in a worktree (refused unless every live
+		// agent speaks 4), and the session's worktree in its record
+		// (written only while no reader before revision 3 is about)
+		// and in a start's reply.
+		"start":       {"worktree"},
+		"start_reply": {"session.worktree"},
+		"session":     {"worktree"},
 	}
 	for kind, v := range map[string]any{
 		"command": &commandMsg{}, "command_reply": &commandReply{}, "start": &startRequest{}, "start_reply": &startReply{},
