@@ -24,11 +24,18 @@ import (
 // with CDP ServiceWorker.deliverPushMessage), shows the notification with
 // its Allow and Deny actions, and its Allow answers the approval exactly
 // once through /api/notify/action; the "resolved" push then replaces it.
+// The same over the cluster (`tether serve --nats`), the approval waiting
+// on an agent.
 func TestPushBrowser(t *testing.T) {
 	b := newBrowser(t)
+	t.Run("Local", func(t *testing.T) { testPushBrowser(t, b, false) })
+	t.Run("Cluster", func(t *testing.T) { testPushBrowser(t, b, true) })
+}
+
+func testPushBrowser(t *testing.T, b *browser, overCluster bool) {
 	ctx := testCtx(t)
 	pe := newPushEndpoint(t)
-	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: notifyOptions(t)}})
+	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: notifyOptions(t)}, cluster: overCluster})
 	if st, b := e.req("POST", "/api/notify/subscribe", pe.subscription("/sub")); st != http.StatusNoContent {
 		t.Fatalf("subscribe: %d %s", st, b)
 	}
