@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -174,5 +175,47 @@ func TestDecodeRule(t *testing.T) {
 	}
 	if wireOf(nil) != 1 || wireOf(nats.Header{}) != 1 {
 		t.Error("a message without the header is revision 1's")
+	}
+}
+
+// A session's registry entry carries its worktree (revision 4) only
+// while the agent knows of no reader before revision 3: revision 1
+// decodes records strictly. A client rewriting an entry keeps what the
+// agent wrote.
+func TestSessionRecordWorktree(t *testing.T) {
+	r := &SessionInfo{ID: "s1", Agent: "a1", Cwd: "/r/.claude/worktrees/x",
+		Worktree: &host.WorktreeInfo{Path: "/r/.claude/worktrees/x", Branch: "tether/x", Base: "main", Repo: "/r", State: host.WorktreeActive}}
+	oldReader := true
+	agent := &bus{recordWorktree: func() bool { return !oldReader }}
+	strict := func(data []byte) error { // as revision 1 decodes: no field it does not know
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			return err
+		}
+		for k := range m {
+			if _, ok := wireShapes["session"][k]; !ok {
+				return fmt.Errorf("field %q revision 1 does not know", k)
+			}
+		}
+		return nil
+	}
+	if err := strict(agent.encodeSession(r)); err != nil {
+		t.Fatalf("with an older reader about: %v", err)
+	}
+	oldReader = false
+	data := agent.encodeSession(r)
+	var back SessionInfo
+	if err := decode("s", data, MaxRecordSize, &back); err != nil || back.Worktree == nil || back.Worktree.Branch != "tether/x" {
+		t.Fatalf("without: %s, %v", data, err)
+	}
+	client := &bus{}
+	if data := client.encodeSession(&back); !strings.Contains(string(data), `"worktree"`) {
+		t.Fatalf("a client's rewrite dropped the worktree: %s", data)
+	}
+	// A session without a worktree is revision 1's shape whoever writes.
+	plain := *r
+	plain.Worktree = nil
+	if err := strict(client.encodeSession(&plain)); err != nil {
+		t.Fatal(err)
 	}
 }
