@@ -211,6 +211,7 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		return nil, fmt.Errorf("cluster: registering agent: %w", err)
 	}
 	a.readers.lapse = a.b.ttl
+	a.b.recordWorktree = a.readers.batches
 	a.wg.Add(3)
 	go a.watchReaders()
 	go a.heartbeats()
@@ -507,6 +508,12 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 		rec = SessionInfo{ID: req.ID, Agent: a.id, State: host.StateStarting.String(), Cwd: req.Cwd, Model: req.Model,
 			Title: req.Title, Created: now, Updated: now}
 		hopts, useTemplate = a.sessionOptions(req, &rec)
+		if req.Worktree {
+			// The agent makes the worktree, in the repository of cwd
+			// on its own disk (host.WorktreeOptions).
+			hopts.Worktree = &host.WorktreeOptions{}
+			useTemplate = false
+		}
 		if a.opts.Team != nil {
 			if hopts, err = a.teamStart(ctx, req, &rec, hopts); err != nil {
 				return nil, err
@@ -561,10 +568,23 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 	}
 	if err != nil {
 		a.failRecord(req.ID, rev, &rec, err)
+		if errors.Is(err, host.ErrWorktree) {
+			// cwd is not in a git repository here, or git refused: the
+			// request's fault, as on a lone tether serve.
+			return nil, &host.CommandError{Code: host.CodeBadRequest, Message: err.Error(), Err: host.ErrWorktree}
+		}
 		return nil, &CommandError{Code: codeStartFailed, Message: err.Error()}
 	}
 	if rec.Cwd == "" {
 		rec.Cwd = hs.Snapshot().Cwd
+	}
+	if wt := hs.Worktree(); wt != nil {
+		// The CLI runs in the worktree: its conversation is kept, its
+		// transcript mirrored and restored, and a failover resumes, in
+		// that folder (the same path on every agent: see
+		// docs/cluster.md, "Sessions in worktrees").
+		rec.Cwd = filepath.Join(wt.Path, wt.Prefix)
+		rec.Worktree = wt
 	}
 	s := a.attach(req.ID, hs, base, rec, rev, restored, req.Failover && ao.after == 0, cfgDir, ao)
 	info := s.record()
@@ -610,6 +630,12 @@ func (a *Agent) sessionOptions(req *startRequest, rec *SessionInfo) (*host.Optio
 		if rec.Model != "" {
 			cli.Model = rec.Model
 		}
+		if wt := liveWorktree(rec.Worktree); wt != nil {
+			// It goes on in its worktree, not in a new one: the same
+			// folder, branch and base (host.WorktreeOptions.Existing).
+			e := *wt
+			o.Worktree = &host.WorktreeOptions{Existing: &e}
+		}
 	}
 	if rec.Cwd == "" {
 		rec.Cwd = cli.Cwd
@@ -619,6 +645,15 @@ func (a *Agent) sessionOptions(req *startRequest, rec *SessionInfo) (*host.Optio
 	}
 	o.CLI = &cli
 	return &o, useTemplate
+}
+
+// liveWorktree is wt unless it is gone (discarded, or removed by a
+// close): the worktree a failover continues in.
+func liveWorktree(wt *host.WorktreeInfo) *host.WorktreeInfo {
+	if wt == nil || wt.State == host.WorktreeDiscarded || wt.State == host.WorktreeRemoved {
+		return nil
+	}
+	return wt
 }
 
 // claim takes over a session whose agent is gone: the registry entry is

@@ -181,13 +181,25 @@ func (s *agentSession) do(ctx context.Context, c *host.Command) (*host.CommandRe
 	if c.Type == host.CommandSend && s.moving.Load() {
 		return nil, errMoving
 	}
-	if c.Type == host.CommandClose {
+	ends := c.Type == host.CommandClose || c.Type == host.CommandWorktreeDiscard
+	if ends {
 		s.mu.Lock()
 		s.closed = true // before the session ends: its last record says so
 		s.mu.Unlock()
 	}
 	res, err := s.hs.Do(ctx, c)
 	if err != nil {
+		if ends {
+			select {
+			case <-s.hs.Done():
+			default:
+				// Refused (a close that asks what to do with a
+				// worktree's unmerged work): the session goes on.
+				s.mu.Lock()
+				s.closed = false
+				s.mu.Unlock()
+			}
+		}
 		return nil, err
 	}
 	switch c.Type {

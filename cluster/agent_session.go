@@ -216,6 +216,9 @@ func (s *agentSession) record() SessionInfo {
 	if s.lastPrompt != "" {
 		r.LastPrompt = s.lastPrompt
 	}
+	if wt := s.hs.Worktree(); wt != nil {
+		r.Worktree = wt
+	}
 	return r
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/worktree"
 	"github.com/tetherhq/tether/team"
 )
 
@@ -99,11 +100,34 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 	if err != nil {
 		return nil, err
 	}
-	if err := a.opts.Team.Start(ctx, &team.StartCheck{Cwd: rec.Cwd, Model: o.CLI.Model, Mode: string(o.CLI.PermissionMode), Running: n}); err != nil {
+	check := &team.StartCheck{Cwd: rec.Cwd, Model: o.CLI.Model, Mode: string(o.CLI.PermissionMode), Running: n}
+	if err := a.opts.Team.Start(ctx, check); err != nil {
 		return nil, forbidden(err)
 	}
+	writable := ""
+	if o.Worktree != nil {
+		// The worktree goes under the repository's top folder, and the
+		// CLI needs the repository's git directory: the whole
+		// repository must be under the person's roots, not just cwd, and
+		// a sandbox binds it all (as tether serve's local backend does).
+		_, top, _, err := worktree.Plan(ctx, rec.Cwd, nil)
+		if err != nil {
+			return nil, &host.CommandError{Code: host.CodeBadRequest, Message: "a session in a worktree: " + err.Error(), Err: host.ErrWorktree}
+		}
+		check.Cwd = top
+		if err := a.opts.Team.Start(ctx, check); err != nil {
+			var pe *team.PolicyError
+			if errors.As(err, &pe) && pe.Rule == "cwd_roots" {
+				cp := *pe
+				cp.Message = fmt.Sprintf("a session in a worktree needs its whole repository under your roots: the repository of %s is %s, which is outside them", rec.Cwd, top)
+				err = &cp
+			}
+			return nil, forbidden(err)
+		}
+		writable = top
+	}
 	rec.Person = id.Subject
-	return a.teamOptions(ctx, id, rec, o)
+	return a.teamOptions(ctx, id, rec, writable, o)
 }
 
 // sessionConfigDir is where the CLI of a session with options o keeps
@@ -134,7 +158,11 @@ func (a *Agent) failoverOptions(ctx context.Context, sessionID string, rec *Sess
 	} else if err != nil {
 		return nil, err
 	}
-	return a.teamOptions(ctx, owner, rec, o)
+	writable := ""
+	if wt := liveWorktree(rec.Worktree); wt != nil {
+		writable = wt.Repo // the worktree and its git directory
+	}
+	return a.teamOptions(ctx, owner, rec, writable, o)
 }
 
 // teamOptions returns o for a session owner owns, working in rec.Cwd,
@@ -145,8 +173,8 @@ func (a *Agent) failoverOptions(ctx context.Context, sessionID string, rec *Sess
 // HOME and /tmp, its config folder in that HOME (the agent's own is not
 // in the sandbox): sessionConfigDir; and at each wake the same again,
 // with the policy of now.
-func (a *Agent) teamOptions(ctx context.Context, owner *team.Identity, rec *SessionInfo, o *host.Options) (*host.Options, error) {
-	o, err := a.opts.Team.SessionPolicy(a.opts.Isolation).Options(ctx, owner, rec.Cwd, o)
+func (a *Agent) teamOptions(ctx context.Context, owner *team.Identity, rec *SessionInfo, writable string, o *host.Options) (*host.Options, error) {
+	o, err := a.opts.Team.SessionPolicy(a.opts.Isolation).OptionsWithin(ctx, owner, rec.Cwd, writable, o)
 	if err != nil {
 		return nil, forbidden(err)
 	}

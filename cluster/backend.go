@@ -64,11 +64,15 @@ func (b *Backend) List(ctx context.Context) ([]host.SessionInfo, error) {
 }
 
 func serveInfo(s SessionInfo) host.SessionInfo {
-	return host.SessionInfo{
+	si := host.SessionInfo{
 		ID: s.ID, SessionID: s.CLISession, Title: s.Title, LastPrompt: s.LastPrompt, Cwd: s.Cwd, Model: s.Model,
 		State: s.State, LastEvent: s.LastEvent, Created: s.Created, Seq: s.Seq, CostUSD: s.CostUSD,
 		Owner: s.Agent, Ended: s.Ended,
 	}
+	if s.Worktree != nil {
+		si.Worktree = *s.Worktree
+	}
+	return si
 }
 
 func (b *Backend) checkMode(mode string) error {
@@ -96,15 +100,18 @@ func (b *Backend) Start(ctx context.Context, req *host.StartRequest) (host.Sessi
 	if req.Fork && req.Resume == "" {
 		return host.SessionInfo{}, &host.CommandError{Code: host.CodeBadRequest, Message: "fork needs resume"}
 	}
-	if req.Worktree {
-		// Not yet carried by the bus: an agent of this release or an
-		// older one would start the session in cwd itself, which is
-		// what "worktree" asked not to do. Say so instead.
-		return host.SessionInfo{}, &host.CommandError{Code: host.CodeUnsupported,
-			Message: "a session in a worktree is not served over the cluster yet: start it on a tether serve without --nats"}
+	if req.Worktree && req.Resume != "" {
+		// The CLI finds a conversation by the folder it ran in: a new
+		// worktree is another folder (as on a lone tether serve).
+		return host.SessionInfo{}, &host.CommandError{Code: host.CodeBadRequest,
+			Message: "a conversation resumed continues in the folder it ran in, not in a new worktree; start a new session in a worktree instead"}
+	}
+	if req.Worktree && cwd == "" {
+		return host.SessionInfo{}, &host.CommandError{Code: host.CodeBadRequest, Message: "a session in a worktree needs cwd: a folder in a git repository"}
 	}
 	info, err := b.c.Start(ctx, &StartOptions{Cwd: cwd, Model: model, PermissionMode: mode,
-		AppendSystemPrompt: req.AppendSystemPrompt, Resume: req.Resume, Fork: req.Fork, OnQueued: req.OnQueued})
+		AppendSystemPrompt: req.AppendSystemPrompt, Resume: req.Resume, Fork: req.Fork, Worktree: req.Worktree,
+		OnQueued: req.OnQueued})
 	if err != nil {
 		return host.SessionInfo{}, serveErr(err)
 	}

@@ -28,7 +28,7 @@ func TestBatchShape(t *testing.T) {
 	if m.Subject != "tether.v1.ev.s1" {
 		t.Errorf("subject %q", m.Subject)
 	}
-	want := map[string]string{"Tether-Wire": "3", "Tether-Seq": "9", "Tether-Batch": "3", "Tether-Agent": "a1", "Nats-Msg-Id": "s1.7-9.n0"}
+	want := map[string]string{"Tether-Wire": wireValue, "Tether-Seq": "9", "Tether-Batch": "3", "Tether-Agent": "a1", "Nats-Msg-Id": "s1.7-9.n0"}
 	got := map[string]string{}
 	for k := range m.Header {
 		got[k] = m.Header.Get(k)

@@ -222,6 +222,12 @@ type StartOptions struct {
 	Resume string
 	Fork   bool
 	Title  string
+	// Worktree runs the session in a git worktree of its own, made by
+	// the agent in the repository of Cwd (host.WorktreeOptions). It needs
+	// every live agent to speak wire revision 4: otherwise the start is
+	// refused, before anything is sent, with an *UnsupportedError naming
+	// the oldest revision. Not with Resume.
+	Worktree bool
 	// OnQueued, when set, is called while no agent has room: with the
 	// request's place in the work queue (1 = next), and again each
 	// heartbeat its place changes. It runs on Start's goroutine.
@@ -241,7 +247,8 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 		o.ID = NewSessionID()
 	}
 	req := startRequest{ID: o.ID, Cwd: o.Cwd, Model: o.Model, PermissionMode: o.PermissionMode,
-		AppendSystemPrompt: o.AppendSystemPrompt, Resume: o.Resume, Fork: o.Fork, Title: o.Title, onQueued: o.OnQueued}
+		AppendSystemPrompt: o.AppendSystemPrompt, Resume: o.Resume, Fork: o.Fork, Title: o.Title, Worktree: o.Worktree,
+		onQueued: o.OnQueued}
 	if o.Resume != "" {
 		// A conversation of a cluster session: the agent restores its
 		// mirrored transcript first, wherever it ran.
@@ -321,6 +328,15 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 	// Any live agent may take the request from the queue: it carries
 	// only what the oldest of them reads.
 	data, dropped, _ := encodeFor(OldestWireRevision, "start", req)
+	if req.Worktree {
+		// An agent of revision 2 or 3 would ignore the field and start
+		// the session in cwd itself: every live agent must make
+		// worktrees, since any of them may take the request.
+		if rev := c.oldestAgentWire(ctx); rev < worktreeRevision {
+			return SessionInfo{}, &UnsupportedError{Subject: subjectStart, Revision: rev,
+				What: fmt.Sprintf("a session in a worktree while an agent of an older release is live (worktrees need wire revision %d)", worktreeRevision)}
+		}
+	}
 	if len(dropped) > 0 {
 		if rev := c.oldestAgentWire(ctx); rev < 2 {
 			return SessionInfo{}, &UnsupportedError{Subject: subjectStart, Revision: rev,
@@ -380,6 +396,14 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 			if rep.Error != nil {
 				return SessionInfo{}, rep.Error.err()
 			}
+			if req.Worktree && rep.Session.Worktree == nil {
+				// An agent of an older release joined and took the
+				// request since the check above: it started the session
+				// in cwd itself, which is what was asked not to do.
+				c.closeStray(ctx, rep.Session.ID)
+				return SessionInfo{}, &UnsupportedError{Subject: subjectStart, Revision: wireOf(r.Header),
+					What: "a session in a worktree, taken by an agent of an older release (the session it started was closed)"}
+			}
 			c.noteSession(*rep.Session)
 			return *rep.Session, nil
 		case <-t.C:
@@ -395,6 +419,15 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 			return SessionInfo{}, &host.CommandError{Code: host.CodeBusy, Err: host.ErrBusy,
 				Message: fmt.Sprintf("no agent had room for session %s in %v; the request was withdrawn, try again later", req.ID, time.Since(began).Round(100*time.Millisecond))}
 		}
+	}
+}
+
+// closeStray closes a session started otherwise than asked.
+func (c *Client) closeStray(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := c.Command(ctx, id, &host.Command{Type: host.CommandClose}); err != nil {
+		c.log.Warn("closing a session started without its worktree", "session", id, "err", err)
 	}
 }
 

@@ -37,10 +37,15 @@ import (
 const (
 	// WireRevision is the revision of the bus's messages this release
 	// writes.
-	WireRevision = 3
+	WireRevision = 4
 	// OldestWireRevision is the oldest revision this release reads and
 	// speaks: 1, the dialect of the release that wrote no revision.
 	OldestWireRevision = 1
+
+	// worktreeRevision is the first revision whose agents start sessions
+	// in worktrees (startRequest.Worktree, SessionInfo.Worktree) and run
+	// the worktree commands.
+	worktreeRevision = 4
 
 	hdrWire = "Tether-Wire"
 )
@@ -137,7 +142,8 @@ var (
 
 // commandsAdded are the command types agents run since (an older agent
 // refuses them as unsupported: nothing is done).
-var commandsAdded = []host.CommandType{host.CommandChanges, host.CommandRevertChanges}
+var commandsAdded = []host.CommandType{host.CommandChanges, host.CommandRevertChanges,
+	host.CommandWorktreeMerge, host.CommandWorktreeKeep, host.CommandWorktreeDiscard}
 
 // knownCommand reports whether this release's agents run commands of type
 // t (resume is the client's: a failover).
@@ -297,7 +303,27 @@ func (b *bus) kvStream(ctx context.Context, bucket string) (jetstream.Stream, er
 // putSession stores a session's registry entry at revision rev (0 and
 // create: a new one).
 func (b *bus) putSession(ctx context.Context, r *SessionInfo, rev uint64, create bool) (uint64, error) {
-	return b.kvWrite(ctx, BucketSessions, r.ID, encodeRecord("session", r), rev, create)
+	return b.kvWrite(ctx, BucketSessions, r.ID, b.encodeSession(r), rev, create)
+}
+
+// encodeSession is a session's registry entry as it is stored: revision
+// 1's fields (encodeRecord), and its worktree (revision 4) besides when
+// b.recordWorktree allows it. Every process reads the registry, and one
+// of revision 1 refuses a record with a field it does not know: the
+// worktree of a worktree session is written, as batches are (batch.go),
+// only while the agent knows of no reader of a revision before 3 (a
+// revision 2 reader ignores the field, but cannot be told from a revision
+// 1 one by its consumers). Without it a failover still resumes in the
+// worktree's folder (the record's cwd), without the worktree's commands.
+// A client that rewrites a record (marking it orphaned) keeps the
+// worktree the agent wrote.
+func (b *bus) encodeSession(r *SessionInfo) []byte {
+	if r.Worktree != nil && (b.recordWorktree == nil || b.recordWorktree()) {
+		if data, err := json.Marshal(r); err == nil {
+			return data
+		}
+	}
+	return encodeRecord("session", r)
 }
 
 // revisions remembers the wire revision each agent advertises, by agent

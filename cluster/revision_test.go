@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -71,13 +72,20 @@ func fill(v reflect.Value) {
 func TestRevision1Shapes(t *testing.T) {
 	beyond := map[string][]string{
 		// host.Command's close decision for a session in a worktree,
-		// and the worktree a command's result reports (sessions in
-		// worktrees are not started over the bus yet: a close of a
-		// session without one carries neither); the files a
+		// and the worktree a command's result reports (a close of a
+		// session without one carries neither, and sessions in
+		// worktrees run only on agents of revision 4); the files a
 		// revert_changes names, and what changes and revert_changes
 		// answer (commands an agent of revision 1 refuses anyway).
 		"command":       {"confirm", "paths", "worktree"},
 		"command_reply": {"result.changes", "result.reverted", "result.worktree"},
+		// Revision 4: a start in a worktree (refused unless every live
+		// agent speaks 4), and the session's worktree in its record
+		// (written only while no reader before revision 3 is about)
+		// and in a start's reply.
+		"start":       {"worktree"},
+		"start_reply": {"session.worktree"},
+		"session":     {"worktree"},
 	}
 	for kind, v := range map[string]any{
 		"command": &commandMsg{}, "command_reply": &commandReply{}, "start": &startRequest{}, "start_reply": &startReply{},
@@ -167,5 +175,47 @@ func TestDecodeRule(t *testing.T) {
 	}
 	if wireOf(nil) != 1 || wireOf(nats.Header{}) != 1 {
 		t.Error("a message without the header is revision 1's")
+	}
+}
+
+// A session's registry entry carries its worktree (revision 4) only
+// while the agent knows of no reader before revision 3: revision 1
+// decodes records strictly. A client rewriting an entry keeps what the
+// agent wrote.
+func TestSessionRecordWorktree(t *testing.T) {
+	r := &SessionInfo{ID: "s1", Agent: "a1", Cwd: "/r/.claude/worktrees/x",
+		Worktree: &host.WorktreeInfo{Path: "/r/.claude/worktrees/x", Branch: "tether/x", Base: "main", Repo: "/r", State: host.WorktreeActive}}
+	oldReader := true
+	agent := &bus{recordWorktree: func() bool { return !oldReader }}
+	strict := func(data []byte) error { // as revision 1 decodes: no field it does not know
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			return err
+		}
+		for k := range m {
+			if _, ok := wireShapes["session"][k]; !ok {
+				return fmt.Errorf("field %q revision 1 does not know", k)
+			}
+		}
+		return nil
+	}
+	if err := strict(agent.encodeSession(r)); err != nil {
+		t.Fatalf("with an older reader about: %v", err)
+	}
+	oldReader = false
+	data := agent.encodeSession(r)
+	var back SessionInfo
+	if err := decode("s", data, MaxRecordSize, &back); err != nil || back.Worktree == nil || back.Worktree.Branch != "tether/x" {
+		t.Fatalf("without: %s, %v", data, err)
+	}
+	client := &bus{}
+	if data := client.encodeSession(&back); !strings.Contains(string(data), `"worktree"`) {
+		t.Fatalf("a client's rewrite dropped the worktree: %s", data)
+	}
+	// A session without a worktree is revision 1's shape whoever writes.
+	plain := *r
+	plain.Worktree = nil
+	if err := strict(client.encodeSession(&plain)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,6 +3,8 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -344,5 +346,113 @@ func TestServeSleepOverTheCluster(t *testing.T) {
 	})
 	if _, gaps := b.seen(); gaps != 0 {
 		t.Fatalf("%d gaps in the browser's events across sleep and wake", gaps)
+	}
+}
+
+// TestNotifyOverTheCluster: `tether serve` over the cluster calls people
+// back as a lone serve does (serve's notifier follows the sessions the
+// cluster lists, from the events the bus carries): an approval waiting on
+// an agent is sent (here by webhook) with its Allow action, which answers
+// it through the one command layer, over the bus, exactly once (two
+// presses at once: one taken, the other refused with 409); the turn's end
+// follows.
+func TestNotifyOverTheCluster(t *testing.T) {
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	const token = "test-token-0123456789abcdef"
+	hooks := make(chan []byte, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooks <- b
+	}))
+	t.Cleanup(hook.Close)
+	c := newClient(t, ns.URL())
+	srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}), &serve.Options{Token: token,
+		Notify: &serve.NotifyOptions{Dir: t.TempDir(), AllowHTTP: true, PollInterval: 10 * time.Millisecond, Timeout: 5 * time.Second}})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+	})
+	call := func(method, path, body string) (int, []byte) {
+		t.Helper()
+		r, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if st, b := call("PUT", "/api/notify", `{"webhook":{"url":"`+hook.URL+`/hook","secret":"s3cret"}}`); st != 200 {
+		t.Fatalf("settings: %d %s", st, b)
+	}
+	type hookBody struct{ Type, Event, Session, Approval, Body, Person string }
+	next := func(what, event string) hookBody {
+		t.Helper()
+		for {
+			select {
+			case b := <-hooks:
+				var h hookBody
+				if err := json.Unmarshal(b, &h); err != nil {
+					t.Fatalf("webhook body %s: %v", b, err)
+				}
+				if h.Event == event {
+					return h
+				}
+			case <-testCtx(t).Done():
+				t.Fatalf("no webhook: %s", what)
+			}
+		}
+	}
+
+	b := dialServe(t, hs.URL, token)
+	b.next("the visibility reply", replyTo(b.send(map[string]any{"type": "visibility", "visible": false}))) // the tab is in the background
+	id := b.send(map[string]any{"type": "start"})
+	var started struct {
+		Session serve.SessionInfo `json:"session"`
+	}
+	if err := json.Unmarshal(b.next("the start reply", replyTo(id))["result"], &started); err != nil || started.Session.ID == "" {
+		t.Fatalf("start: %v", err)
+	}
+	sid := started.Session.ID
+	b.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "send", "text": "approve"}})
+	h := next("the approval", "approval")
+	if h.Type != "notify" || h.Session != sid || h.Approval == "" || h.Body != "ls" || h.Person != "token" {
+		t.Fatalf("approval webhook: %+v", h)
+	}
+
+	// Allow pressed twice at once (two devices): answered once.
+	act := `{"session":"` + sid + `","approval":"` + h.Approval + `","action":"allow"}`
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			st, _ := call("POST", "/api/notify/action", act)
+			codes <- st
+		}()
+	}
+	got := map[int]int{}
+	for range 2 {
+		got[<-codes]++
+	}
+	if got[200] != 1 || got[http.StatusConflict] != 1 {
+		t.Fatalf("two allows: %v, want one 200 and one 409", got)
+	}
+	if d := next("the turn's end", "turn_done"); d.Session != sid || d.Body != "tool allow" {
+		t.Fatalf("turn webhook: %+v", d)
+	}
+	// The session's history holds one answer.
+	f := follow(t, c, sid, 0)
+	f.wait(t, "the turn's result", result("tool allow"))
+	n := 0
+	for _, ev := range f.list() {
+		if ev.Kind == host.EventApprovalResolved {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d approval_resolved events, want 1", n)
 	}
 }

@@ -82,6 +82,10 @@ type bus struct {
 	agents   jetstream.KeyValue
 	ttl      time.Duration // the agents bucket's TTL: 3 heartbeats
 	limits   Limits
+	// recordWorktree, when set (an agent's), says whether a session's
+	// worktree may be written into its registry entry now
+	// (encodeSession); nil: as the record read had it (a client's).
+	recordWorktree func() bool
 }
 
 // dial connects to NATS unless a connection is given. The options pass

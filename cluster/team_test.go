@@ -76,7 +76,12 @@ isolation: "off"
 
 func newTestTeam(t *testing.T, url string) *testTeam {
 	t.Helper()
-	root := t.TempDir()
+	return newTestTeamIn(t, url, t.TempDir())
+}
+
+// newTestTeamIn is newTestTeam with the members' root given.
+func newTestTeamIn(t *testing.T, url, root string) *testTeam {
+	t.Helper()
 	cfg := testTeamConfig(t, root)
 	nc, err := nats.Connect(url)
 	if err != nil {

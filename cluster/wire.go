@@ -85,8 +85,13 @@ type startRequest struct {
 	Failover           bool   `json:"failover,omitempty"`
 	// Restore names the session whose mirrored transcript is restored
 	// before resuming Resume (a session of another agent, ended or gone).
-	Restore string    `json:"restore,omitempty"`
-	Expires time.Time `json:"expires"`
+	Restore string `json:"restore,omitempty"`
+	// Worktree runs the session in a git worktree of its own
+	// (host.StartRequest.Worktree), made by the agent in the repository
+	// of Cwd. Wire revision 4: it goes only to a fleet whose live agents
+	// all speak 4 (an older agent would ignore it and start in Cwd).
+	Worktree bool      `json:"worktree,omitempty"`
+	Expires  time.Time `json:"expires"`
 	// Identity is who asks (the caller's ctx, team.FromContext): an
 	// agent with a team checks it against the policy (a new session) or
 	// the session's ACL (a failover), and refuses a request without one.
@@ -107,6 +112,10 @@ func (r *startRequest) validate() error {
 		return fmt.Errorf("failover with resume or fork")
 	case r.Restore != "" && (r.Resume == "" || !validID(r.Restore)):
 		return fmt.Errorf("bad restore")
+	case r.Worktree && (r.Failover || r.Resume != ""):
+		// A failover continues in the session's own worktree (its
+		// record's); a conversation continues in the folder it ran in.
+		return fmt.Errorf("worktree with failover or resume")
 	}
 	return checkIdentity(r.Identity)
 }
@@ -232,6 +241,13 @@ type SessionInfo struct {
 	// latest maxOwners): event readers accept the session's earlier
 	// events from them.
 	Owners []string `json:"owners,omitempty"`
+	// Worktree is the session's own git worktree (a start with
+	// Worktree): where it is, its branch and base, what became of it. A
+	// failover continues in it. Wire revision 4, beyond revision 1's
+	// shape: written into the registry only while the agent knows of no
+	// reader of an earlier revision than 3 (recordWorktree), always in a
+	// start reply to a client of revision 2 or later.
+	Worktree *host.WorktreeInfo `json:"worktree,omitempty"`
 }
 
 // maxOwners bounds SessionInfo.Owners; events of agents older than that

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
 )
@@ -24,11 +25,33 @@ import (
 // with CDP ServiceWorker.deliverPushMessage), shows the notification with
 // its Allow and Deny actions, and its Allow answers the approval exactly
 // once through /api/notify/action; the "resolved" push then replaces it.
+// The same over the cluster (`tether serve --nats`), the approval waiting
+// on an agent; and both again with the real CLI asking.
 func TestPushBrowser(t *testing.T) {
 	b := newBrowser(t)
+	t.Run("Local", func(t *testing.T) { testPushBrowser(t, b, false, false) })
+	t.Run("Cluster", func(t *testing.T) { testPushBrowser(t, b, true, false) })
+	t.Run("RealCLI", func(t *testing.T) {
+		t.Run("Local", func(t *testing.T) { testPushBrowser(t, b, false, true) })
+		t.Run("Cluster", func(t *testing.T) { testPushBrowser(t, b, true, true) })
+	})
+}
+
+func testPushBrowser(t *testing.T, b *browser, overCluster, realCLI bool) {
 	ctx := testCtx(t)
 	pe := newPushEndpoint(t)
-	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: notifyOptions(t)}})
+	eo := &envOptions{serve: &serve.Options{Notify: notifyOptions(t)}, cluster: overCluster}
+	prompt := "tool make release" // the fake CLI asks for Bash "make release"
+	if realCLI {
+		api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+			claudetest.ToolUseReply("toolu_push", "Bash", map[string]string{"command": "make release", "description": "Make the release"}),
+			claudetest.TextReply("Released."),
+		}})
+		t.Cleanup(api.Close) // first, so it closes after the CLIs
+		eo.cli = claudetest.NewRealCLI(t, api).Options()
+		prompt = "make the release"
+	}
+	e := newEnv(t, eo)
 	if st, b := e.req("POST", "/api/notify/subscribe", pe.subscription("/sub")); st != http.StatusNoContent {
 		t.Fatalf("subscribe: %d %s", st, b)
 	}
@@ -70,7 +93,7 @@ func TestPushBrowser(t *testing.T) {
 	cl.ok(ctx, map[string]any{"type": "visibility", "visible": false})
 	id := cl.start(ctx, e.cwd)
 	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id})
-	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool make release"})
+	cl.do(ctx, id, map[string]any{"type": "send", "text": prompt})
 	m := pe.next(ctx, "the approval")
 	// The worker's target: its console, and where Allow is pressed.
 	var sw target.ID

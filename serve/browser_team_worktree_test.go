@@ -14,10 +14,16 @@ import (
 // reaches above Alice's roots is refused in the New session dialog,
 // saying why, and nothing is made; one of her own repository starts;
 // Bob, a viewer of it, sees its worktree but is offered no merge, keep
-// or discard, and his hand-made merge is refused.
+// or discard, and his hand-made merge is refused. The same over the
+// cluster, where the agent makes the worktree and checks the roots again.
 func TestBrowserTeamWorktree(t *testing.T) {
 	b := newBrowser(t)
-	w := newTeamWorld(t, false)
+	t.Run("Local", func(t *testing.T) { testBrowserTeamWorktree(t, b, false) })
+	t.Run("Cluster", func(t *testing.T) { testBrowserTeamWorktree(t, b, true) })
+}
+
+func testBrowserTeamWorktree(t *testing.T, b *browser, clustered bool) {
+	w := newTeamWorld(t, clustered)
 	// The world's root is a repository: Alice's workspace is inside it.
 	newGitRepo(t, w.root)
 	proj := newGitRepo(t, filepath.Join(w.workspace("alice@example.com"), "proj"))

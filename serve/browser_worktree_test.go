@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/cluster/clustertest"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
 )
@@ -20,21 +21,39 @@ import (
 // on "Merge into main" brings it into the main branch and its checkout;
 // a close of a second session with unmerged work asks, in a dialog that
 // says what would be lost, and keeps the branch when told to; Discard
-// asks first too.
+// asks first too. The same on a lone serve and over the cluster
+// (`tether serve --nats`: the agent makes the worktree and runs its
+// commands).
 func TestBrowserWorktree(t *testing.T) {
 	b := newBrowser(t)
+	t.Run("Local", func(t *testing.T) { testBrowserWorktree(t, b, false) })
+	t.Run("Cluster", func(t *testing.T) { testBrowserWorktree(t, b, true) })
+}
+
+func testBrowserWorktree(t *testing.T, b *browser, overCluster bool) {
 	repo := newGitRepo(t, filepath.Join(t.TempDir(), "proj"))
 
 	api := claudetest.NewMessagesServer(nil)
 	t.Cleanup(api.Close)
 	cli := claudetest.NewRealCLI(t, api)
-	m := host.NewManager(nil)
-	srv := serve.NewServer(serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}}), nil)
+	var (
+		backend      serve.Backend
+		m            *host.Manager
+		closeBackend = func() {}
+	)
+	if overCluster {
+		backend = clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}}).Backend(nil)
+	} else {
+		m = host.NewManager(nil)
+		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}})
+		closeBackend = func() { m.Close() }
+	}
+	srv := serve.NewServer(backend, nil)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
 		srv.Close()
-		m.Close()
+		closeBackend()
 	})
 	e := &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: repo, api: api, m: m}
 

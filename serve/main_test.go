@@ -124,6 +124,9 @@ type envOptions struct {
 	cluster bool
 	// wrap, when set, wraps the backend the server uses.
 	wrap func(serve.Backend) serve.Backend
+	// cli, when set, is the sessions' CLI (a real one:
+	// claudetest.RealCLI.Options) in place of the fake.
+	cli *claude.Options
 }
 
 func newEnv(t testing.TB, eo *envOptions) *env {
@@ -141,10 +144,14 @@ func newEnv(t testing.TB, eo *envOptions) *env {
 	if eo.local != nil {
 		lo = *eo.local
 	}
-	lo.Session = &host.Options{CLI: &claude.Options{Transport: fake}, Journal: eo.journal}
+	cli := &claude.Options{Transport: fake}
+	if eo.cli != nil {
+		cli = eo.cli
+	}
+	lo.Session = &host.Options{CLI: cli, Journal: eo.journal}
 	var b serve.Backend = serve.NewLocalBackend(m, &lo)
 	if eo.cluster {
-		c := clustertest.New(t, &clustertest.Options{Capacity: 64, Session: &host.Options{CLI: &claude.Options{Transport: fake}, Journal: eo.journal}})
+		c := clustertest.New(t, &clustertest.Options{Capacity: 64, Session: &host.Options{CLI: cli, Journal: eo.journal}})
 		b = c.Backend(&cluster.BackendOptions{DefaultCwd: lo.DefaultCwd})
 	}
 	if eo.wrap != nil {

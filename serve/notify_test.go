@@ -191,12 +191,19 @@ func notifyOptions(t *testing.T) *serve.NotifyOptions {
 // subscription is taken, an approval waiting while the tab is hidden is
 // pushed encrypted with the tool and its command and Allow/Deny, the
 // action endpoint answers it once, the notification is replaced by a
-// "resolved" one with the same tag, and the turn's end is pushed.
+// "resolved" one with the same tag, and the turn's end is pushed. The
+// same over the cluster (`tether serve --nats`): the server follows the
+// sessions from the bus, and the action's answer crosses it to the agent.
 func TestPushApprovalTokenMode(t *testing.T) {
+	t.Run("Local", func(t *testing.T) { testPushApprovalTokenMode(t, false) })
+	t.Run("Cluster", func(t *testing.T) { testPushApprovalTokenMode(t, true) })
+}
+
+func testPushApprovalTokenMode(t *testing.T, overCluster bool) {
 	ctx := testCtx(t)
 	no := notifyOptions(t)
 	pe := newPushEndpoint(t) // before the server: closed after it
-	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: no}})
+	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: no}, cluster: overCluster})
 
 	st, b := e.req("GET", "/api/notify", "")
 	var view struct {

@@ -323,7 +323,13 @@ func (s *Server) teamStart(ctx context.Context, sr *StartRequest) (SessionInfo, 
 		// session needs the repository's git directory: the whole
 		// repository must be under the person's roots, not just cwd.
 		top, err := worktreeRepo(ctx, sr.Cwd, nil)
-		if err != nil {
+		if _, local := s.b.(*LocalBackend); err != nil && !local {
+			// Another backend's sessions may run on other machines
+			// (the cluster's agents), where cwd is: cwd is checked
+			// here, and the agent that makes the worktree checks its
+			// repository against the same roots.
+			top = sr.Cwd
+		} else if err != nil {
 			return SessionInfo{}, err
 		}
 		check.Cwd = top

@@ -64,10 +64,17 @@ func startWorktree(t *testing.T, ctx context.Context, cl *wsClient, repo string)
 
 // A session started with "worktree" runs in a worktree of its own; a
 // merge reaches the base branch; a close of unmerged work is refused
-// with worktree_unmerged until it says keep or discard.
+// with worktree_unmerged until it says keep or discard. The same over
+// the cluster (`tether serve --nats`): the agent makes the worktree and
+// runs its commands, the registry lists it.
 func TestWorktreeOverTheProtocol(t *testing.T) {
+	t.Run("Local", func(t *testing.T) { testWorktreeOverTheProtocol(t, false) })
+	t.Run("Cluster", func(t *testing.T) { testWorktreeOverTheProtocol(t, true) })
+}
+
+func testWorktreeOverTheProtocol(t *testing.T, overCluster bool) {
 	repo := newGitRepo(t, t.TempDir())
-	e := newEnv(t, nil)
+	e := newEnv(t, &envOptions{cluster: overCluster})
 	ctx := testCtx(t)
 	cl := e.dial(ctx)
 
@@ -211,22 +218,6 @@ func TestTeamWorktreePolicy(t *testing.T) {
 	}
 	if got := gitIn(t, proj, "show", "main:x.txt"); got != "x" {
 		t.Fatalf("main's x.txt = %q", got)
-	}
-}
-
-// Over the cluster a worktree start is refused, clearly, rather than
-// started in cwd itself: the bus does not carry it yet.
-func TestWorktreeOverClusterRefused(t *testing.T) {
-	repo := newGitRepo(t, t.TempDir())
-	e := newEnv(t, &envOptions{cluster: true})
-	ctx := testCtx(t)
-	cl := e.dial(ctx)
-	f := cl.call(ctx, map[string]any{"type": "start", "cwd": repo, "worktree": true})
-	if f.Error == nil || f.Error.Code != serve.CodeUnsupported {
-		t.Fatalf("worktree start over the cluster: %+v, want unsupported", f.Error)
-	}
-	if out := gitIn(t, repo, "worktree", "list"); strings.Contains(out, "\n") {
-		t.Fatalf("a refused start made a worktree: %s", out)
 	}
 }
 

@@ -161,7 +161,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&sf.metricsAddr, "metrics-addr", "", "serve /metrics (Prometheus) on this separate address WITHOUT login, for loopback or internal scraping (default: /metrics on --addr, which needs the token as a bearer)")
 	fs.IntVar(&sf.spares, "spares", 0, "CLIs to start ahead of sessions; with CLI 2.1.330 or newer they park and any start claims one with its own folder and model")
 	fs.DurationVar(&sf.sleepAfter, "sleep-after", defaultSleepAfter, "close the CLI of a session that has had nothing to do this long (no turn, approval, question or background task); it stays listed, asleep, and its next prompt wakes it, resuming the conversation (0: never; at least 1m)")
-	fs.BoolVar(&sf.notify, "notify", false, "call people back when a session needs them (an approval or question waits, a turn ends): Web Push to their browsers, a webhook, ntfy; set up in the UI's bell (not with --nats yet)")
+	fs.BoolVar(&sf.notify, "notify", false, "call people back when a session needs them (an approval or question waits, a turn ends): Web Push to their browsers, a webhook, ntfy; set up in the UI's bell (with --nats: the sessions of the whole cluster, for the people who subscribed through this server)")
 	fs.StringVar(&sf.notifyDir, "notify-dir", "", "where --notify keeps its VAPID keys and people's subscriptions (mode 0600; default: the user config directory's tether/serve, e.g. ~/.config/tether/serve)")
 	fs.StringVar(&sf.ntfyURL, "ntfy-url", "", "the ntfy server people's --notify topics are posted to (default: none, ntfy off)")
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
@@ -409,16 +409,15 @@ func allowedHosts(h string, addr *net.TCPAddr, extra []string) []string {
 	return append(out, extra...)
 }
 
-// notifyOptions are --notify's (nil: off). A lone server keeps its keys
-// in --notify-dir, by default the user config directory; with --nats
-// every server would call people back for the same event, so it is
-// refused there until the cluster elects one.
+// notifyOptions are --notify's (nil: off). A server keeps its keys and
+// people's subscriptions in --notify-dir, by default the user config
+// directory. With --nats it follows every session of the cluster from
+// the bus and calls back the people who subscribed through it (its own
+// keys and store); an Allow from a notification is answered once
+// whichever server takes it (docs/cluster.md, "Notifications").
 func (sf *serveFlags) notifyOptions() (*serve.NotifyOptions, error) {
 	if !sf.notify {
 		return nil, nil
-	}
-	if sf.backend != nil {
-		return nil, errors.New("not available with --nats yet: every server would send each notification")
 	}
 	dir := sf.notifyDir
 	if dir == "" {

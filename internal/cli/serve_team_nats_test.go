@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,7 +28,9 @@ import (
 // Alice's session runs a real CLI turn on the embedded agent, Bob's send
 // into it is refused, and the audit log has the start and the prompt
 // once each (the prompt recorded by the agent, where it ran) and Bob's
-// refusal.
+// refusal. Notifications are on (--notify); a session in a worktree
+// runs and merges, and one of a repository outside the person's roots is
+// refused.
 func TestRealCLIServeTeamNATSEmbedded(t *testing.T) {
 	requireCLI(t)
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{claudetest.TextReply("hi from the cluster")}})
@@ -62,7 +65,8 @@ state_dir: %[2]s
 	go func() {
 		defer outW.Close()
 		done <- Main(sctx, []string{"serve", "--team", file, "--proxy-header", "X-Forwarded-Email", "--trusted-proxy", "127.0.0.1",
-			"--nats-embedded", "--nats-store", filepath.Join(dir, "nats"), "--cli", cli.Path, "--addr", "127.0.0.1:0"}, strings.NewReader(""), outW, errb)
+			"--nats-embedded", "--nats-store", filepath.Join(dir, "nats"), "--cli", cli.Path, "--addr", "127.0.0.1:0",
+			"--notify", "--notify-dir", filepath.Join(dir, "notify")}, strings.NewReader(""), outW, errb)
 	}()
 	defer func() {
 		stop()
@@ -96,6 +100,10 @@ state_dir: %[2]s
 		return dialTeamWS(t, ctx, base, &servetest.DialOptions{Header: http.Header{"X-Forwarded-Email": {who}}})
 	}
 
+	// Notifications are on over the cluster (the bell's settings).
+	if st, body := get("alice@example.com", "/api/notify"); st != 200 || !strings.Contains(string(body), `"vapid_public_key":"B`) {
+		t.Fatalf("/api/notify with --nats: %d %s", st, body)
+	}
 	a := dial("alice@example.com")
 	f := a.call(ctx, map[string]any{"type": "start"})
 	if f.Error != nil {
@@ -150,6 +158,61 @@ state_dir: %[2]s
 	// No JetStream of its own: the team is on the cluster's.
 	if _, err := os.Stat(filepath.Join(state, "jetstream")); err == nil {
 		t.Error("serve --nats-embedded --team started a local JetStream too")
+	}
+
+	// A session in a worktree, over the cluster: the agent makes it, the
+	// real CLI runs a turn in it, a merge brings its work into main. A
+	// worktree of a repository that is not wholly under Alice's roots is
+	// refused, and nothing is made.
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	proj := filepath.Join(ws, "alice", "proj")
+	os.MkdirAll(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "README"), []byte("hello\n"), 0o644)
+	git(proj, "init", "-q", "-b", "main")
+	git(proj, "add", ".")
+	git(proj, "commit", "-qm", "first")
+	f = a.call(ctx, map[string]any{"type": "start", "cwd": proj, "worktree": true})
+	if f.Error != nil {
+		t.Fatalf("worktree start: %+v", f.Error)
+	}
+	json.Unmarshal(f.Result, &started)
+	wid, wt := started.Session.ID, started.Session.Worktree
+	if !strings.HasPrefix(wt.Path, filepath.Join(proj, ".claude", "worktrees")+"/") || wt.Base != "main" || started.Session.Cwd != wt.Path {
+		t.Fatalf("worktree session %+v", started.Session)
+	}
+	if f := a.call(ctx, map[string]any{"type": "subscribe", "session": wid}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	api.Enqueue(claudetest.TextReply("hi from the worktree"))
+	if f := a.do(ctx, wid, map[string]any{"type": "send", "text": "hello"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	a.next(ctx, "the worktree turn's answer", func(f *servetest.Frame) bool {
+		return servetest.IsEvent(wid, host.EventDelivery)(f) && strings.Contains(string(f.Event.Data), `"answered"`)
+	})
+	os.WriteFile(filepath.Join(wt.Path, "w.txt"), []byte("from the worktree\n"), 0o644)
+	if f := a.do(ctx, wid, map[string]any{"type": "close"}); f.Error == nil || f.Error.Code != host.CodeWorktreeUnmerged {
+		t.Fatalf("close of unmerged work: %+v", f.Error)
+	}
+	if f := a.do(ctx, wid, map[string]any{"type": "worktree_merge"}); f.Error != nil {
+		t.Fatalf("merge: %+v", f.Error)
+	}
+	if got := git(proj, "show", "main:w.txt"); got != "from the worktree" {
+		t.Fatalf("main's w.txt = %q", got)
+	}
+	git(ws, "init", "-q", "-b", "main") // Alice's folder is now inside a repository whose top, ws, is not hers
+	if f := a.call(ctx, map[string]any{"type": "start", "cwd": filepath.Join(ws, "alice"), "worktree": true}); f.Error == nil || f.Error.Code != serve.CodeForbidden {
+		t.Fatalf("a worktree of a repository outside the roots: %+v", f.Error)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".claude")); !os.IsNotExist(err) {
+		t.Fatalf("a refused worktree start made something: %v", err)
 	}
 }
 

@@ -1,0 +1,321 @@
+package cluster_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/team"
+)
+
+const debianGit = "/usr/bin/git"
+
+func gitIn(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(debianGit, append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newGitRepo makes dir a repository on main with one commit (README).
+func newGitRepo(t testing.TB, dir string) string {
+	t.Helper()
+	if _, err := os.Stat(debianGit); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is required under CI=true (apt-get install git)")
+		}
+		t.Skip("no git at", debianGit)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-q", "-m", "first")
+	return dir
+}
+
+func codeOf(err error) string {
+	var ce *host.CommandError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return ""
+}
+
+// A session in a worktree, through the bus: the agent makes the
+// worktree, the registry (and so serve's list) carries it, its commands
+// run on the agent (a close of unmerged work asks first, a merge reaches
+// the base, a discard removes it and ends the session), and a failover
+// goes on in the same worktree.
+func TestWorktreeOverTheCluster(t *testing.T) {
+	ctx := testCtx(t)
+	repo := newGitRepo(t, t.TempDir())
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 4)
+	c := newClient(t, ns.URL())
+	b := cluster.NewBackend(c, nil)
+
+	hi, err := b.Start(ctx, &host.StartRequest{Cwd: repo, Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := hi.Worktree
+	if wt.Path == "" || wt.Base != "main" || !strings.HasPrefix(wt.Branch, "tether/") || wt.Repo != repo || hi.Cwd != wt.Path ||
+		wt.State != host.WorktreeActive {
+		t.Fatalf("started %+v", hi)
+	}
+	if got := gitIn(t, wt.Path, "rev-parse", "--abbrev-ref", "HEAD"); got != wt.Branch {
+		t.Fatalf("the worktree is on %s, want %s", got, wt.Branch)
+	}
+	// The list (the registry, read by every serve) says where it runs.
+	waitFor(t, "the worktree in the list", func() bool {
+		list, err := b.List(ctx)
+		return err == nil && len(list) == 1 && list[0].Worktree.Path == wt.Path && list[0].Worktree.Branch == wt.Branch
+	})
+	f := follow(t, c, hi.ID, 0)
+	send(t, c, hi.ID, "apples")
+	f.wait(t, "first turn", result("echo: apples"))
+	if err := os.WriteFile(filepath.Join(wt.Path, "a.txt"), []byte("from a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A close asks what to do with unmerged work, as on a lone serve.
+	if _, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandClose}); codeOf(err) != host.CodeWorktreeUnmerged {
+		t.Fatalf("close of unmerged work: %v, want worktree_unmerged", err)
+	}
+	if _, err := os.Stat(filepath.Join(wt.Path, "a.txt")); err != nil {
+		t.Fatalf("a refused close touched the worktree: %v", err)
+	}
+
+	// Its agent dies; another takes it over in the same worktree.
+	newAgent(t, ns.URL(), "a2", 4)
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), hi.ID, "apples"))
+	waitFor(t, "the registry holds the worktree", func() bool {
+		s, err := c.Session(ctx, hi.ID)
+		return err == nil && s.Worktree != nil
+	})
+	cluster.Crash(a1)
+	waitFor(t, "the session disconnected", func() bool {
+		s, err := c.Session(ctx, hi.ID)
+		return err == nil && s.State == "disconnected"
+	})
+	res, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Session.Owner != "a2" || res.Session.Cwd != wt.Path || res.Session.Worktree.Path != wt.Path {
+		t.Fatalf("after failover: %+v", res.Session)
+	}
+	send(t, c, hi.ID, "recall")
+	f.wait(t, "the recall in the worktree", resultContaining("remember: apples"))
+	snap, err := b.Snapshot(ctx, hi.ID)
+	if err != nil || snap.Worktree == nil || snap.Worktree.Path != wt.Path {
+		t.Fatalf("snapshot after failover: cwd %q, %+v, %v", snap.Cwd, snap.Worktree, err)
+	}
+
+	// Merge, on the new agent.
+	mr, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandWorktreeMerge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr.Worktree == nil || mr.Worktree.State != host.WorktreeMerged || mr.Worktree.Commit != gitIn(t, repo, "rev-parse", "main") {
+		t.Fatalf("merge result %+v", mr.Worktree)
+	}
+	if got := gitIn(t, repo, "show", "main:a.txt"); got != "from a" {
+		t.Fatalf("main's a.txt = %q", got)
+	}
+	waitFor(t, "the merge in the list", func() bool {
+		list, err := b.List(ctx)
+		return err == nil && len(list) == 1 && list[0].Worktree.State == host.WorktreeMerged
+	})
+
+	// A second session: discard needs confirm, then removes the worktree
+	// and its branch and ends the session (it leaves the list).
+	other, err := b.Start(ctx, &host.StartRequest{Cwd: repo, Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Worktree.Path == wt.Path {
+		t.Fatal("two sessions share a worktree")
+	}
+	if _, err := b.Do(ctx, other.ID, &host.Command{Type: host.CommandWorktreeDiscard}); codeOf(err) != host.CodeBadRequest {
+		t.Fatalf("discard without confirm: %v", err)
+	}
+	dr, err := b.Do(ctx, other.ID, &host.Command{Type: host.CommandWorktreeDiscard, Confirm: true})
+	if err != nil || dr.Worktree == nil || dr.Worktree.State != host.WorktreeDiscarded {
+		t.Fatalf("discard: %+v, %v", dr, err)
+	}
+	if _, err := os.Stat(other.Worktree.Path); !os.IsNotExist(err) {
+		t.Fatalf("the discarded worktree is still there: %v", err)
+	}
+	if out := gitIn(t, repo, "branch", "--list", other.Worktree.Branch); out != "" {
+		t.Fatalf("the discarded branch is still there: %q", out)
+	}
+	waitFor(t, "the discarded session out of the list", func() bool {
+		list, err := b.List(ctx)
+		return err == nil && len(list) == 1 && list[0].ID == hi.ID
+	})
+
+	// A resumed conversation does not go into a new worktree.
+	if _, err := b.Start(ctx, &host.StartRequest{Cwd: repo, Worktree: true, Resume: "6f1d7a52-8ad3-4c55-9d35-ef9f3c7d1a11"}); codeOf(err) != host.CodeBadRequest {
+		t.Fatalf("a resume into a new worktree: %v", err)
+	}
+	// Nor does a folder outside any repository make one.
+	if _, err := b.Start(ctx, &host.StartRequest{Cwd: t.TempDir(), Worktree: true}); codeOf(err) != host.CodeBadRequest {
+		t.Fatalf("a worktree outside a repository: %v", err)
+	}
+}
+
+// fakeAgent keeps a registry entry for an agent that advertises wire
+// revision rev (as a process of an older release would), until the test
+// ends. It takes nothing from the queue.
+func fakeAgent(t *testing.T, url, id string, rev int) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().UTC()
+	beat := func() error {
+		m := nats.NewMsg("$KV." + cluster.BucketAgents + "." + id)
+		m.Header.Set("Tether-Wire", itoa(rev))
+		m.Data = []byte(`{"id":"` + id + `","capacity":1,"sessions":0,"heartbeat":"` + time.Now().UTC().Format(time.RFC3339Nano) +
+			`","started":"` + started.Format(time.RFC3339Nano) + `"}`)
+		_, err := js.PublishMsg(testCtx(t), m)
+		return err
+	}
+	if err := beat(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tk := time.NewTicker(heartbeat / 3)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				_ = beat()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+}
+
+// A worktree start is refused, before anything is queued, while a live
+// agent speaks a revision before 4 (it would ignore the field and start
+// the session in cwd itself); other starts go on.
+func TestWorktreeStartRefusedByOldAgent(t *testing.T) {
+	ctx := testCtx(t)
+	repo := newGitRepo(t, t.TempDir())
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 4)
+	c := newClient(t, ns.URL())
+	fakeAgent(t, ns.URL(), "old3", 3)
+	waitFor(t, "the old agent live", func() bool { return cluster.AgentWire(ctx, c, "old3") == 3 })
+
+	_, err := c.Start(ctx, &cluster.StartOptions{ID: "wt1", Cwd: repo, Worktree: true})
+	var ue *cluster.UnsupportedError
+	if !errors.As(err, &ue) || !errors.Is(err, cluster.ErrUnsupported) || ue.Revision != 3 || !strings.Contains(err.Error(), "worktree") {
+		t.Fatalf("a worktree start with a revision 3 agent live: %v", err)
+	}
+	// Through serve's backend: the protocol's unsupported.
+	if _, err := cluster.NewBackend(c, nil).Start(ctx, &host.StartRequest{Cwd: repo, Worktree: true}); codeOf(err) != host.CodeUnsupported {
+		t.Fatalf("through the backend: %v, want unsupported", err)
+	}
+	if _, err := c.Session(ctx, "wt1"); !errors.Is(err, cluster.ErrNoSession) {
+		t.Fatalf("the refused start is in the registry: %v", err)
+	}
+	if out := gitIn(t, repo, "worktree", "list"); strings.Count(out, "\n") != 0 {
+		t.Fatalf("a worktree was made: %s", out)
+	}
+	js, _ := jetstream.New(natsConn(t, ns.URL()))
+	st, err := js.Stream(ctx, cluster.StreamStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("start queue: %+v, %v", info.State, err)
+	}
+	// A session without a worktree still starts.
+	if _, err := c.Start(ctx, &cluster.StartOptions{Cwd: repo}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func natsConn(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// An agent serving a team checks a worktree start itself: the whole
+// repository must be under the person's roots, not just cwd (the
+// worktree goes under its top folder); nothing is made when refused.
+func TestTeamAgentWorktreeRoots(t *testing.T) {
+	ns := newNATS(t, nil)
+	repo := newGitRepo(t, t.TempDir())
+	root := filepath.Join(repo, "sub")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tt := newTestTeamIn(t, ns.URL(), root)
+	teamAgent(t, ns.URL(), "a1", tt)
+	c := newClient(t, ns.URL())
+	actx := team.NewContext(testCtx(t), alice)
+
+	// cwd alone is allowed.
+	if _, err := c.Start(actx, &cluster.StartOptions{Cwd: root}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Start(actx, &cluster.StartOptions{ID: "wt", Cwd: root, Worktree: true})
+	if !isForbidden(err) || !strings.Contains(err.Error(), "whole repository under your roots") {
+		t.Fatalf("a worktree of a repository outside the roots: %v, want forbidden", err)
+	}
+	if _, err := c.Session(actx, "wt"); !errors.Is(err, cluster.ErrNoSession) {
+		t.Fatalf("the refused start is in the registry: %v", err)
+	}
+	if out := gitIn(t, repo, "worktree", "list"); strings.Count(out, "\n") != 0 {
+		t.Fatalf("a worktree was made: %s", out)
+	}
+
+	// A repository wholly under the roots: allowed, the session is the
+	// person's.
+	inside := newGitRepo(t, filepath.Join(root, "proj"))
+	info, err := c.Start(actx, &cluster.StartOptions{Cwd: inside, Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Worktree == nil || info.Worktree.Repo != inside || info.Person != alice.Subject {
+		t.Fatalf("started %+v", info)
+	}
+}
