@@ -22,7 +22,7 @@ func newSleepyAgent(t *testing.T, url, id string, capacity int, sleepAfter time.
 	t.Helper()
 	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
 		URL: url, ID: id, Capacity: capacity, Limits: limits, MirrorInterval: 20 * time.Millisecond,
-		Logger: testLogger(), SleepAfter: sleepAfter,
+		Logger: testLog(t), SleepAfter: sleepAfter,
 		Session: &host.Options{CLI: &claude.Options{
 			Transport: &claudetest.FakeCLI{Script: memoryCLI},
 			Env:       map[string]string{claude.EnvConfigDir: t.TempDir()},
