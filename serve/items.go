@@ -1,0 +1,570 @@
+package serve
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/tetherhq/tether/claude"
+)
+
+// ItemKind names what an Item shows.
+type ItemKind string
+
+// The kinds of Item (docs/serve-protocol.md, "Transcript items").
+const (
+	// ItemPrompt: a user message's text and images (a person's prompt, the
+	// CLI's echo of one, a synthetic message the CLI made, a subagent's
+	// prompt).
+	ItemPrompt ItemKind = "prompt"
+	// ItemText, ItemThinking, ItemRedactedThinking, ItemToolUse and
+	// ItemBlock are the content blocks of an assistant message, growing
+	// while it is written (Status "streaming").
+	ItemText             ItemKind = "text"
+	ItemThinking         ItemKind = "thinking"
+	ItemRedactedThinking ItemKind = "redacted_thinking"
+	ItemToolUse          ItemKind = "tool_use"
+	ItemBlock            ItemKind = "block"
+	// ItemToolResult: what a tool call gave back.
+	ItemToolResult ItemKind = "tool_result"
+	// ItemNotice: a line for people that is not a message: a local
+	// command's output, an interrupt, an API retry, a compaction, a
+	// notification.
+	ItemNotice ItemKind = "notice"
+	// ItemSystem: the CLI said what it runs with (system init, which also
+	// begins a turn; a status with a new permission mode).
+	ItemSystem ItemKind = "system"
+	// ItemResult: a turn ended.
+	ItemResult ItemKind = "result"
+)
+
+// Item statuses of assistant blocks.
+const (
+	ItemStreaming   = "streaming"
+	ItemDone        = "done"
+	ItemInterrupted = "interrupted"
+)
+
+// Item is one entry of a session's transcript as a front end shows it,
+// derived by the server from the CLI's messages (claude.Accumulator
+// folds the stream events; a tool's input is completed from the partial
+// JSON typed so far). An item that grows is sent again whole, with the
+// same ID: a client replaces the item it has (keeping its place) or
+// appends a new one. Fields not of the item's Kind are omitted.
+type Item struct {
+	ID   string   `json:"id"`
+	Kind ItemKind `json:"kind"`
+	// Parent is the Agent tool call a subagent's item belongs to; "" for
+	// the main conversation.
+	Parent string `json:"parent,omitempty"`
+
+	// Message, Index: the assistant message (its API id) a block belongs
+	// to and the block's place in it. Model is the message's model;
+	// Synthetic marks the CLI's own text ("<synthetic>": an API error
+	// shown as a message), Error the assistant line's error ("rate_limit",
+	// …).
+	Message   string `json:"message,omitempty"`
+	Index     int    `json:"index,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Synthetic bool   `json:"synthetic,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// Status of an assistant block: "streaming" while it grows, "done",
+	// or "interrupted" (cut off).
+	Status string `json:"status,omitempty"`
+
+	// Text: a text or thinking block's text so far, a notice's text.
+	Text string `json:"text,omitempty"`
+	// BlockType is an unknown block's type (ItemBlock).
+	BlockType string `json:"block_type,omitempty"`
+
+	// ToolUseID, Name, Input: a tool call (ItemToolUse), its input
+	// always a valid JSON value, completed while it streams. ToolUseID
+	// also names the call a tool result answers.
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+
+	// Content, IsError, Structured: a tool result's content blocks (or
+	// string) as the CLI sent them, whether it failed, and the CLI's
+	// tool_use_result (Bash's stdout and stderr, a question's answers).
+	Content    json.RawMessage `json:"content,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+
+	// Texts and Images: a prompt's text blocks and image blocks
+	// ({"type":"image","source":…}). Replay marks the CLI's echo of a
+	// prompt sent to it (ID is the prompt's uuid, the delivery's);
+	// Synthetic (above) a message the CLI made.
+	Texts  []string          `json:"texts,omitempty"`
+	Images []json.RawMessage `json:"images,omitempty"`
+	Replay bool              `json:"replay,omitempty"`
+
+	// Level of a notice: "info", "warn", or "interrupted".
+	Level string `json:"level,omitempty"`
+
+	// Subtype, PermissionMode, Cwd (and Model above): ItemSystem's.
+	Subtype        string `json:"subtype,omitempty"`
+	PermissionMode string `json:"permission_mode,omitempty"`
+	Cwd            string `json:"cwd,omitempty"`
+
+	// Turn: ItemResult's.
+	Turn *TurnResult `json:"turn,omitempty"`
+}
+
+// TurnResult is what a turn's result says, for a person.
+type TurnResult struct {
+	IsError bool   `json:"is_error,omitempty"`
+	Subtype string `json:"subtype,omitempty"`
+	// Reason says why a failed turn failed: "stopped" when it was
+	// interrupted, else the CLI's words.
+	Reason     string `json:"reason,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	// InputTokens (cache reads and writes included) and OutputTokens;
+	// absent when the CLI counted nothing (a stopped turn: the tokens were
+	// spent all the same).
+	InputTokens  *int64 `json:"input_tokens,omitempty"`
+	OutputTokens *int64 `json:"output_tokens,omitempty"`
+	// CostUSD is the turn's cost, TotalCostUSD the CLI process's total;
+	// absent when unknown (a stopped turn reports 0).
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	TotalCostUSD *float64 `json:"total_cost_usd,omitempty"`
+	// ContextUsed of ContextWindow tokens: the last API call's context.
+	ContextUsed   int64 `json:"context_used,omitempty"`
+	ContextWindow int64 `json:"context_window,omitempty"`
+}
+
+// Bounds of an itemizer's memory for messages in progress: past them it
+// forgets what it gave (and sends a block again whole when it changes,
+// which the client takes as it takes any update).
+const (
+	maxLiveMessages = 64
+)
+
+// itemizer derives items from a session's messages, in order. It holds
+// the running turn's drafts (claude.Accumulator) and, for the assistant
+// messages in progress, the items it gave, so that it sends only the
+// blocks that changed; all of it is dropped at each turn's result, and
+// bounded by maxLiveMessages. Not safe for concurrent use.
+type itemizer struct {
+	acc       claude.Accumulator
+	live      map[string]*liveMessage // by message id
+	lastCost  float64
+	lastUsage *claude.Usage // the main thread's last API message's
+}
+
+// liveMessage is an assistant message whose blocks may still change.
+type liveMessage struct {
+	finals    int // blocks given by complete assistant lines
+	error     string
+	synthetic bool
+	given     map[string]*givenItem // item id -> last given
+	order     []string
+}
+
+type givenItem struct {
+	item *Item
+	json string
+}
+
+func newItemizer() *itemizer {
+	return &itemizer{live: map[string]*liveMessage{}}
+}
+
+// envelope is what the itemizer reads of every line before decoding it.
+type envelope struct {
+	Type            string          `json:"type"`
+	Subtype         string          `json:"subtype"`
+	UUID            string          `json:"uuid"`
+	ParentToolUseID string          `json:"parent_tool_use_id"`
+	IsReplay        bool            `json:"isReplay"`
+	IsSynthetic     bool            `json:"isSynthetic"`
+	ToolUseResult   json.RawMessage `json:"tool_use_result"`
+	Message         struct {
+		ID      string          `json:"id"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	Error string `json:"error"`
+	// system
+	Model          string `json:"model"`
+	PermissionMode string `json:"permissionMode"`
+	Cwd            string `json:"cwd"`
+	Attempt        int    `json:"attempt"`
+	MaxRetries     int    `json:"max_retries"`
+	ErrorStatus    any    `json:"error_status"`
+	Text           string `json:"text"`
+}
+
+// add derives the items one CLI line changes or adds (none for most
+// stream events' bookkeeping, and for lines no one shows).
+func (z *itemizer) add(line json.RawMessage) []Item {
+	var env envelope
+	if json.Unmarshal(line, &env) != nil {
+		return nil
+	}
+	switch env.Type {
+	case "stream_event", "assistant":
+		m, err := claude.DecodeMessage(line)
+		if err != nil {
+			return nil
+		}
+		var before string
+		var thread string
+		if a, ok := m.(*claude.AssistantMessage); ok {
+			thread = a.ParentToolUseID
+			id := a.Message.ID
+			if id == "" {
+				id = a.UUID
+			}
+			lm := z.message(id)
+			lm.finals += len(a.Message.Content)
+			if a.Error != "" {
+				lm.error = a.Error
+			}
+			lm.synthetic = lm.synthetic || a.Synthetic()
+		} else if s, ok := m.(*claude.StreamEvent); ok {
+			thread = s.ParentToolUseID
+		}
+		if d := z.acc.Draft(thread); d != nil {
+			before = d.MessageID
+		}
+		d := z.acc.Add(m)
+		if d == nil {
+			return nil
+		}
+		var out []Item
+		if before != "" && before != d.MessageID {
+			// A new message on the thread ended the one before it.
+			out = z.finish(before, ItemInterrupted)
+		}
+		if d.ParentToolUseID == "" && d.Usage != nil {
+			u := *d.Usage
+			z.lastUsage = &u
+		}
+		return append(out, z.draft(d)...)
+	case "user":
+		m, err := claude.DecodeMessage(line)
+		if err != nil {
+			return nil
+		}
+		var out []Item
+		if d := z.acc.Add(m); d != nil {
+			out = z.draft(d)
+		}
+		return append(out, z.user(&env)...)
+	case "result":
+		m, err := claude.DecodeMessage(line)
+		if err != nil {
+			return nil
+		}
+		r, ok := m.(*claude.ResultMessage)
+		if !ok {
+			return nil
+		}
+		var out []Item
+		if d := z.acc.Add(m); d != nil {
+			out = z.draft(d)
+		}
+		end := ItemDone
+		if r.IsError {
+			end = ItemInterrupted
+		}
+		for id := range z.live {
+			out = append(out, z.finish(id, end)...)
+		}
+		clear(z.live)
+		return append(out, z.result(r, &env))
+	case "system":
+		return z.system(&env)
+	}
+	return nil
+}
+
+func (z *itemizer) message(id string) *liveMessage {
+	lm := z.live[id]
+	if lm == nil {
+		if len(z.live) >= maxLiveMessages {
+			clear(z.live) // forget: blocks are sent whole again
+		}
+		lm = &liveMessage{given: map[string]*givenItem{}}
+		z.live[id] = lm
+	}
+	return lm
+}
+
+// draft gives the blocks of d that changed since they were last given.
+func (z *itemizer) draft(d *claude.Draft) []Item {
+	lm := z.message(d.MessageID)
+	var out []Item
+	for i, b := range d.Content {
+		it := Item{Parent: d.ParentToolUseID, Message: d.MessageID, Index: i, Error: lm.error, Synthetic: lm.synthetic}
+		if d.Model != "<synthetic>" {
+			it.Model = d.Model
+		}
+		it.ID = d.MessageID + "/" + strconv.Itoa(i)
+		switch b := b.(type) {
+		case *claude.TextBlock:
+			it.Kind, it.Text = ItemText, b.Text
+		case *claude.ThinkingBlock:
+			it.Kind, it.Text = ItemThinking, b.Thinking
+		case *claude.RedactedThinkingBlock:
+			it.Kind = ItemRedactedThinking
+		case *claude.ToolUseBlock:
+			it.Kind, it.ToolUseID, it.Name, it.Input = ItemToolUse, b.ID, b.Name, validInput(b.Input)
+			it.ID = b.ID
+		case *claude.ServerToolUseBlock:
+			it.Kind, it.ToolUseID, it.Name, it.Input = ItemToolUse, b.ID, b.Name, validInput(b.Input)
+			it.ID = b.ID
+		case *claude.UnknownBlock:
+			it.Kind, it.BlockType = ItemBlock, b.Type
+			if b.Type == "mcp_tool_use" {
+				var t struct {
+					ID    string          `json:"id"`
+					Name  string          `json:"name"`
+					Input json.RawMessage `json:"input"`
+				}
+				if json.Unmarshal(b.Raw, &t) == nil && t.ID != "" {
+					it.Kind, it.BlockType, it.ToolUseID, it.Name, it.Input, it.ID = ItemToolUse, "", t.ID, t.Name, validInput(t.Input), t.ID
+				}
+			}
+		default:
+			it.Kind, it.BlockType = ItemBlock, blockType(b)
+		}
+		switch {
+		case i < lm.finals:
+			it.Status = ItemDone
+		case d.Status == claude.DraftStreaming:
+			it.Status = ItemStreaming
+		case d.Status == claude.DraftInterrupted:
+			it.Status = ItemInterrupted
+		default:
+			it.Status = ItemDone
+		}
+		if g, ok := z.give(lm, &it); ok {
+			out = append(out, *g)
+		}
+	}
+	if d.Status != claude.DraftStreaming && len(d.Content) <= lm.finals {
+		// Every block is final: nothing of it changes any more.
+		delete(z.live, d.MessageID)
+	}
+	return out
+}
+
+// give records it as given to lm; false when it is what was given last.
+func (z *itemizer) give(lm *liveMessage, it *Item) (*Item, bool) {
+	b, _ := json.Marshal(it)
+	if g := lm.given[it.ID]; g != nil {
+		if g.json == string(b) {
+			return nil, false
+		}
+		g.item, g.json = it, string(b)
+		return it, true
+	}
+	lm.given[it.ID] = &givenItem{item: it, json: string(b)}
+	lm.order = append(lm.order, it.ID)
+	return it, true
+}
+
+// finish ends a message's blocks still streaming with status end.
+func (z *itemizer) finish(id, end string) []Item {
+	lm := z.live[id]
+	if lm == nil {
+		return nil
+	}
+	delete(z.live, id)
+	var out []Item
+	for _, iid := range lm.order {
+		g := lm.given[iid]
+		if g.item.Status == ItemStreaming {
+			it := *g.item
+			it.Status = end
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+var interruptPrefix = "[Request interrupted by user"
+
+// user gives a user line's items: its tool results, its notices, and
+// its prompt (texts and images).
+func (z *itemizer) user(env *envelope) []Item {
+	var blocks []json.RawMessage
+	var s string
+	if json.Unmarshal(env.Message.Content, &s) == nil {
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+		blocks = []json.RawMessage{b}
+	} else if json.Unmarshal(env.Message.Content, &blocks) != nil {
+		return nil
+	}
+	var out []Item
+	prompt := Item{ID: env.UUID, Kind: ItemPrompt, Parent: env.ParentToolUseID, Replay: env.IsReplay, Synthetic: env.IsSynthetic}
+	for i, raw := range blocks {
+		var b struct {
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+			IsError   bool            `json:"is_error"`
+		}
+		if json.Unmarshal(raw, &b) != nil {
+			continue
+		}
+		switch b.Type {
+		case "tool_result":
+			it := Item{ID: "result/" + b.ToolUseID, Kind: ItemToolResult, Parent: env.ParentToolUseID, ToolUseID: b.ToolUseID, Content: b.Content, IsError: b.IsError}
+			if len(env.ToolUseResult) > 0 && string(env.ToolUseResult) != "null" {
+				it.Structured = env.ToolUseResult
+			}
+			out = append(out, it)
+		case "text":
+			t := strings.TrimSpace(b.Text)
+			noteID := env.UUID + "/" + strconv.Itoa(i)
+			if rest, ok := strings.CutPrefix(t, "<local-command-stdout>"); ok && strings.HasSuffix(rest, "</local-command-stdout>") {
+				out = append(out, Item{ID: noteID, Kind: ItemNotice, Parent: env.ParentToolUseID, Level: "info", Text: strings.TrimSuffix(rest, "</local-command-stdout>")})
+				continue
+			}
+			if strings.HasPrefix(t, interruptPrefix) && strings.HasSuffix(t, "]") {
+				out = append(out, Item{ID: noteID, Kind: ItemNotice, Parent: env.ParentToolUseID, Level: "interrupted", Text: "Interrupted"})
+				continue
+			}
+			prompt.Texts = append(prompt.Texts, b.Text)
+		case "image":
+			prompt.Images = append(prompt.Images, raw)
+		}
+	}
+	if len(prompt.Texts) > 0 || len(prompt.Images) > 0 {
+		if prompt.ID == "" {
+			prompt.ID = "prompt/" + strconv.Itoa(len(out))
+		}
+		out = append(out, prompt)
+	}
+	return out
+}
+
+// result gives a turn's end.
+func (z *itemizer) result(r *claude.ResultMessage, env *envelope) Item {
+	t := &TurnResult{IsError: r.IsError, Subtype: string(r.Subtype), DurationMS: r.DurationMS}
+	if r.IsError {
+		switch {
+		case r.TerminalReason == "aborted_streaming" || r.TerminalReason == "aborted_tools":
+			t.Reason = "stopped"
+		case r.Result != "":
+			t.Reason = r.Result
+		case len(r.Errors) > 0:
+			t.Reason = strings.Join(r.Errors, "; ")
+		default:
+			t.Reason = string(r.Subtype)
+		}
+	}
+	u := r.Usage
+	dropped := r.IsError && u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheCreationInputTokens == 0
+	if !dropped {
+		in, out := u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens, u.OutputTokens
+		t.InputTokens, t.OutputTokens = &in, &out
+	}
+	if !(r.TotalCostUSD == 0 && r.IsError) {
+		// The total is the CLI process's; a restarted CLI counts anew.
+		cost := r.TotalCostUSD
+		if cost >= z.lastCost {
+			cost -= z.lastCost
+		}
+		total := r.TotalCostUSD
+		t.CostUSD, t.TotalCostUSD = &cost, &total
+		z.lastCost = r.TotalCostUSD
+	}
+	for _, mu := range r.ModelUsage {
+		t.ContextWindow = max(t.ContextWindow, mu.ContextWindow)
+	}
+	if t.ContextWindow > 0 && z.lastUsage != nil {
+		lu := z.lastUsage
+		t.ContextUsed = lu.InputTokens + lu.CacheReadInputTokens + lu.CacheCreationInputTokens + lu.OutputTokens
+	} else {
+		t.ContextWindow = 0
+	}
+	id := env.UUID
+	if id == "" {
+		id = "turn"
+	}
+	return Item{ID: id, Kind: ItemResult, Turn: t}
+}
+
+// system gives the system lines people see, and the facts a client
+// keeps (model, permission mode, folder).
+func (z *itemizer) system(env *envelope) []Item {
+	it := Item{ID: env.UUID, Kind: ItemNotice, Level: "info"}
+	switch env.Subtype {
+	case "init":
+		it.Kind, it.Level, it.Subtype, it.Model, it.PermissionMode, it.Cwd = ItemSystem, "", "init", env.Model, env.PermissionMode, env.Cwd
+	case "status":
+		if env.PermissionMode == "" {
+			return nil
+		}
+		it.Kind, it.Level, it.Subtype, it.PermissionMode = ItemSystem, "", "status", env.PermissionMode
+	case "api_retry":
+		why := env.Error
+		if why == "" && env.ErrorStatus != nil {
+			b, _ := json.Marshal(env.ErrorStatus)
+			why = string(b)
+		}
+		it.Level, it.Text = "warn", "API retry "+strconv.Itoa(env.Attempt)+"/"+strconv.Itoa(env.MaxRetries)+": "+why
+	case "compact_boundary":
+		it.Text = "Conversation compacted"
+	case "notification":
+		if env.Text == "" {
+			return nil
+		}
+		it.Text = env.Text
+	default:
+		return nil
+	}
+	if it.ID == "" {
+		it.ID = "system/" + env.Subtype
+	}
+	return []Item{it}
+}
+
+// validInput is a tool input as a JSON value ({} when there is none).
+func validInput(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 || !json.Valid(in) {
+		return json.RawMessage("{}")
+	}
+	return in
+}
+
+// blockType names a block the itemizer has no kind for.
+func blockType(b claude.ContentBlock) string {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return "unknown"
+	}
+	var t struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	if t.Type == "" {
+		return "unknown"
+	}
+	return t.Type
+}
+
+// itemList collects items in the order they first appeared, each at its
+// latest version: a snapshot's items.
+type itemList struct {
+	items []Item
+	at    map[string]int
+}
+
+func (l *itemList) put(its []Item) {
+	if l.at == nil {
+		l.at = map[string]int{}
+	}
+	for _, it := range its {
+		if i, ok := l.at[it.ID]; ok {
+			l.items[i] = it
+			continue
+		}
+		l.at[it.ID] = len(l.items)
+		l.items = append(l.items, it)
+	}
+}
