@@ -681,7 +681,7 @@ func (c *client) unsubscribe(id string) {
 
 // follow sends a session's events to the client, with a snapshot first
 // when asked or when the events it needs are gone. With items, message
-// events go as items frames, derived here (itemizer), and a snapshot
+// events go as items frames, derived here (Itemizer), and a snapshot
 // carries items in place of the CLI's lines.
 func (c *client) follow(ctx context.Context, sub *subscription, id string, after uint64, snap, items bool) {
 	defer close(sub.done)
@@ -693,7 +693,7 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 		c.mu.Unlock()
 	}()
 	quoted := rawJSON(id)
-	var z *itemizer
+	var z *Itemizer
 	if items && !snap && after > 0 {
 		var ok bool
 		var err error
@@ -716,7 +716,7 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 				return
 			}
 			if items {
-				z = newItemizer()
+				z = NewItemizer()
 				sn = withItems(sn, z)
 			}
 			if !c.push(ctx, rawJSON(snapshotFrame{Type: "snapshot", Session: id, Snapshot: sn})) {
@@ -743,9 +743,9 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 			frame := eventFrame(quoted, &e)
 			if items && e.Kind == host.EventMessage {
 				if z == nil {
-					z = newItemizer() // from the session's first event
+					z = NewItemizer() // from the session's first event
 				}
-				its := z.add(e.Data)
+				its := z.Add(e.Data)
 				if its == nil {
 					its = []Item{}
 				}

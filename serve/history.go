@@ -61,39 +61,39 @@ type snapshotJSON struct {
 // history and transcript derived into items by z (which goes on from
 // there), the CLI's lines left out. sn is not changed (its history may
 // be shared).
-func withItems(sn *snapshotJSON, z *itemizer) *snapshotJSON {
+func withItems(sn *snapshotJSON, z *Itemizer) *snapshotJSON {
 	cp := *sn.Snapshot
 	out := &snapshotJSON{Snapshot: &cp}
 	if sn.History != nil {
 		h := *sn.History
 		var l itemList
 		for _, m := range h.Messages {
-			l.put(z.add(m))
+			l.put(z.Add(m))
 		}
 		h.Messages, h.Items = nil, l.items
 		out.History = &h
 	}
 	var l itemList
 	for _, m := range sn.Transcript {
-		l.put(z.add(m))
+		l.put(z.Add(m))
 	}
 	cp.Transcript = []json.RawMessage{}
 	out.Items = l.items
 	return out
 }
 
-// itemsAt returns an itemizer in the state it has after the session's
+// itemsAt returns an Itemizer in the state it has after the session's
 // event after (the client had that far), and false when it cannot be
 // had (the events before are gone, after is past the session's last
-// event): the client then gets a snapshot. The itemizer needs the
+// event): the client then gets a snapshot. The Itemizer needs the
 // running turn's events before after, which a snapshot has when nothing
 // happened since; else it replays the journal from its start.
-func (s *Server) itemsAt(ctx context.Context, id string, after uint64) (*itemizer, bool, error) {
+func (s *Server) itemsAt(ctx context.Context, id string, after uint64) (*Itemizer, bool, error) {
 	sn, err := s.fullSnapshot(ctx, id)
 	if err != nil {
 		return nil, false, err
 	}
-	z := newItemizer()
+	z := NewItemizer()
 	switch {
 	case sn.Seq < after:
 		return nil, false, nil
@@ -103,7 +103,7 @@ func (s *Server) itemsAt(ctx context.Context, id string, after uint64) (*itemize
 	}
 	if sn.History != nil {
 		for _, m := range sn.History.Messages {
-			z.add(m)
+			z.Add(m)
 		}
 	}
 	if after == 0 {
@@ -117,7 +117,7 @@ func (s *Server) itemsAt(ctx context.Context, id string, after uint64) (*itemize
 			return nil, false, err
 		}
 		if e.Kind == host.EventMessage {
-			z.add(e.Data)
+			z.Add(e.Data)
 		}
 		if e.Seq >= after {
 			return z, e.Seq == after, nil

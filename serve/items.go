@@ -133,19 +133,21 @@ type TurnResult struct {
 	ContextWindow int64 `json:"context_window,omitempty"`
 }
 
-// Bounds of an itemizer's memory for messages in progress: past them it
+// Bounds of an Itemizer's memory for messages in progress: past them it
 // forgets what it gave (and sends a block again whole when it changes,
 // which the client takes as it takes any update).
 const (
 	maxLiveMessages = 64
 )
 
-// itemizer derives items from a session's messages, in order. It holds
-// the running turn's drafts (claude.Accumulator) and, for the assistant
-// messages in progress, the items it gave, so that it sends only the
+// Itemizer derives items from a session's messages, in order: the
+// server runs one per subscription that asked for items, and a front
+// end in Go may run its own on host.EventMessage payloads. It holds the
+// running turn's drafts (claude.Accumulator) and, for the assistant
+// messages in progress, the items it gave, so that it gives only the
 // blocks that changed; all of it is dropped at each turn's result, and
 // bounded by maxLiveMessages. Not safe for concurrent use.
-type itemizer struct {
+type Itemizer struct {
 	acc       claude.Accumulator
 	live      map[string]*liveMessage // by message id
 	lastCost  float64
@@ -166,11 +168,12 @@ type givenItem struct {
 	json string
 }
 
-func newItemizer() *itemizer {
-	return &itemizer{live: map[string]*liveMessage{}}
+// NewItemizer returns an Itemizer at the start of a session.
+func NewItemizer() *Itemizer {
+	return &Itemizer{live: map[string]*liveMessage{}}
 }
 
-// envelope is what the itemizer reads of every line before decoding it.
+// envelope is what the Itemizer reads of every line before decoding it.
 type envelope struct {
 	Type            string          `json:"type"`
 	Subtype         string          `json:"subtype"`
@@ -194,9 +197,11 @@ type envelope struct {
 	Text           string `json:"text"`
 }
 
-// add derives the items one CLI line changes or adds (none for most
-// stream events' bookkeeping, and for lines no one shows).
-func (z *itemizer) add(line json.RawMessage) []Item {
+// Add derives the items one CLI stdout line (an EventMessage payload)
+// adds or changes: none for lines no one shows and for stream events
+// that change nothing shown. An item given again (same ID) replaces the
+// one given before.
+func (z *Itemizer) Add(line json.RawMessage) []Item {
 	var env envelope
 	if json.Unmarshal(line, &env) != nil {
 		return nil
@@ -279,7 +284,7 @@ func (z *itemizer) add(line json.RawMessage) []Item {
 	return nil
 }
 
-func (z *itemizer) message(id string) *liveMessage {
+func (z *Itemizer) message(id string) *liveMessage {
 	lm := z.live[id]
 	if lm == nil {
 		if len(z.live) >= maxLiveMessages {
@@ -292,7 +297,7 @@ func (z *itemizer) message(id string) *liveMessage {
 }
 
 // draft gives the blocks of d that changed since they were last given.
-func (z *itemizer) draft(d *claude.Draft) []Item {
+func (z *Itemizer) draft(d *claude.Draft) []Item {
 	lm := z.message(d.MessageID)
 	var out []Item
 	for i, b := range d.Content {
@@ -351,7 +356,7 @@ func (z *itemizer) draft(d *claude.Draft) []Item {
 }
 
 // give records it as given to lm; false when it is what was given last.
-func (z *itemizer) give(lm *liveMessage, it *Item) (*Item, bool) {
+func (z *Itemizer) give(lm *liveMessage, it *Item) (*Item, bool) {
 	b, _ := json.Marshal(it)
 	if g := lm.given[it.ID]; g != nil {
 		if g.json == string(b) {
@@ -366,7 +371,7 @@ func (z *itemizer) give(lm *liveMessage, it *Item) (*Item, bool) {
 }
 
 // finish ends a message's blocks still streaming with status end.
-func (z *itemizer) finish(id, end string) []Item {
+func (z *Itemizer) finish(id, end string) []Item {
 	lm := z.live[id]
 	if lm == nil {
 		return nil
@@ -388,7 +393,7 @@ var interruptPrefix = "[Request interrupted by user"
 
 // user gives a user line's items: its tool results, its notices, and
 // its prompt (texts and images).
-func (z *itemizer) user(env *envelope) []Item {
+func (z *Itemizer) user(env *envelope) []Item {
 	var blocks []json.RawMessage
 	var s string
 	if json.Unmarshal(env.Message.Content, &s) == nil {
@@ -443,7 +448,7 @@ func (z *itemizer) user(env *envelope) []Item {
 }
 
 // result gives a turn's end.
-func (z *itemizer) result(r *claude.ResultMessage, env *envelope) Item {
+func (z *Itemizer) result(r *claude.ResultMessage, env *envelope) Item {
 	t := &TurnResult{IsError: r.IsError, Subtype: string(r.Subtype), DurationMS: r.DurationMS}
 	if r.IsError {
 		switch {
@@ -491,7 +496,7 @@ func (z *itemizer) result(r *claude.ResultMessage, env *envelope) Item {
 
 // system gives the system lines people see, and the facts a client
 // keeps (model, permission mode, folder).
-func (z *itemizer) system(env *envelope) []Item {
+func (z *Itemizer) system(env *envelope) []Item {
 	it := Item{ID: env.UUID, Kind: ItemNotice, Level: "info"}
 	switch env.Subtype {
 	case "init":
@@ -532,7 +537,7 @@ func validInput(in json.RawMessage) json.RawMessage {
 	return in
 }
 
-// blockType names a block the itemizer has no kind for.
+// blockType names a block the Itemizer has no kind for.
 func blockType(b claude.ContentBlock) string {
 	raw, err := json.Marshal(b)
 	if err != nil {

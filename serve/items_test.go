@@ -28,7 +28,7 @@ func TestItemsGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			z := newItemizer()
+			z := NewItemizer()
 			var log bytes.Buffer
 			sc := bufio.NewScanner(bytes.NewReader(data))
 			sc.Buffer(nil, 1<<20)
@@ -46,7 +46,7 @@ func TestItemsGolden(t *testing.T) {
 					what += " " + env.Event.Type
 				}
 				fmt.Fprintf(&log, "# %d %s\n", n, what)
-				for _, it := range z.add(line) {
+				for _, it := range z.Add(line) {
 					if it.Kind == ItemToolUse && !json.Valid(it.Input) {
 						t.Errorf("line %d: tool input %s is not valid JSON", n, it.Input)
 					}
