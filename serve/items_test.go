@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/tools/txtar"
 )
 
 // TestItemsGolden derives the items of recorded CLI turns, line by line,
@@ -17,17 +19,42 @@ import (
 // text growing from deltas, a Bash call whose input streams as partial
 // JSON (completed into a valid value at every step), its result, a
 // thinking block cut off by an interrupt, an API retry, the turn's end.
+//
+// The recorded sessions of claude/testdata/transcripts (real CLI output)
+// are derived too, into testdata/items_recorded_<name>.golden.
 func TestItemsGolden(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "items_*.jsonl"))
 	if len(files) == 0 {
 		t.Fatal("no testdata/items_*.jsonl")
 	}
+	inputs := map[string][]byte{}
 	for _, in := range files {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
+		data, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs[strings.TrimSuffix(in, ".jsonl")+".golden"] = data
+	}
+	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask"} {
+		ar, err := txtar.ParseFile(filepath.Join("..", "claude", "testdata", "transcripts", name+".txtar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		for _, f := range ar.Files {
+			if f.Name != "stdio" {
+				continue
 			}
+			for l := range strings.Lines(string(f.Data)) {
+				if rest, ok := strings.CutPrefix(l, "< "); ok && !strings.HasPrefix(rest, `{"type":"control_`) {
+					b.WriteString(rest)
+				}
+			}
+		}
+		inputs[filepath.Join("testdata", "items_recorded_"+name+".golden")] = b.Bytes()
+	}
+	for golden, data := range inputs {
+		t.Run(filepath.Base(golden), func(t *testing.T) {
 			z := NewItemizer()
 			var log bytes.Buffer
 			sc := bufio.NewScanner(bytes.NewReader(data))
@@ -55,7 +82,6 @@ func TestItemsGolden(t *testing.T) {
 				}
 			}
 			got := log.String()
-			golden := strings.TrimSuffix(in, ".jsonl") + ".golden"
 			if updating() {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
