@@ -74,6 +74,12 @@ type Item struct {
 
 	// Text: a text or thinking block's text so far, a notice's text.
 	Text string `json:"text,omitempty"`
+	// Append: Text is what a text or thinking block grew by since the
+	// version sent before (in an earlier frame of this subscription): the
+	// client appends it to the text it has; the other fields are the
+	// item's, whole. Sent so that a long answer costs its length on the
+	// wire, not its length times its deltas.
+	Append bool `json:"append,omitempty"`
 	// BlockType is an unknown block's type (ItemBlock).
 	BlockType string `json:"block_type,omitempty"`
 
@@ -164,8 +170,9 @@ type liveMessage struct {
 }
 
 type givenItem struct {
-	item *Item
-	json string
+	item   *Item  // as last sent (whole)
+	json   string // item's JSON
+	latest *Item  // as last derived (a streaming tool input may not be sent yet)
 }
 
 // NewItemizer returns an Itemizer at the start of a session.
@@ -355,19 +362,42 @@ func (z *Itemizer) draft(d *claude.Draft) []Item {
 	return out
 }
 
-// give records it as given to lm; false when it is what was given last.
+// give records it as the block's latest version and returns what to
+// send of it: nil when nothing changed (or a streaming tool input grew
+// too little, below), the growth alone (Append) when a text or thinking
+// block only grew, else the item whole. A tool input being typed is a
+// new whole JSON value at each step; it is sent when it grew by an
+// eighth (at least 16 bytes) since it was last sent, so that a long one
+// costs a bounded multiple of its size, and always when its status
+// changes (its final version).
 func (z *Itemizer) give(lm *liveMessage, it *Item) (*Item, bool) {
 	b, _ := json.Marshal(it)
-	if g := lm.given[it.ID]; g != nil {
-		if g.json == string(b) {
-			return nil, false
-		}
-		g.item, g.json = it, string(b)
+	g := lm.given[it.ID]
+	if g == nil {
+		lm.given[it.ID] = &givenItem{item: it, latest: it, json: string(b)}
+		lm.order = append(lm.order, it.ID)
 		return it, true
 	}
-	lm.given[it.ID] = &givenItem{item: it, json: string(b)}
-	lm.order = append(lm.order, it.ID)
-	return it, true
+	g.latest = it
+	if g.json == string(b) {
+		return nil, false
+	}
+	old := g.item
+	if it.Kind == ItemToolUse && old.Kind == ItemToolUse && it.Status == ItemStreaming && old.Status == ItemStreaming && len(it.Input) < len(old.Input)+max(16, len(old.Input)/8) {
+		return nil, false
+	}
+	send := it
+	if (it.Kind == ItemText || it.Kind == ItemThinking) && len(it.Text) > len(old.Text) && strings.HasPrefix(it.Text, old.Text) {
+		same := *old
+		same.Text = it.Text
+		if sb, _ := json.Marshal(&same); string(sb) == string(b) {
+			d := *it
+			d.Text, d.Append = it.Text[len(old.Text):], true
+			send = &d
+		}
+	}
+	g.item, g.json = it, string(b)
+	return send, true
 }
 
 // finish ends a message's blocks still streaming with status end.
@@ -380,8 +410,8 @@ func (z *Itemizer) finish(id, end string) []Item {
 	var out []Item
 	for _, iid := range lm.order {
 		g := lm.given[iid]
-		if g.item.Status == ItemStreaming {
-			it := *g.item
+		if g.latest.Status == ItemStreaming {
+			it := *g.latest
 			it.Status = end
 			out = append(out, it)
 		}

@@ -95,6 +95,9 @@ func TestItemsOptIn(t *testing.T) {
 					var x itemsFrame
 					json.Unmarshal(f.raw, &x)
 					for _, it := range x.Items {
+						if it.Append {
+							it.Text, it.Append = all[it.ID].Text+it.Text, false
+						}
 						all[it.ID] = it
 					}
 				}

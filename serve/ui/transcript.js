@@ -139,7 +139,8 @@ export class Transcript {
       const next = e.blocks.slice(idx + 1).find((x) => x && x.el.parentNode === e.el);
       e.el.insertBefore(b.el, next ? next.el : null);
     }
-    b.text = it.text || "";
+    // A block that only grew comes as its growth (append); else whole.
+    b.text = it.append ? b.text + (it.text || "") : it.text || "";
     b.status = it.status;
     if (it.kind === "tool_use") b.inputValue = it.input;
     if (it.error) e.el.classList.add("error");
