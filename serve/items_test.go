@@ -104,3 +104,29 @@ func updating() bool {
 	f := flag.Lookup("update")
 	return f != nil && f.Value.String() == "true"
 }
+
+// FuzzItemizer feeds arbitrary lines, after a recorded turn's first
+// ones, to an Itemizer: it never panics, and every tool input it gives
+// is valid JSON.
+func FuzzItemizer(f *testing.F) {
+	data, err := os.ReadFile(filepath.Join("testdata", "items_turn.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	for _, l := range lines {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":[1,{\"b\":\"\\u12"}}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		z := NewItemizer()
+		for _, l := range lines[:10] {
+			z.Add(l)
+		}
+		for _, it := range z.Add(line) {
+			if it.Kind == ItemToolUse && !json.Valid(it.Input) {
+				t.Fatalf("invalid tool input %s", it.Input)
+			}
+		}
+	})
+}
