@@ -2,6 +2,8 @@ package serve
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -219,10 +221,10 @@ func (z *Itemizer) Add(line json.RawMessage) []Item {
 		if err != nil {
 			return nil
 		}
-		var before string
-		var thread string
+		var before, thread string
+		starts := false // m may begin a new message on its thread
 		if a, ok := m.(*claude.AssistantMessage); ok {
-			thread = a.ParentToolUseID
+			thread, starts = a.ParentToolUseID, true
 			id := a.Message.ID
 			if id == "" {
 				id = a.UUID
@@ -234,10 +236,13 @@ func (z *Itemizer) Add(line json.RawMessage) []Item {
 			}
 			lm.synthetic = lm.synthetic || a.Synthetic()
 		} else if s, ok := m.(*claude.StreamEvent); ok {
+			_, starts = s.Event.(*claude.MessageStartEvent)
 			thread = s.ParentToolUseID
 		}
-		if d := z.acc.Draft(thread); d != nil {
-			before = d.MessageID
+		if starts {
+			if d := z.acc.Draft(thread); d != nil {
+				before = d.MessageID
+			}
 		}
 		d := z.acc.Add(m)
 		if d == nil {
@@ -280,7 +285,8 @@ func (z *Itemizer) Add(line json.RawMessage) []Item {
 		if r.IsError {
 			end = ItemInterrupted
 		}
-		for id := range z.live {
+		// In a stable order: every subscriber gets the same frames.
+		for _, id := range slices.Sorted(maps.Keys(z.live)) {
 			out = append(out, z.finish(id, end)...)
 		}
 		clear(z.live)
