@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/host"
@@ -193,4 +194,174 @@ func containsKey(raw []byte, key string) bool {
 	json.Unmarshal(raw, &m)
 	_, ok := m.Snapshot[key]
 	return ok
+}
+
+// TestItemsMidTurn: a client that comes back in the middle of a message
+// being streamed (its text growing by appends, a tool input being typed
+// as partial JSON) gets exactly the frames the client that stayed got
+// after that point, whether the server derives where it stood from the
+// journal (the client is behind) or from a snapshot (nothing happened
+// since); the text the appends build is the message's text, and the
+// tool's input is valid JSON at every step.
+func TestItemsMidTurn(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cluster=%v", cluster), func(t *testing.T) {
+			ctx := testCtx(t)
+			e := newEnv(t, &envOptions{cluster: cluster})
+			stay := e.dial(ctx)
+			id := stay.start(ctx, e.cwd)
+			stay.ok(ctx, map[string]any{"type": "subscribe", "session": id, "after": 0, "items": true})
+			stay.do(ctx, id, map[string]any{"type": "send", "text": "partial"})
+			// Halfway: the fifth word is in.
+			n := 0
+			hasItem := func(pred func(serve.Item) bool) func(*frame) bool {
+				return func(f *frame) bool {
+					if f.Type != "items" || f.sessionID() != id {
+						return false
+					}
+					var x itemsFrame
+					json.Unmarshal(f.raw, &x)
+					for _, it := range x.Items {
+						if pred(it) {
+							return true
+						}
+					}
+					return false
+				}
+			}
+			half := stay.waitFrame(ctx, &n, "the fifth word", hasItem(func(it serve.Item) bool { return it.Append && it.Text == "the " }))
+			mid := seqOf(half)
+			var firstAppend uint64
+			for _, f := range sessionFrames(stay, id) {
+				if hasItem(func(it serve.Item) bool { return it.Append })(f) {
+					firstAppend = seqOf(f)
+					break
+				}
+			}
+			// The CLI waits; the session's latest event, once the items
+			// client has it too.
+			st, body := e.req("GET", "/api/sessions/"+id+"/snapshot", "")
+			var sn struct{ Seq uint64 }
+			if json.Unmarshal(body, &sn); st != 200 || sn.Seq < mid {
+				t.Fatalf("snapshot: %d %s", st, body)
+			}
+			latest := sn.Seq
+			stay.waitFrame(ctx, new(int), "the latest event", func(f *frame) bool { return f.sessionID() == id && seqOf(f) >= latest })
+			// One that is behind (after the first word), one that is not
+			// (its place is the snapshot's).
+			behind, current := e.dial(ctx), e.dial(ctx)
+			behind.ok(ctx, map[string]any{"type": "subscribe", "session": id, "after": firstAppend, "items": true})
+			current.ok(ctx, map[string]any{"type": "subscribe", "session": id, "after": latest, "items": true})
+			stay.do(ctx, id, map[string]any{"type": "send", "text": "go on"})
+			done := hasItem(func(it serve.Item) bool { return it.Kind == serve.ItemResult })
+			for _, cl := range []*wsClient{stay, behind, current} {
+				m := 0
+				cl.waitFrame(ctx, &m, "the turn's end", done)
+			}
+			all := sessionFrames(stay, id)
+			var last uint64
+			for i, f := range all {
+				if done(f) {
+					last = uint64(i + 1)
+					break
+				}
+			}
+			for _, c := range []struct {
+				name  string
+				cl    *wsClient
+				after uint64
+			}{{"behind", behind, firstAppend}, {"current", current, latest}} {
+				got := sessionFrames(c.cl, id)
+				if uint64(len(got)) < last-c.after {
+					t.Fatalf("%s: %d frames, want at least %d", c.name, len(got), last-c.after)
+				}
+				for i, f := range got[:last-c.after] {
+					if want := all[int(c.after)+i]; string(f.raw) != string(want.raw) {
+						t.Fatalf("%s, seq %d:\n got %s\nwant %s", c.name, seqOf(f), f.raw, want.raw)
+					}
+				}
+			}
+			// What the frames build.
+			items := map[string]serve.Item{}
+			for _, f := range all[:last] {
+				if f.Type != "items" {
+					continue
+				}
+				var x itemsFrame
+				json.Unmarshal(f.raw, &x)
+				for _, it := range x.Items {
+					if it.Kind == serve.ItemToolUse && !json.Valid(it.Input) {
+						t.Errorf("seq %d: tool input %s", x.Seq, it.Input)
+					}
+					if it.Append {
+						it.Text, it.Append = items[it.ID].Text+it.Text, false
+					}
+					items[it.ID] = it
+				}
+			}
+			if txt := items["msg_partial/0"]; txt.Text != "Let me look at the files." || txt.Status != serve.ItemDone {
+				t.Errorf("text item: %+v", txt)
+			}
+			var input map[string]string
+			tool := items["toolu_partial"]
+			json.Unmarshal(tool.Input, &input)
+			if input["command"] != "ls -la /some/where/far/away" || tool.Status != serve.ItemDone {
+				t.Errorf("tool item: %+v", tool)
+			}
+			// The tool input was seen being typed, completed.
+			typed := false
+			for _, f := range all[:last] {
+				typed = typed || hasItem(func(it serve.Item) bool {
+					return it.ID == "toolu_partial" && it.Status == serve.ItemStreaming && strings.HasPrefix(string(it.Input), `{"command":"ls -la /some/`)
+				})(f)
+			}
+			if !typed {
+				t.Error("no frame shows the tool input while it was typed")
+			}
+		})
+	}
+}
+
+// TestItemsJournalGone: a client with items coming back after N when
+// the journal no longer holds the events before N that the items need
+// gets a snapshot with items, as a client without items gets one when
+// the events after N are gone.
+func TestItemsJournalGone(t *testing.T) {
+	ctx := testCtx(t)
+	e := newEnv(t, &envOptions{journal: &host.JournalOptions{MaxEvents: 8}})
+	cl := e.dial(ctx)
+	id := cl.start(ctx, e.cwd)
+	cl.ok(ctx, map[string]any{"type": "subscribe", "session": id, "after": 0})
+	n := 0
+	for _, p := range []string{"one", "two", "three"} {
+		cl.do(ctx, id, map[string]any{"type": "send", "text": p})
+		cl.waitFrame(ctx, &n, "idle", isState(id, "idle"))
+	}
+	evs := cl.eventsOf(id)
+	last := evs[len(evs)-1].Event.Seq
+	if last <= 8 {
+		t.Fatalf("only %d events", last)
+	}
+	// The events after last-2 are kept, those from 1 are not.
+	back := e.dial(ctx)
+	back.ok(ctx, map[string]any{"type": "subscribe", "session": id, "after": last - 2, "items": true})
+	sf := back.waitFrame(ctx, new(int), "a snapshot", func(f *frame) bool { return f.Type == "snapshot" || f.Type == "items" || f.Type == "event" })
+	if sf.Type != "snapshot" {
+		t.Fatalf("got %s, want a snapshot", sf.raw)
+	}
+	var sn struct {
+		Snapshot struct {
+			Items []serve.Item `json:"items"`
+		} `json:"snapshot"`
+	}
+	json.Unmarshal(sf.raw, &sn)
+	var prompts []string
+	for _, it := range sn.Snapshot.Items {
+		if it.Kind == serve.ItemPrompt {
+			prompts = append(prompts, it.Texts...)
+		}
+	}
+	if !reflect.DeepEqual(prompts, []string{"one", "two", "three"}) {
+		t.Errorf("snapshot items' prompts: %q", prompts)
+	}
 }
