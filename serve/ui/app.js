@@ -452,6 +452,15 @@ function applyEvent(ev) {
     case "items":
       for (const it of d) v.transcript.apply(it);
       break;
+    case "message":
+      // A server older than this page (one of a cluster being upgraded)
+      // sends the CLI's lines, which this page no longer reads: its own
+      // page does.
+      if (!v.oldServer) {
+        v.oldServer = true;
+        v.transcript.root.appendChild(el("div", "note warn", "This server is older than this page: reload the page to see the conversation."));
+      }
+      break;
     case "approval":
       v.panel.add(d);
       break;
