@@ -740,7 +740,7 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 				}
 				return
 			}
-			frame := eventFrame(quoted, &e)
+			var frame []byte
 			if items && e.Kind == host.EventMessage {
 				if z == nil {
 					z = NewItemizer() // from the session's first event
@@ -750,6 +750,8 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 					its = []Item{}
 				}
 				frame = rawJSON(itemsFrame{Type: "items", Session: id, Seq: e.Seq, Time: e.Time.UTC(), Items: its})
+			} else {
+				frame = eventFrame(quoted, &e)
 			}
 			if !c.push(ctx, frame) {
 				return
