@@ -362,8 +362,11 @@ func (z *Itemizer) draft(d *claude.Draft) []Item {
 		}
 	}
 	if d.Status != claude.DraftStreaming && len(d.Content) <= lm.finals {
-		// Every block is final: nothing of it changes any more.
-		delete(z.live, d.MessageID)
+		// Every block is final: what was given need not be kept (a
+		// change, unlikely now, is sent whole); the count of final
+		// blocks is.
+		clear(lm.given)
+		lm.order = nil
 	}
 	return out
 }
