@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,9 +173,8 @@ type liveMessage struct {
 }
 
 type givenItem struct {
-	item   *Item  // as last sent (whole)
-	json   string // item's JSON
-	latest *Item  // as last derived (a streaming tool input may not be sent yet)
+	item   *Item // as last sent (whole)
+	latest *Item // as last derived (a streaming tool input may not be sent yet)
 }
 
 // NewItemizer returns an Itemizer at the start of a session.
@@ -380,33 +380,38 @@ func (z *Itemizer) draft(d *claude.Draft) []Item {
 // costs a bounded multiple of its size, and always when its status
 // changes (its final version).
 func (z *Itemizer) give(lm *liveMessage, it *Item) (*Item, bool) {
-	b, _ := json.Marshal(it)
 	g := lm.given[it.ID]
 	if g == nil {
-		lm.given[it.ID] = &givenItem{item: it, latest: it, json: string(b)}
+		lm.given[it.ID] = &givenItem{item: it, latest: it}
 		lm.order = append(lm.order, it.ID)
 		return it, true
 	}
 	g.latest = it
-	if g.json == string(b) {
+	old := g.item
+	// Compared without marshalling: a long text grows by small deltas,
+	// and each costs a comparison of its prefix, not an encoding.
+	same := sameButText(old, it)
+	if same && old.Text == it.Text {
 		return nil, false
 	}
-	old := g.item
 	if it.Kind == ItemToolUse && old.Kind == ItemToolUse && it.Status == ItemStreaming && old.Status == ItemStreaming && len(it.Input) < len(old.Input)+max(16, len(old.Input)/8) {
 		return nil, false
 	}
 	send := it
-	if (it.Kind == ItemText || it.Kind == ItemThinking) && len(it.Text) > len(old.Text) && strings.HasPrefix(it.Text, old.Text) {
-		same := *old
-		same.Text = it.Text
-		if sb, _ := json.Marshal(&same); string(sb) == string(b) {
-			d := *it
-			d.Text, d.Append = it.Text[len(old.Text):], true
-			send = &d
-		}
+	if same && (it.Kind == ItemText || it.Kind == ItemThinking) && len(it.Text) > len(old.Text) && strings.HasPrefix(it.Text, old.Text) {
+		d := *it
+		d.Text, d.Append = it.Text[len(old.Text):], true
+		send = &d
 	}
-	g.item, g.json = it, string(b)
+	g.item = it
 	return send, true
+}
+
+// sameButText reports whether a and b differ at most in Text.
+func sameButText(a, b *Item) bool {
+	x, y := *a, *b
+	x.Text, y.Text = "", ""
+	return reflect.DeepEqual(&x, &y)
 }
 
 // finish ends a message's blocks still streaming with status end.
@@ -569,8 +574,11 @@ func (z *Itemizer) system(env *envelope) []Item {
 }
 
 // validInput is a tool input as a JSON value ({} when there is none).
+// What the accumulator gives is valid JSON already (completed while it
+// streams, decoded when complete): it is not scanned again at each
+// delta.
 func validInput(in json.RawMessage) json.RawMessage {
-	if len(in) == 0 || !json.Valid(in) {
+	if len(in) == 0 {
 		return json.RawMessage("{}")
 	}
 	return in

@@ -130,3 +130,62 @@ func FuzzItemizer(f *testing.F) {
 		}
 	})
 }
+
+// longStream is a message streamed in n deltas: a text block of n
+// pieces, then a Write call whose input (a file of n pieces) is typed in
+// n deltas.
+func longStream(n int) []json.RawMessage {
+	var out []json.RawMessage
+	add := func(format string, args ...any) { out = append(out, json.RawMessage(fmt.Sprintf(format, args...))) }
+	add(`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_long","type":"message","role":"assistant","model":"m","content":[]}},"uuid":"s0"}`)
+	add(`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}},"uuid":"s1"}`)
+	for i := range n {
+		add(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word %05d, "}},"uuid":"t%d"}`, i, i)
+	}
+	add(`{"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_w","name":"Write","input":{}}},"uuid":"s2"}`)
+	add(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"file_path\":\"/a\",\"content\":\""}},"uuid":"s3"}`)
+	for i := range n {
+		add(`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"line %05d\\n"}},"uuid":"w%d"}`, i, i)
+	}
+	return out
+}
+
+// TestItemsLinear: a long text and a long tool input being typed cost,
+// in the items given, a bounded multiple of their final size, not their
+// size times their deltas.
+func TestItemsLinear(t *testing.T) {
+	const n = 2000
+	z := NewItemizer()
+	var text, input int
+	var last Item
+	for _, l := range longStream(n) {
+		for _, it := range z.Add(l) {
+			text += len(it.Text)
+			input += len(it.Input)
+			if it.Kind == ItemToolUse {
+				last = it
+			}
+		}
+	}
+	finalText, finalInput := n*len("word 00000, "), n*len(`line 00000\n`)
+	if text != finalText {
+		t.Errorf("text given: %d bytes for %d", text, finalText)
+	}
+	if input > 10*finalInput {
+		t.Errorf("tool input given: %d bytes for %d", input, finalInput)
+	}
+	if !json.Valid(last.Input) || !bytes.Contains(last.Input, []byte(`line 01`)) {
+		t.Errorf("last input given: %.200s", last.Input)
+	}
+}
+
+func BenchmarkItemizerLongStream(b *testing.B) {
+	lines := longStream(2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		z := NewItemizer()
+		for _, l := range lines {
+			z.Add(l)
+		}
+	}
+}
