@@ -55,6 +55,11 @@ const (
 // same ID: a client replaces the item it has (keeping its place) or
 // appends a new one. Fields not of the item's Kind are omitted.
 type Item struct {
+	// ID names the item for its life: a tool call's id, "<message
+	// id>/<index>" for another assistant block (the API's message ids are
+	// unique), "result/<tool_use_id>" for a tool result, the CLI line's
+	// uuid for the rest (a prompt's is its delivery's uuid; a notice from
+	// a user line adds "/<block index>").
 	ID   string   `json:"id"`
 	Kind ItemKind `json:"kind"`
 	// Parent is the Agent tool call a subagent's item belongs to; "" for
@@ -161,6 +166,7 @@ type Itemizer struct {
 	live      map[string]*liveMessage // by message id
 	lastCost  float64
 	lastUsage *claude.Usage // the main thread's last API message's
+	anon      int           // lines without uuid so far
 }
 
 // liveMessage is an assistant message whose blocks may still change.
@@ -204,6 +210,8 @@ type envelope struct {
 	MaxRetries     int    `json:"max_retries"`
 	ErrorStatus    any    `json:"error_status"`
 	Text           string `json:"text"`
+
+	anon string // the id lineID made for a line without uuid
 }
 
 // Add derives the items one CLI stdout line (an EventMessage payload)
@@ -447,7 +455,7 @@ func (z *Itemizer) user(env *envelope) []Item {
 		return nil
 	}
 	var out []Item
-	prompt := Item{ID: env.UUID, Kind: ItemPrompt, Parent: env.ParentToolUseID, Replay: env.IsReplay, Synthetic: env.IsSynthetic}
+	prompt := Item{Kind: ItemPrompt, Parent: env.ParentToolUseID, Replay: env.IsReplay, Synthetic: env.IsSynthetic}
 	for i, raw := range blocks {
 		var b struct {
 			Type      string          `json:"type"`
@@ -468,7 +476,7 @@ func (z *Itemizer) user(env *envelope) []Item {
 			out = append(out, it)
 		case "text":
 			t := strings.TrimSpace(b.Text)
-			noteID := env.UUID + "/" + strconv.Itoa(i)
+			noteID := z.lineID(env) + "/" + strconv.Itoa(i)
 			if rest, ok := strings.CutPrefix(t, "<local-command-stdout>"); ok && strings.HasSuffix(rest, "</local-command-stdout>") {
 				out = append(out, Item{ID: noteID, Kind: ItemNotice, Parent: env.ParentToolUseID, Level: "info", Text: strings.TrimSuffix(rest, "</local-command-stdout>")})
 				continue
@@ -483,9 +491,7 @@ func (z *Itemizer) user(env *envelope) []Item {
 		}
 	}
 	if len(prompt.Texts) > 0 || len(prompt.Images) > 0 {
-		if prompt.ID == "" {
-			prompt.ID = "prompt/" + strconv.Itoa(len(out))
-		}
+		prompt.ID = z.lineID(env)
 		out = append(out, prompt)
 	}
 	return out
@@ -531,17 +537,13 @@ func (z *Itemizer) result(r *claude.ResultMessage, env *envelope) Item {
 	} else {
 		t.ContextWindow = 0
 	}
-	id := env.UUID
-	if id == "" {
-		id = "turn"
-	}
-	return Item{ID: id, Kind: ItemResult, Turn: t}
+	return Item{ID: z.lineID(env), Kind: ItemResult, Turn: t}
 }
 
 // system gives the system lines people see, and the facts a client
 // keeps (model, permission mode, folder).
 func (z *Itemizer) system(env *envelope) []Item {
-	it := Item{ID: env.UUID, Kind: ItemNotice, Level: "info"}
+	it := Item{Kind: ItemNotice, Level: "info"}
 	switch env.Subtype {
 	case "init":
 		it.Kind, it.Level, it.Subtype, it.Model, it.PermissionMode, it.Cwd = ItemSystem, "", "init", env.Model, env.PermissionMode, env.Cwd
@@ -567,10 +569,23 @@ func (z *Itemizer) system(env *envelope) []Item {
 	default:
 		return nil
 	}
-	if it.ID == "" {
-		it.ID = "system/" + env.Subtype
-	}
+	it.ID = z.lineID(env)
 	return []Item{it}
+}
+
+// lineID is the id of the items of a line that are not blocks: the
+// line's uuid, which the CLI gives every line; else one of this
+// Itemizer's own ("line/N", the same for the same lines in the same
+// order).
+func (z *Itemizer) lineID(env *envelope) string {
+	if env.UUID != "" {
+		return env.UUID
+	}
+	if env.anon == "" {
+		z.anon++
+		env.anon = "line/" + strconv.Itoa(z.anon)
+	}
+	return env.anon
 }
 
 // validInput is a tool input as a JSON value ({} when there is none).
