@@ -436,6 +436,22 @@ func testTranscript(t *testing.T, b *browser) {
 		tb.shot(name)
 		return v
 	}
+	// Halfway through a message: its text so far, and a Bash call whose
+	// input is being typed (the server completed the partial JSON).
+	data, err := os.ReadFile(filepath.Join("testdata", "items_turn.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var half []json.RawMessage
+	for l := range strings.Lines(string(data)) {
+		if half = append(half, json.RawMessage(strings.TrimSpace(l))); strings.Contains(l, `"uuid":"u-s9"`) {
+			break
+		}
+	}
+	mid := render("mid-tool-input", half, true)
+	if !strings.Contains(mid.Text, "I'll list them.") || !strings.Contains(mid.Text, "$ ls -l") || !slices.Contains(mid.Tools, "Bash:running") || mid.Streaming == 0 {
+		t.Errorf("halfway: want the text and the half-typed command, streaming: %+v", mid)
+	}
 	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask", "control_rewind_files"} {
 		lines := recorded(t, name)
 		if name == "subagent" {
