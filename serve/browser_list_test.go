@@ -99,6 +99,15 @@ func testStores(t *testing.T, b *browser) {
 		out.results = r.join(" ");
 		out.facts = [s.lastSeq, s.model, s.mode, s.cwd, s.ended, s.state.state].join(" ");
 		out.changes = changes.join(" ");
+		// A subscription with items: the facts come from system items.
+		const si = new SessionStore("y");
+		si.load({ seq: 1, state: { state: "idle" }, model: "m1", permission_mode: "default", cwd: "/w" });
+		const ri = [];
+		ri.push(si.apply({ seq: 2, kind: "items" }, [{ id: "i", kind: "system", subtype: "init", model: "m3", permission_mode: "plan", cwd: "/v" }]).length);
+		ri.push(si.apply({ seq: 3, kind: "items" }, []).length);
+		ri.push(si.apply({ seq: 4, kind: "items" }, [{ id: "s", kind: "system", subtype: "status", permission_mode: "acceptEdits" }, { id: "t", kind: "text", text: "hi" }]).length);
+		ri.push(si.apply({ seq: 6, kind: "items" }, []));
+		out.items = ri.join(" ") + " | " + [si.lastSeq, si.model, si.mode, si.cwd].join(" ");
 		return out;`, &got)
 	want := map[string]string{
 		"stale":   "thinking 0.2 older read",
@@ -107,6 +116,7 @@ func testStores(t *testing.T, b *browser) {
 		"results": "dup system gap assistant true",
 		"facts":   "8 m2 plan /w true closed",
 		"changes": "cost+cwd+ended+mode+model+snapshot+state mode+model ended+state",
+		"items":   "1 0 2 gap | 4 m3 acceptEdits /v",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -381,8 +381,8 @@ func recorded(t *testing.T, name string) []json.RawMessage {
 	return out
 }
 
-// testTranscript renders recorded CLI sessions: text grown from deltas
-// must end exactly as the complete lines alone render it, tool calls are
+// testTranscript renders the items of recorded CLI sessions: text grown
+// from deltas must end exactly as the complete lines alone render it, tool calls are
 // cards with their results, subagents nest under their call, thinking
 // stays collapsed.
 func testTranscript(t *testing.T, b *browser) {
@@ -405,7 +405,13 @@ func testTranscript(t *testing.T, b *browser) {
 				return strings.HasPrefix(string(l), `{"type":"stream_event"`)
 			})
 		}
-		js, _ := json.Marshal(lines)
+		// The server's items of these lines, as a subscriber with items gets them.
+		z := serve.NewItemizer()
+		var items []serve.Item
+		for _, l := range lines {
+			items = append(items, z.Add(l)...)
+		}
+		js, _ := json.Marshal(items)
 		var v view
 		tb.eval(`(async () => {
 			const { Transcript } = await import("./transcript.js");
@@ -413,7 +419,7 @@ func testTranscript(t *testing.T, b *browser) {
 			document.querySelector("#session").hidden = false;
 			const root = document.querySelector("#transcript");
 			const tr = new Transcript(root);
-			for (const l of `+string(js)+`) tr.apply(l);
+			for (const it of `+string(js)+`) tr.apply(it);
 			tr.flush();
 			const collapsed = root.querySelectorAll("details.thinking[open]").length;
 			for (const d of root.querySelectorAll("details")) d.open = true; // for the screenshot
@@ -429,6 +435,22 @@ func testTranscript(t *testing.T, b *browser) {
 		})()`, &v)
 		tb.shot(name)
 		return v
+	}
+	// Halfway through a message: its text so far, and a Bash call whose
+	// input is being typed (the server completed the partial JSON).
+	data, err := os.ReadFile(filepath.Join("testdata", "items_turn.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var half []json.RawMessage
+	for l := range strings.Lines(string(data)) {
+		if half = append(half, json.RawMessage(strings.TrimSpace(l))); strings.Contains(l, `"uuid":"u-s9"`) {
+			break
+		}
+	}
+	mid := render("mid-tool-input", half, true)
+	if !strings.Contains(mid.Text, "I'll list them.") || !strings.Contains(mid.Text, "$ ls -l") || !slices.Contains(mid.Tools, "Bash:running") || mid.Streaming == 0 {
+		t.Errorf("halfway: want the text and the half-typed command, streaming: %+v", mid)
 	}
 	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask", "control_rewind_files"} {
 		lines := recorded(t, name)
@@ -484,8 +506,9 @@ func testTranscript(t *testing.T, b *browser) {
 	}
 }
 
-// testHelpers checks the UI's small parsers: the line diff shown for
-// edits and the completion of tool input JSON still being typed.
+// testHelpers checks the UI's small helpers: the line diff shown for
+// edits, costs and model names. (A tool input still being typed is
+// completed by the server: claude's partial JSON, in the items.)
 func testHelpers(t *testing.T, b *browser) {
 	origin := staticUI(t)
 	tb := b.newTab(t, origin, "helpers")
@@ -493,21 +516,13 @@ func testHelpers(t *testing.T, b *browser) {
 	var got map[string]string
 	tb.eval(`(async () => {
 		const { diffLines } = await import("./diff.js");
-		const { partialJSON } = await import("./transcript.js");
 		const d = (a, b) => diffLines(a, b).map(([op, l]) => op + l).join("|");
-		const p = (s) => JSON.stringify(partialJSON(s));
 		const { fmtUSD, modelLabel } = await import("./transcript.js");
 		return {
 			edit: d("a\nb\nc\n", "a\nB\nc\n"),
 			add: d("", "x\ny"),
 			del: d("x\ny", ""),
 			same: d("k\n", "k\n"),
-			open: p('{"command":"echo hi'),
-			key: p('{"command":"ls","descr'),
-			colon: p('{"a":1,"b":'),
-			nested: p('{"edits":[{"old_string":"x","new_'),
-			escape: p('{"a":"line\\'),
-			bad: p('{]'),
 			usdCent: fmtUSD(0.0123),
 			usdTiny: fmtUSD(0.0001),
 			usdTinier: fmtUSD(0.00002),
@@ -522,16 +537,10 @@ func testHelpers(t *testing.T, b *browser) {
 		};
 	})()`, &got)
 	want := map[string]string{
-		"edit":   " a|-b|+B| c",
-		"add":    "+x|+y",
-		"del":    "-x|-y",
-		"same":   " k",
-		"open":   `{"command":"echo hi"}`,
-		"key":    `{"command":"ls"}`,
-		"colon":  `{"a":1}`,
-		"nested": `{"edits":[{"old_string":"x"}]}`,
-		"escape": `{"a":"line"}`,
-		"bad":    "",
+		"edit": " a|-b|+B| c",
+		"add":  "+x|+y",
+		"del":  "-x|-y",
+		"same": " k",
 		// Small costs are not rounded to nothing.
 		"usdCent":   "$0.01",
 		"usdTiny":   "$0.0001",

@@ -113,6 +113,16 @@ type (
 		Session  string        `json:"session"`
 		Snapshot *snapshotJSON `json:"snapshot"`
 	}
+	// itemsFrame stands, for a client that asked for items, in place of
+	// the event frame of a message event: the items that event added or
+	// changed (often none), under the event's seq and time.
+	itemsFrame struct {
+		Type    string    `json:"type"` // "items"
+		Session string    `json:"session"`
+		Seq     uint64    `json:"seq"`
+		Time    time.Time `json:"time"`
+		Items   []Item    `json:"items"`
+	}
 	queuedFrame struct {
 		Type     string          `json:"type"` // "queued"
 		ID       json.RawMessage `json:"id,omitempty"`
@@ -355,6 +365,7 @@ type request struct {
 	Session  string          `json:"session,omitempty"`
 	After    uint64          `json:"after,omitempty"`
 	Snapshot bool            `json:"snapshot,omitempty"`
+	Items    bool            `json:"items,omitempty"`
 	Command  *host.Command   `json:"command,omitempty"`
 	StartRequest
 }
@@ -654,7 +665,7 @@ func (c *client) subscribe(req *request) {
 	c.subs[req.Session] = sub
 	c.mu.Unlock()
 	reply(c, req.ID, subscribeResult{Session: req.Session}, nil)
-	go c.follow(ctx, sub, req.Session, req.After, req.Snapshot)
+	go c.follow(ctx, sub, req.Session, req.After, req.Snapshot, req.Items)
 }
 
 func (c *client) unsubscribe(id string) {
@@ -669,8 +680,10 @@ func (c *client) unsubscribe(id string) {
 }
 
 // follow sends a session's events to the client, with a snapshot first
-// when asked or when the events it needs are gone.
-func (c *client) follow(ctx context.Context, sub *subscription, id string, after uint64, snap bool) {
+// when asked or when the events it needs are gone. With items, message
+// events go as items frames, derived here (Itemizer), and a snapshot
+// carries items in place of the CLI's lines.
+func (c *client) follow(ctx context.Context, sub *subscription, id string, after uint64, snap, items bool) {
 	defer close(sub.done)
 	defer func() {
 		c.mu.Lock()
@@ -680,6 +693,19 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 		c.mu.Unlock()
 	}()
 	quoted := rawJSON(id)
+	var z *Itemizer
+	if items && !snap && after > 0 {
+		var ok bool
+		var err error
+		z, ok, err = c.s.itemsAt(ctx, id, after)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.push(ctx, rawJSON(errorFrameT{Type: "error", Session: id, Error: protoError(err)}))
+			}
+			return
+		}
+		snap = !ok
+	}
 	for {
 		if snap {
 			sn, err := c.s.fullSnapshot(ctx, id)
@@ -688,6 +714,10 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 					c.push(ctx, rawJSON(errorFrameT{Type: "error", Session: id, Error: protoError(err)}))
 				}
 				return
+			}
+			if items {
+				z = NewItemizer()
+				sn = withItems(sn, z)
 			}
 			if !c.push(ctx, rawJSON(snapshotFrame{Type: "snapshot", Session: id, Snapshot: sn})) {
 				return
@@ -710,7 +740,20 @@ func (c *client) follow(ctx context.Context, sub *subscription, id string, after
 				}
 				return
 			}
-			if !c.push(ctx, eventFrame(quoted, &e)) {
+			var frame []byte
+			if items && e.Kind == host.EventMessage {
+				if z == nil {
+					z = NewItemizer() // from the session's first event
+				}
+				its := z.Add(e.Data)
+				if its == nil {
+					its = []Item{}
+				}
+				frame = rawJSON(itemsFrame{Type: "items", Session: id, Seq: e.Seq, Time: e.Time.UTC(), Items: its})
+			} else {
+				frame = eventFrame(quoted, &e)
+			}
+			if !c.push(ctx, frame) {
 				return
 			}
 			after = e.Seq

@@ -20,6 +20,16 @@
 // another client, and it catches up through a snapshot. Sessions run
 // whether or not a client is connected.
 //
+// # Transcript items
+//
+// A client that subscribes with items gets, in place of the CLI's raw
+// stdout lines, the Items a transcript shows (prompts, text and thinking
+// as they grow, tool calls with their input completed from the partial
+// JSON typed so far, tool results, notices, turn ends), derived here by
+// an Itemizer per subscription from whichever Backend's events, under
+// the sequence numbers of the events they come from. The embedded UI
+// renders from them; clients that do not ask get the frames of before.
+//
 // # Security
 //
 // On by default and not optional: a login token from crypto/rand,

@@ -32,6 +32,9 @@ type History struct {
 	// still says who allowed its earlier calls. The CLI's session file
 	// does not record it, so a conversation resumed from disk has none.
 	Resolved []host.ResolvedApproval `json:"resolved,omitempty"`
+	// Items are Messages as transcript items, for a client that
+	// subscribed with items (Messages is then left out).
+	Items []Item `json:"items,omitempty"`
 }
 
 // Historian is a Backend that knows the earlier conversation of the
@@ -49,6 +52,78 @@ type Historian interface {
 type snapshotJSON struct {
 	*host.Snapshot
 	History *History `json:"history,omitempty"`
+	// Items are the transcript's items, for a client that subscribed
+	// with items (Transcript is then empty).
+	Items []Item `json:"items,omitempty"`
+}
+
+// withItems returns sn as a client that asked for items gets it: its
+// history and transcript derived into items by z (which goes on from
+// there), the CLI's lines left out. sn is not changed (its history may
+// be shared).
+func withItems(sn *snapshotJSON, z *Itemizer) *snapshotJSON {
+	cp := *sn.Snapshot
+	out := &snapshotJSON{Snapshot: &cp}
+	if sn.History != nil {
+		h := *sn.History
+		var l itemList
+		for _, m := range h.Messages {
+			l.put(z.Add(m))
+		}
+		h.Messages, h.Items = nil, l.items
+		out.History = &h
+	}
+	var l itemList
+	for _, m := range sn.Transcript {
+		l.put(z.Add(m))
+	}
+	cp.Transcript = []json.RawMessage{}
+	out.Items = l.items
+	return out
+}
+
+// itemsAt returns an Itemizer in the state it has after the session's
+// event after (the client had that far), and false when it cannot be
+// had (the events before are gone, after is past the session's last
+// event): the client then gets a snapshot. The Itemizer needs the
+// running turn's events before after, which a snapshot has when nothing
+// happened since; else it replays the journal from its start.
+func (s *Server) itemsAt(ctx context.Context, id string, after uint64) (*Itemizer, bool, error) {
+	sn, err := s.fullSnapshot(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	z := NewItemizer()
+	switch {
+	case sn.Seq < after:
+		return nil, false, nil
+	case sn.Seq == after:
+		withItems(sn, z)
+		return z, true, nil
+	}
+	if sn.History != nil {
+		for _, m := range sn.History.Messages {
+			z.Add(m)
+		}
+	}
+	if after == 0 {
+		return z, true, nil
+	}
+	for e, err := range s.b.Events(ctx, id, 0) {
+		if err != nil {
+			if errors.Is(err, host.ErrResync) {
+				return nil, false, nil
+			}
+			return nil, false, err
+		}
+		if e.Kind == host.EventMessage {
+			z.Add(e.Data)
+		}
+		if e.Seq >= after {
+			return z, e.Seq == after, nil
+		}
+	}
+	return nil, false, ctx.Err()
 }
 
 // fullSnapshot returns the session's snapshot with its history.

@@ -86,10 +86,52 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 				c.Write(c.TextDelta(0, fmt.Sprintf("%d:%s", i, chunk)))
 			}
 			c.Write(c.AssistantText("burst done"), c.ResultSuccess("burst done"))
+		case text == "partial":
+			// A message streamed as the API streams it (text, then a tool
+			// call whose input is typed as partial JSON), paused halfway
+			// until the next prompt arrives.
+			first, rest := partialTurn(c)
+			c.Write(first...)
+			if _, err := c.ReadUser(ctx); err != nil {
+				return err
+			}
+			c.Write(rest...)
 		default:
 			c.Write(c.AssistantText("echo: "+text), c.ResultSuccess("echo: "+text))
 		}
 	}
+}
+
+// partialTurn is the "partial" turn's lines: those before its pause and
+// those after.
+func partialTurn(c *claudetest.CLI) (first, rest []any) {
+	ev := func(e map[string]any) any {
+		return claudetest.Msg{"type": "stream_event", "event": e, "session_id": c.SessionID(), "parent_tool_use_id": nil, "uuid": fmt.Sprintf("se-%v-%v", e["type"], len(first)+len(rest))}
+	}
+	delta := func(i int, d map[string]any) any {
+		return ev(map[string]any{"type": "content_block_delta", "index": i, "delta": d})
+	}
+	usage := map[string]any{"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	assistant := func(block any) any {
+		return claudetest.Msg{"type": "assistant", "message": map[string]any{"id": "msg_partial", "type": "message", "role": "assistant", "model": "claude-opus-4-8", "content": []any{block}, "usage": usage},
+			"parent_tool_use_id": nil, "session_id": c.SessionID(), "uuid": fmt.Sprintf("as-%d", len(rest))}
+	}
+	first = append(first, ev(map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_partial", "type": "message", "role": "assistant", "model": "claude-opus-4-8", "content": []any{}, "usage": usage}}))
+	first = append(first, ev(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}))
+	for _, w := range []string{"Let ", "me ", "look ", "at ", "the "} {
+		first = append(first, delta(0, map[string]any{"type": "text_delta", "text": w}))
+	}
+	rest = append(rest, delta(0, map[string]any{"type": "text_delta", "text": "files."}))
+	rest = append(rest, ev(map[string]any{"type": "content_block_stop", "index": 0}), assistant(map[string]any{"type": "text", "text": "Let me look at the files."}))
+	rest = append(rest, ev(map[string]any{"type": "content_block_start", "index": 1, "content_block": map[string]any{"type": "tool_use", "id": "toolu_partial", "name": "Bash", "input": map[string]any{}}}))
+	for _, p := range []string{`{"command": "ls -la /some/`, `where/far/away`, `", "description": "List the files in a folder far away"}`} {
+		rest = append(rest, delta(1, map[string]any{"type": "input_json_delta", "partial_json": p}))
+	}
+	input := map[string]any{"command": "ls -la /some/where/far/away", "description": "List the files in a folder far away"}
+	rest = append(rest, ev(map[string]any{"type": "content_block_stop", "index": 1}), assistant(map[string]any{"type": "tool_use", "id": "toolu_partial", "name": "Bash", "input": input}))
+	rest = append(rest, ev(map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use"}, "usage": map[string]any{"output_tokens": 20}}), ev(map[string]any{"type": "message_stop"}))
+	rest = append(rest, c.ToolResult("toolu_partial", "a\nb", false), c.ResultSuccess("done"))
+	return first, rest
 }
 
 // replayOf is the CLI's echo of a prompt (it acknowledges it).

@@ -128,7 +128,7 @@ func (e *DialError) Unwrap() error { return e.Err }
 // holds the frame as received, for whatever this type does not decode.
 type Frame struct {
 	// Type is "hello", "reply", "error", "sessions", "session",
-	// "removed", "snapshot", "event", "queued" or a newer one.
+	// "removed", "snapshot", "event", "items", "queued" or a newer one.
 	Type string `json:"type"`
 	// ID is the request's id on "reply", "error" and "queued" frames, as
 	// JSON (a number: 7; a string: "a").
@@ -136,7 +136,7 @@ type Frame struct {
 	// Result and Error are a reply's (Error also an "error" frame's).
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *serve.Error    `json:"error,omitempty"`
-	// SessionID is the session the frame is about: "event", "snapshot",
+	// SessionID is the session the frame is about: "event", "items", "snapshot",
 	// "removed", an "error" of a subscription; on "session" frames, the
 	// ID of Session, which has the whole SessionInfo.
 	SessionID string              `json:"-"`
@@ -152,6 +152,11 @@ type Frame struct {
 	Me          *serve.Me `json:"me,omitempty"`
 	// Position is a "queued" frame's place in its queue (1 = next).
 	Position int `json:"position,omitempty"`
+	// Seq and Items are an "items" frame's (a subscription with items):
+	// the message event it stands for and the transcript items it
+	// changed.
+	Seq   uint64       `json:"seq,omitempty"`
+	Items []serve.Item `json:"items,omitempty"`
 
 	// Raw is the frame as received.
 	Raw json.RawMessage `json:"-"`

@@ -399,14 +399,14 @@ function loadSnapshot(snap) {
   // A session resumed or forked from disk: its earlier conversation,
   // read from the CLI's session file, rendered like live messages.
   const hist = snap.history;
-  if (hist && (hist.messages || []).length) {
+  if (hist && (hist.items || []).length) {
     if (hist.dropped) v.transcript.root.appendChild(el("div", "note", hist.dropped + " older messages are not shown"));
-    for (const raw of hist.messages) v.transcript.apply(proto.json(raw));
+    for (const it of hist.items || []) v.transcript.apply(it);
     v.transcript.flush();
     v.transcript.root.appendChild(el("div", "note history-end", "Earlier conversation above, from the CLI's session file; this session continues below."));
   }
   if (snap.dropped) v.transcript.root.appendChild(el("div", "note", snap.dropped + " earlier messages are no longer kept"));
-  for (const raw of snap.transcript || []) v.transcript.apply(proto.json(raw));
+  for (const it of snap.items || []) v.transcript.apply(it);
   v.transcript.flush();
   v.panel.reset();
   // Approvals answered before we looked (also in the conversation a
@@ -433,7 +433,7 @@ function loadSnapshot(snap) {
 function applyEvent(ev) {
   const v = app.view;
   const stick = nearBottom();
-  const d = v.store.apply(ev, proto.json(ev.data));
+  const d = v.store.apply(ev, ev.kind === "items" ? ev.items : proto.json(ev.data));
   if (d === "dup") return; // already applied
   if (d === "gap") {
     // A gap: never render past it; start over from a snapshot.
@@ -449,8 +449,17 @@ function applyEvent(ev) {
         updateComposer();
       }
       break;
+    case "items":
+      for (const it of d) v.transcript.apply(it);
+      break;
     case "message":
-      v.transcript.apply(d);
+      // A server older than this page (one of a cluster being upgraded)
+      // sends the CLI's lines, which this page no longer reads: its own
+      // page does.
+      if (!v.oldServer) {
+        v.oldServer = true;
+        v.transcript.root.appendChild(el("div", "note warn", "This server is older than this page: reload the page to see the conversation."));
+      }
       break;
     case "approval":
       v.panel.add(d);

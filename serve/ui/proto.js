@@ -62,6 +62,10 @@ export function dispatch(m, h) {
     case "event":
       h.event(m.session, m.event);
       break;
+    case "items":
+      // The items of one message event, in its place (we subscribe with items).
+      h.event(m.session, { seq: m.seq, time: m.time, kind: "items", items: m.items || [] });
+      break;
     case "snapshot":
       h.snapshot(m.session, m.snapshot);
       break;
@@ -89,7 +93,8 @@ export function dispatch(m, h) {
 }
 
 export const list = (c) => c.request({ type: "list" }).then((r) => r.sessions || r);
-export const subscribe = (c, id, after, snapshot) => c.request({ type: "subscribe", v: 1, session: id, after, snapshot: !!snapshot });
+// The page renders transcript items the server derives (docs/serve-protocol.md, "Transcript items").
+export const subscribe = (c, id, after, snapshot) => c.request({ type: "subscribe", v: 1, session: id, after, snapshot: !!snapshot, items: true });
 export const unsubscribe = (c, id) => c.send({ type: "unsubscribe", session: id });
 // A start may wait for room in a cluster (the server ends it in "busy"
 // after its own bound), so it gets longer than other requests.

@@ -164,6 +164,17 @@ export class SessionStore {
           put("mode", d.permissionMode);
         }
         break;
+      case "items":
+        // The transcript items of a message event (a subscription with items).
+        for (const it of d || []) {
+          if (it.kind !== "system") continue;
+          if (it.subtype === "init") {
+            put("model", it.model || this.model);
+            put("mode", it.permission_mode || this.mode);
+            put("cwd", it.cwd || this.cwd);
+          } else if (it.permission_mode) put("mode", it.permission_mode);
+        }
+        break;
       case "cost":
         put("cost", d);
         break;

@@ -1,21 +1,17 @@
-// transcript.js: renders the CLI's stream-json messages as a transcript.
+// transcript.js: renders a session's transcript items.
 //
-// Messages arrive as the CLI wrote them (one JSON object per stdout line).
-// Assistant text grows token by token from stream_event deltas and is
-// rendered as Markdown; each complete assistant line (one per content
-// block, same message id) then replaces its block with the final one, so
-// a transcript built from deltas and one built from complete lines end
-// up the same. Tool calls are cards keyed by tool_use id: their input
-// shows as it is typed, their result when the tool_result arrives, and a
-// subagent's messages (parent_tool_use_id) nest inside its Agent/Task
-// card. Nothing here uses innerHTML.
+// The server derives the items from the CLI's messages (serve/items.go,
+// docs/serve-protocol.md "Transcript items"): prompts, assistant text and
+// thinking that grow while they are written (sent again whole, same id),
+// tool calls whose input is always a complete JSON value, tool results,
+// notices, turn ends. Here they become DOM: text as Markdown, tool calls
+// as cards keyed by tool_use id with their result, a subagent's items
+// (parent) nested inside its Agent/Task card. Nothing here uses innerHTML.
 
 import { render as markdown } from "./md.js";
 import { diffLines } from "./diff.js";
 import { highlightLines, languageOfPath } from "./highlight.js";
 import { el } from "./dom.js";
-
-const interruptRe = /^\[Request interrupted by user( for tool use)?\]$/;
 
 export class Transcript {
   /** @param {HTMLElement} root */
@@ -26,18 +22,16 @@ export class Transcript {
 
   reset() {
     this.root.replaceChildren();
-    this.msgs = new Map(); // message id -> {el, blocks, finals}
+    this.msgs = new Map(); // message id -> {el, blocks (by index), parent}
     this.tools = new Map(); // tool_use id -> card
-    this.users = new Set(); // uuids of user lines shown
+    this.shown = new Map(); // item id -> element, for items other than blocks
+    this.users = new Set(); // uuids of prompts shown
     this.anchor = null; // the current turn's first element
     this.firstPrompt = "";
     this.echoes = []; // prompt texts echoed since the last result
-    this.streaming = null; // id of the main thread's streaming message
     this.dirty = new Set();
     this.timer = 0;
     this.model = "";
-    this.lastCostUSD = 0;
-    this.lastUsage = null; // usage of the last main-thread API message
     this.onTurn = null; // callback(turn summary) after each result
   }
 
@@ -69,7 +63,7 @@ export class Transcript {
     this.anchor = null;
   }
 
-  /** container returns where a message of the given thread goes. */
+  /** container returns where an item of the given thread goes. */
   container(parent) {
     if (parent) {
       const card = this.tools.get(parent);
@@ -78,26 +72,44 @@ export class Transcript {
     return this.root;
   }
 
-  /** apply renders one CLI message. */
-  apply(m) {
-    if (!m || typeof m !== "object") return;
-    switch (m.type) {
-      case "stream_event":
-        this.event(m);
+  /** apply renders one item: a new one, or a new version of one shown. */
+  apply(it) {
+    if (!it || typeof it !== "object") return;
+    switch (it.kind) {
+      case "text":
+      case "thinking":
+      case "redacted_thinking":
+      case "tool_use":
+      case "block":
+        this.blockItem(it);
         break;
-      case "assistant":
-        this.assistant(m);
+      case "prompt":
+        this.user(it);
         break;
-      case "user":
-        this.user(m);
+      case "tool_result":
+        this.toolResult(it);
+        break;
+      case "notice":
+        this.notice(it);
         break;
       case "result":
-        this.result(m);
+        this.result(it);
         break;
       case "system":
-        this.system(m);
+        if (it.subtype === "init") {
+          this.anchor = null; // a turn begins
+          if (it.model) this.model = it.model;
+        }
         break;
     }
+  }
+
+  /** place shows an element for an item, or puts it in place of the one shown for the same id. */
+  place(it, node, parent) {
+    const old = this.shown.get(it.id);
+    this.shown.set(it.id, node);
+    if (old && old.parentNode) old.replaceWith(node);
+    else this.add(node, parent);
   }
 
   msg(id, parent, model) {
@@ -105,143 +117,100 @@ export class Transcript {
     if (!e) {
       const div = el("div", "msg assistant");
       div.dataset.id = id || "";
-      e = { el: div, blocks: [], finals: 0, parent };
+      e = { el: div, blocks: [], parent };
       this.msgs.set(id, e);
       this.add(div, this.container(parent));
-      if (model && model !== "<synthetic>") this.model = model;
+      if (model) this.model = model;
     }
     return e;
   }
 
-  event(m) {
-    const ev = m.event || {};
-    if (m.parent_tool_use_id) return; // the CLI streams nothing for subagents; be safe
-    switch (ev.type) {
-      case "message_start": {
-        const id = ev.message?.id;
-        this.streaming = id;
-        this.msg(id, null, ev.message?.model);
-        if (ev.message?.usage) this.lastUsage = ev.message.usage;
-        break;
-      }
-      case "content_block_start": {
-        const e = this.msgs.get(this.streaming);
-        if (!e) return;
-        if (e.blocks[ev.index]) return;
-        e.blocks[ev.index] = this.block(e, ev.content_block || {}, true);
-        break;
-      }
-      case "content_block_delta": {
-        const e = this.msgs.get(this.streaming);
-        const b = e?.blocks[ev.index];
-        if (!b || b.final) return;
-        const d = ev.delta || {};
-        if (d.type === "text_delta") b.text += d.text || "";
-        else if (d.type === "thinking_delta") b.text += d.thinking || "";
-        else if (d.type === "input_json_delta") b.input += d.partial_json || "";
-        else return;
-        this.touch(b);
-        break;
-      }
-      case "message_delta":
-        if (ev.usage && this.lastUsage) this.lastUsage = { ...this.lastUsage, ...ev.usage };
-        break;
+  // blockItem shows a block of an assistant message, or its new version.
+  blockItem(it) {
+    const e = this.msg(it.message, it.parent || null, it.model);
+    const idx = it.index || 0;
+    let b = e.blocks[idx];
+    if (it.kind === "tool_use" && this.tools.has(it.tool_use_id)) b = this.tools.get(it.tool_use_id).block;
+    if (!b || b.kind !== it.kind) {
+      if (b) b.el.remove();
+      b = this.block(e, it);
+      e.blocks[idx] = b;
+      // Blocks stand in their message's order, whatever order they came in.
+      const next = e.blocks.slice(idx + 1).find((x) => x && x.el.parentNode === e.el);
+      e.el.insertBefore(b.el, next ? next.el : null);
     }
-  }
-
-  assistant(m) {
-    const msg = m.message || {};
-    const e = this.msg(msg.id, m.parent_tool_use_id || null, msg.model);
-    if (!m.parent_tool_use_id && msg.usage) this.lastUsage = msg.usage;
-    for (const c of msg.content || []) {
-      let b = null;
-      if (c.type === "tool_use" && this.tools.has(c.id)) b = this.tools.get(c.id).block;
-      const idx = e.finals++;
-      if (!b) b = e.blocks[idx];
-      if (!b || b.type !== c.type) {
-        b = this.block(e, c, false);
-        if (!e.blocks[idx]) e.blocks[idx] = b;
-      }
-      b.final = true;
-      if (c.type === "text") b.text = c.text || "";
-      else if (c.type === "thinking") b.text = c.thinking || "";
-      else if (c.type === "tool_use") b.inputValue = c.input;
-      this.touch(b);
-      this.flushBlock(b);
-    }
-    if (m.error) e.el.classList.add("error");
-    if (msg.model === "<synthetic>") e.el.classList.add("synthetic");
+    // A block that only grew comes as its growth (append); else whole.
+    b.text = it.append ? b.text + (it.text || "") : it.text || "";
+    b.status = it.status;
+    if (it.kind === "tool_use") b.inputValue = it.input;
+    if (it.error) e.el.classList.add("error");
+    if (it.synthetic) e.el.classList.add("synthetic");
+    if (it.status === "streaming") this.touch(b);
+    else this.flushBlock(b);
   }
 
   // block creates the DOM of one content block.
-  block(e, c, streaming) {
-    const b = { type: c.type, text: "", input: "", inputValue: undefined, final: !streaming, el: null };
-    switch (c.type) {
+  block(e, it) {
+    const b = { kind: it.kind, text: "", inputValue: undefined, status: it.status, el: null };
+    switch (it.kind) {
       case "text":
         b.el = el("div", "text md");
-        b.text = c.text || "";
         break;
       case "thinking": {
         b.el = el("details", "thinking");
         b.el.appendChild(el("summary", null, "Thinking"));
         b.body = el("div", "thinking-body");
         b.el.appendChild(b.body);
-        b.text = c.thinking || "";
         break;
       }
       case "redacted_thinking":
         b.el = el("div", "thinking redacted", "Thinking (redacted)");
         break;
       case "tool_use":
-      case "server_tool_use":
-      case "mcp_tool_use":
-        this.toolCard(b, c, e.parent);
+        this.toolCard(b, it, e.parent);
         break;
       default:
-        b.el = el("div", "note", "[" + c.type + "]");
+        b.el = el("div", "note", "[" + (it.block_type || "block") + "]");
     }
-    e.el.appendChild(b.el);
-    if (streaming) b.el.classList.add("streaming");
-    this.touch(b);
     return b;
   }
 
-  toolCard(b, c, parent) {
+  toolCard(b, it, parent) {
     const card = el("details", "tool");
     card.open = true;
-    card.dataset.tool = c.name || "";
-    card.dataset.id = c.id || "";
+    card.dataset.tool = it.name || "";
+    card.dataset.id = it.tool_use_id || "";
     card.dataset.status = "running";
     const sum = el("summary");
-    sum.appendChild(el("span", "tool-name", toolLabel(c.name)));
+    sum.appendChild(el("span", "tool-name", toolLabel(it.name)));
     b.summary = el("span", "tool-summary");
     sum.appendChild(b.summary);
-    b.status = el("span", "tool-status", "running");
-    sum.appendChild(b.status);
+    b.statusEl = el("span", "tool-status", "running");
+    sum.appendChild(b.statusEl);
     card.appendChild(sum);
     b.inputEl = el("div", "tool-input");
     card.appendChild(b.inputEl);
     b.children = el("div", "tool-children");
-    if (isAgent(c.name)) card.appendChild(b.children);
+    if (isAgent(it.name)) card.appendChild(b.children);
     b.resultEl = el("div", "tool-result");
     card.appendChild(b.resultEl);
     b.el = card;
-    b.name = c.name || "";
-    b.id = c.id;
+    b.name = it.name || "";
+    b.id = it.tool_use_id;
     b.parent = parent;
     b.block = b;
-    if (c.input && Object.keys(c.input).length) b.inputValue = c.input;
-    this.tools.set(c.id, b);
+    this.tools.set(it.tool_use_id, b);
   }
 
   // touch marks a block for re-rendering; renders are batched so a burst
-  // of deltas costs one Markdown pass.
+  // of updates costs one Markdown pass.
   touch(b) {
     this.dirty.add(b);
     if (!this.timer) this.timer = setTimeout(() => this.flush(), 30);
   }
 
   flush() {
+    clearTimeout(this.timer);
     this.timer = 0;
     for (const b of this.dirty) this.flushBlock(b);
     this.dirty.clear();
@@ -249,83 +218,64 @@ export class Transcript {
 
   flushBlock(b) {
     this.dirty.delete(b);
-    if (b.final) b.el.classList.remove("streaming");
-    switch (b.type) {
+    b.el.classList.toggle("streaming", b.status === "streaming");
+    switch (b.kind) {
       case "text":
         b.el.replaceChildren(markdown(b.text));
         break;
       case "thinking":
         b.body.textContent = b.text;
         break;
-      case "tool_use":
-      case "server_tool_use":
-      case "mcp_tool_use": {
-        let v = b.inputValue;
-        if (v === undefined && b.input) v = partialJSON(b.input);
+      case "tool_use": {
+        const v = b.inputValue;
         b.summary.textContent = toolSummary(b.name, v || {});
-        b.inputEl.replaceChildren(toolInput(b.name, v, b.input, b.final));
+        b.inputEl.replaceChildren(toolInput(b.name, v, "", b.status !== "streaming"));
         break;
       }
     }
   }
 
-  user(m) {
+  // user shows a prompt: its text blocks and images, once each (the
+  // CLI echoes prompts, and merges those queued during a turn).
+  user(it) {
     let pending = null;
-    if (m.uuid && this.users.has(m.uuid)) {
+    if (it.id && this.users.has(it.id)) {
       // The echo of a prompt shown when sent: it now has its images too.
-      pending = this.root.querySelector(`.msg.user.pending[data-uuid="${CSS.escape(m.uuid)}"]`);
+      pending = this.root.querySelector(`.msg.user.pending[data-uuid="${CSS.escape(it.id)}"]`);
       if (!pending) return;
     }
-    if (m.uuid) this.users.add(m.uuid);
-    const msg = m.message || {};
-    const content = typeof msg.content === "string" ? [{ type: "text", text: msg.content }] : msg.content || [];
-    const parent = m.parent_tool_use_id || null;
+    if (it.id) this.users.add(it.id);
+    const parent = it.parent || null;
     const bubble = el("div", "msg user");
-    for (const c of content) {
-      if (c.type === "tool_result") {
-        this.toolResult(c, m.tool_use_result);
+    for (const t of it.texts || []) {
+      // A subagent's prompt is its Agent call's input, shown there.
+      if (parent && this.tools.get(parent)?.inputValue?.prompt === t) continue;
+      if (it.synthetic || parent) {
+        this.container(parent).appendChild(el("div", parent ? "note subprompt" : "note", t));
         continue;
       }
-      if (c.type === "text") {
-        const t = c.text || "";
-        const local = /^<local-command-stdout>([\s\S]*)<\/local-command-stdout>$/.exec(t.trim());
-        if (local) {
-          this.container(parent).appendChild(el("div", "note", local[1]));
-          continue;
-        }
-        if (interruptRe.test(t.trim())) {
-          this.container(parent).appendChild(el("div", "note interrupted", "Interrupted"));
-          continue;
-        }
-        // A subagent's prompt is its Agent call's input, shown there.
-        if (parent && this.tools.get(parent)?.inputValue?.prompt === t) continue;
-        if (m.isSynthetic || parent) {
-          const n = el("div", parent ? "note subprompt" : "note", t);
-          this.container(parent).appendChild(n);
-          continue;
-        }
-        // The CLI echoes the first prompt queued during a turn alone,
-        // then all of them merged: show each once.
-        // (2.1.197 sends them as blocks, 2.1.330 as one text joined by
-        // blank lines.)
-        let shown = t;
-        if (m.isReplay) {
-          for (let i = 0; i < this.echoes.length; i++) {
-            const e = this.echoes[i];
-            if (shown === e || (shown.startsWith(e) && /^\s*\n/.test(shown.slice(e.length)))) {
-              shown = shown.slice(e.length).trim();
-              this.echoes.splice(i--, 1);
-            }
+      // The CLI echoes the first prompt queued during a turn alone,
+      // then all of them merged: show each once.
+      // (2.1.197 sends them as blocks, 2.1.330 as one text joined by
+      // blank lines.)
+      let shown = t;
+      if (it.replay) {
+        for (let i = 0; i < this.echoes.length; i++) {
+          const e = this.echoes[i];
+          if (shown === e || (shown.startsWith(e) && /^\s*\n/.test(shown.slice(e.length)))) {
+            shown = shown.slice(e.length).trim();
+            this.echoes.splice(i--, 1);
           }
-          if (!shown) continue;
-          this.echoes.push(shown);
         }
-        bubble.appendChild(el("div", "user-text", shown));
-        if (!this.firstPrompt && !parent) this.firstPrompt = shown;
-      } else if (c.type === "image") {
-        const img = image(c);
-        if (img) bubble.appendChild(img);
+        if (!shown) continue;
+        this.echoes.push(shown);
       }
+      bubble.appendChild(el("div", "user-text", shown));
+      if (!this.firstPrompt && !parent) this.firstPrompt = shown;
+    }
+    for (const c of it.images || []) {
+      const img = image(c);
+      if (img) bubble.appendChild(img);
     }
     if (pending) {
       pending.classList.remove("pending");
@@ -333,20 +283,21 @@ export class Transcript {
       return;
     }
     if (bubble.childNodes.length) {
-      if (m.uuid) bubble.dataset.uuid = m.uuid;
+      if (it.id) bubble.dataset.uuid = it.id;
       // An echoed prompt goes before the output of the turn it started.
-      if (m.isReplay && !parent && this.anchor && this.anchor.parentNode === this.root) this.root.insertBefore(bubble, this.anchor);
+      if (it.replay && !parent && this.anchor && this.anchor.parentNode === this.root) this.root.insertBefore(bubble, this.anchor);
       else this.container(parent).appendChild(bubble);
     }
   }
 
-  toolResult(c, structured) {
-    const b = this.tools.get(c.tool_use_id);
+  toolResult(it) {
+    const b = this.tools.get(it.tool_use_id);
     if (!b) return;
+    const c = { content: it.content, is_error: !!it.is_error };
     const status = c.is_error ? (b.denied || /denied|rejected|doesn't want/i.test(text(c.content)) ? "denied" : "error") : "done";
     b.el.dataset.status = status;
-    b.status.textContent = status;
-    b.resultEl.replaceChildren(toolResultView(b.name, c, structured, b.inputValue));
+    b.statusEl.textContent = status;
+    b.resultEl.replaceChildren(toolResultView(b.name, c, it.structured, b.inputValue));
     if (isAgent(b.name) && !c.is_error) b.el.open = false;
   }
 
@@ -355,7 +306,7 @@ export class Transcript {
     const b = this.tools.get(toolUseID);
     if (!b || b.el.dataset.status !== (waiting ? "running" : "approval")) return;
     b.el.dataset.status = waiting ? "approval" : "running";
-    b.status.textContent = waiting ? (question ? "waits for your answer" : "needs approval") : "running";
+    b.statusEl.textContent = waiting ? (question ? "waits for your answer" : "needs approval") : "running";
   }
 
   /** answeredBy notes on a tool call's card who allowed or denied it (team servers). */
@@ -365,7 +316,7 @@ export class Transcript {
     let n = b.el.querySelector(":scope > summary .tool-by");
     if (!n) {
       n = el("span", "tool-by");
-      b.status.before(n);
+      b.statusEl.before(n);
     }
     n.textContent = (outcome === "denied" ? "denied by " : outcome === "answered" ? "answered by " : "allowed by ") + name;
   }
@@ -376,66 +327,32 @@ export class Transcript {
     if (b) b.denied = true;
   }
 
-  result(m) {
-    const sum = el("div", "turn-end" + (m.is_error ? " error" : ""));
-    const parts = [];
-    if (m.is_error) {
-      const why = m.terminal_reason === "aborted_streaming" || m.terminal_reason === "aborted_tools" ? "stopped" : m.result || (m.errors || []).join("; ") || m.subtype;
-      parts.push(why);
-    }
-    if (m.duration_ms != null) parts.push((m.duration_ms / 1000).toFixed(1) + " s");
-    const u = m.usage || {};
-    // A stopped turn's result counts nothing (0 in, 0 out, $0): the CLI
-    // dropped the figures, the tokens were spent all the same. Say nothing
-    // rather than zero.
-    const dropped = m.is_error && !u.input_tokens && !u.output_tokens && !u.cache_read_input_tokens && !u.cache_creation_input_tokens;
-    if (u.input_tokens != null && !dropped) {
-      parts.push(fmtTokens((u.input_tokens || 0) + (u.cache_read_input_tokens || 0) + (u.cache_creation_input_tokens || 0)) + " in · " + fmtTokens(u.output_tokens || 0) + " out");
-    }
-    let turnCost = null;
-    // An interrupted turn's result reports 0 in all: that is no cost
-    // known, not the session's total falling to nothing.
-    if (typeof m.total_cost_usd === "number" && !(m.total_cost_usd === 0 && m.is_error)) {
-      // The total is the CLI process's; a restarted CLI counts anew.
-      turnCost = m.total_cost_usd >= this.lastCostUSD ? m.total_cost_usd - this.lastCostUSD : m.total_cost_usd;
-      this.lastCostUSD = m.total_cost_usd;
-      parts.push(fmtUSD(turnCost));
-    }
-    let ctx = null;
-    const mu = m.modelUsage || {};
-    const window = Object.values(mu).reduce((a, v) => Math.max(a, v.contextWindow || 0), 0);
-    if (window && this.lastUsage) {
-      const used = (this.lastUsage.input_tokens || 0) + (this.lastUsage.cache_read_input_tokens || 0) + (this.lastUsage.cache_creation_input_tokens || 0) + (this.lastUsage.output_tokens || 0);
-      ctx = { used, window };
-      parts.push("context " + Math.round((100 * used) / window) + "%");
-    }
-    sum.textContent = parts.join(" · ");
-    this.root.appendChild(sum);
-    this.anchor = null;
-    this.echoes = [];
-    for (const e of this.msgs.values()) for (const b of e.blocks) if (b) b.el.classList.remove("streaming");
-    this.streaming = null;
-    if (this.onTurn) this.onTurn({ cost: turnCost, total: m.total_cost_usd, ctx, error: m.is_error });
+  notice(it) {
+    const cls = it.level === "warn" ? "note warn" : it.level === "interrupted" ? "note interrupted" : "note";
+    this.place(it, el("div", cls, it.text || ""), this.container(it.parent || null));
   }
 
-  system(m) {
-    switch (m.subtype) {
-      case "init":
-        this.anchor = null; // a turn begins
-        if (m.model && m.model !== this.model) {
-          this.model = m.model;
-        }
-        break;
-      case "api_retry":
-        this.root.appendChild(el("div", "note warn", `API retry ${m.attempt}/${m.max_retries}: ${m.error || m.error_status || ""}`));
-        break;
-      case "compact_boundary":
-        this.root.appendChild(el("div", "note", "Conversation compacted"));
-        break;
-      case "notification":
-        if (m.text) this.root.appendChild(el("div", "note", m.text));
-        break;
+  result(it) {
+    const t = it.turn || {};
+    const sum = el("div", "turn-end" + (t.is_error ? " error" : ""));
+    const parts = [];
+    if (t.is_error) parts.push(t.reason || "error");
+    if (t.duration_ms != null) parts.push((t.duration_ms / 1000).toFixed(1) + " s");
+    if (t.input_tokens != null) parts.push(fmtTokens(t.input_tokens) + " in · " + fmtTokens(t.output_tokens || 0) + " out");
+    const turnCost = typeof t.cost_usd === "number" ? t.cost_usd : null;
+    if (turnCost != null) parts.push(fmtUSD(turnCost));
+    let ctx = null;
+    if (t.context_window) {
+      ctx = { used: t.context_used || 0, window: t.context_window };
+      parts.push("context " + Math.round((100 * ctx.used) / ctx.window) + "%");
     }
+    sum.textContent = parts.join(" · ");
+    this.place(it, sum, this.root);
+    this.anchor = null;
+    this.echoes = [];
+    this.flush();
+    for (const e of this.msgs.values()) for (const b of e.blocks) if (b) b.el.classList.remove("streaming");
+    if (this.onTurn) this.onTurn({ cost: turnCost, total: t.total_cost_usd, ctx, error: !!t.is_error });
   }
 }
 
@@ -641,44 +558,6 @@ export function image(c) {
     return img;
   }
   return el("div", "note", "[image]");
-}
-
-/** partialJSON parses JSON typed so far, closing what is still open. */
-export function partialJSON(s) {
-  try {
-    return JSON.parse(s);
-  } catch {
-    // complete it below
-  }
-  const stack = [];
-  let inStr = false;
-  let esc = false;
-  for (let i = 0; i < s.length; i++) {
-    const ch = s[i];
-    if (inStr) {
-      if (esc) esc = false;
-      else if (ch === "\\") esc = true;
-      else if (ch === '"') inStr = false;
-      continue;
-    }
-    if (ch === '"') inStr = true;
-    else if (ch === "{" || ch === "[") stack.push(ch === "{" ? "}" : "]");
-    else if (ch === "}" || ch === "]") stack.pop();
-  }
-  let t = s;
-  if (inStr) {
-    if (esc) t = t.slice(0, -1);
-    t += '"';
-  }
-  // Drop a dangling key, colon or comma.
-  for (let tries = 0; tries < 4; tries++) {
-    try {
-      return JSON.parse(t + stack.slice().reverse().join(""));
-    } catch {
-      t = t.replace(/(,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*|"(?:[^"\\]|\\.)*"\s*:\s*[^,{}\[\]]*)$/, "");
-    }
-  }
-  return undefined;
 }
 
 /**
