@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -82,15 +84,35 @@ func (tb *tab) prompt(text string) {
 	tb.run(
 		chromedp.Click("#prompt", chromedp.ByID),
 		chromedp.SendKeys("#prompt", text, chromedp.ByID),
-		chromedp.KeyEvent(kb.Enter),
+		enterKey,
 	)
 }
 
 // key presses one key on the page.
 func (tb *tab) key(k string) {
 	tb.t.Helper()
+	if k == kb.Enter {
+		tb.run(enterKey)
+		return
+	}
 	tb.run(chromedp.KeyEvent(k))
 }
+
+// enterKey presses Enter as a keyboard does: a keyDown that carries the
+// text, so that the page's keydown handler can cancel the newline.
+// chromedp.KeyEvent(kb.Enter) sends the newline as a separate char event,
+// which no keyboard does and no handler can cancel: when the page's
+// answer to the keydown was quick (a refused prompt put back in the
+// box), the newline landed after it.
+var enterKey = chromedp.ActionFunc(func(ctx context.Context) error {
+	down := input.DispatchKeyEvent(input.KeyDown).WithKey("Enter").WithCode("Enter").
+		WithWindowsVirtualKeyCode(13).WithNativeVirtualKeyCode(13).WithText("\r").WithUnmodifiedText("\r")
+	if err := down.Do(ctx); err != nil {
+		return err
+	}
+	return input.DispatchKeyEvent(input.KeyUp).WithKey("Enter").WithCode("Enter").
+		WithWindowsVirtualKeyCode(13).WithNativeVirtualKeyCode(13).Do(ctx)
+})
 
 // waitText waits for the transcript to contain s.
 func (tb *tab) waitText(s string) {
@@ -824,7 +846,7 @@ func testNewSessionDefaults(t *testing.T, b *browser) {
 	if focus != "prompt" {
 		t.Errorf("after the start the focus is on %q; want the prompt box", focus)
 	}
-	tb.run(chromedp.KeyEvent("hi there"), chromedp.KeyEvent(kb.Enter))
+	tb.run(chromedp.KeyEvent("hi there"), enterKey)
 	tb.waitText("hello back")
 	if !requestsContain(e.api, "hi there") {
 		t.Error("the typed prompt did not reach the model")
