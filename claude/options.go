@@ -18,7 +18,7 @@ import (
 // for each release (scripts/api-check.sh holds all three in CI). It is
 // reported to the CLI (and from there to the API's user agent) as
 // CLAUDE_AGENT_SDK_VERSION, and printed by `tether version`.
-const Version = "0.7.0"
+const Version = "0.8.0"
 
 // Options configures a Session or a Query. A nil *Options means defaults.
 // The zero value of every field means "the CLI's default": the matching flag
