@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,42 +13,9 @@ import (
 
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/gittest"
 	"github.com/tetherhq/tether/team"
 )
-
-const debianGit = "/usr/bin/git"
-
-func gitIn(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(debianGit, append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// newGitRepo makes dir a repository on main with one commit (README).
-func newGitRepo(t testing.TB, dir string) string {
-	t.Helper()
-	if _, err := os.Stat(debianGit); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is required under CI=true (apt-get install git)")
-		}
-		t.Skip("no git at", debianGit)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, dir, "add", ".")
-	gitIn(t, dir, "commit", "-q", "-m", "first")
-	return dir
-}
 
 func codeOf(err error) string {
 	var ce *host.CommandError
@@ -66,7 +32,7 @@ func codeOf(err error) string {
 // goes on in the same worktree.
 func TestWorktreeOverTheCluster(t *testing.T) {
 	ctx := testCtx(t)
-	repo := newGitRepo(t, t.TempDir())
+	repo := gittest.NewRepo(t, t.TempDir(), nil)
 	ns := newNATS(t, nil)
 	a1 := newAgent(t, ns.URL(), "a1", 4)
 	c := newClient(t, ns.URL())
@@ -81,7 +47,7 @@ func TestWorktreeOverTheCluster(t *testing.T) {
 		wt.State != host.WorktreeActive {
 		t.Fatalf("started %+v", hi)
 	}
-	if got := gitIn(t, wt.Path, "rev-parse", "--abbrev-ref", "HEAD"); got != wt.Branch {
+	if got := gittest.Run(t, wt.Path, "rev-parse", "--abbrev-ref", "HEAD"); got != wt.Branch {
 		t.Fatalf("the worktree is on %s, want %s", got, wt.Branch)
 	}
 	// The list (the registry, read by every serve) says where it runs.
@@ -135,10 +101,10 @@ func TestWorktreeOverTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mr.Worktree == nil || mr.Worktree.State != host.WorktreeMerged || mr.Worktree.Commit != gitIn(t, repo, "rev-parse", "main") {
+	if mr.Worktree == nil || mr.Worktree.State != host.WorktreeMerged || mr.Worktree.Commit != gittest.Run(t, repo, "rev-parse", "main") {
 		t.Fatalf("merge result %+v", mr.Worktree)
 	}
-	if got := gitIn(t, repo, "show", "main:a.txt"); got != "from a" {
+	if got := gittest.Run(t, repo, "show", "main:a.txt"); got != "from a" {
 		t.Fatalf("main's a.txt = %q", got)
 	}
 	waitFor(t, "the merge in the list", func() bool {
@@ -165,7 +131,7 @@ func TestWorktreeOverTheCluster(t *testing.T) {
 	if _, err := os.Stat(other.Worktree.Path); !os.IsNotExist(err) {
 		t.Fatalf("the discarded worktree is still there: %v", err)
 	}
-	if out := gitIn(t, repo, "branch", "--list", other.Worktree.Branch); out != "" {
+	if out := gittest.Run(t, repo, "branch", "--list", other.Worktree.Branch); out != "" {
 		t.Fatalf("the discarded branch is still there: %q", out)
 	}
 	waitFor(t, "the discarded session out of the list", func() bool {
@@ -232,7 +198,7 @@ func fakeAgent(t *testing.T, url, id string, rev int) {
 // the session in cwd itself); other starts go on.
 func TestWorktreeStartRefusedByOldAgent(t *testing.T) {
 	ctx := testCtx(t)
-	repo := newGitRepo(t, t.TempDir())
+	repo := gittest.NewRepo(t, t.TempDir(), nil)
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 4)
 	c := newClient(t, ns.URL())
@@ -251,7 +217,7 @@ func TestWorktreeStartRefusedByOldAgent(t *testing.T) {
 	if _, err := c.Session(ctx, "wt1"); !errors.Is(err, cluster.ErrNoSession) {
 		t.Fatalf("the refused start is in the registry: %v", err)
 	}
-	if out := gitIn(t, repo, "worktree", "list"); strings.Count(out, "\n") != 0 {
+	if out := gittest.Run(t, repo, "worktree", "list"); strings.Count(out, "\n") != 0 {
 		t.Fatalf("a worktree was made: %s", out)
 	}
 	js, _ := jetstream.New(natsConn(t, ns.URL()))
@@ -283,7 +249,7 @@ func natsConn(t *testing.T, url string) *nats.Conn {
 // worktree goes under its top folder); nothing is made when refused.
 func TestTeamAgentWorktreeRoots(t *testing.T) {
 	ns := newNATS(t, nil)
-	repo := newGitRepo(t, t.TempDir())
+	repo := gittest.NewRepo(t, t.TempDir(), nil)
 	root := filepath.Join(repo, "sub")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
@@ -304,13 +270,13 @@ func TestTeamAgentWorktreeRoots(t *testing.T) {
 	if _, err := c.Session(actx, "wt"); !errors.Is(err, cluster.ErrNoSession) {
 		t.Fatalf("the refused start is in the registry: %v", err)
 	}
-	if out := gitIn(t, repo, "worktree", "list"); strings.Count(out, "\n") != 0 {
+	if out := gittest.Run(t, repo, "worktree", "list"); strings.Count(out, "\n") != 0 {
 		t.Fatalf("a worktree was made: %s", out)
 	}
 
 	// A repository wholly under the roots: allowed, the session is the
 	// person's.
-	inside := newGitRepo(t, filepath.Join(root, "proj"))
+	inside := gittest.NewRepo(t, filepath.Join(root, "proj"), nil)
 	info, err := c.Start(actx, &cluster.StartOptions{Cwd: inside, Worktree: true})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/gittest"
 	"github.com/tetherhq/tether/internal/proc"
 )
 
@@ -31,7 +32,7 @@ func TestRealCLIWorktrees(t *testing.T) {
 		co := cli.Options()
 		co.Cwd = repo
 		co.PermissionMode = claude.PermissionModeAcceptEdits
-		s, err := host.Start(ctx, &host.Options{CLI: co, Worktree: &host.WorktreeOptions{Git: debianGit}})
+		s, err := host.Start(ctx, &host.Options{CLI: co, Worktree: &host.WorktreeOptions{Git: gittest.Path}})
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
@@ -91,7 +92,7 @@ func TestRealCLIWorktrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gitRun(t, repo, "show", "main:new-a.txt"); got != "written by new-a.txt" || res.Worktree.State != host.WorktreeMerged {
+	if got := gittest.Run(t, repo, "show", "main:new-a.txt"); got != "written by new-a.txt" || res.Worktree.State != host.WorktreeMerged {
 		t.Fatalf("after the merge main's a.txt = %q, state %s", got, res.Worktree.State)
 	}
 	if _, err := os.Stat(filepath.Join(b.Worktree().Path, "new-a.txt")); !os.IsNotExist(err) {
@@ -103,7 +104,7 @@ func TestRealCLIWorktrees(t *testing.T) {
 	if res, err = b.Do(ctx, &host.Command{Type: host.CommandClose, Worktree: host.WorktreeKeep}); err != nil || res.Worktree.State != host.WorktreeKept {
 		t.Fatalf("close b keeping: %+v, %v", res, err)
 	}
-	if got := gitRun(t, repo, "show", b.Worktree().Branch+":new-b.txt"); got != "written by new-b.txt" {
+	if got := gittest.Run(t, repo, "show", b.Worktree().Branch+":new-b.txt"); got != "written by new-b.txt" {
 		t.Fatalf("b's branch b.txt = %q", got)
 	}
 }
@@ -131,7 +132,7 @@ func TestManagerWorktreeFromSpareRealCLI(t *testing.T) {
 	before := tr.started()
 	req := *tmpl
 	req.Cwd = repo
-	s, err := m.Start(ctx, &host.Options{CLI: &req, Worktree: &host.WorktreeOptions{Git: debianGit}})
+	s, err := m.Start(ctx, &host.Options{CLI: &req, Worktree: &host.WorktreeOptions{Git: gittest.Path}})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

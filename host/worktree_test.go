@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,20 +11,8 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/gittest"
 )
-
-const debianGit = "/usr/bin/git"
-
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(debianGit, append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // idle is a fake CLI that starts and waits for its end.
 func idle(ctx context.Context, c *claudetest.CLI) error {
@@ -38,7 +25,7 @@ func idle(ctx context.Context, c *claudetest.CLI) error {
 
 func startIn(t *testing.T, repo string) *host.Session {
 	t.Helper()
-	s, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: repo}, Worktree: &host.WorktreeOptions{Git: debianGit}}, idle)
+	s, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: repo}, Worktree: &host.WorktreeOptions{Git: gittest.Path}}, idle)
 	return s
 }
 
@@ -66,7 +53,7 @@ func TestWorktreeSessionsApartAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Worktree == nil || res.Worktree.State != host.WorktreeMerged || res.Worktree.Commit != gitRun(t, repo, "rev-parse", "main") {
+	if res.Worktree == nil || res.Worktree.State != host.WorktreeMerged || res.Worktree.Commit != gittest.Run(t, repo, "rev-parse", "main") {
 		t.Fatalf("merge result %+v", res.Worktree)
 	}
 	if _, err := os.Stat(filepath.Join(repo, "from-a.txt")); err != nil {
@@ -86,7 +73,7 @@ func TestWorktreeSessionsApartAndMerge(t *testing.T) {
 	if _, err := os.Stat(wa.Path); !os.IsNotExist(err) {
 		t.Fatalf("merged worktree left after close: %v", err)
 	}
-	if out := gitRun(t, repo, "branch", "--list", wa.Branch); out != "" {
+	if out := gittest.Run(t, repo, "branch", "--list", wa.Branch); out != "" {
 		t.Fatalf("merged branch left: %q", out)
 	}
 }
@@ -97,9 +84,9 @@ func TestWorktreeMergeConflictChangesNothing(t *testing.T) {
 	w := s.Worktree()
 	writeFile(t, filepath.Join(w.Path, "a.txt"), "one from the session\n")
 	writeFile(t, filepath.Join(repo, "a.txt"), "one from main\n")
-	gitRun(t, repo, "commit", "-q", "-am", "main too")
+	gittest.Run(t, repo, "commit", "-q", "-am", "main too")
 	state := func() string {
-		return gitRun(t, repo, "rev-parse", "main", w.Branch) + gitRun(t, repo, "status", "--porcelain") + gitRun(t, w.Path, "status", "--porcelain")
+		return gittest.Run(t, repo, "rev-parse", "main", w.Branch) + gittest.Run(t, repo, "status", "--porcelain") + gittest.Run(t, w.Path, "status", "--porcelain")
 	}
 	was := state()
 	_, err := s.Do(testCtx(t), &host.Command{Type: host.CommandWorktreeMerge})
@@ -146,10 +133,10 @@ func TestWorktreeCloseAsksFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Worktree.State != host.WorktreeKept || res.Worktree.Commit != gitRun(t, repo, "rev-parse", w.Branch) {
+	if res.Worktree.State != host.WorktreeKept || res.Worktree.Commit != gittest.Run(t, repo, "rev-parse", w.Branch) {
 		t.Fatalf("kept %+v", res.Worktree)
 	}
-	if got := gitRun(t, repo, "show", w.Branch+":work.txt"); got != "work" {
+	if got := gittest.Run(t, repo, "show", w.Branch+":work.txt"); got != "work" {
 		t.Fatalf("kept branch's work.txt = %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(w.Path, "work.txt")); err != nil {
@@ -160,7 +147,7 @@ func TestWorktreeCloseAsksFirst(t *testing.T) {
 	d := startIn(t, repo)
 	dw := d.Worktree()
 	writeFile(t, filepath.Join(dw.Path, "scrap.txt"), "scrap\n")
-	mainWas := gitRun(t, repo, "rev-parse", "main")
+	mainWas := gittest.Run(t, repo, "rev-parse", "main")
 	res, err = d.Do(ctx, &host.Command{Type: host.CommandWorktreeDiscard, Confirm: true})
 	if err != nil {
 		t.Fatal(err)
@@ -171,24 +158,19 @@ func TestWorktreeCloseAsksFirst(t *testing.T) {
 	if _, err := os.Stat(dw.Path); !os.IsNotExist(err) {
 		t.Fatalf("discarded folder left: %v", err)
 	}
-	if out := gitRun(t, repo, "branch", "--list", dw.Branch); out != "" {
+	if out := gittest.Run(t, repo, "branch", "--list", dw.Branch); out != "" {
 		t.Fatalf("discarded branch left: %q", out)
 	}
-	if now := gitRun(t, repo, "rev-parse", "main"); now != mainWas {
+	if now := gittest.Run(t, repo, "rev-parse", "main"); now != mainWas {
 		t.Fatal("discard moved main")
 	}
 }
 
 func TestWorktreeStartRefusals(t *testing.T) {
-	if _, err := os.Stat(debianGit); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is required under CI=true (apt-get install git)")
-		}
-		t.Skip("no git")
-	}
+	gittest.Need(t)
 	_, err := host.Start(testCtx(t), &host.Options{
 		CLI:      &claude.Options{Cwd: t.TempDir(), Transport: &claudetest.FakeCLI{Script: idle}},
-		Worktree: &host.WorktreeOptions{Git: debianGit},
+		Worktree: &host.WorktreeOptions{Git: gittest.Path},
 	})
 	if !errors.Is(err, host.ErrWorktree) || host.ErrorCode(err) != host.CodeBadRequest {
 		t.Fatalf("start outside a repository: err = %v (code %s)", err, host.ErrorCode(err))
@@ -208,7 +190,7 @@ func TestWorktreeMergeAfterTheCLIEnded(t *testing.T) {
 		_, err := c.HandleInitialize(ctx)
 		return err
 	}
-	s, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: repo}, Worktree: &host.WorktreeOptions{Git: debianGit}}, exits)
+	s, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: repo}, Worktree: &host.WorktreeOptions{Git: gittest.Path}}, exits)
 	<-s.Done()
 	w := s.Worktree()
 	writeFile(t, filepath.Join(w.Path, "late.txt"), "late\n")
@@ -217,7 +199,7 @@ func TestWorktreeMergeAfterTheCLIEnded(t *testing.T) {
 	if err != nil {
 		t.Fatalf("merge after the CLI ended: %v", err)
 	}
-	if res.Worktree.State != host.WorktreeMerged || gitRun(t, repo, "show", "main:late.txt") != "late" {
+	if res.Worktree.State != host.WorktreeMerged || gittest.Run(t, repo, "show", "main:late.txt") != "late" {
 		t.Fatalf("merge result %+v", res.Worktree)
 	}
 	if now := s.Snapshot().Seq; now != seq {

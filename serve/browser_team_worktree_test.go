@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/tetherhq/tether/internal/gittest"
 )
 
 // TestBrowserTeamWorktree: team policy on sessions in worktrees, in the
@@ -25,8 +27,8 @@ func TestBrowserTeamWorktree(t *testing.T) {
 func testBrowserTeamWorktree(t *testing.T, b *browser, clustered bool) {
 	w := newTeamWorld(t, clustered)
 	// The world's root is a repository: Alice's workspace is inside it.
-	newGitRepo(t, w.root)
-	proj := newGitRepo(t, filepath.Join(w.workspace("alice@example.com"), "proj"))
+	gittest.NewRepo(t, w.root, nil)
+	proj := gittest.NewRepo(t, filepath.Join(w.workspace("alice@example.com"), "proj"), nil)
 
 	alice := b.personTab(t, w, "alice")
 	alice.signIn(w, "alice@example.com")
@@ -46,7 +48,7 @@ func testBrowserTeamWorktree(t *testing.T, b *browser, clustered bool) {
 		t.Errorf("refusal says %q; want the repository and the roots", msg)
 	}
 	alice.teamShots("refused")
-	if out := gitIn(t, w.root, "worktree", "list"); strings.Contains(out, "\n") {
+	if out := gittest.Run(t, w.root, "worktree", "list"); strings.Contains(out, "\n") {
 		t.Fatalf("a refused start made a worktree: %s", out)
 	}
 	alice.run(chromedp.Click(`#new-dlg [data-close]`, chromedp.ByQuery))

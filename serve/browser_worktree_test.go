@@ -13,6 +13,7 @@ import (
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/cluster/clustertest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/gittest"
 	"github.com/tetherhq/tether/serve"
 )
 
@@ -31,7 +32,7 @@ func TestBrowserWorktree(t *testing.T) {
 }
 
 func testBrowserWorktree(t *testing.T, b *browser, overCluster bool) {
-	repo := newGitRepo(t, filepath.Join(t.TempDir(), "proj"))
+	repo := gittest.NewRepo(t, filepath.Join(t.TempDir(), "proj"), nil)
 
 	api := claudetest.NewMessagesServer(nil)
 	t.Cleanup(api.Close)
@@ -108,7 +109,7 @@ func testBrowserWorktree(t *testing.T, b *browser, overCluster bool) {
 
 	tb.run(chromedp.Click("#worktree .wt-merge", chromedp.ByQuery))
 	tb.waitJS("the merge's outcome", `document.querySelector("#worktree .wt-note")?.innerText.startsWith("Merged into main")`)
-	if got := gitIn(t, repo, "show", "main:one.txt"); got != "hello from one.txt" {
+	if got := gittest.Run(t, repo, "show", "main:one.txt"); got != "hello from one.txt" {
 		t.Fatalf("main's one.txt = %q", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(repo, "one.txt")); err != nil || string(b) != "hello from one.txt\n" {
@@ -150,11 +151,11 @@ func testBrowserWorktree(t *testing.T, b *browser, overCluster bool) {
 	tb.shots("close-unmerged")
 	tb.run(chromedp.Click("#wt-dlg .wt-dlg-keep", chromedp.ByQuery))
 	tb.waitJS("the session to leave the list", fmt.Sprintf(`!window.tether.sessions.has(%q)`, id))
-	branch := gitIn(t, repo, "worktree", "list", "--porcelain")
+	branch := gittest.Run(t, repo, "worktree", "list", "--porcelain")
 	if !strings.Contains(branch, wb) {
 		t.Fatalf("the kept worktree is gone: %s", branch)
 	}
-	if got := gitIn(t, repo, "log", "--all", "--format=%s", "--", "two.txt"); got == "" {
+	if got := gittest.Run(t, repo, "log", "--all", "--format=%s", "--", "two.txt"); got == "" {
 		t.Fatal("the kept branch has no commit of two.txt")
 	}
 	if _, err := os.Stat(filepath.Join(repo, "two.txt")); !os.IsNotExist(err) {
@@ -165,7 +166,7 @@ func testBrowserWorktree(t *testing.T, b *browser, overCluster bool) {
 	// worktree and branch and ends it; main keeps what was merged.
 	tb.run(chromedp.Click(fmt.Sprintf(`#sessions li[data-id=%q]`, idA), chromedp.ByQuery))
 	tb.waitJS("the first session's panel", fmt.Sprintf(`window.tether.current === %q && !document.querySelector("#worktree").hidden`, idA))
-	branchA := gitIn(t, repo, "rev-parse", "--abbrev-ref", "HEAD") // main
+	branchA := gittest.Run(t, repo, "rev-parse", "--abbrev-ref", "HEAD") // main
 	tb.run(chromedp.Click("#worktree .wt-discard", chromedp.ByQuery))
 	tb.waitJS("the discard dialog", `document.querySelector("#wt-dlg").open`)
 	tb.run(chromedp.Click("#wt-dlg .wt-dlg-discard", chromedp.ByQuery))
@@ -173,10 +174,10 @@ func testBrowserWorktree(t *testing.T, b *browser, overCluster bool) {
 	if _, err := os.Stat(wa); !os.IsNotExist(err) {
 		t.Fatalf("the discarded worktree is still there: %v", err)
 	}
-	if out := gitIn(t, repo, "branch", "--list", "tether/"+filepath.Base(wa)); out != "" {
+	if out := gittest.Run(t, repo, "branch", "--list", "tether/"+filepath.Base(wa)); out != "" {
 		t.Fatalf("the discarded branch is still there: %q", out)
 	}
-	if got := gitIn(t, repo, "show", branchA+":one.txt"); got != "hello from one.txt" {
+	if got := gittest.Run(t, repo, "show", branchA+":one.txt"); got != "hello from one.txt" {
 		t.Fatalf("main lost the merged one.txt: %q", got)
 	}
 	tb.shot("after-discard")

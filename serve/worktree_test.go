@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,43 +12,10 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/gittest"
 	"github.com/tetherhq/tether/serve"
 	"github.com/tetherhq/tether/team"
 )
-
-const debianGit = "/usr/bin/git"
-
-func gitIn(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(debianGit, append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// newGitRepo makes dir a repository on main with one commit (README).
-func newGitRepo(t testing.TB, dir string) string {
-	t.Helper()
-	if _, err := os.Stat(debianGit); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is required under CI=true (apt-get install git)")
-		}
-		t.Skip("no git at", debianGit)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, dir, "add", ".")
-	gitIn(t, dir, "commit", "-q", "-m", "first")
-	return dir
-}
 
 // startWorktree starts a session in a worktree of repo and returns its
 // SessionInfo.
@@ -73,7 +39,7 @@ func TestWorktreeOverTheProtocol(t *testing.T) {
 }
 
 func testWorktreeOverTheProtocol(t *testing.T, overCluster bool) {
-	repo := newGitRepo(t, t.TempDir())
+	repo := gittest.NewRepo(t, t.TempDir(), nil)
 	e := newEnv(t, &envOptions{cluster: overCluster})
 	ctx := testCtx(t)
 	cl := e.dial(ctx)
@@ -105,10 +71,10 @@ func testWorktreeOverTheProtocol(t *testing.T, overCluster bool) {
 	if err := json.Unmarshal(cl.ok(ctx, map[string]any{"type": "do", "session": a.ID, "command": map[string]any{"type": "worktree_merge"}}), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Worktree == nil || res.Worktree.State != host.WorktreeMerged || res.Worktree.Commit != gitIn(t, repo, "rev-parse", "main") {
+	if res.Worktree == nil || res.Worktree.State != host.WorktreeMerged || res.Worktree.Commit != gittest.Run(t, repo, "rev-parse", "main") {
 		t.Fatalf("merge result %+v", res.Worktree)
 	}
-	if got := gitIn(t, repo, "show", "main:a.txt"); got != "from a" {
+	if got := gittest.Run(t, repo, "show", "main:a.txt"); got != "from a" {
 		t.Fatalf("main's a.txt = %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(repo, "b.txt")); !os.IsNotExist(err) {
@@ -124,7 +90,7 @@ func testWorktreeOverTheProtocol(t *testing.T, overCluster bool) {
 	if err := json.Unmarshal(cl.ok(ctx, map[string]any{"type": "do", "session": b.ID, "command": map[string]any{"type": "close", "worktree": "keep"}}), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Worktree.State != host.WorktreeKept || gitIn(t, repo, "show", b.Worktree.Branch+":b.txt") != "from b" {
+	if res.Worktree.State != host.WorktreeKept || gittest.Run(t, repo, "show", b.Worktree.Branch+":b.txt") != "from b" {
 		t.Fatalf("kept %+v", res.Worktree)
 	}
 }
@@ -171,8 +137,8 @@ func TestTeamWorktreePolicy(t *testing.T) {
 	root := t.TempDir()
 	// root is a repository; alice's root, root/alice, is inside it, and
 	// so is a repository of her own, root/alice/proj.
-	newGitRepo(t, root)
-	proj := newGitRepo(t, filepath.Join(root, "alice", "proj"))
+	gittest.NewRepo(t, root, nil)
+	proj := gittest.NewRepo(t, filepath.Join(root, "alice", "proj"), nil)
 	e := teamRepoServer(t, root)
 	ctx := testCtx(t)
 	alice, bob, vera := e.dial(ctx, "alice@example.com"), e.dial(ctx, "bob@example.com"), e.dial(ctx, "vera@example.com")
@@ -181,7 +147,7 @@ func TestTeamWorktreePolicy(t *testing.T) {
 	if f.Error == nil || f.Error.Code != serve.CodeForbidden || !strings.Contains(f.Error.Message, "worktree") {
 		t.Fatalf("a worktree of a repository outside her roots: %+v, want forbidden", f.Error)
 	}
-	if out := gitIn(t, root, "worktree", "list"); strings.Count(out, "\n") != 0 {
+	if out := gittest.Run(t, root, "worktree", "list"); strings.Count(out, "\n") != 0 {
 		t.Fatalf("a refused start made a worktree: %s", out)
 	}
 	if _, err := os.Stat(filepath.Join(root, ".claude")); !os.IsNotExist(err) {
@@ -199,7 +165,7 @@ func TestTeamWorktreePolicy(t *testing.T) {
 		`{"grants":[{"person":"bob@example.com","level":"collaborator"},{"person":"vera@example.com","level":"viewer"}]}`); st != 200 {
 		t.Fatalf("share: %d %s", st, body)
 	}
-	mainWas := gitIn(t, proj, "rev-parse", "main")
+	mainWas := gittest.Run(t, proj, "rev-parse", "main")
 	for _, who := range []*wsClient{bob, vera} {
 		for _, cmd := range []map[string]any{{"type": "worktree_merge"}, {"type": "worktree_discard", "confirm": true}, {"type": "worktree_keep"}} {
 			if f := who.do(ctx, si.ID, cmd); f.Error == nil || f.Error.Code != serve.CodeForbidden {
@@ -207,7 +173,7 @@ func TestTeamWorktreePolicy(t *testing.T) {
 			}
 		}
 	}
-	if now := gitIn(t, proj, "rev-parse", "main"); now != mainWas {
+	if now := gittest.Run(t, proj, "rev-parse", "main"); now != mainWas {
 		t.Fatal("a refused merge moved main")
 	}
 	if _, err := os.Stat(filepath.Join(si.Worktree.Path, "x.txt")); err != nil {
@@ -216,7 +182,7 @@ func TestTeamWorktreePolicy(t *testing.T) {
 	if f := alice.do(ctx, si.ID, map[string]any{"type": "worktree_merge"}); f.Error != nil {
 		t.Fatalf("the owner's merge: %+v", f.Error)
 	}
-	if got := gitIn(t, proj, "show", "main:x.txt"); got != "x" {
+	if got := gittest.Run(t, proj, "show", "main:x.txt"); got != "x" {
 		t.Fatalf("main's x.txt = %q", got)
 	}
 }
@@ -235,7 +201,7 @@ func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 	}
 	// The session starts in a folder of the repository, not at its top:
 	// the sandbox must still get the top (the worktree and .git).
-	repo := newGitRepo(t, filepath.Join(t.TempDir(), "proj"))
+	repo := gittest.NewRepo(t, filepath.Join(t.TempDir(), "proj"), nil)
 	sub := filepath.Join(repo, "sub")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -243,8 +209,8 @@ func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(sub, "keep"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, repo, "add", ".")
-	gitIn(t, repo, "commit", "-q", "-m", "sub")
+	gittest.Run(t, repo, "add", ".")
+	gittest.Run(t, repo, "commit", "-q", "-m", "sub")
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: []*claudetest.Reply{
 		claudetest.ToolUseReply("toolu_git", "Bash", map[string]any{
 			"command": "git rev-parse --abbrev-ref HEAD && echo sandboxed > sandboxed.txt && git status --porcelain", "description": "git"}),
@@ -300,7 +266,7 @@ func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 	if f := alice.do(ctx, si.ID, map[string]any{"type": "worktree_merge"}); f.Error != nil {
 		t.Fatalf("merge: %+v", f.Error)
 	}
-	if got := gitIn(t, repo, "show", "main:sub/sandboxed.txt"); got != "sandboxed" {
+	if got := gittest.Run(t, repo, "show", "main:sub/sandboxed.txt"); got != "sandboxed" {
 		t.Fatalf("main's sandboxed.txt = %q", got)
 	}
 }
@@ -308,7 +274,7 @@ func TestRealCLITeamIsolatedWorktree(t *testing.T) {
 // A merge waits for the turn: during one it is refused with busy. A
 // session brought back with resume continues in its worktree.
 func TestWorktreeBusyAndResume(t *testing.T) {
-	repo := newGitRepo(t, t.TempDir())
+	repo := gittest.NewRepo(t, t.TempDir(), nil)
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
 	cl := e.dial(ctx)
@@ -338,7 +304,7 @@ func TestWorktreeBusyAndResume(t *testing.T) {
 	if rr.Session == nil || rr.Session.Worktree.Path != si.Worktree.Path || rr.Session.Cwd != si.Cwd {
 		t.Fatalf("resumed %+v; want it in %s", rr.Session, si.Worktree.Path)
 	}
-	if out := gitIn(t, repo, "worktree", "list"); strings.Count(out, "\n") != 1 {
+	if out := gittest.Run(t, repo, "worktree", "list"); strings.Count(out, "\n") != 1 {
 		t.Fatalf("resume made another worktree: %s", out)
 	}
 }
@@ -346,7 +312,7 @@ func TestWorktreeBusyAndResume(t *testing.T) {
 // A conversation resumed from disk cannot move into a new worktree (the
 // CLI finds it by the folder it ran in): refused, nothing made.
 func TestWorktreeResumeFromDiskRefused(t *testing.T) {
-	repo := newGitRepo(t, t.TempDir())
+	repo := gittest.NewRepo(t, t.TempDir(), nil)
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
 	cl := e.dial(ctx)
@@ -354,7 +320,7 @@ func TestWorktreeResumeFromDiskRefused(t *testing.T) {
 	if f.Error == nil || f.Error.Code != serve.CodeBadRequest {
 		t.Fatalf("resume into a new worktree: %+v, want bad_request", f.Error)
 	}
-	if out := gitIn(t, repo, "worktree", "list"); strings.Contains(out, "\n") {
+	if out := gittest.Run(t, repo, "worktree", "list"); strings.Contains(out, "\n") {
 		t.Fatalf("a refused start made a worktree: %s", out)
 	}
 }

@@ -5,26 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tetherhq/tether/internal/gittest"
 )
-
-// git is Debian's git: the tests run the real thing.
-const git = "/usr/bin/git"
-
-func gitT(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(git, append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 func write(t *testing.T, path, s string) {
 	t.Helper()
@@ -39,23 +26,12 @@ func write(t *testing.T, path, s string) {
 // newRepo is a repository on branch main with one commit (a.txt).
 func newRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(git); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is required under CI=true (apt-get install git)")
-		}
-		t.Skip("no git at", git)
-	}
-	dir := t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
-	write(t, filepath.Join(dir, "a.txt"), "one\ntwo\nthree\n")
-	gitT(t, dir, "add", ".")
-	gitT(t, dir, "commit", "-q", "-m", "first")
-	return dir
+	return gittest.NewRepo(t, "", map[string]string{"a.txt": "one\ntwo\nthree\n"})
 }
 
 func create(t *testing.T, repo string) *Worktree {
 	t.Helper()
-	w, err := Create(context.Background(), repo, &Options{Git: git})
+	w, err := Create(context.Background(), repo, &Options{Git: gittest.Path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +55,7 @@ func TestCreateTwoWorktreesApart(t *testing.T) {
 		t.Fatalf("the main checkout sees a's file: %v", err)
 	}
 	// The main checkout's status does not list the worktrees.
-	if st := gitT(t, repo, "status", "--porcelain"); st != "" {
+	if st := gittest.Run(t, repo, "status", "--porcelain"); st != "" {
 		t.Fatalf("main checkout status = %q, want clean", st)
 	}
 	st, err := a.Status(context.Background())
@@ -89,19 +65,14 @@ func TestCreateTwoWorktreesApart(t *testing.T) {
 }
 
 func TestCreateRefusals(t *testing.T) {
-	if _, err := os.Stat(git); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is required under CI=true (apt-get install git)")
-		}
-		t.Skip("no git")
-	}
-	_, err := Create(context.Background(), t.TempDir(), &Options{Git: git})
+	gittest.Need(t)
+	_, err := Create(context.Background(), t.TempDir(), &Options{Git: gittest.Path})
 	if !errors.Is(err, ErrNotRepository) {
 		t.Fatalf("not a repository: err = %v", err)
 	}
 	repo := newRepo(t)
-	gitT(t, repo, "checkout", "-q", "--detach")
-	if _, err := Create(context.Background(), repo, &Options{Git: git}); !errors.Is(err, ErrDetached) {
+	gittest.Run(t, repo, "checkout", "-q", "--detach")
+	if _, err := Create(context.Background(), repo, &Options{Git: gittest.Path}); !errors.Is(err, ErrDetached) {
 		t.Fatalf("detached: err = %v", err)
 	}
 }
@@ -122,11 +93,11 @@ func TestMergeFastForwardWithUncommitted(t *testing.T) {
 		t.Fatalf("main checkout new.txt = %q, %v", b, err)
 	}
 	for _, d := range []string{repo, w.Path} {
-		if st := gitT(t, d, "status", "--porcelain"); st != "" {
+		if st := gittest.Run(t, d, "status", "--porcelain"); st != "" {
 			t.Fatalf("%s status = %q, want clean", d, st)
 		}
 	}
-	if got, want := gitT(t, repo, "rev-parse", "main"), gitT(t, repo, "rev-parse", w.Branch); got != want {
+	if got, want := gittest.Run(t, repo, "rev-parse", "main"), gittest.Run(t, repo, "rev-parse", w.Branch); got != want {
 		t.Fatalf("main %s, branch %s: want the same", got, want)
 	}
 	st, err := w.Status(context.Background())
@@ -139,7 +110,7 @@ func TestMergeFastForwardWithUncommitted(t *testing.T) {
 	if _, err := os.Stat(w.Path); !os.IsNotExist(err) {
 		t.Fatalf("worktree folder left: %v", err)
 	}
-	if out := gitT(t, repo, "branch", "--list", w.Branch); out != "" {
+	if out := gittest.Run(t, repo, "branch", "--list", w.Branch); out != "" {
 		t.Fatalf("branch left: %q", out)
 	}
 }
@@ -150,9 +121,9 @@ func TestMergeTrueMergeBaseNotCheckedOut(t *testing.T) {
 	write(t, filepath.Join(w.Path, "b.txt"), "b\n")
 	// main moves on, and the main checkout leaves it.
 	write(t, filepath.Join(repo, "c.txt"), "c\n")
-	gitT(t, repo, "add", ".")
-	gitT(t, repo, "commit", "-q", "-m", "c")
-	gitT(t, repo, "checkout", "-q", "-b", "other")
+	gittest.Run(t, repo, "add", ".")
+	gittest.Run(t, repo, "commit", "-q", "-m", "c")
+	gittest.Run(t, repo, "checkout", "-q", "-b", "other")
 	res, err := w.Merge(context.Background(), "session work")
 	if err != nil {
 		t.Fatal(err)
@@ -160,13 +131,13 @@ func TestMergeTrueMergeBaseNotCheckedOut(t *testing.T) {
 	if res.FastForward || res.UpToDate {
 		t.Fatalf("res = %+v, want a merge commit", res)
 	}
-	files := gitT(t, repo, "ls-tree", "--name-only", "main")
+	files := gittest.Run(t, repo, "ls-tree", "--name-only", "main")
 	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
 		if !slices.Contains(strings.Fields(files), f) {
 			t.Fatalf("main has %q, missing %s", files, f)
 		}
 	}
-	if parents := strings.Fields(gitT(t, repo, "rev-list", "--parents", "-n1", "main")); len(parents) != 3 {
+	if parents := strings.Fields(gittest.Run(t, repo, "rev-list", "--parents", "-n1", "main")); len(parents) != 3 {
 		t.Fatalf("main's head %v: want a merge commit with two parents", parents)
 	}
 }
@@ -177,12 +148,12 @@ func TestMergeConflictChangesNothing(t *testing.T) {
 	write(t, filepath.Join(w.Path, "a.txt"), "one\nTWO from the session\nthree\n")
 	write(t, filepath.Join(w.Path, "extra.txt"), "x\n")
 	write(t, filepath.Join(repo, "a.txt"), "one\nTWO from main\nthree\n")
-	gitT(t, repo, "commit", "-q", "-am", "main edits a")
+	gittest.Run(t, repo, "commit", "-q", "-am", "main edits a")
 
 	before := func() [4]string {
 		return [4]string{
-			gitT(t, repo, "rev-parse", "main"), gitT(t, repo, "rev-parse", w.Branch),
-			gitT(t, repo, "status", "--porcelain"), gitT(t, w.Path, "status", "--porcelain"),
+			gittest.Run(t, repo, "rev-parse", "main"), gittest.Run(t, repo, "rev-parse", w.Branch),
+			gittest.Run(t, repo, "status", "--porcelain"), gittest.Run(t, w.Path, "status", "--porcelain"),
 		}
 	}
 	was := before()
@@ -207,12 +178,12 @@ func TestMergeRefusedByDirtyBaseCheckout(t *testing.T) {
 	w := create(t, repo)
 	write(t, filepath.Join(w.Path, "a.txt"), "one\ntwo\nthree\nfour\n")
 	write(t, filepath.Join(repo, "a.txt"), "local edit, not committed\n")
-	mainWas := gitT(t, repo, "rev-parse", "main")
+	mainWas := gittest.Run(t, repo, "rev-parse", "main")
 	_, err := w.Merge(context.Background(), "session work")
 	if !errors.Is(err, ErrBaseCheckout) {
 		t.Fatalf("err = %v, want ErrBaseCheckout", err)
 	}
-	if now := gitT(t, repo, "rev-parse", "main"); now != mainWas {
+	if now := gittest.Run(t, repo, "rev-parse", "main"); now != mainWas {
 		t.Fatalf("main moved: %s → %s", mainWas, now)
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "local edit, not committed\n" {
@@ -231,19 +202,19 @@ func TestRemoveUnmergedNeedsForce(t *testing.T) {
 		t.Fatalf("a refused remove removed: %v", err)
 	}
 	c, err := w.Commit(context.Background(), "keep")
-	if err != nil || c != gitT(t, repo, "rev-parse", w.Branch) {
+	if err != nil || c != gittest.Run(t, repo, "rev-parse", w.Branch) {
 		t.Fatalf("commit = %s, %v", c, err)
 	}
-	if st := gitT(t, w.Path, "status", "--porcelain"); st != "" {
+	if st := gittest.Run(t, w.Path, "status", "--porcelain"); st != "" {
 		t.Fatalf("after Commit status = %q", st)
 	}
 	if err := w.Remove(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	if out := gitT(t, repo, "worktree", "list"); strings.Contains(out, w.Path) {
+	if out := gittest.Run(t, repo, "worktree", "list"); strings.Contains(out, w.Path) {
 		t.Fatalf("worktree still listed: %s", out)
 	}
-	if out := gitT(t, repo, "branch", "--list", w.Branch); out != "" {
+	if out := gittest.Run(t, repo, "branch", "--list", w.Branch); out != "" {
 		t.Fatalf("branch left: %q", out)
 	}
 }
@@ -270,13 +241,13 @@ func TestConcurrentMergesAllLand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files := strings.Fields(gitT(t, repo, "ls-tree", "--name-only", "main"))
+	files := strings.Fields(gittest.Run(t, repo, "ls-tree", "--name-only", "main"))
 	for i := range 3 {
 		if !slices.Contains(files, fmt.Sprintf("f%d.txt", i)) {
 			t.Fatalf("main has %v, missing f%d.txt", files, i)
 		}
 	}
-	if st := gitT(t, repo, "status", "--porcelain"); st != "" {
+	if st := gittest.Run(t, repo, "status", "--porcelain"); st != "" {
 		t.Fatalf("main's checkout after the merges: %q", st)
 	}
 }
