@@ -68,13 +68,21 @@ func (r *rawBus) publish(t *testing.T, subject string, data []byte, hdr map[stri
 // the subjects they came on.
 func (r *rawBus) storedSeqs(t *testing.T, id string) (seqs []uint64, subjects []string) {
 	t.Helper()
-	st, err := r.js.Stream(testCtx(t), cluster.StreamEvents)
+	var st jetstream.Stream
+	err := unlessUnavailable(t, func() (err error) {
+		st, err = r.js.Stream(testCtx(t), cluster.StreamEvents)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pos := uint64(1)
 	for {
-		m, err := st.GetMsg(testCtx(t), pos, jetstream.WithGetMsgSubject("tether.v1.*."+id))
+		var m *jetstream.RawStreamMsg
+		err := unlessUnavailable(t, func() (err error) {
+			m, err = st.GetMsg(testCtx(t), pos, jetstream.WithGetMsgSubject("tether.v1.*."+id))
+			return err
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return seqs, subjects
 		}
@@ -153,6 +161,27 @@ func eventData(t *testing.T, ev host.Event) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// unlessUnavailable runs f again while it fails with JetStream's "system
+// temporarily unavailable" (503): what a read gets from a 3-node cluster
+// in the moments after a node was lost, before the stream's new leader
+// answers. (cluster's own reads retry it as well: transient in setup.go.)
+// It gives up with the test's ctx.
+func unlessUnavailable(t *testing.T, f func() error) error {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		err := f()
+		var ae *jetstream.APIError
+		if !errors.As(err, &ae) || ae.Code != 503 || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // TestBadMessagesAreSkipped: junk and forged messages on a session's
