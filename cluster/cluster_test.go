@@ -41,14 +41,25 @@ func testCtx(t *testing.T) context.Context {
 // its own (so that a failover must carry the transcript over).
 func newAgent(t *testing.T, url, id string, capacity int, nopts ...nats.Option) *cluster.Agent {
 	t.Helper()
-	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
+	return newAgentWith(t, url, id, capacity, nil, nopts...)
+}
+
+// newAgentWith is newAgent with set, when not nil, changing its options
+// before it starts (AgentOptions.SleepAfter, …).
+func newAgentWith(t *testing.T, url, id string, capacity int, set func(*cluster.AgentOptions), nopts ...nats.Option) *cluster.Agent {
+	t.Helper()
+	o := &cluster.AgentOptions{
 		URL: url, NATS: nopts, ID: id, Capacity: capacity, Limits: limits, MirrorInterval: 20 * time.Millisecond,
 		Logger: testLog(t),
 		Session: &host.Options{CLI: &claude.Options{
 			Transport: &claudetest.FakeCLI{Script: memoryCLI},
 			Env:       map[string]string{claude.EnvConfigDir: t.TempDir()},
 		}},
-	})
+	}
+	if set != nil {
+		set(o)
+	}
+	a, err := cluster.NewAgent(testCtx(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,19 +20,7 @@ import (
 // newSleepyAgent is newAgent with AgentOptions.SleepAfter.
 func newSleepyAgent(t *testing.T, url, id string, capacity int, sleepAfter time.Duration) *cluster.Agent {
 	t.Helper()
-	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
-		URL: url, ID: id, Capacity: capacity, Limits: limits, MirrorInterval: 20 * time.Millisecond,
-		Logger: testLog(t), SleepAfter: sleepAfter,
-		Session: &host.Options{CLI: &claude.Options{
-			Transport: &claudetest.FakeCLI{Script: memoryCLI},
-			Env:       map[string]string{claude.EnvConfigDir: t.TempDir()},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	return a
+	return newAgentWith(t, url, id, capacity, func(o *cluster.AgentOptions) { o.SleepAfter = sleepAfter })
 }
 
 // waitAsleep waits until the registry lists the session asleep, with no
