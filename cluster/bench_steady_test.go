@@ -159,25 +159,7 @@ func runSteady(b *testing.B, l steadyLoad, ids []string,
 	results := make(chan struct{}, len(ids))
 	var subs sync.WaitGroup
 	for _, id := range ids {
-		subs.Go(func() {
-			var last uint64
-			for ev, err := range events(ctx, id) {
-				if err != nil {
-					if ctx.Err() == nil {
-						lat.lost.Add(1)
-					}
-					return
-				}
-				if ev.Seq != last+1 {
-					lat.lost.Add(int64(ev.Seq) - int64(last) - 1)
-				}
-				last = ev.Seq
-				lat.observe(ev)
-				if result("done")(ev) {
-					results <- struct{}{}
-				}
-			}
-		})
+		subs.Go(func() { lat.consume(ctx, events(ctx, id), results) })
 	}
 	b.ResetTimer()
 	start := time.Now()

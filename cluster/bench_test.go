@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
 	"strconv"
@@ -73,6 +74,29 @@ func (l *latencies) observe(ev host.Event) {
 	l.mu.Lock()
 	l.ns = append(l.ns, d)
 	l.mu.Unlock()
+}
+
+// consume reads one subscriber's events into l until they end: a gap or
+// a repeat in the numbers counts as lost, an error before ctx ends as
+// one lost; each turn's result is signalled on results.
+func (l *latencies) consume(ctx context.Context, evs iter.Seq2[host.Event, error], results chan<- struct{}) {
+	var last uint64
+	for ev, err := range evs {
+		if err != nil {
+			if ctx.Err() == nil {
+				l.lost.Add(1)
+			}
+			return
+		}
+		if ev.Seq != last+1 {
+			l.lost.Add(int64(ev.Seq) - int64(last) - 1)
+		}
+		last = ev.Seq
+		l.observe(ev)
+		if result("done")(ev) {
+			results <- struct{}{}
+		}
+	}
 }
 
 func (l *latencies) report(b *testing.B, elapsed time.Duration) {
@@ -176,25 +200,7 @@ func benchCluster(b *testing.B, nSessions, nAgents, nSubs int) {
 	sctx, stop := context.WithCancel(ctx)
 	for _, id := range ids {
 		for _, c := range clients {
-			subs.Go(func() {
-				var last uint64
-				for ev, err := range c.Events(sctx, id, 0) {
-					if err != nil {
-						if sctx.Err() == nil {
-							lat.lost.Add(1)
-						}
-						return
-					}
-					if ev.Seq != last+1 {
-						lat.lost.Add(int64(ev.Seq) - int64(last) - 1)
-					}
-					last = ev.Seq
-					lat.observe(ev)
-					if result("done")(ev) {
-						results <- struct{}{}
-					}
-				}
-			})
+			subs.Go(func() { lat.consume(sctx, c.Events(sctx, id, 0), results) })
 		}
 	}
 	b.ResetTimer()
@@ -258,25 +264,7 @@ func benchLocal(b *testing.B, nSessions, nSubs int) {
 	sctx, stop := context.WithCancel(ctx)
 	for _, s := range ss {
 		for range nSubs {
-			subs.Go(func() {
-				var last uint64
-				for ev, err := range s.Events(sctx, 0) {
-					if err != nil {
-						if sctx.Err() == nil {
-							lat.lost.Add(1)
-						}
-						return
-					}
-					if ev.Seq != last+1 {
-						lat.lost.Add(int64(ev.Seq) - int64(last) - 1)
-					}
-					last = ev.Seq
-					lat.observe(ev)
-					if result("done")(ev) {
-						results <- struct{}{}
-					}
-				}
-			})
+			subs.Go(func() { lat.consume(sctx, s.Events(sctx, 0), results) })
 		}
 	}
 	b.ResetTimer()
