@@ -164,6 +164,25 @@ func TestItemsOptIn(t *testing.T) {
 			if !reflect.DeepEqual(got, all) {
 				t.Errorf("snapshot items differ from the frames'\n got %+v\nwant %+v", got, all)
 			}
+			// The same over HTTP, without a socket: GET …/snapshot?items=true.
+			st, body := e.req("GET", "/api/sessions/"+id+"/snapshot?items=true", "")
+			var hs struct {
+				Transcript []json.RawMessage `json:"transcript"`
+				Items      []serve.Item      `json:"items"`
+			}
+			if err := json.Unmarshal(body, &hs); st != 200 || err != nil || len(hs.Transcript) != 0 {
+				t.Fatalf("GET snapshot?items=true: %d %s", st, body)
+			}
+			got = map[string]serve.Item{}
+			for _, it := range hs.Items {
+				got[it.ID] = it
+			}
+			if !reflect.DeepEqual(got, all) {
+				t.Errorf("GET snapshot?items=true items differ from the frames'\n got %+v\nwant %+v", got, all)
+			}
+			if st, body := e.req("GET", "/api/sessions/"+id+"/snapshot?items=maybe", ""); st != 400 || !strings.Contains(string(body), serve.CodeBadRequest) {
+				t.Errorf("GET snapshot?items=maybe: %d %s", st, body)
+			}
 			// A plain snapshot still has the lines and no items.
 			ps := e.dial(ctx)
 			ps.ok(ctx, map[string]any{"type": "subscribe", "session": id, "snapshot": true})

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -275,10 +276,25 @@ func (s *Server) routes() *http.ServeMux {
 			s.fail(w, r, err)
 			return
 		}
+		// ?items=true: the transcript as items, as a subscription with
+		// items gets it (docs/serve-protocol.md §4), for a client that
+		// renders items and reads without a socket.
+		items := false
+		if v := r.URL.Query().Get("items"); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				s.refuse(w, r, http.StatusBadRequest, CodeBadRequest, "items must be true or false")
+				return
+			}
+			items = b
+		}
 		snap, err := s.fullSnapshot(r.Context(), id)
 		if err != nil {
 			s.fail(w, r, err)
 			return
+		}
+		if items {
+			snap = withItems(snap, NewItemizer())
 		}
 		writeJSON(w, http.StatusOK, snap)
 	})
