@@ -430,6 +430,7 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 	}
 	ctx, cancel := context.WithDeadline(a.ctx, req.Expires)
 	defer cancel()
+	defer a.working(ctx, msg)()
 	ctx, span := startServerSpan(ctx, a.tr, "agent start", a.id, req.ID, msg.Headers(), attrFail.Bool(req.Failover))
 	info, err := a.startSession(ctx, &req, msg)
 	endSpan(span, err)
@@ -443,6 +444,37 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 	answer(&startReply{Session: info})
 	log.Info("session started", "failover", req.Failover)
 	return true
+}
+
+// working tells the server, every third of the start queue's ack wait
+// until the returned func is called, that the request is still being
+// worked on: a start that takes longer than the ack wait (a worktree
+// made, a CLI slow to answer on a loaded machine) is not delivered to a
+// second agent, which would find the session's entry and answer the
+// client with an error while this one goes on. An agent that dies stops
+// telling, and the request goes to another after the wait, as before.
+func (a *Agent) working(ctx context.Context, msg jetstream.Msg) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(a.b.limits.StartAckWait/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := msg.InProgress(); err != nil {
+					a.log.Debug("start request in progress", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 func validInbox(s string) bool {

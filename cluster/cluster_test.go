@@ -260,6 +260,47 @@ func checkSeqs(t *testing.T, evs []host.Event, from uint64) {
 // never more than an agent's capacity; a request waits in the queue while
 // every agent is full and lands when a slot frees; one whose caller gave
 // up is never started.
+// A start that takes longer than the start queue's ack wait (a CLI slow
+// to answer initialize, a worktree being made) stays with the agent
+// working on it: the request is not delivered to a second agent, whose
+// "already exists" would reach the client while the first start goes on.
+func TestSlowStartNotDeliveredTwice(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	const ackWait = time.Second
+	release := make(chan struct{})
+	slow := func(ctx context.Context, c *claudetest.CLI) error {
+		<-release
+		return memoryCLI(ctx, c)
+	}
+	agents := make([]*cluster.Agent, 2)
+	for i := range agents {
+		agents[i] = newAgentWith(t, ns.URL(), fmt.Sprint("a", i+1), 2, func(o *cluster.AgentOptions) {
+			l := *limits
+			l.StartAckWait = ackWait
+			o.Limits = &l
+			o.Session.CLI.Transport = &claudetest.FakeCLI{Script: slow}
+		})
+	}
+	c := newClient(t, ns.URL())
+	// The CLI answers after three ack waits: long enough for the
+	// request to be delivered again, were the agent silent about it.
+	go func() {
+		time.Sleep(3 * ackWait)
+		close(release)
+	}()
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatalf("a slow start: %v", err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "hello")
+	f.wait(t, "the turn", result("echo: hello"))
+	if n := agents[0].Sessions() + agents[1].Sessions(); n != 1 {
+		t.Fatalf("%d sessions run for one start", n)
+	}
+}
+
 func TestPlacementRespectsCapacity(t *testing.T) {
 	ctx := testCtx(t)
 	ns := newNATS(t, nil)
