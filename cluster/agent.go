@@ -494,13 +494,12 @@ func containsAny(s, chars string) bool {
 
 // startSession claims the session in the registry, starts (or resumes)
 // the CLI and attaches the session to the bus.
-func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstream.Msg) (*SessionInfo, error) {
+func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstream.Msg) (_ *SessionInfo, err error) {
 	now := time.Now()
 	var (
 		rec  SessionInfo
 		rev  uint64
 		base uint64
-		err  error
 	)
 	// With a team, everything is checked before anything changes.
 	ctx, err = a.withIdentity(ctx, req.Identity)
@@ -546,6 +545,18 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			hopts.Worktree = &host.WorktreeOptions{}
 			useTemplate = false
 		}
+		var place *takenPlace
+		if req.Continue {
+			if place, err = a.readPlace(ctx, req); err != nil {
+				return nil, err
+			}
+			if wt := liveWorktree(place.rec.Worktree); wt != nil {
+				// It goes on in the ended session's worktree.
+				e := *wt
+				hopts.Worktree = &host.WorktreeOptions{Existing: &e}
+			}
+			useTemplate = false
+		}
 		if a.opts.Team != nil {
 			if hopts, err = a.teamStart(ctx, req, &rec, hopts); err != nil {
 				return nil, err
@@ -558,6 +569,17 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 		}
 		if err != nil {
 			return nil, err
+		}
+		if place != nil {
+			if err := a.takePlace(ctx, place); err != nil {
+				a.failRecord(req.ID, rev, &rec, err)
+				return nil, err
+			}
+			defer func() {
+				if err != nil {
+					a.givePlaceBack(place)
+				}
+			}()
 		}
 	}
 	msg.InProgress()
@@ -677,6 +699,63 @@ func (a *Agent) sessionOptions(req *startRequest, rec *SessionInfo) (*host.Optio
 	}
 	o.CLI = &cli
 	return &o, useTemplate
+}
+
+// takenPlace is the ended session a Continue request takes the place of
+// (startRequest.Continue), at the revision read.
+type takenPlace struct {
+	rec SessionInfo
+	rev uint64
+}
+
+// readPlace reads the session a Continue request takes the place of: it
+// must have ended on its own (not closed) with the conversation the
+// request resumes.
+func (a *Agent) readPlace(ctx context.Context, req *startRequest) (*takenPlace, error) {
+	e, err := a.b.sessions.Get(ctx, req.Restore)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, &CommandError{Code: codeNoSession, Message: req.Restore}
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &takenPlace{rev: e.Revision()}
+	if err := decode(BucketSessions+"."+req.Restore, e.Value(), MaxRecordSize, &p.rec); err != nil {
+		return nil, err
+	}
+	if !p.rec.Ended || p.rec.Closed || p.rec.CLISession != req.Resume {
+		return nil, &CommandError{Code: codeNoSession, Message: req.Restore + " is not a session that ended on its own with conversation " + req.Resume}
+	}
+	return p, nil
+}
+
+// takePlace marks the session p names closed, at the revision read: of
+// two resumes of one ended session only one goes on (in its worktree);
+// the other is refused as owned.
+func (a *Agent) takePlace(ctx context.Context, p *takenPlace) error {
+	r := p.rec
+	r.Closed, r.Updated = true, time.Now()
+	rev, err := a.b.putSession(ctx, &r, p.rev, false)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		return &CommandError{Code: codeOwned, Message: r.ID + " is being resumed by another request"}
+	}
+	if err != nil {
+		return err
+	}
+	p.rev = rev
+	return nil
+}
+
+// givePlaceBack undoes takePlace when the session that took the place
+// did not start: the ended session is listed again, to be resumed.
+func (a *Agent) givePlaceBack(p *takenPlace) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r := p.rec
+	r.Updated = time.Now()
+	if _, err := a.b.putSession(ctx, &r, p.rev, false); err != nil {
+		a.log.Debug("listing an ended session again", "session", r.ID, "err", err)
+	}
 }
 
 // liveWorktree is wt unless it is gone (discarded, or removed by a

@@ -84,7 +84,13 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 		if req.Restore == "" {
 			return nil, forbidden(fmt.Errorf("%w: with a team, only a conversation of the cluster's sessions can be resumed", team.ErrForbidden))
 		}
-		if err := a.needAccess(ctx, req.Restore, team.AccessView); err != nil {
+		need := team.AccessView
+		if req.Continue {
+			// Resuming the session itself, in its place: as a
+			// failover, it takes the right to work in it.
+			need = team.AccessCollaborate
+		}
+		if err := a.needAccess(ctx, req.Restore, need); err != nil {
 			return nil, err
 		}
 		if req.Cwd == "" { // restoreFrom takes the source's: check that one
@@ -110,9 +116,15 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 		// CLI needs the repository's git directory: the whole
 		// repository must be under the person's roots, not just cwd, and
 		// a sandbox binds it all (as tether serve's local backend does).
-		_, top, _, err := worktree.Plan(ctx, rec.Cwd, nil)
-		if err != nil {
-			return nil, &host.CommandError{Code: host.CodeBadRequest, Message: "a session in a worktree: " + err.Error(), Err: host.ErrWorktree}
+		var top string
+		if e := o.Worktree.Existing; e != nil {
+			top = e.Repo // cwd is in the worktree, not the repository's checkout
+		} else {
+			_, t, _, err := worktree.Plan(ctx, rec.Cwd, nil)
+			if err != nil {
+				return nil, &host.CommandError{Code: host.CodeBadRequest, Message: "a session in a worktree: " + err.Error(), Err: host.ErrWorktree}
+			}
+			top = t
 		}
 		check.Cwd = top
 		if err := a.opts.Team.Start(ctx, check); err != nil {

@@ -281,6 +281,13 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 // side effects (half-written files, a shell's processes), a turn in
 // flight (its prompt must be sent again), pending approvals and queued
 // prompts. It fails with ErrOwned while the agent is alive.
+//
+// A session that ended on its own (its CLI exited; Ended, not Closed) is
+// resumed as a new session in its place, as a lone tether serve does:
+// the SessionInfo returned has another ID, the same conversation and, if
+// the old one had a worktree, the same worktree; the old one is marked
+// closed. A closed session is not resumed (ErrNoSession): start a new
+// session with its conversation (StartOptions.Resume).
 func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 	if !validID(id) {
 		return SessionInfo{}, &CommandError{Code: codeNoSession, Message: "bad session id"}
@@ -294,7 +301,11 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 	// an older release that judges by heartbeats alone, as during a roll)
 	// is moved unless its agent answers a ping of it now: a person asked
 	// for it, and a mark is itself a judgement that the agent is gone.
-	if r, _, err := c.record(ctx, id); err == nil && r.Agent != "" && !r.Ended && !r.Moving {
+	r, _, err := c.record(ctx, id)
+	if err == nil && r.Ended {
+		return c.revive(ctx, r)
+	}
+	if err == nil && r.Agent != "" && !r.Moving {
 		var alive bool
 		if r.Orphaned {
 			alive = c.b.ping(ctx, id, r.Agent)
@@ -307,6 +318,30 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 		}
 	}
 	return c.start(ctx, &startRequest{ID: id, Failover: true})
+}
+
+// revive resumes a session that ended on its own (its CLI exited) as a
+// new session that takes its place, as a lone serve's resume does: its
+// conversation restored from the mirror, in its worktree if it had one
+// (startRequest.Continue). Its events ended with EventClosed, which every
+// reader takes as the last, so it cannot go on under the same id.
+func (c *Client) revive(ctx context.Context, r SessionInfo) (SessionInfo, error) {
+	switch {
+	case r.Closed:
+		return SessionInfo{}, &CommandError{Code: codeNoSession, Message: r.ID + " was closed; resume its conversation as a new session"}
+	case r.CLISession == "":
+		return SessionInfo{}, &CommandError{Code: codeNoTranscript, Message: r.ID + " has no conversation to resume"}
+	}
+	if liveWorktree(r.Worktree) != nil {
+		// An older agent would resume it in the worktree's folder
+		// without the worktree's commands.
+		if rev := c.oldestAgentWire(ctx); rev < worktreeRevision {
+			return SessionInfo{}, &UnsupportedError{Subject: subjectStart, Revision: rev,
+				What: fmt.Sprintf("resuming a session in a worktree while an agent of an older release is live (worktrees need wire revision %d)", worktreeRevision)}
+		}
+	}
+	return c.start(ctx, &startRequest{ID: NewSessionID(), Cwd: r.Cwd, Model: r.Model, Title: r.Title,
+		Resume: r.CLISession, Restore: r.ID, Continue: true})
 }
 
 func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, err error) {

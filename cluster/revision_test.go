@@ -82,8 +82,9 @@ func TestRevision1Shapes(t *testing.T) {
 		// Revision 4: a start in a worktree (refused unless every live
 		// agent speaks 4), and the session's worktree in its record
 		// (written only while no reader before revision 3 is about)
-		// and in a start's reply.
-		"start":       {"worktree"},
+		// and in a start's reply; the resume of a session that ended
+		// on its own (an older agent refuses it, as it always did).
+		"start":       {"continue", "worktree"},
 		"start_reply": {"session.worktree"},
 		"session":     {"worktree"},
 	}

@@ -23,6 +23,7 @@ import (
 //	"approve"  asks permission for a Bash call, then says what it got;
 //	"hold"     starts a reply and streams until interrupted;
 //	"recall"   answers with every earlier prompt of the conversation;
+//	"exit"     ends the CLI (exit status 0), as a CLI that ends on its own;
 //	"stream N" streams a reply of N ten-character deltas (streamReply);
 //	anything   else is echoed ("echo: …").
 func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
@@ -109,6 +110,8 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 			continue
 		}
 		switch prompt {
+		case "exit":
+			return nil
 		case "approve":
 			c.Write(c.SystemInit(), c.AssistantToolUse("toolu_1", "Bash", map[string]string{"command": "ls"}))
 			ans, err := c.CanUseTool(bg, "toolu_1", "Bash", map[string]string{"command": "ls"})

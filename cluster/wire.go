@@ -90,7 +90,16 @@ type startRequest struct {
 	// (host.StartRequest.Worktree), made by the agent in the repository
 	// of Cwd. Wire revision 4: it goes only to a fleet whose live agents
 	// all speak 4 (an older agent would ignore it and start in Cwd).
-	Worktree bool      `json:"worktree,omitempty"`
+	Worktree bool `json:"worktree,omitempty"`
+	// Continue: this session takes the place of Restore's, which ended on
+	// its own (its CLI exited; not closed) and which a person asked to
+	// resume. It goes on in that session's worktree, if it had one, and
+	// Restore's entry is marked closed as this one starts (so it leaves
+	// the list, and two resumes of it cannot both go on). Wire revision
+	// 4: an older agent ignores it and resumes the conversation in Cwd,
+	// leaving the old entry listed; a session with a worktree is not
+	// resumed while such an agent is live.
+	Continue bool      `json:"continue,omitempty"`
 	Expires  time.Time `json:"expires"`
 	// Identity is who asks (the caller's ctx, team.FromContext): an
 	// agent with a team checks it against the policy (a new session) or
@@ -112,6 +121,8 @@ func (r *startRequest) validate() error {
 		return fmt.Errorf("failover with resume or fork")
 	case r.Restore != "" && (r.Resume == "" || !validID(r.Restore)):
 		return fmt.Errorf("bad restore")
+	case r.Continue && (r.Restore == "" || r.Failover || r.Worktree):
+		return fmt.Errorf("continue without restore, or with failover or worktree")
 	case r.Worktree && (r.Failover || r.Resume != ""):
 		// A failover continues in the session's own worktree (its
 		// record's); a conversation continues in the folder it ran in.

@@ -25,6 +25,71 @@ func codeOf(err error) string {
 	return ""
 }
 
+// A session in a worktree whose CLI ended on its own is resumed as a
+// lone serve resumes it: a new session in its place, the conversation
+// restored, in the same worktree; the ended one leaves the list and is
+// not resumed twice. A closed session is not resumed.
+func TestEndedWorktreeSessionResumedOverTheCluster(t *testing.T) {
+	ctx := testCtx(t)
+	repo := gittest.NewRepo(t, t.TempDir(), nil)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 4)
+	c := newClient(t, ns.URL())
+	b := cluster.NewBackend(c, nil)
+
+	hi, err := b.Start(ctx, &host.StartRequest{Cwd: repo, Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := hi.Worktree
+	f := follow(t, c, hi.ID, 0)
+	send(t, c, hi.ID, "apples")
+	f.wait(t, "first turn", result("echo: apples"))
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), hi.ID, "apples"))
+	send(t, c, hi.ID, "exit")
+	f.wait(t, "the end", func(ev host.Event) bool { return ev.Kind == host.EventClosed })
+	waitFor(t, "the session ended", func() bool {
+		s, err := c.Session(ctx, hi.ID)
+		return err == nil && s.Ended && !s.Closed
+	})
+
+	res, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *res.Session
+	if next.ID == hi.ID || next.SessionID != hi.SessionID || next.Cwd != wt.Path || next.Worktree.Path != wt.Path ||
+		next.Worktree.Branch != wt.Branch || next.Worktree.State != host.WorktreeActive || next.Title != "apples" || next.Ended {
+		t.Fatalf("resumed: %+v, want a new session of %s in %s", next, hi.SessionID, wt.Path)
+	}
+	waitFor(t, "the new session in the ended one's place", func() bool {
+		list, err := b.List(ctx)
+		return err == nil && len(list) == 1 && list[0].ID == next.ID && list[0].Worktree.Path == wt.Path
+	})
+	if _, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume}); !errors.Is(err, host.ErrNoSession) {
+		t.Fatalf("a second resume of the ended session: %v, want no_session", err)
+	}
+	nf := follow(t, c, next.ID, 0)
+	send(t, c, next.ID, "recall")
+	nf.wait(t, "the recall in the worktree", resultContaining("remember: apples"))
+	snap, err := b.Snapshot(ctx, next.ID)
+	if err != nil || snap.Worktree == nil || snap.Worktree.Path != wt.Path {
+		t.Fatalf("snapshot of the resumed session: %+v, %v", snap, err)
+	}
+
+	// Closed (its work kept) is closed: not resumed.
+	if _, err := b.Do(ctx, next.ID, &host.Command{Type: host.CommandClose, Worktree: host.WorktreeKeep}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session closed", func() bool {
+		s, err := c.Session(ctx, next.ID)
+		return err == nil && s.Closed
+	})
+	if _, err := b.Do(ctx, next.ID, &host.Command{Type: host.CommandResume}); !errors.Is(err, host.ErrNoSession) {
+		t.Fatalf("resume of a closed session: %v, want no_session", err)
+	}
+}
+
 // A session in a worktree, through the bus: the agent makes the
 // worktree, the registry (and so serve's list) carries it, its commands
 // run on the agent (a close of unmerged work asks first, a merge reaches
