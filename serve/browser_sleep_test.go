@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"cmp"
 	"slices"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 // testSleepWake: a session put to sleep shows asleep, in the list and
 // in its header, with its transcript; the next prompt shows it waking
 // and is answered by the resumed conversation, the prompt not lost.
+// Over the cluster the agent hands the session off asleep (no agent
+// runs it) and the prompt wakes it through the bus.
 func testSleepWake(t *testing.T, b *browser) {
 	e := newUIEnv(t, b,
 		claudetest.TextReply("noted: the colour is teal"),
@@ -30,7 +33,8 @@ func testSleepWake(t *testing.T, b *browser) {
 		}).observe(badge, { attributes: true, attributeFilter: ["data-state"] });
 		return true;
 	})()`, nil)
-	hs := e.m.Sessions()[0]
+	m := cmp.Or(e.m, e.agentM) // over the cluster, the agent's
+	hs := m.Sessions()[0]
 	// What --sleep-after does after its quiet time, without waiting it.
 	if err := hs.Sleep(testCtx(t)); err != nil {
 		t.Fatal(err)

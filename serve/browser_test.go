@@ -316,6 +316,7 @@ func TestBrowser(t *testing.T) {
 		t.Run("ApprovalAllowed", func(t *testing.T) { testApprovalAllowed(t, cb) })
 		t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, cb) })
 		t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, cb) })
+		t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, cb) })
 	})
 }
 
@@ -327,6 +328,7 @@ type uiEnv struct {
 	cwd    string
 	api    *claudetest.MessagesServer
 	m      *host.Manager   // the sessions, to kill a CLI (nil over the cluster)
+	agentM *host.Manager   // over the cluster, the agent's sessions
 	cli    *claude.Options // the CLI's options (its config folder)
 }
 
@@ -339,12 +341,13 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 	cli := claudetest.NewRealCLI(t, api)
 	var (
 		backend      serve.Backend
-		m            *host.Manager
+		m, agentM    *host.Manager
 		closeBackend = func() {}
 	)
 	if b.cluster {
 		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}})
 		backend = c.Backend(nil)
+		agentM = c.Agents[0].Manager()
 	} else {
 		m = host.NewManager(nil)
 		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}, DefaultCwd: cli.Dir})
@@ -357,7 +360,7 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 		srv.Close()
 		closeBackend()
 	})
-	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api, m: m, cli: cli.Options()}
+	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api, m: m, agentM: agentM, cli: cli.Options()}
 }
 
 // recorded returns the CLI's stdout lines of a recorded transcript.
