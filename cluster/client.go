@@ -168,8 +168,8 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	}
 	out := make([]SessionInfo, 0, len(es))
 	for key, e := range es {
-		var r SessionInfo
-		if err := decode(BucketSessions+"."+key, e.value, MaxRecordSize, &r); err != nil {
+		r, err := c.sessionOf(key, e)
+		if err != nil {
 			c.log.Warn("skipping a registry entry", "err", err)
 			continue
 		}

@@ -208,8 +208,8 @@ func (c *Client) vouch(ctx context.Context, watched map[string]bool) {
 	}
 	pick := map[string]string{} // agent → a session it runs
 	for key, e := range es {
-		var r SessionInfo
-		if decode(BucketSessions+"."+key, e.value, MaxRecordSize, &r) != nil || r.Ended || r.Moving || r.Agent == "" || !stale(r.Agent) {
+		r, err := c.sessionOf(key, e)
+		if err != nil || r.Ended || r.Moving || r.Agent == "" || !stale(r.Agent) {
 			continue
 		}
 		if _, ok := pick[r.Agent]; !ok || watched[key] {

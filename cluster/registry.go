@@ -25,6 +25,40 @@ type cachedEntry struct {
 	value   []byte
 	created time.Time
 	rev     uint64
+	// sess is value decoded, for the sessions bucket: set by the first
+	// reader of this revision (sessionOf), as a serve lists the sessions
+	// far more often than they change (its hub, every client's list).
+	sess *SessionInfo
+}
+
+// memo keeps s as the decoded value of key's entry e, unless the entry
+// changed meanwhile. An entry a start's reply put in (revision 0) is not
+// memoized: the watch replaces it.
+func (k *kvCache) memo(key string, e cachedEntry, s *SessionInfo) {
+	if e.rev == 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if cur, ok := k.entries[key]; ok && cur.rev == e.rev && cur.sess == nil {
+		cur.sess = s
+		k.entries[key] = cur
+	}
+}
+
+// sessionOf is a sessions bucket entry's SessionInfo, decoded once per
+// revision; each caller gets its own copy.
+func (c *Client) sessionOf(key string, e cachedEntry) (SessionInfo, error) {
+	if e.sess != nil {
+		return e.sess.clone(), nil
+	}
+	var r SessionInfo
+	if err := decode(BucketSessions+"."+key, e.value, MaxRecordSize, &r); err != nil {
+		return r, err
+	}
+	m := r.clone()
+	c.sessCache.memo(key, e, &m)
+	return r, nil
 }
 
 // snapshot returns a copy of the entries, and false when not synced.

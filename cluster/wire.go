@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -259,6 +260,17 @@ type SessionInfo struct {
 	// reader of an earlier revision than 3 (recordWorktree), always in a
 	// start reply to a client of revision 2 or later.
 	Worktree *host.WorktreeInfo `json:"worktree,omitempty"`
+}
+
+// clone is a copy of r that shares nothing with it.
+func (r *SessionInfo) clone() SessionInfo {
+	c := *r
+	c.Owners = slices.Clone(r.Owners)
+	if r.Worktree != nil {
+		w := *r.Worktree
+		c.Worktree = &w
+	}
+	return c
 }
 
 // maxOwners bounds SessionInfo.Owners; events of agents older than that

@@ -69,6 +69,21 @@ func TestEndedWorktreeSessionResumedOverTheCluster(t *testing.T) {
 	if _, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume}); !errors.Is(err, host.ErrNoSession) {
 		t.Fatalf("a second resume of the ended session: %v, want no_session", err)
 	}
+	// A list is the caller's to change: the next one is as it was (the
+	// client decodes each registry entry once and hands out copies).
+	for range 2 {
+		list, err := c.Sessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list {
+			if s.Worktree == nil || s.Worktree.Path != wt.Path {
+				t.Fatalf("listed %s with worktree %+v", s.ID, s.Worktree)
+			}
+			s.Worktree.Path = "changed by the caller"
+			s.Owners = append(s.Owners[:0], "changed")
+		}
+	}
 	nf := follow(t, c, next.ID, 0)
 	send(t, c, next.ID, "recall")
 	nf.wait(t, "the recall in the worktree", resultContaining("remember: apples"))
