@@ -559,7 +559,13 @@ func TestMalformedMessagesHaveNoEffect(t *testing.T) {
 	ctx := testCtx(t)
 	// A server that takes messages bigger than the agent's limit.
 	ns := newNATS(t, func(o *server.Options) { o.MaxPayload = 2 * cluster.MaxCommandSize })
-	a := newAgent(t, ns.URL(), "a1", 2)
+	// The agent pings its server every heartbeat (250 ms here) and drops
+	// a connection that leaves two pings unanswered; the server's answer
+	// waits behind the 16 MiB message, which a starved agent (both cores
+	// busy, the race detector) can take longer than that to read: it
+	// would drop its connection, and the message, on every try. Pings
+	// 5 s apart leave it 10 s.
+	a := newAgent(t, ns.URL(), "a1", 2, nats.PingInterval(5*time.Second))
 	c := newClient(t, ns.URL())
 	info, err := c.Start(ctx, nil)
 	if err != nil {
