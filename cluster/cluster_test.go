@@ -329,19 +329,26 @@ func TestPlacementRespectsCapacity(t *testing.T) {
 			t.Errorf("agent %s runs %d sessions, capacity %d", a.ID(), got, want[a.ID()])
 		}
 	}
-	list, err := c.Sessions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) != 5 {
-		t.Fatalf("%d sessions listed", len(list))
-	}
+	// The list is the client's copy of the registry, kept by a watch: a
+	// session's "ready" entry may reach it a moment after the start's
+	// reply did (its "starting" one first).
+	var list []cluster.SessionInfo
+	waitFor(t, "five sessions listed ready", func() bool {
+		var err error
+		list, err = c.Sessions(ctx)
+		if err != nil || len(list) != 5 {
+			return false
+		}
+		for _, s := range list {
+			if s.State != "ready" {
+				return false
+			}
+		}
+		return true
+	})
 	perAgent := map[string]int{}
 	for _, s := range list {
 		perAgent[s.Agent]++
-		if s.State != "ready" {
-			t.Errorf("session %s is %s", s.ID, s.State)
-		}
 	}
 	for id, n := range perAgent {
 		if n > want[id] {
