@@ -155,9 +155,11 @@ func testBrowserWorktree(t *testing.T, b *browser, overCluster bool) {
 	if !strings.Contains(branch, wb) {
 		t.Fatalf("the kept worktree is gone: %s", branch)
 	}
-	if got := gittest.Run(t, repo, "log", "--all", "--format=%s", "--", "two.txt"); got == "" {
-		t.Fatal("the kept branch has no commit of two.txt")
-	}
+	// The session leaves the list as its CLI closes; the commit that
+	// keeps its work comes right after (over the cluster, on the agent).
+	waitFor(t, "the kept branch's commit of two.txt", func() bool {
+		return gittest.Run(t, repo, "log", "--all", "--format=%s", "--", "two.txt") != ""
+	})
 	if _, err := os.Stat(filepath.Join(repo, "two.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the kept work reached main: %v", err)
 	}
