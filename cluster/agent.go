@@ -712,21 +712,14 @@ type takenPlace struct {
 // must have ended on its own (not closed) with the conversation the
 // request resumes.
 func (a *Agent) readPlace(ctx context.Context, req *startRequest) (*takenPlace, error) {
-	e, err := a.b.sessions.Get(ctx, req.Restore)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, &CommandError{Code: codeNoSession, Message: req.Restore}
-	}
+	rec, rev, err := a.b.record(ctx, req.Restore)
 	if err != nil {
 		return nil, err
 	}
-	p := &takenPlace{rev: e.Revision()}
-	if err := decode(BucketSessions+"."+req.Restore, e.Value(), MaxRecordSize, &p.rec); err != nil {
-		return nil, err
-	}
-	if !p.rec.Ended || p.rec.Closed || p.rec.CLISession != req.Resume {
+	if !rec.Ended || rec.Closed || rec.CLISession != req.Resume {
 		return nil, &CommandError{Code: codeNoSession, Message: req.Restore + " is not a session that ended on its own with conversation " + req.Resume}
 	}
-	return p, nil
+	return &takenPlace{rec: rec, rev: rev}, nil
 }
 
 // takePlace marks the session p names closed, at the revision read: of

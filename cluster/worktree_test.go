@@ -25,22 +25,29 @@ func codeOf(err error) string {
 	return ""
 }
 
+// startInWorktree starts a NATS server, agent a1, a client and its
+// backend, and a session in a worktree of a new repository.
+func startInWorktree(t *testing.T) (repo string, ns *natsServer, a1 *cluster.Agent, c *cluster.Client, b *cluster.Backend, hi host.SessionInfo) {
+	t.Helper()
+	repo = gittest.NewRepo(t, t.TempDir(), nil)
+	ns = newNATS(t, nil)
+	a1 = newAgent(t, ns.URL(), "a1", 4)
+	c = newClient(t, ns.URL())
+	b = cluster.NewBackend(c, nil)
+	hi, err := b.Start(testCtx(t), &host.StartRequest{Cwd: repo, Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo, ns, a1, c, b, hi
+}
+
 // A session in a worktree whose CLI ended on its own is resumed as a
 // lone serve resumes it: a new session in its place, the conversation
 // restored, in the same worktree; the ended one leaves the list and is
 // not resumed twice. A closed session is not resumed.
 func TestEndedWorktreeSessionResumedOverTheCluster(t *testing.T) {
 	ctx := testCtx(t)
-	repo := gittest.NewRepo(t, t.TempDir(), nil)
-	ns := newNATS(t, nil)
-	newAgent(t, ns.URL(), "a1", 4)
-	c := newClient(t, ns.URL())
-	b := cluster.NewBackend(c, nil)
-
-	hi, err := b.Start(ctx, &host.StartRequest{Cwd: repo, Worktree: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ns, _, c, b, hi := startInWorktree(t)
 	wt := hi.Worktree
 	f := follow(t, c, hi.ID, 0)
 	send(t, c, hi.ID, "apples")
@@ -112,16 +119,7 @@ func TestEndedWorktreeSessionResumedOverTheCluster(t *testing.T) {
 // goes on in the same worktree.
 func TestWorktreeOverTheCluster(t *testing.T) {
 	ctx := testCtx(t)
-	repo := gittest.NewRepo(t, t.TempDir(), nil)
-	ns := newNATS(t, nil)
-	a1 := newAgent(t, ns.URL(), "a1", 4)
-	c := newClient(t, ns.URL())
-	b := cluster.NewBackend(c, nil)
-
-	hi, err := b.Start(ctx, &host.StartRequest{Cwd: repo, Worktree: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, ns, a1, c, b, hi := startInWorktree(t)
 	wt := hi.Worktree
 	if wt.Path == "" || wt.Base != "main" || !strings.HasPrefix(wt.Branch, "tether/") || wt.Repo != repo || hi.Cwd != wt.Path ||
 		wt.State != host.WorktreeActive {
