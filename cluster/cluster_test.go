@@ -152,8 +152,11 @@ type follower struct {
 	done   chan struct{}
 }
 
+// follow reads the session's events after after until the test ends.
+// Its bound is generous (a flood of events under the race detector on a
+// busy machine takes minutes); wait fails on a stall well before it.
 func follow(t *testing.T, c *cluster.Client, id string, after uint64) *follower {
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	f := &follower{change: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
@@ -183,10 +186,18 @@ func (f *follower) stop() {
 	<-f.done
 }
 
-// wait waits until an event satisfies ok, and returns it.
+// stall is how long a follower may get no event at all while a test
+// waits for one: the test then fails as stuck. A stream that still moves
+// is waited for however slow it is (the load of the machine decides
+// that, not the code under test).
+const stall = time.Minute
+
+// wait waits until an event satisfies ok, and returns it. It fails when
+// no event came for stall.
 func (f *follower) wait(t *testing.T, what string, ok func(host.Event) bool) host.Event {
 	t.Helper()
-	timeout := time.After(time.Minute)
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
 	seen := 0
 	for {
 		f.mu.Lock()
@@ -201,10 +212,13 @@ func (f *follower) wait(t *testing.T, what string, ok func(host.Event) bool) hos
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
+		if len(evs) > 0 {
+			timer.Reset(stall)
+		}
 		select {
 		case <-f.change:
-		case <-timeout:
-			t.Fatalf("no %s among %d events", what, seen)
+		case <-timer.C:
+			t.Fatalf("no %s among %d events, and none for %s", what, seen, stall)
 		}
 	}
 }
