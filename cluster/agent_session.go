@@ -97,6 +97,7 @@ func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo
 	s.rec.CLISession = hs.SessionID()
 	a.mu.Lock()
 	a.sessions[id] = s
+	s.moving.Store(a.draining) // a start that ends as the agent drains
 	a.mu.Unlock()
 	hostSessions.Store(hs, id) // before any command can come
 	sub, err := a.b.nc.Subscribe(subjectCommand+id, s.command)

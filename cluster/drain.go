@@ -35,6 +35,11 @@ func (a *Agent) Drain(ctx context.Context) error {
 	}
 	already := a.draining
 	a.draining = true
+	// Its sessions refuse prompts from the moment the agent is draining
+	// (Draining says so), not only once the heartbeat below is stored.
+	for _, s := range a.sessions {
+		s.moving.Store(true)
+	}
 	a.mu.Unlock()
 	if !already {
 		a.stopTaking()
@@ -47,7 +52,7 @@ func (a *Agent) Drain(ctx context.Context) error {
 	}
 	var errs []error
 	for _, s := range a.sessionList() {
-		s.moving.Store(true)
+		s.moving.Store(true) // one that started meanwhile
 	}
 	for _, s := range a.sessionList() {
 		if s.handedOff() {
