@@ -33,7 +33,9 @@ type Options struct {
 	// TETHER_CLI_PATH variable, then PATH, then the usual install places.
 	CLIPath string
 	// SkipVersionCheck skips the `claude --version` probe that refuses CLIs
-	// older than MinCLIVersion.
+	// older than MinCLIVersion. The probe runs once per CLI file and
+	// process, bounded by the start's ctx deadline (30 s when ctx has
+	// none).
 	SkipVersionCheck bool
 	// Transport replaces the local subprocess (nil means a
 	// *CommandTransport): a remote runner, a container, or a test double.

@@ -12,10 +12,15 @@ import (
 	"time"
 )
 
-// versionTimeout caps the --version probe whatever the caller's context
-// says: a hung probe must not hang session start. The CLI answers in well
-// under a second on an idle machine, but a Node start on a machine busy
-// with many sessions starting at once has been seen to take over 10 s.
+// versionTimeout bounds the --version probe when the caller's context
+// has no deadline: a hung probe must not hang session start forever. A
+// caller's deadline, when there is one, is the bound instead, longer or
+// shorter: it is what the caller gave the whole start. The CLI answers
+// in well under a second on an idle machine, but a Node start on a
+// machine busy with many sessions starting at once has been seen to
+// take over 10 s, and over 30 s under the stress run (two busy loops
+// beside the race-instrumented suite), which failed starts whose
+// callers would have waited.
 const versionTimeout = 30 * time.Second
 
 // versions remembers the versions probed, by the executable's path, size
@@ -64,8 +69,11 @@ func Version(ctx context.Context, path string) (string, error) {
 }
 
 func probeVersion(ctx context.Context, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
-	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, versionTimeout)
+		defer cancel()
+	}
 	var stdout, stderr capped
 	cmd := exec.CommandContext(ctx, path, "--version")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

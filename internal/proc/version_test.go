@@ -105,8 +105,8 @@ func TestVersion(t *testing.T) {
 		t.Error("Version of a missing file succeeded")
 	}
 
-	// A hung CLI is bounded by ctx (and by the internal cap, which is too
-	// long to test).
+	// A hung CLI is bounded by ctx's deadline (without one, by the
+	// internal cap, which is too long to test).
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	_, err = Version(short, script(t, `exec sleep 100`))
