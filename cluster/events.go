@@ -145,7 +145,15 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 	stalled := c.watchStall(ctx, filter, r, it)
 	defer stalled.stop()
 	for {
-		m, err := it.Next()
+		// Next watches ctx itself: Stop alone (the AfterFunc above) can
+		// miss. An ordered consumer that recreates itself (after a NATS
+		// restart) checks for Stop before it makes its new subscription,
+		// not after; a Stop in between stops the old one, and Next then
+		// waited on the new one for good (a follower of
+		// TestFault3BusOutageMarksOnce, cancelled, never returned). The
+		// subscription left so ends with its connection; its consumer is
+		// deleted below or by InactiveThreshold.
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if stalled.fired.Load() {
 				return errStalled
