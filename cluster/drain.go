@@ -50,10 +50,9 @@ func (a *Agent) Drain(ctx context.Context) error {
 		cancel()
 		a.log.Info("draining")
 	}
+	// A session attached from here on starts out moving (attach reads
+	// draining under the same lock).
 	var errs []error
-	for _, s := range a.sessionList() {
-		s.moving.Store(true) // one that started meanwhile
-	}
 	for _, s := range a.sessionList() {
 		if s.handedOff() {
 			continue // put to sleep meanwhile: no agent's
