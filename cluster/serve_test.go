@@ -88,9 +88,16 @@ func (w *wsClient) send(req map[string]any) int {
 // next returns the next frame that satisfies ok, dropping the others.
 func (w *wsClient) next(what string, ok func(map[string]json.RawMessage) bool) map[string]json.RawMessage {
 	w.t.Helper()
+	return w.nextAt(what, &w.from, ok)
+}
+
+// nextAt is next on the cursor from instead of the client's own: to find
+// a frame among those next has already dropped.
+func (w *wsClient) nextAt(what string, from *int, ok func(map[string]json.RawMessage) bool) map[string]json.RawMessage {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f, err := w.c.WaitFrame(ctx, &w.from, func(f *servetest.Frame) bool { return ok(asMap(f)) })
+	f, err := w.c.WaitFrame(ctx, from, func(f *servetest.Frame) bool { return ok(asMap(f)) })
 	if err != nil {
 		w.t.Fatalf("no %s: %v", what, err)
 	}

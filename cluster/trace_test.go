@@ -90,11 +90,17 @@ func TestTraceOfATurnAcrossTheCluster(t *testing.T) {
 	}
 	sid := started.Session.ID
 	b.next("the subscribe reply", replyTo(b.send(map[string]any{"type": "subscribe", "session": sid, "after": 0})))
-	b.next("the send reply", replyTo(b.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "send", "text": "approve"}})))
+	// The approval may come before the send's reply (the reply crosses
+	// the bus twice, the events once) and next drops what it does not
+	// match: look for the reply from where it was sent, on a cursor of
+	// its own.
+	sent := b.from
+	sendID := b.send(map[string]any{"type": "do", "session": sid, "command": map[string]any{"type": "send", "text": "approve"}})
 	f := b.next("the approval", func(f map[string]json.RawMessage) bool {
 		ev, ok := eventOf(f)
 		return ok && ev.Kind == host.EventApproval
 	})
+	b.nextAt("the send reply", &sent, replyTo(sendID))
 	ev, _ := eventOf(f)
 	var ap host.ApprovalInfo
 	if err := json.Unmarshal(ev.Data, &ap); err != nil {
