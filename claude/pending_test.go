@@ -63,7 +63,9 @@ func TestPendingRequestsRedelivered(t *testing.T) {
 
 	answers := make(chan map[string]string, 1)
 	live := make(chan map[string]string, 1)
+	scripted := make(chan struct{})
 	s := connect(t, opts, func(ctx context.Context, c *claudetest.CLI) error {
+		defer close(scripted)
 		l, err := c.Expect(ctx, "control_request", "initialize")
 		if err != nil {
 			return err
@@ -148,6 +150,14 @@ func TestPendingRequestsRedelivered(t *testing.T) {
 	want := <-live
 	if err := s.Send(ctx, "done"); err != nil {
 		t.Fatal(err)
+	}
+	// The script reads on until it has the repeated p1's answer, which
+	// may come after the prompt: the session must not close (its close
+	// interrupts first) before then.
+	select {
+	case <-scripted:
+	case <-ctx.Done():
+		t.Fatal("the fake CLI never got the repeated p1's answer and the prompt")
 	}
 	if len(got) != 3 || got["p1"] != want["can_use_tool"] || got["d1"] != want["request_user_dialog"] || got["e1"] != want["elicitation"] {
 		t.Errorf("re-delivered answers %v, live answers %v", got, want)
