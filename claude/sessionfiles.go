@@ -445,29 +445,44 @@ func ReadSession(path string) iter.Seq2[SessionEntry, error] {
 			return
 		}
 		defer f.Close()
-		r := wire.NewReader(f, 0)
-		for {
-			line, err := r.ReadLine()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
+		readSession(f, path, yield)
+	}
+}
+
+// ReadSessionFrom is ReadSession on a session file's bytes read from r:
+// one copied elsewhere (a cluster's mirror of it, an archive). Reading
+// ends at io.EOF; another error of r is yielded and ends it.
+func ReadSessionFrom(r io.Reader) iter.Seq2[SessionEntry, error] {
+	return func(yield func(SessionEntry, error) bool) {
+		readSession(r, "a session file", yield)
+	}
+}
+
+// readSession yields the entries of the session file read from f (name
+// says which, in errors).
+func readSession(f io.Reader, name string, yield func(SessionEntry, error) bool) {
+	r := wire.NewReader(f, 0)
+	for {
+		line, err := r.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if errors.Is(err, ErrLineTooLong) {
+				if !yield(nil, lineError(r.Lines(), nil, err)) {
 					return
 				}
-				if errors.Is(err, ErrLineTooLong) {
-					if !yield(nil, lineError(r.Lines(), nil, err)) {
-						return
-					}
-					continue
-				}
-				yield(nil, fmt.Errorf("claude: reading %s: %w", path, err))
-				return
+				continue
 			}
-			e, err := DecodeSessionEntry(line)
-			if err != nil {
-				err = lineError(r.Lines(), line, fmt.Errorf("not a JSON object: %w", err))
-			}
-			if !yield(e, err) {
-				return
-			}
+			yield(nil, fmt.Errorf("claude: reading %s: %w", name, err))
+			return
+		}
+		e, err := DecodeSessionEntry(line)
+		if err != nil {
+			err = lineError(r.Lines(), line, fmt.Errorf("not a JSON object: %w", err))
+		}
+		if !yield(e, err) {
+			return
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/history"
 )
 
 // History is the conversation a session had before this server started
@@ -40,7 +41,9 @@ type History struct {
 // Historian is a Backend that knows the earlier conversation of the
 // sessions it resumed or forked from disk. The server adds it to each
 // snapshot it sends (the snapshot's "history" field). Optional: a
-// Backend without it sends snapshots without history.
+// Backend without it sends snapshots without history. A Backend may
+// implement host.Historian instead (the cluster's, which does not import
+// this package); this one is asked first.
 type Historian interface {
 	// History returns the session's earlier conversation, nil when it
 	// has none (a new session).
@@ -133,12 +136,19 @@ func (s *Server) fullSnapshot(ctx context.Context, id string) (*snapshotJSON, er
 		return nil, err
 	}
 	out := &snapshotJSON{Snapshot: sn}
-	if h, ok := s.b.(Historian); ok {
+	switch h := s.b.(type) {
+	case Historian:
 		hist, err := h.History(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		out.History = hist
+	case host.Historian: // a backend of another package (the cluster's)
+		hist, err := h.History(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out.History = fromHost(hist)
 	}
 	return out, nil
 }
@@ -148,60 +158,13 @@ func (s *Server) fullSnapshot(ctx context.Context, id string) (*snapshotJSON, er
 // unknown line is skipped; a file that cannot be read gives what was
 // read before the failure (nil when nothing).
 func readHistory(path, source string, maxMsgs, maxBytes int) *History {
-	h := &History{Source: source}
-	size := 0
-	for e, err := range claude.ReadSession(path) {
-		if err != nil {
-			var le *claude.LineError
-			if errors.As(err, &le) {
-				continue
-			}
-			break
-		}
-		var typ string
-		switch e := e.(type) {
-		case *claude.UserEntry:
-			if e.IsMeta || e.IsSidechain {
-				continue
-			}
-			typ = "user"
-		case *claude.AssistantEntry:
-			if e.IsSidechain {
-				continue
-			}
-			typ = "assistant"
-		default:
-			continue
-		}
-		var line struct {
-			UUID          string          `json:"uuid"`
-			Message       json.RawMessage `json:"message"`
-			ToolUseResult json.RawMessage `json:"toolUseResult,omitempty"`
-		}
-		if json.Unmarshal(e.RawJSON(), &line) != nil || len(line.Message) == 0 {
-			continue
-		}
-		b, err := json.Marshal(struct {
-			Type          string          `json:"type"`
-			UUID          string          `json:"uuid,omitempty"`
-			Message       json.RawMessage `json:"message"`
-			ToolUseResult json.RawMessage `json:"tool_use_result,omitempty"`
-		}{typ, line.UUID, line.Message, line.ToolUseResult})
-		if err != nil || len(b) > maxBytes {
-			h.Dropped++
-			continue
-		}
-		h.Messages = append(h.Messages, b)
-		size += len(b)
-		for len(h.Messages) > maxMsgs || size > maxBytes {
-			size -= len(h.Messages[0])
-			h.Messages[0] = nil
-			h.Messages = h.Messages[1:]
-			h.Dropped++
-		}
-	}
-	if len(h.Messages) == 0 && h.Dropped == 0 {
+	return fromHost(history.Read(claude.ReadSession(path), source, maxMsgs, maxBytes))
+}
+
+// fromHost is h in the protocol's form.
+func fromHost(h *host.History) *History {
+	if h == nil {
 		return nil
 	}
-	return h
+	return &History{Source: h.Source, Messages: h.Messages, Dropped: h.Dropped, Resolved: h.Resolved}
 }
