@@ -537,7 +537,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 		}
 	} else {
 		rec = SessionInfo{ID: req.ID, Agent: a.id, State: host.StateStarting.String(), Cwd: req.Cwd, Model: req.Model,
-			Title: req.Title, Created: now, Updated: now}
+			Title: req.Title, Created: now, Updated: now, From: req.Restore}
 		hopts, useTemplate = a.sessionOptions(req, &rec)
 		if req.Worktree {
 			// The agent makes the worktree, in the repository of cwd

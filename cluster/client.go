@@ -70,6 +70,8 @@ type Client struct {
 	watched map[string]int // sessions with a subscriber: liveness is checked
 	closed  bool
 
+	histories historyCache // History's, read once
+
 	revs    revisions     // the wire revision of each live agent (agentWire)
 	skipped atomic.Uint64 // messages event readers skipped (Skipped)
 	metrics *telemetry.Cluster

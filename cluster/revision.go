@@ -307,18 +307,19 @@ func (b *bus) putSession(ctx context.Context, r *SessionInfo, rev uint64, create
 }
 
 // encodeSession is a session's registry entry as it is stored: revision
-// 1's fields (encodeRecord), and its worktree (revision 4) besides when
-// b.recordWorktree allows it. Every process reads the registry, and one
-// of revision 1 refuses a record with a field it does not know: the
-// worktree of a worktree session is written, as batches are (batch.go),
-// only while the agent knows of no reader of a revision before 3 (a
-// revision 2 reader ignores the field, but cannot be told from a revision
-// 1 one by its consumers). Without it a failover still resumes in the
-// worktree's folder (the record's cwd), without the worktree's commands.
-// A client that rewrites a record (marking it orphaned) keeps the
-// worktree the agent wrote.
+// 1's fields (encodeRecord), and its worktree (revision 4) and the
+// session it continues (From) besides when b.recordWorktree allows it.
+// Every process reads the registry, and one of revision 1 refuses a
+// record with a field it does not know: these are written, as batches
+// are (batch.go), only while the agent knows of no reader of a revision
+// before 3 (a revision 2 reader ignores the fields, but cannot be told
+// from a revision 1 one by its consumers). Without the worktree a
+// failover still resumes in the worktree's folder (the record's cwd),
+// without the worktree's commands; without From a resumed session shows
+// no history. A client that rewrites a record (marking it orphaned)
+// keeps what the agent wrote.
 func (b *bus) encodeSession(r *SessionInfo) []byte {
-	if r.Worktree != nil && (b.recordWorktree == nil || b.recordWorktree()) {
+	if (r.Worktree != nil || r.From != "") && (b.recordWorktree == nil || b.recordWorktree()) {
 		if data, err := json.Marshal(r); err == nil {
 			return data
 		}

@@ -84,9 +84,11 @@ func TestRevision1Shapes(t *testing.T) {
 		// (written only while no reader before revision 3 is about)
 		// and in a start's reply; the resume of a session that ended
 		// on its own (an older agent refuses it, as it always did).
+		// The session a session continues (its history), in its
+		// record as the worktree is, and in a start's reply.
 		"start":       {"continue", "worktree"},
-		"start_reply": {"session.worktree"},
-		"session":     {"worktree"},
+		"start_reply": {"session.from", "session.worktree"},
+		"session":     {"from", "worktree"},
 	}
 	for kind, v := range map[string]any{
 		"command": &commandMsg{}, "command_reply": &commandReply{}, "start": &startRequest{}, "start_reply": &startReply{},

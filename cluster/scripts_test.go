@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -79,7 +80,10 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 			return err
 		}
 		defer f.Close()
-		line, _ := json.Marshal(map[string]string{"type": "user", "sessionId": sid, "prompt": prompt})
+		// A user entry as the real CLI writes it (what a resumed
+		// session's history shows), and the prompt plainly, for recall.
+		line, _ := json.Marshal(map[string]any{"type": "user", "sessionId": sid, "uuid": fmt.Sprintf("u%d-%s", len(history), sid),
+			"message": map[string]string{"role": "user", "content": prompt}, "prompt": prompt})
 		_, err = f.Write(append(line, '\n'))
 		history = append(history, prompt)
 		return err

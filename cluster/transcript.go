@@ -110,36 +110,9 @@ func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo, configD
 		return 0, &CommandError{Code: codeNoTranscript, Message: "no CLI config folder to restore into"}
 	}
 	path := claude.SessionFilePath(configDir, rec.Cwd, rec.CLISession)
-	subj := subjectTranscript + rec.ID
-	var data []byte
-	seq := uint64(1)
-	for {
-		m, err := a.b.tx.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return 0, fmt.Errorf("cluster: reading the transcript mirror: %w", err)
-		}
-		seq = m.Sequence + 1
-		if m.Header.Get(hdrCLISess) != rec.CLISession {
-			continue
-		}
-		off, err := strconv.ParseInt(m.Header.Get(hdrOffset), 10, 64)
-		if err != nil || off < 0 {
-			return 0, &MessageError{Subject: subj, Reason: "bad offset", Err: ErrMalformed}
-		}
-		switch {
-		case off == int64(len(data)):
-			data = append(data, m.Data...)
-		case off+int64(len(m.Data)) <= int64(len(data)):
-			// a chunk mirrored twice
-		default:
-			return 0, &CommandError{Code: codeNoTranscript, Message: fmt.Sprintf("mirror has a gap at byte %d (retention?)", len(data))}
-		}
-	}
-	if len(data) == 0 {
-		return 0, &CommandError{Code: codeNoTranscript, Message: "nothing mirrored for CLI session " + rec.CLISession}
+	data, err := a.b.readMirror(ctx, rec.ID, rec.CLISession)
+	if err != nil {
+		return 0, err
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Size() >= int64(len(data)) {
 		// The file is here already, as long as the mirror or longer (the
@@ -158,4 +131,44 @@ func (a *Agent) restoreTranscript(ctx context.Context, rec *SessionInfo, configD
 	}
 	a.log.Info("transcript restored", "session", rec.ID, "bytes", len(data))
 	return int64(len(data)), nil
+}
+
+// readMirror joins the chunks of CLI session cli's file that session id
+// mirrored: the file as far as it was mirrored. It fails with a
+// *CommandError of code no_transcript when nothing was mirrored or the
+// mirror has a gap (retention), and with an *MessageError (ErrMalformed)
+// on a chunk without an offset.
+func (b *bus) readMirror(ctx context.Context, id, cli string) ([]byte, error) {
+	subj := subjectTranscript + id
+	var data []byte
+	seq := uint64(1)
+	for {
+		m, err := b.tx.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster: reading the transcript mirror: %w", err)
+		}
+		seq = m.Sequence + 1
+		if m.Header.Get(hdrCLISess) != cli {
+			continue
+		}
+		off, err := strconv.ParseInt(m.Header.Get(hdrOffset), 10, 64)
+		if err != nil || off < 0 {
+			return nil, &MessageError{Subject: subj, Reason: "bad offset", Err: ErrMalformed}
+		}
+		switch {
+		case off == int64(len(data)):
+			data = append(data, m.Data...)
+		case off+int64(len(m.Data)) <= int64(len(data)):
+			// a chunk mirrored twice
+		default:
+			return nil, &CommandError{Code: codeNoTranscript, Message: fmt.Sprintf("mirror has a gap at byte %d (retention?)", len(data))}
+		}
+	}
+	if len(data) == 0 {
+		return nil, &CommandError{Code: codeNoTranscript, Message: "nothing mirrored for CLI session " + cli}
+	}
+	return data, nil
 }

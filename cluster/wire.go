@@ -260,6 +260,12 @@ type SessionInfo struct {
 	// reader of an earlier revision than 3 (recordWorktree), always in a
 	// start reply to a client of revision 2 or later.
 	Worktree *host.WorktreeInfo `json:"worktree,omitempty"`
+	// From is the session whose conversation this one continues: the
+	// ended session it was resumed in place of, or the cluster session
+	// whose conversation a start with Resume took up. Its mirrored
+	// transcript is this session's history (Client.History). An agent of
+	// an earlier release leaves it out; readers of one ignore it.
+	From string `json:"from,omitempty"`
 }
 
 // clone is a copy of r that shares nothing with it.
@@ -278,7 +284,7 @@ func (r *SessionInfo) clone() SessionInfo {
 const maxOwners = 16
 
 func (r *SessionInfo) validate() error {
-	if !validID(r.ID) || (r.Agent != "" && !validID(r.Agent)) {
+	if !validID(r.ID) || (r.Agent != "" && !validID(r.Agent)) || (r.From != "" && !validID(r.From)) {
 		return fmt.Errorf("bad id")
 	}
 	return nil

@@ -1,0 +1,124 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tetherhq/tether/cluster"
+	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/serve"
+)
+
+// A session that continues another over the cluster shows the earlier
+// conversation, as on a lone serve: the resume of a session that ended
+// (a new session in its place) and a start from a cluster session's
+// conversation both carry the history read from the source's mirrored
+// transcript, in serve's snapshot too; a new session has none.
+func TestResumedSessionHistoryOverTheCluster(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 4)
+	c := newClient(t, ns.URL())
+	b := cluster.NewBackend(c, nil)
+	hi, err := b.Start(ctx, &host.StartRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := b.History(ctx, hi.ID); err != nil || h != nil {
+		t.Fatalf("a new session's history: %+v, %v; want none", h, err)
+	}
+	f := follow(t, c, hi.ID, 0)
+	send(t, c, hi.ID, "apples")
+	f.wait(t, "the first turn", result("echo: apples"))
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), hi.ID, "apples"))
+	send(t, c, hi.ID, "exit")
+	f.wait(t, "the end", func(ev host.Event) bool { return ev.Kind == host.EventClosed })
+	waitFor(t, "the session ended", func() bool {
+		s, err := c.Session(ctx, hi.ID)
+		return err == nil && s.Ended && !s.Closed
+	})
+	res, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := res.Session.ID
+	if s, err := c.Session(ctx, next); err != nil || s.From != hi.ID {
+		t.Fatalf("the resumed session's record: %+v, %v; want from %s", s, err, hi.ID)
+	}
+	// says checks that h has the earlier conversation.
+	says := func(what string, h *host.History) {
+		t.Helper()
+		if h == nil || h.Source != hi.SessionID {
+			t.Fatalf("%s: %+v, want the conversation of %s", what, h, hi.SessionID)
+		}
+		var texts []string
+		for _, m := range h.Messages {
+			var line struct {
+				Type    string `json:"type"`
+				Message struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(m, &line); err != nil {
+				t.Fatalf("%s: message %s: %v", what, m, err)
+			}
+			texts = append(texts, line.Type+" "+string(line.Message.Content))
+		}
+		// The fake CLI's file holds its prompts (the real CLI's, its
+		// answers too: TestRealCLIResumedHistory in serve).
+		if all := strings.Join(texts, "\n"); all != `user "apples"`+"\n"+`user "exit"` {
+			t.Fatalf("%s: messages\n%s\nwant the prompts apples and exit", what, all)
+		}
+	}
+	h, err := b.History(ctx, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	says("the resumed session's history", h)
+
+	// Through tether serve: its snapshot carries the history.
+	const token = "test-token-0123456789abcdef"
+	srv := serve.NewServer(b, &serve.Options{Token: token})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+	})
+	r, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/api/sessions/"+next+"/snapshot", nil)
+	r.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var sn struct {
+		History *serve.History `json:"history"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(body, &sn) != nil || sn.History == nil {
+		t.Fatalf("serve's snapshot of the resumed session: %d %s", resp.StatusCode, body)
+	}
+	says("serve's snapshot", &host.History{Source: sn.History.Source, Messages: sn.History.Messages})
+
+	// A new session from the same conversation (serve's "resume" from
+	// the cluster's disk sessions) has it too, and a bad id is refused.
+	// The start restores the latest session of the conversation: the
+	// resumed one, once it mirrored the file it was restored from.
+	waitFor(t, "the resumed session's transcript mirrored", mirrored(t, ns.URL(), next, "apples"))
+	other, err := b.Start(ctx, &host.StartRequest{Resume: hi.SessionID, Fork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err = b.History(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	says("a fork's history", h)
+	if _, err := b.History(ctx, "no such session"); !errors.Is(err, host.ErrNoSession) {
+		t.Fatalf("the history of a bad id: %v, want no_session", err)
+	}
+}
