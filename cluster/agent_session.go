@@ -37,7 +37,10 @@ type agentSession struct {
 	ordered chan func()
 	quick   chan struct{}
 	wakeTx  chan struct{} // the mirror: a turn ended
-	wg      sync.WaitGroup
+	// mirrorDone is closed once the mirror has copied the session file a
+	// last time (keepMirror returned).
+	mirrorDone chan struct{}
+	wg         sync.WaitGroup
 
 	mu     sync.Mutex
 	rec    SessionInfo
@@ -88,7 +91,7 @@ type attachOpts struct {
 }
 
 func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool, configDir string, ao attachOpts) *agentSession {
-	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, configDir: configDir, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), restored: restored,
+	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, configDir: configDir, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), mirrorDone: make(chan struct{}), restored: restored,
 		ordered: make(chan func(), orderedQueue), quick: make(chan struct{}, quickLimit),
 		log: a.log.With("session", id), lastStream: ao.after, woken: ao.woken}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
@@ -257,16 +260,20 @@ func (s *agentSession) lastRecord() {
 	if s.a.gone() || handedOver {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed || s.a.ctx.Err() == nil {
+		// Ended says the conversation can be resumed from the mirror:
+		// not before the mirror has the whole of it (its last copy is
+		// bounded by 10 s).
+		<-s.mirrorDone
 		s.mu.Lock()
 		s.rec.Ended, s.rec.Closed = true, closed
 		s.mu.Unlock()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	s.putRecord(ctx)
 }
 

@@ -31,6 +31,7 @@ type mirrorState struct {
 // turn ended) and a last time when the session ends.
 func (s *agentSession) keepMirror() {
 	defer s.wg.Done()
+	defer close(s.mirrorDone)
 	every := s.a.opts.MirrorInterval
 	if every <= 0 {
 		every = s.a.b.ttl / 3
