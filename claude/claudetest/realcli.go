@@ -162,6 +162,15 @@ func NewRealCLI(t testing.TB, s *MessagesServer) *RealCLI {
 		t.Skipf("real CLI %s not found; install it with scripts/install-cli.sh %s (%v)", v, v, err)
 	}
 	home := t.TempDir()
+	// A HOME where the CLI has run before, as far as one folder goes:
+	// the CLI's start-up cleanup removes ~/.claude/session-env when it
+	// finds it empty, and its Bash tool makes session-env/<session> a
+	// step at a time; under load the removal came in between and the
+	// first Bash call failed with ENOENT (CLI 2.1.197). Not empty, it
+	// stays.
+	if err := os.MkdirAll(filepath.Join(home, ".claude", "session-env", "tether-test"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	env := s.CLIEnv(home)
 	// The CLI keeps large tool outputs and image copies under its temp
 	// directory (/tmp/claude-<uid> by default); keep them with the test.
