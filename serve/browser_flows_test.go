@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -627,7 +628,12 @@ func testResumeDisconnected(t *testing.T, b *browser) {
 	}
 	tb.prompt("remember teal")
 	tb.waitTurns(1)
-	hs := e.m.Sessions()[0]
+	// Over the cluster the CLI runs on the agent; its death ends the
+	// session there (ended on its own), and the resume is a new session
+	// restored from the mirror, whose page shows the earlier
+	// conversation from it.
+	m := cmp.Or(e.m, e.agentM)
+	hs := m.Sessions()[0]
 	waitSessionFile(t, testCtx(t), e.cli, e.cwd, hs.SessionID(), "noted: the colour is teal")
 	if err := syscall.Kill(hs.Claude().PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -650,9 +656,7 @@ func testResumeDisconnected(t *testing.T, b *browser) {
 	if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Body), "remember teal") {
 		t.Error("the resumed session's request does not carry the earlier conversation")
 	}
-	if n := tb.count("#sessions li"); n != 1 {
-		t.Errorf("%d sessions listed; want the resumed one in the dead one's place", n)
-	}
+	tb.waitJS("the resumed session in the dead one's place", `document.querySelectorAll("#sessions li").length === 1`)
 	tb.shots("revived")
 }
 

@@ -308,8 +308,9 @@ func TestBrowser(t *testing.T) {
 	browserFlows(t, b)
 	// The same UI over the cluster (`tether serve --nats`): the scenarios
 	// that cross the bus in every direction — a streamed turn, an approval
-	// answered, a reload mid-turn resuming from the last seq, and one
-	// approval in two tabs answered once.
+	// answered, a reload mid-turn resuming from the last seq, one
+	// approval in two tabs answered once, a session asleep woken, and one
+	// whose CLI died resumed with its earlier conversation shown.
 	t.Run("Cluster", func(t *testing.T) {
 		cb := &browser{ctx: b.ctx, shots: b.shots, cluster: true, seen: map[string]bool{}}
 		t.Run("Streams", func(t *testing.T) { testStreams(t, cb) })
@@ -317,6 +318,7 @@ func TestBrowser(t *testing.T) {
 		t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, cb) })
 		t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, cb) })
 		t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, cb) })
+		t.Run("ResumeDisconnected", func(t *testing.T) { testResumeDisconnected(t, cb) })
 	})
 }
 
