@@ -32,16 +32,7 @@ func TestResumedSessionHistoryOverTheCluster(t *testing.T) {
 	if h, err := b.History(ctx, hi.ID); err != nil || h != nil {
 		t.Fatalf("a new session's history: %+v, %v; want none", h, err)
 	}
-	f := follow(t, c, hi.ID, 0)
-	send(t, c, hi.ID, "apples")
-	f.wait(t, "the first turn", result("echo: apples"))
-	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), hi.ID, "apples"))
-	send(t, c, hi.ID, "exit")
-	f.wait(t, "the end", func(ev host.Event) bool { return ev.Kind == host.EventClosed })
-	waitFor(t, "the session ended", func() bool {
-		s, err := c.Session(ctx, hi.ID)
-		return err == nil && s.Ended && !s.Closed
-	})
+	applesThenExit(t, ns.URL(), c, hi.ID)
 	res, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume})
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,23 @@ func startInWorktree(t *testing.T) (repo string, ns *natsServer, a1 *cluster.Age
 	return repo, ns, a1, c, b, hi
 }
 
+// applesThenExit runs a turn ("apples") on session id, waits for its
+// mirror, and ends the session's CLI on its own ("exit"): the session is
+// then listed ended, to be resumed from its mirror.
+func applesThenExit(t *testing.T, url string, c *cluster.Client, id string) {
+	t.Helper()
+	f := follow(t, c, id, 0)
+	send(t, c, id, "apples")
+	f.wait(t, "the first turn", result("echo: apples"))
+	waitFor(t, "the transcript mirrored", mirrored(t, url, id, "apples"))
+	send(t, c, id, "exit")
+	f.wait(t, "the end", func(ev host.Event) bool { return ev.Kind == host.EventClosed })
+	waitFor(t, "the session ended", func() bool {
+		s, err := c.Session(testCtx(t), id)
+		return err == nil && s.Ended && !s.Closed
+	})
+}
+
 // A session in a worktree whose CLI ended on its own is resumed as a
 // lone serve resumes it: a new session in its place, the conversation
 // restored, in the same worktree; the ended one leaves the list and is
@@ -49,16 +66,7 @@ func TestEndedWorktreeSessionResumedOverTheCluster(t *testing.T) {
 	ctx := testCtx(t)
 	_, ns, _, c, b, hi := startInWorktree(t)
 	wt := hi.Worktree
-	f := follow(t, c, hi.ID, 0)
-	send(t, c, hi.ID, "apples")
-	f.wait(t, "first turn", result("echo: apples"))
-	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), hi.ID, "apples"))
-	send(t, c, hi.ID, "exit")
-	f.wait(t, "the end", func(ev host.Event) bool { return ev.Kind == host.EventClosed })
-	waitFor(t, "the session ended", func() bool {
-		s, err := c.Session(ctx, hi.ID)
-		return err == nil && s.Ended && !s.Closed
-	})
+	applesThenExit(t, ns.URL(), c, hi.ID)
 
 	res, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume})
 	if err != nil {
