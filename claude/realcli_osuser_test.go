@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -159,7 +160,15 @@ func realCLIAsUser(t *testing.T) {
 	o.CLIPath = shareFile(t, realPath(t, o.CLIPath), openDir(t))
 	for _, d := range []string{run.CLI.Dir, run.CLI.Home, o.Env["TMPDIR"]} {
 		openPath(t, d)
-		if err := os.Chown(d, int(nobody.UID), int(nobody.GID)); err != nil {
+		// Everything in them is nobody's: the HOME comes with a
+		// ~/.claude already (claudetest.NewRealCLI).
+		err := filepath.WalkDir(d, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, int(nobody.UID), int(nobody.GID))
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
