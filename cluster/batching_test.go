@@ -41,7 +41,8 @@ func TestBatchesTakenApart(t *testing.T) {
 	})
 	waitFor(t, "every event stored", func() bool {
 		s, err := c.Session(ctx, info.ID)
-		return err == nil && s.Seq >= f.list()[len(f.list())-1].Seq
+		l := f.list() // once: the follower appends while this reads
+		return err == nil && s.Seq >= l[len(l)-1].Seq
 	})
 	all := f.list()
 	checkSeqs(t, all, 1)
@@ -125,7 +126,8 @@ func TestOlderReaderGetsSingleEvents(t *testing.T) {
 		f.wait(t, "the flood", func(ev host.Event) bool { return ev.Seq > uint64(n) && result(streamed(500))(ev) })
 		waitFor(t, "the flood stored", func() bool {
 			s, err := c.Session(ctx, info.ID)
-			return err == nil && s.Seq >= f.list()[len(f.list())-1].Seq
+			l := f.list() // once: the follower appends while this reads
+			return err == nil && s.Seq >= l[len(l)-1].Seq
 		})
 		m1, b1 := raw.batches(t, info.ID)
 		return m1 - m0, b1 - b0
