@@ -29,15 +29,15 @@ const (
 // From, so no history. Histories are read once and kept (bounded) by
 // the client: a source that ended does not change.
 func (c *Client) History(ctx context.Context, id string) (*host.History, error) {
+	if h, ok := c.histories.get(id); ok {
+		return h, nil // read before: no registry read either
+	}
 	rec, _, err := c.record(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if rec.From == "" {
 		return nil, nil
-	}
-	if h, ok := c.histories.get(id); ok {
-		return h, nil
 	}
 	src, _, err := c.record(ctx, rec.From)
 	if errors.Is(err, ErrNoSession) {
