@@ -104,7 +104,6 @@ func TestQueryTaskTimeout(t *testing.T) {
 		results int
 		last    error
 	)
-	start := time.Now()
 	for m, err := range claude.Query(testCtx(t), "review", &claude.Options{Transport: fake, QueryTaskTimeout: 200 * time.Millisecond}) {
 		if _, ok := m.(*claude.ResultMessage); ok {
 			results++
@@ -115,8 +114,5 @@ func TestQueryTaskTimeout(t *testing.T) {
 	}
 	if results != 1 || last == nil || !strings.Contains(last.Error(), "QueryTaskTimeout") {
 		t.Errorf("%d results, last error %v; want one result, then the timeout", results, last)
-	}
-	if took := time.Since(start); took > 200*time.Millisecond+slack {
-		t.Errorf("Query took %v with a 200 ms task timeout", took)
 	}
 }

@@ -84,7 +84,7 @@ func TestRealCLIStopped(t *testing.T) {
 	o.SkipVersionCheck = true
 	o.CloseTimeout = time.Second
 	fds := fdCount(t)
-	s, err := claude.Connect(testCtx(t), o)
+	s, err := claude.Connect(cliCtx(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestRealCLIStopped(t *testing.T) {
 	}
 	waitStopped(t, s.PID())
 	big := strings.Repeat("x", 1<<20)
-	bounded(t, "Send", 2*time.Second, func() {
+	returns(t, "Send", 2*time.Second, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		err = s.Send(ctx, big)
@@ -106,7 +106,7 @@ func TestRealCLIStopped(t *testing.T) {
 		"Interrupt": s.Interrupt,
 		"SetModel":  func(ctx context.Context) error { return s.SetModel(ctx, "haiku") },
 	} {
-		bounded(t, name, 500*time.Millisecond, func() {
+		returns(t, name, 500*time.Millisecond, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			err = call(ctx)
@@ -115,7 +115,7 @@ func TestRealCLIStopped(t *testing.T) {
 			t.Errorf("%s on a stopped CLI succeeded", name)
 		}
 	}
-	bounded(t, "Close", o.CloseTimeout+time.Second, func() { s.Close() })
+	returns(t, "Close", o.CloseTimeout+time.Second, func() { s.Close() })
 	var pe *claude.ProcessError
 	if err := s.Wait(); !errors.As(err, &pe) || pe.Signal != "SIGKILL" {
 		t.Errorf("Wait after Close = %v, want a *ProcessError saying SIGKILL", err)
@@ -136,7 +136,7 @@ func TestRealCLIResumeRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			run := claudetest.NewRealRun(t, nil)
 			set(run.Options)
-			_, err := claude.Connect(testCtx(t), run.Options)
+			_, err := claude.Connect(cliCtx(t), run.Options)
 			var re *claude.ResultError
 			var pe *claude.ProcessError
 			if !errors.As(err, &re) || !errors.As(err, &pe) {
@@ -165,7 +165,7 @@ func TestRealCLICloseIdleAfterMCP(t *testing.T) {
 	o.CanUseTool = func(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
 		return &claude.PermissionAllow{}, nil
 	}
-	ctx := testCtx(t)
+	ctx := cliCtx(t)
 	s, err := claude.Connect(ctx, o)
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,16 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// cliCtx is testCtx for a test of the real CLI: node starts in a second or
+// two, but with both cores busy and the suite under -race it has taken
+// over 20 s to answer initialize, so the bound is two minutes (a hang
+// detector, not a speed goal).
+func cliCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // collect gathers a turn's messages and errors.
 func collect(t *testing.T, seq func(func(claude.Message, error) bool)) (msgs []claude.Message, errs []error) {
 	t.Helper()

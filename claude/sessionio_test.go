@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,23 +132,32 @@ func waitStopped(t *testing.T, pid int) {
 	t.Fatal("the CLI did not stop")
 }
 
-// slack is what a loaded 2-core CI machine may add to a bound (the suite
-// runs with -race next to dozens of real CLIs). The bugs these bounds
-// guard against are calls that never return, so a generous slack loses
-// nothing.
-const slack = 4 * time.Second
+// hangGuard is how long a call with a bound of its own (a ctx deadline,
+// CloseTimeout) may take before these tests call it hung. The bug they
+// guard against is a call that never returns; how fast it returns is not
+// asserted, since a clock assertion fails on a starved machine and speed
+// goals belong in benchmarks. The guard is far above any bound here.
+const hangGuard = time.Minute
 
-// bounded runs f and fails if it took longer than d (plus slack).
-func bounded(t *testing.T, what string, d time.Duration, f func()) time.Duration {
+// returns runs f and fails the test if f has not returned within
+// hangGuard. promised is the bound the API documents: it is logged beside
+// the time taken, for whoever reads a slow run's log, not asserted.
+func returns(t *testing.T, what string, promised time.Duration, f func()) {
 	t.Helper()
 	start := time.Now()
-	f()
-	took := time.Since(start)
-	t.Logf("%s took %v (bound %v)", what, took.Round(time.Millisecond), d)
-	if took > d+slack {
-		t.Errorf("%s took %v, bound %v", what, took, d)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	guard := time.NewTimer(hangGuard)
+	defer guard.Stop()
+	select {
+	case <-done:
+		t.Logf("%s took %v (promised %v; 0 is none)", what, time.Since(start).Round(time.Millisecond), promised)
+	case <-guard.C:
+		t.Fatalf("%s has not returned after %v (promised %v): hung", what, hangGuard, promised)
 	}
-	return took
 }
 
 // A stopped CLI: a prompt larger than the pipe is cut at Send's deadline,
@@ -168,7 +178,7 @@ func TestWriteToStoppedCLI(t *testing.T) {
 	// 3 s: long enough for the writer to start the line even on a loaded
 	// machine (a line whose ctx ends before it starts is dropped whole,
 	// and the input is not broken; 1 s was not always enough in CI).
-	bounded(t, "Send to a stopped CLI", 3*time.Second, func() {
+	returns(t, "Send to a stopped CLI", 3*time.Second, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		err = s.Send(ctx, big)
@@ -195,7 +205,7 @@ func TestWriteToStoppedCLI(t *testing.T) {
 		{"Interrupt", func(ctx context.Context) error { return s.Interrupt(ctx) }},
 		{"SetModel", func(ctx context.Context) error { return s.SetModel(ctx, "haiku") }},
 	} {
-		bounded(t, c.name, 2*time.Second, func() {
+		returns(t, c.name, 2*time.Second, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			err = c.call(ctx)
@@ -217,7 +227,7 @@ func TestWriteToStoppedCLI(t *testing.T) {
 			t.Errorf("%s to a stopped CLI = %v, want DeadlineExceeded", c.name, err)
 		}
 	}
-	bounded(t, "Close", o.CloseTimeout+time.Second, func() { err = s.Close() })
+	returns(t, "Close", o.CloseTimeout+time.Second, func() { err = s.Close() })
 	if err != nil {
 		t.Errorf("Close = %v", err)
 	}
@@ -316,7 +326,7 @@ func TestWriteNeverReadInProcess(t *testing.T) {
 		func(ctx context.Context) error { return s.SetModel(ctx, "haiku") },
 		func(ctx context.Context) error { return s.Interrupt(ctx) },
 	} {
-		bounded(t, fmt.Sprintf("write %d", i), 200*time.Millisecond, func() {
+		returns(t, fmt.Sprintf("write %d", i), 200*time.Millisecond, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			err = call(ctx)
@@ -325,7 +335,7 @@ func TestWriteNeverReadInProcess(t *testing.T) {
 			t.Errorf("write %d = %v, want DeadlineExceeded", i, err)
 		}
 	}
-	bounded(t, "Close", o.CloseTimeout+time.Second, func() { s.Close() })
+	returns(t, "Close", o.CloseTimeout+time.Second, func() { s.Close() })
 }
 
 // A subprocess that never reads: Close returns within its bound, and a
@@ -344,7 +354,7 @@ func TestCloseNeverReadingCLI(t *testing.T) {
 	if err := s.Send(ctx, strings.Repeat("w", 4<<20)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Send = %v", err)
 	}
-	bounded(t, "Close", o.CloseTimeout+time.Second, func() { err = s.Close() })
+	returns(t, "Close", o.CloseTimeout+time.Second, func() { err = s.Close() })
 	if err != nil {
 		t.Errorf("Close = %v", err)
 	}
@@ -358,13 +368,19 @@ func TestCloseNeverReadingCLI(t *testing.T) {
 func TestConnectInitializeTimeout(t *testing.T) {
 	fds := fdCount(t)
 	o := claudetest.ExecOptions("no-initialize")
-	// The bounds leave the fake CLI (this test binary, started again)
-	// time to start and write its stderr line on a machine with every
-	// core busy; without a bound Connect would wait a minute.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
+	// The ctx's deadline passes once the CLI has said something on stderr:
+	// a state, not a time, so that a starved machine (where the fake CLI,
+	// this test binary started again, takes seconds to start) still sees
+	// the stderr tail in the error.
+	said := make(chan struct{})
+	var once sync.Once
+	o.Stderr = func(line string) {
+		if strings.Contains(line, "loading plugins") {
+			once.Do(func() { close(said) })
+		}
+	}
 	var err error
-	bounded(t, "Connect (ctx 3 s)", 3*time.Second, func() { _, err = claude.Connect(ctx, o) })
+	returns(t, "Connect (ctx ends after stderr)", 0, func() { _, err = claude.Connect(deadlineWhen{context.Background(), said}, o) })
 	var ie *claude.InitializeError
 	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Connect = %v, want an *InitializeError matching DeadlineExceeded", err)
@@ -372,9 +388,10 @@ func TestConnectInitializeTimeout(t *testing.T) {
 	if !strings.Contains(strings.Join(ie.Stderr, "\n"), "loading plugins") || !strings.Contains(err.Error(), "did not answer initialize") {
 		t.Errorf("error = %v, want the stderr tail and what failed", err)
 	}
+	o.Stderr = nil
 
 	o.InitializeTimeout = 2 * time.Second
-	bounded(t, "Connect (InitializeTimeout 2 s)", 2*time.Second, func() { _, err = claude.Connect(context.Background(), o) })
+	returns(t, "Connect (InitializeTimeout 2 s)", 2*time.Second, func() { _, err = claude.Connect(context.Background(), o) })
 	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) || ie.Timeout != 2*time.Second {
 		t.Fatalf("Connect = %v, want an *InitializeError after 2 s", err)
 	}
@@ -385,6 +402,25 @@ func TestConnectInitializeTimeout(t *testing.T) {
 		t.Errorf("Connect with a cancelled ctx = %v, want context.Canceled", err)
 	}
 	checkFDs(t, fds)
+}
+
+// deadlineWhen is a ctx whose deadline passes when done closes: a test
+// ends it on a state it has seen, and the code under test gets the
+// DeadlineExceeded a timer would have given it.
+type deadlineWhen struct {
+	context.Context
+	done <-chan struct{}
+}
+
+func (c deadlineWhen) Done() <-chan struct{} { return c.done }
+
+func (c deadlineWhen) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 // A CLI that fails its start with a result line (an unknown --resume id):

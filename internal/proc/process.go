@@ -436,9 +436,9 @@ func (p *Process) emit(b []byte) {
 		b = b[:n-1]
 	}
 	s := string(b)
-	if p.onLine != nil {
-		p.enqueue(s)
-	}
+	// The tail first: a line the callback has seen is in the tail, so a
+	// caller that acts on a callback (ends a ctx, say) and then asks for
+	// the tail finds it there.
 	kept := truncate(s, maxTailLine)
 	p.mu.Lock()
 	if len(p.tail) == p.tailMax {
@@ -447,6 +447,9 @@ func (p *Process) emit(b []byte) {
 	}
 	p.tail = append(p.tail, kept)
 	p.mu.Unlock()
+	if p.onLine != nil {
+		p.enqueue(s)
+	}
 }
 
 // enqueue queues a line for the Stderr callback, or counts it dropped when
