@@ -74,7 +74,10 @@ type Client struct {
 
 	revs    revisions     // the wire revision of each live agent (agentWire)
 	skipped atomic.Uint64 // messages event readers skipped (Skipped)
-	metrics *telemetry.Cluster
+	// failMarkers: how many appends of a "disconnected" event are to fail
+	// (tests only, export_test.go).
+	failMarkers atomic.Int32
+	metrics     *telemetry.Cluster
 }
 
 // NewClient connects and sets up the streams and buckets if needed. ctx

@@ -727,6 +727,45 @@ func mirrored(t *testing.T, url, id, text string, nopts ...nats.Option) func() b
 	}
 }
 
+// TestDisconnectedEventAfterAFailedAppend: a client that marked a
+// session disconnected in the registry but could not append the
+// "disconnected" event (the bus refused it, or the look ran out of time on
+// a starved machine) appends it at a later look, so subscribers see the
+// session disconnected, once, and numbered in order.
+func TestDisconnectedEventAfterAFailedAppend(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "apples")
+	f.wait(t, "the first turn", result("echo: apples"))
+	left := cluster.FailMarkerAppends(c, 3)
+	cluster.Crash(a1)
+	f.wait(t, "a disconnected event", state("disconnected"))
+	if n := left(); n > 0 {
+		t.Errorf("%d of the 3 failed appends still to come: the event came some other way", n)
+	}
+	s, err := c.Session(ctx, info.ID)
+	if err != nil || s.State != "disconnected" {
+		t.Fatalf("session = %+v, %v; want disconnected", s, err)
+	}
+	n := 0
+	for _, ev := range f.list() {
+		if state("disconnected")(ev) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d disconnected events, want 1", n)
+	}
+	checkSeqs(t, f.list(), 1)
+}
+
 // TestAgentCrashFailover kills an agent in the middle of a turn: its
 // session shows disconnected within three heartbeats (in the registry and
 // as an event to its subscribers), and resumes on another agent with its

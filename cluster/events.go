@@ -136,24 +136,38 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 	if err != nil {
 		return err
 	}
+	// The iterator is stopped by this goroutine once Next has returned,
+	// not from another while Next runs: an ordered consumer that
+	// recreates itself inside Next (after a NATS restart, a stall) checks
+	// for Stop before it makes its new subscription, not after, so a Stop
+	// in between stops the old one and leaves the new one, with its two
+	// goroutines, alive for as long as the connection (seen as a leak at
+	// the end of the cluster tests). Next is woken by its ctx instead
+	// (nctx: the caller's, or the stall watch's cancel).
 	defer it.Stop()
+	nctx, wake := context.WithCancel(ctx)
+	defer wake()
+	returned := make(chan struct{})
+	defer close(returned)
+	// Only a Next that does not return within a lapse of being woken (a
+	// recreation retrying against a bus that is down ignores its ctx) is
+	// stopped from here: the window above is far narrower than a lapse.
+	context.AfterFunc(nctx, func() {
+		t := time.NewTimer(c.b.ttl)
+		defer t.Stop()
+		select {
+		case <-returned:
+		case <-t.C:
+			it.Stop()
+		}
+	})
 	c.log.Debug("events: reading", "session", r.id, "from", start, "expect", r.expect)
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
 	r.next = start
 	r.exp.Store(r.expect)
-	stalled := c.watchStall(ctx, filter, r, it)
+	stalled := c.watchStall(ctx, filter, r, wake)
 	defer stalled.stop()
 	for {
-		// Next watches ctx itself: Stop alone (the AfterFunc above) can
-		// miss. An ordered consumer that recreates itself (after a NATS
-		// restart) checks for Stop before it makes its new subscription,
-		// not after; a Stop in between stops the old one, and Next then
-		// waited on the new one for good (a follower of
-		// TestFault3BusOutageMarksOnce, cancelled, never returned). The
-		// subscription left so ends with its connection; its consumer is
-		// deleted below or by InactiveThreshold.
-		m, err := it.Next(jetstream.NextContext(ctx))
+		m, err := it.Next(jetstream.NextContext(nctx))
 		if err != nil {
 			if stalled.fired.Load() {
 				return errStalled
@@ -217,11 +231,12 @@ func (r *eventReader) expectNow() uint64 { return r.exp.Load() }
 // newer messages of the session; readEvents is called again from r.next.
 var errStalled = errors.New("cluster: event consumer stalled")
 
-// stallWatch stops a consumer's iterator when it has delivered nothing
-// for two lapses while the stream holds newer messages of the session. An
-// ordered consumer normally recreates itself when its server goes; after
-// the loss of the node that held it in a clustered stream, it was seen
-// waiting for good. The reader then starts a new one where it stopped.
+// stallWatch wakes a reader's Next when its consumer has delivered
+// nothing for two lapses while the stream holds newer messages of the
+// session. An ordered consumer normally recreates itself when its server
+// goes; after the loss of the node that held it in a clustered stream, it
+// was seen waiting for good. The reader then starts a new one where it
+// stopped.
 type stallWatch struct {
 	fired atomic.Bool
 	done  chan struct{}
@@ -229,7 +244,7 @@ type stallWatch struct {
 
 func (sw *stallWatch) stop() { close(sw.done) }
 
-func (c *Client) watchStall(ctx context.Context, filter string, r *eventReader, it jetstream.MessagesContext) *stallWatch {
+func (c *Client) watchStall(ctx context.Context, filter string, r *eventReader, wake context.CancelFunc) *stallWatch {
 	sw := &stallWatch{done: make(chan struct{})}
 	from := r.next
 	go func() {
@@ -269,7 +284,7 @@ func (c *Client) watchStall(ctx context.Context, filter string, r *eventReader, 
 			if err == nil && last.Sequence > cur && last.Sequence >= from {
 				c.log.Debug("events: consumer stalled; starting a new one", "session", r.id, "after", cur)
 				sw.fired.Store(true)
-				it.Stop()
+				wake()
 				return
 			}
 		}
@@ -594,6 +609,12 @@ func (c *Client) monitor() {
 	t := time.NewTicker(c.b.ttl / 3)
 	defer t.Stop()
 	owner := map[string]string{} // session → agent, as last read
+	// marked: orphaned sessions whose "disconnected" event this client
+	// has seen appended. A reap that marked the registry but could not
+	// append the event (the tick's time ran out on a slow machine, the
+	// events stream was electing a leader) is finished at a later tick:
+	// otherwise the stream's last state would stay "idle" for good.
+	marked := map[string]bool{}
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -617,6 +638,11 @@ func (c *Client) monitor() {
 				delete(owner, id)
 			}
 		}
+		for id := range marked {
+			if !watched[id] {
+				delete(marked, id)
+			}
+		}
 		for id := range watched {
 			if err != nil {
 				break
@@ -629,6 +655,12 @@ func (c *Client) monitor() {
 				continue
 			}
 			owner[id] = r.Agent
+			switch {
+			case !r.Orphaned:
+				delete(marked, id) // taken over: a new disconnection needs its own
+			case !r.Ended && !marked[id]:
+				marked[id] = c.appendMarker(id, r)
+			}
 			if r.Ended || r.Orphaned {
 				continue
 			}
@@ -636,12 +668,12 @@ func (c *Client) monitor() {
 				// Handed over by a drain: no agent to judge, only
 				// whether one with room is taking it.
 				if stranded(r, agents, c.b.ttl) {
-					c.reap(ctx, id, r, rev)
+					marked[id] = c.reap(ctx, id, r, rev)
 				}
 				continue
 			}
 			if r.Agent != "" && c.gone(ctx, r) {
-				c.reap(ctx, id, r, rev)
+				marked[id] = c.reap(ctx, id, r, rev)
 			}
 		}
 		cancel()
@@ -670,37 +702,60 @@ func stranded(r SessionInfo, agents map[string]agentRecord, ttl time.Duration) b
 
 // reap marks a session of a dead agent disconnected: in the registry (at
 // its revision, so one client does it) and with a "disconnected" state
-// event appended on the session's marker subject, numbered after the
-// session's last message and fenced on it, so that it never takes a number
-// an agent used, nor lands between events of an agent that took the
-// session over. An agent that comes back fences its next event on what the
-// stream holds, and numbers it after the marker.
-func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64) {
+// event appended on the session's marker subject (appendMarker). It
+// reports whether the event is there: false when the registry was marked
+// but the event could not be appended yet, which the monitor tries again.
+func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64) bool {
 	now := time.Now()
 	r.State = host.StateDisconnected.String()
 	r.Orphaned = true
 	r.Updated = now
 	if _, err := c.b.putSession(ctx, &r, rev, false); err != nil {
-		return // someone else did, or the session was taken over
+		return false // someone else did, or the session was taken over
 	}
 	c.noteReaped(id, r.Agent)
 	c.log.Info("session has no agent; marked disconnected", "session", id, "agent", lastAgent(r), "moving", r.Moving)
+	return c.appendMarker(id, r)
+}
+
+// appendMarker appends the "disconnected" state event of a session its
+// registry entry r says is orphaned, numbered after the session's last
+// message and fenced on it, so that it never takes a number an agent used,
+// nor lands between events of an agent that took the session over. An
+// agent that comes back fences its next event on what the stream holds,
+// and numbers it after the marker. It reports whether the marker is there
+// (or cannot be, for a session of a release that numbers nothing);
+// false means try again. It has time of its own (a lapse), not what is
+// left of the caller's.
+func (c *Client) appendMarker(id string, r SessionInfo) bool {
+	ctx, cancel := context.WithTimeout(c.ctx, c.b.ttl)
+	defer cancel()
 	lastSeq, lastStream, err := c.b.lastSeq(ctx, id)
 	if err != nil {
-		return
+		return false
 	}
 	if c.b.unstamped(ctx, id, lastSeq) {
 		// Its numbers are not readable here: a marker would reuse one.
 		c.log.Warn("a session of a release before f95a7ed: marked disconnected in the registry only", "session", id)
-		return
+		return true
 	}
 	// One marker per disconnection: none after a marker (another client,
 	// or this one, marked the session and nothing was published since).
 	if lastStream > 0 {
-		if m, err := c.b.events.GetMsg(ctx, lastStream); err == nil && m.Subject == subjectGone+id {
-			return
+		m, err := c.b.events.GetMsg(ctx, lastStream)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			// Gone from the stream since (its limits): not a marker.
+		case err != nil:
+			return false
+		case m.Subject == subjectGone+id:
+			return true
 		}
 	}
+	if c.failMarkers.Load() > 0 && c.failMarkers.Add(-1) >= 0 {
+		return false
+	}
+	now := time.Now()
 	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: noAgentText(id, r)})
 	ev := host.Event{Seq: lastSeq + 1, Time: now, Kind: host.EventState, Data: info}
 	evData, _ := json.Marshal(ev)
@@ -710,6 +765,8 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 	msg.Header.Set(hdrSeq, seq)
 	msg.Header.Set(hdrMsgID, id+"."+seq+".reaped")
 	if _, err := c.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(lastStream, sessionFilter(id))); err != nil {
-		c.log.Debug("disconnected event not appended", "session", id, "err", err)
+		c.log.Debug("disconnected event not appended; tried again at the next look", "session", id, "err", err)
+		return false
 	}
+	return true
 }

@@ -19,6 +19,14 @@ func Reap(ctx context.Context, c *Client, id string) error {
 	return nil
 }
 
+// FailMarkerAppends makes the client's next n appends of a
+// "disconnected" event fail, as a bus that cannot store them would; left
+// reports how many failures are still to come.
+func FailMarkerAppends(c *Client, n int) (left func() int) {
+	c.failMarkers.Store(int32(n))
+	return func() int { return int(c.failMarkers.Load()) }
+}
+
 // SetTakeoverWait sets how long a command waits for a takeover (for
 // tests), until the test ends.
 func SetTakeoverWait(t interface{ Cleanup(func()) }, d time.Duration) {
