@@ -733,24 +733,15 @@ func mirrored(t *testing.T, url, id, text string, nopts ...nats.Option) func() b
 // a starved machine) appends it at a later look, so subscribers see the
 // session disconnected, once, and numbered in order.
 func TestDisconnectedEventAfterAFailedAppend(t *testing.T) {
-	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	a1 := newAgent(t, ns.URL(), "a1", 1)
-	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "apples")
-	f.wait(t, "the first turn", result("echo: apples"))
-	left := cluster.FailMarkerAppends(c, 3)
-	cluster.Crash(a1)
+	l := startLone(t, "apples")
+	f := l.f
+	left := cluster.FailMarkerAppends(l.c, 3)
+	cluster.Crash(l.a)
 	f.wait(t, "a disconnected event", state("disconnected"))
 	if n := left(); n > 0 {
 		t.Errorf("%d of the 3 failed appends still to come: the event came some other way", n)
 	}
-	s, err := c.Session(ctx, info.ID)
+	s, err := l.c.Session(l.ctx, l.id)
 	if err != nil || s.State != "disconnected" {
 		t.Fatalf("session = %+v, %v; want disconnected", s, err)
 	}
@@ -1020,28 +1011,46 @@ func TestNkeyAuth(t *testing.T) {
 // TestAgentShutdownThenResume: an agent that stops (a rolling deploy)
 // leaves its sessions disconnected, not ended: they resume elsewhere.
 func TestAgentShutdownThenResume(t *testing.T) {
-	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	a1 := newAgent(t, ns.URL(), "a1", 1)
-	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
+	l := startLone(t, "pears")
+	if err := l.a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.f.wait(t, "disconnected", state("disconnected"))
+	newAgent(t, l.ns.URL(), "a2", 1)
+	if _, err := l.c.Resume(l.ctx, l.id); err != nil {
+		t.Fatal(err)
+	}
+	send(t, l.c, l.id, "recall")
+	l.f.wait(t, "the recall", result("remember: pears"))
+	checkSeqs(t, l.f.list(), 1)
+}
+
+// lone is a session on the only agent ("a1", room for one), followed from
+// its start, after a first turn: the set-up of the tests of what becomes
+// of a session when its agent goes.
+type lone struct {
+	ctx context.Context
+	ns  *natsServer
+	a   *cluster.Agent
+	c   *cluster.Client
+	id  string
+	f   *follower
+}
+
+func startLone(t *testing.T, prompt string) *lone {
+	t.Helper()
+	l := &lone{ctx: testCtx(t), ns: newNATS(t, nil)}
+	l.a = newAgent(t, l.ns.URL(), "a1", 1)
+	l.c = newClient(t, l.ns.URL())
+	info, err := l.c.Start(l.ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "pears")
-	f.wait(t, "a turn", result("echo: pears"))
-	if err := a1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.wait(t, "disconnected", state("disconnected"))
-	newAgent(t, ns.URL(), "a2", 1)
-	if _, err := c.Resume(ctx, info.ID); err != nil {
-		t.Fatal(err)
-	}
-	send(t, c, info.ID, "recall")
-	f.wait(t, "the recall", result("remember: pears"))
-	checkSeqs(t, f.list(), 1)
+	l.id = info.ID
+	l.f = follow(t, l.c, l.id, 0)
+	send(t, l.c, l.id, prompt)
+	l.f.wait(t, "the first turn", result("echo: "+prompt))
+	return l
 }
 
 // TestLogsCarryNoPrompts runs a session with debug logs on and checks that
