@@ -223,6 +223,17 @@ func (f *follower) wait(t *testing.T, what string, ok func(host.Event) bool) hos
 	}
 }
 
+// count returns how many of evs satisfy ok.
+func count(evs []host.Event, ok func(host.Event) bool) int {
+	n := 0
+	for _, ev := range evs {
+		if ok(ev) {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *follower) list() []host.Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -745,13 +756,7 @@ func TestDisconnectedEventAfterAFailedAppend(t *testing.T) {
 	if err != nil || s.State != "disconnected" {
 		t.Fatalf("session = %+v, %v; want disconnected", s, err)
 	}
-	n := 0
-	for _, ev := range f.list() {
-		if state("disconnected")(ev) {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := count(f.list(), state("disconnected")); n != 1 {
 		t.Errorf("%d disconnected events, want 1", n)
 	}
 	checkSeqs(t, f.list(), 1)

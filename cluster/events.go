@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"maps"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -633,16 +634,8 @@ func (c *Client) monitor() {
 		if err == nil {
 			c.vouch(ctx, watched)
 		}
-		for id := range owner {
-			if !watched[id] {
-				delete(owner, id)
-			}
-		}
-		for id := range marked {
-			if !watched[id] {
-				delete(marked, id)
-			}
-		}
+		maps.DeleteFunc(owner, func(id, _ string) bool { return !watched[id] })
+		maps.DeleteFunc(marked, func(id string, _ bool) bool { return !watched[id] })
 		for id := range watched {
 			if err != nil {
 				break

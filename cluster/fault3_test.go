@@ -440,13 +440,7 @@ func TestFault3BusOutageMarksOnce(t *testing.T) {
 			})
 			f.wait(t, "a turn after the outage", afterN(start, result("echo: after")))
 			marks := slices.IndexFunc(f.list()[start:], state("disconnected"))
-			n := 0
-			for _, ev := range f.list()[start:] {
-				if state("disconnected")(ev) {
-					n++
-				}
-			}
-			if n > 1 {
+			if n := count(f.list()[start:], state("disconnected")); n > 1 {
 				t.Fatalf("marked disconnected %d times (first at event %d)", n, start+marks+1)
 			}
 			s, err := c.Session(testCtx(t), info.ID)

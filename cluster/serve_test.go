@@ -453,13 +453,7 @@ func TestNotifyOverTheCluster(t *testing.T) {
 	// The session's history holds one answer.
 	f := follow(t, c, sid, 0)
 	f.wait(t, "the turn's result", result("tool allow"))
-	n := 0
-	for _, ev := range f.list() {
-		if ev.Kind == host.EventApprovalResolved {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := count(f.list(), func(ev host.Event) bool { return ev.Kind == host.EventApprovalResolved }); n != 1 {
 		t.Fatalf("%d approval_resolved events, want 1", n)
 	}
 }

@@ -373,13 +373,7 @@ func TestCommandWhileGoingToSleep(t *testing.T) {
 		t.Fatalf("the command sent again: %v", err)
 	}
 	f.wait(t, "its turn", result("echo: patience"))
-	n := 0
-	for _, ev := range f.list() {
-		if result("")(ev) {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := count(f.list(), result("")); n != 1 {
 		t.Errorf("%d turns, want 1", n)
 	}
 }
