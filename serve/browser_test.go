@@ -457,6 +457,23 @@ func testTranscript(t *testing.T, b *browser) {
 	if !strings.Contains(mid.Text, "I'll list them.") || !strings.Contains(mid.Text, "$ ls -l") || !slices.Contains(mid.Tools, "Bash:running") || mid.Streaming == 0 {
 		t.Errorf("halfway: want the text and the half-typed command, streaming: %+v", mid)
 	}
+	// Prompts queued during a turn, echoed alone and then merged (in
+	// either CLI's shape): each shown once, from the items alone.
+	data, err = os.ReadFile(filepath.Join("testdata", "items_queued.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queued []json.RawMessage
+	for l := range strings.Lines(string(data)) {
+		queued = append(queued, json.RawMessage(strings.TrimSpace(l)))
+	}
+	q := render("queued-prompts", queued, false)
+	shown := strings.Split(q.Text, "\n")
+	for text, want := range map[string]int{"two": 1, "three": 1, "five": 1, "six": 2, "five more": 1, "okay then": 1} {
+		if n := len(slices.DeleteFunc(slices.Clone(shown), func(l string) bool { return strings.TrimSpace(l) != text })); n != want {
+			t.Errorf("queued prompts: %q shown %d times, want %d:\n%s", text, n, want, q.Text)
+		}
+	}
 	for _, name := range []string{"basic_turn_partial", "thinking", "bash_allowed", "subagent", "tool_inputs_bash_and_ask", "control_rewind_files"} {
 		lines := recorded(t, name)
 		if name == "subagent" {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/tetherhq/tether/claude"
 )
@@ -107,8 +108,9 @@ type Item struct {
 
 	// Texts and Images: a prompt's text blocks and image blocks
 	// ({"type":"image","source":…}). Replay marks the CLI's echo of a
-	// prompt sent to it (ID is the prompt's uuid, the delivery's);
-	// Synthetic (above) a message the CLI made.
+	// prompt sent to it (ID is the prompt's uuid, the delivery's); an echo
+	// of prompts merged during a turn carries only the texts no earlier
+	// echo of the turn gave. Synthetic (above) a message the CLI made.
 	Texts  []string          `json:"texts,omitempty"`
 	Images []json.RawMessage `json:"images,omitempty"`
 	Replay bool              `json:"replay,omitempty"`
@@ -152,6 +154,10 @@ type TurnResult struct {
 // which the client takes as it takes any update).
 const (
 	maxLiveMessages = 64
+	// maxEchoes bounds the echoed prompt texts kept within a turn to take
+	// out of the merged echo that follows; past it the oldest is
+	// forgotten (and would be shown twice if the CLI merged it later).
+	maxEchoes = 64
 )
 
 // Itemizer derives items from a session's messages, in order: the
@@ -167,6 +173,7 @@ type Itemizer struct {
 	lastCost  float64
 	lastUsage *claude.Usage // the main thread's last API message's
 	anon      int           // lines without uuid so far
+	echoes    []string      // prompt texts echoed since the last result (unshown)
 }
 
 // liveMessage is an assistant message whose blocks may still change.
@@ -298,6 +305,7 @@ func (z *Itemizer) Add(line json.RawMessage) []Item {
 			out = append(out, z.finish(id, end)...)
 		}
 		clear(z.live)
+		z.echoes = z.echoes[:0]
 		return append(out, z.result(r, &env))
 	case "system":
 		return z.system(&env)
@@ -485,7 +493,13 @@ func (z *Itemizer) user(env *envelope) []Item {
 				out = append(out, Item{ID: noteID, Kind: ItemNotice, Parent: env.ParentToolUseID, Level: "interrupted", Text: "Interrupted"})
 				continue
 			}
-			prompt.Texts = append(prompt.Texts, b.Text)
+			text := b.Text
+			if env.IsReplay && env.ParentToolUseID == "" && !env.IsSynthetic {
+				if text = z.unshown(text); text == "" {
+					continue
+				}
+			}
+			prompt.Texts = append(prompt.Texts, text)
 		case "image":
 			prompt.Images = append(prompt.Images, raw)
 		}
@@ -495,6 +509,34 @@ func (z *Itemizer) user(env *envelope) []Item {
 		out = append(out, prompt)
 	}
 	return out
+}
+
+// unshown returns what of an echoed prompt's text the turn's earlier
+// echoes did not show, and remembers it. The CLI echoes the first prompt
+// queued during a turn alone, then every queued prompt merged into one
+// message (with the last one's uuid): 2.1.197 as one text block each,
+// 2.1.330 and later as one text, the prompts on lines of their own. So a
+// front end shows each prompt once without knowing either shape.
+func (z *Itemizer) unshown(text string) string {
+	for i := 0; i < len(z.echoes); i++ {
+		rest, ok := strings.CutPrefix(text, z.echoes[i])
+		if !ok {
+			continue
+		}
+		if sep := rest[:len(rest)-len(strings.TrimLeftFunc(rest, unicode.IsSpace))]; rest != "" && !strings.Contains(sep, "\n") {
+			continue // the echo is the start of a longer line, not a prompt of its own
+		}
+		text = strings.TrimSpace(rest)
+		z.echoes = slices.Delete(z.echoes, i, i+1)
+		i--
+	}
+	if text != "" {
+		if len(z.echoes) == maxEchoes {
+			z.echoes = slices.Delete(z.echoes, 0, 1)
+		}
+		z.echoes = append(z.echoes, text)
+	}
+	return text
 }
 
 // result gives a turn's end.

@@ -18,7 +18,9 @@ import (
 // and compares them with testdata/items_*.golden (rewrite with -update):
 // text growing from deltas, a Bash call whose input streams as partial
 // JSON (completed into a valid value at every step), its result, a
-// thinking block cut off by an interrupt, an API retry, the turn's end.
+// thinking block cut off by an interrupt, an API retry, the turn's end;
+// and prompts queued during a turn, echoed alone and then merged, each
+// given once (items_queued).
 //
 // The recorded sessions of claude/testdata/transcripts (real CLI output)
 // are derived too, into testdata/items_recorded_<name>.golden.

@@ -28,7 +28,6 @@ export class Transcript {
     this.users = new Set(); // uuids of prompts shown
     this.anchor = null; // the current turn's first element
     this.firstPrompt = "";
-    this.echoes = []; // prompt texts echoed since the last result
     this.dirty = new Set();
     this.timer = 0;
     this.model = "";
@@ -235,8 +234,9 @@ export class Transcript {
     }
   }
 
-  // user shows a prompt: its text blocks and images, once each (the
-  // CLI echoes prompts, and merges those queued during a turn).
+  // user shows a prompt: its text blocks and images. A prompt shown when
+  // sent is filled in by its echo; the server takes out of a merged echo
+  // the prompts an earlier echo showed (serve/items.go, unshown).
   user(it) {
     let pending = null;
     if (it.id && this.users.has(it.id)) {
@@ -254,24 +254,8 @@ export class Transcript {
         this.container(parent).appendChild(el("div", parent ? "note subprompt" : "note", t));
         continue;
       }
-      // The CLI echoes the first prompt queued during a turn alone,
-      // then all of them merged: show each once.
-      // (2.1.197 sends them as blocks, 2.1.330 as one text joined by
-      // blank lines.)
-      let shown = t;
-      if (it.replay) {
-        for (let i = 0; i < this.echoes.length; i++) {
-          const e = this.echoes[i];
-          if (shown === e || (shown.startsWith(e) && /^\s*\n/.test(shown.slice(e.length)))) {
-            shown = shown.slice(e.length).trim();
-            this.echoes.splice(i--, 1);
-          }
-        }
-        if (!shown) continue;
-        this.echoes.push(shown);
-      }
-      bubble.appendChild(el("div", "user-text", shown));
-      if (!this.firstPrompt && !parent) this.firstPrompt = shown;
+      bubble.appendChild(el("div", "user-text", t));
+      if (!this.firstPrompt && !parent) this.firstPrompt = t;
     }
     for (const c of it.images || []) {
       const img = image(c);
@@ -349,7 +333,6 @@ export class Transcript {
     sum.textContent = parts.join(" · ");
     this.place(it, sum, this.root);
     this.anchor = null;
-    this.echoes = [];
     this.flush();
     for (const e of this.msgs.values()) for (const b of e.blocks) if (b) b.el.classList.remove("streaming");
     if (this.onTurn) this.onTurn({ cost: turnCost, total: t.total_cost_usd, ctx, error: !!t.is_error });
