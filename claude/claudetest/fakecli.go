@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/internal/control"
@@ -149,6 +150,7 @@ type CLI struct {
 	seq       int
 	sessionID string
 	mcpIDs    map[string]int64 // next JSON-RPC id per in-process MCP server (fakecli_mcp.go)
+	messages  atomic.Int64     // assistant lines written so far, for their message ids
 
 	lines   chan []byte   // from readLoop
 	readErr error         // why lines closed; set before the close

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -164,9 +165,14 @@ func apiMessage(id string, block any) Msg {
 	}
 }
 
+// assistant is an assistant line of one block. Each is a message of its
+// own with an id of its own (msg_fake_1, msg_fake_2, … per CLI), as the
+// API's message ids are unique: a front end that keys what it shows by
+// message id sees every turn's answer, not the first one replaced.
 func (c *CLI) assistant(block any) Msg {
+	id := "msg_fake_" + strconv.FormatInt(c.messages.Add(1), 10)
 	return Msg{
-		"type": "assistant", "message": apiMessage("msg_fake_1", block),
+		"type": "assistant", "message": apiMessage(id, block),
 		"parent_tool_use_id": nil, "session_id": c.sessionID, "uuid": fakeUUID(), "request_id": "req_fake_1",
 	}
 }
