@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -51,6 +52,9 @@ const (
 	faultDrainEnv = "TETHER_CLUSTER_FAULT_DRAIN" // SIGTERM drains first
 	// faultJournalEnv: the agent's sessions' journal bound (MaxEvents).
 	faultJournalEnv = "TETHER_CLUSTER_FAULT_JOURNAL"
+	// faultLogEnv: the file an agent writes its debug log to, whose end
+	// the test prints if it fails.
+	faultLogEnv = "TETHER_CLUSTER_FAULT_LOG"
 
 	// lapse is how long an agent's registry entry outlives its last beat.
 	lapse = 3 * heartbeat
@@ -97,9 +101,19 @@ func runFaultRole(role string) int {
 		if n, _ := strconv.Atoi(os.Getenv(faultJournalEnv)); n > 0 {
 			journal = &host.JournalOptions{MaxEvents: n}
 		}
+		logger := testLogger()
+		if path := os.Getenv(faultLogEnv); logger == nil && path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+			defer f.Close()
+			logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
 		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{
 			URL: os.Getenv(faultURLEnv), ID: os.Getenv(faultIDEnv), Capacity: max(capacity, 2), Limits: roleLimits(),
-			MirrorInterval: 20 * time.Millisecond, Logger: testLogger(),
+			MirrorInterval: 20 * time.Millisecond, Logger: logger,
 			Session: &host.Options{CLI: &claude.Options{
 				Transport: &claudetest.FakeCLI{Script: memoryCLI},
 				Env:       map[string]string{claude.EnvConfigDir: os.Getenv(faultDirEnv)},
@@ -137,10 +151,34 @@ type child struct {
 // spawn runs this test binary again in a role and waits until it is ready.
 func spawn(t *testing.T, name, role string, env ...string) *child {
 	t.Helper()
-	readyFile := filepath.Join(t.TempDir(), "ready")
+	dir := t.TempDir()
+	readyFile, logFile := filepath.Join(dir, "ready"), filepath.Join(dir, "log")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append(env, faultRoleEnv+"="+role, faultReadyEnv+"="+readyFile)...)
+	cmd.Env = append(os.Environ(), append(env, faultRoleEnv+"="+role, faultReadyEnv+"="+readyFile, faultLogEnv+"="+logFile)...)
 	c := startChild(t, name, cmd)
+	// Runs before the child is stopped (cleanups run last first): an
+	// agent's log and goroutines as they were when the test failed (Go
+	// dumps them on SIGQUIT), so that a failure seen once on a busy
+	// machine says where each process stood.
+	t.Cleanup(func() {
+		data, err := os.ReadFile(logFile)
+		if err != nil || !t.Failed() {
+			return
+		}
+		t.Logf("the last %d lines of %s's debug log:\n%s", childLogLines, name, lastLines(string(data), childLogLines))
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		c.cmd.Process.Signal(syscall.SIGCONT)
+		c.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-c.done:
+			t.Logf("%s's goroutines:\n%s", name, c.out.String())
+		case <-time.After(time.Minute):
+		}
+	})
 	c.waitReady(func() bool {
 		_, err := os.Stat(readyFile)
 		return err == nil
@@ -166,6 +204,21 @@ func startChild(t *testing.T, name string, cmd *exec.Cmd) *child {
 	}()
 	t.Cleanup(c.stop)
 	return c
+}
+
+// childLogLines is how much of a child's debug log a failed test prints.
+const childLogLines = 400
+
+// lastLines is the last n lines of s, each cut at 400 bytes.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	for i, l := range lines {
+		if len(l) > 400 {
+			lines[i] = l[:400] + "…"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // waitReady waits until ready says so, failing the test if the child
