@@ -168,15 +168,11 @@ func spawn(t *testing.T, name, role string, env ...string) *child {
 		t.Logf("the last %d lines of %s's debug log:\n%s", childLogLines, name, lastLines(string(data), childLogLines))
 		select {
 		case <-c.done:
-			return
+			return // it ended before the test did
 		default:
 		}
-		c.cmd.Process.Signal(syscall.SIGCONT)
-		c.cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-c.done:
+		if c.end(syscall.SIGQUIT) {
 			t.Logf("%s's goroutines:\n%s", name, c.out.String())
-		case <-time.After(time.Minute):
 		}
 	})
 	c.waitReady(func() bool {
@@ -261,18 +257,28 @@ func (c *child) kill() {
 // stop ends the process as an operator would (SIGTERM; SIGKILL after a
 // minute) and waits for it.
 func (c *child) stop() {
+	if !c.end(syscall.SIGTERM) {
+		c.t.Errorf("%s did not stop on SIGTERM: %s", c.name, c.out.String())
+		c.kill()
+	}
+}
+
+// end sends sig to the process, after SIGCONT (a frozen one could not
+// act on it), and waits up to a minute for it to exit; it reports whether
+// it did (at once when it had already exited).
+func (c *child) end(sig syscall.Signal) bool {
 	select {
 	case <-c.done:
-		return
+		return true
 	default:
 	}
 	c.cmd.Process.Signal(syscall.SIGCONT)
-	c.cmd.Process.Signal(syscall.SIGTERM)
+	c.cmd.Process.Signal(sig)
 	select {
 	case <-c.done:
+		return true
 	case <-time.After(time.Minute):
-		c.t.Errorf("%s did not stop on SIGTERM: %s", c.name, c.out.String())
-		c.kill()
+		return false
 	}
 }
 
