@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -140,6 +141,10 @@ type Agent struct {
 	// readers: whether a reader of an earlier wire revision is about
 	// (batches are written only when none is: batch.go).
 	readers readerWire
+	// requests: the named commands taken, for their copies (requests.go).
+	requests requestLog
+	// lostReplies: command replies to lose (tests: LoseReplies).
+	lostReplies atomic.Int32
 }
 
 // NewAgent connects, sets up the streams and buckets if needed, registers

@@ -69,6 +69,13 @@ func (s *agentSession) command(msg *nats.Msg) {
 		refuseAsleep(msg)
 		return
 	}
+	// A copy of a command already taken (its client sent it again, its
+	// reply lost or late: requests.go) is answered with that command's
+	// reply, not run again.
+	if !s.a.requests.begin(msg.Header.Get(hdrRequest), msg) {
+		s.leave()
+		return
+	}
 	run := func() { defer s.leave(); s.serve(msg, &c) }
 	if c.Lane() == host.LaneQuick {
 		if !s.quickLane(msg, run) {
@@ -80,7 +87,7 @@ func (s *agentSession) command(msg *nats.Msg) {
 	case s.ordered <- run:
 	default:
 		s.leave()
-		respond(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands waiting for this session"}})
+		s.answer(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands waiting for this session"}})
 	}
 }
 
@@ -90,7 +97,7 @@ func (s *agentSession) quickLane(msg *nats.Msg, f func()) bool {
 	s.mu.Lock()
 	if s.lanesClosed {
 		s.mu.Unlock()
-		respond(msg, &commandReply{Error: &wireError{Code: codeNoSession, Message: "the session has ended"}})
+		s.answer(msg, &commandReply{Error: &wireError{Code: codeNoSession, Message: "the session has ended"}})
 		return false
 	}
 	s.wg.Add(1) // under s.mu: never after finish began waiting
@@ -99,7 +106,7 @@ func (s *agentSession) quickLane(msg *nats.Msg, f func()) bool {
 	case s.quick <- struct{}{}:
 	default:
 		s.wg.Done()
-		respond(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands in flight for this session"}})
+		s.answer(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands in flight for this session"}})
 		return false
 	}
 	go func() {
@@ -129,9 +136,24 @@ func respond(msg *nats.Msg, r *commandReply) {
 	if msg.Reply == "" {
 		return
 	}
+	msg.RespondMsg(replyTo(msg, r))
+}
+
+// replyTo is the reply r to msg, in its writer's revision.
+func replyTo(msg *nats.Msg, r *commandReply) *nats.Msg {
 	m := stamp(nats.NewMsg(msg.Reply))
 	m.Data, _, _ = encodeFor(wireOf(msg.Header), "command_reply", r)
-	msg.RespondMsg(m)
+	return m
+}
+
+// answer is respond for a command the session took: the reply is kept
+// for the command's copies (requests.go).
+func (s *agentSession) answer(msg *nats.Msg, r *commandReply) {
+	m := replyTo(msg, r)
+	s.a.requests.finish(msg.Header.Get(hdrRequest), m)
+	if msg.Reply != "" && !s.a.loseReply() {
+		msg.RespondMsg(m)
+	}
 }
 
 // serve runs one command with host.Session.Do, as the person who sent
@@ -141,7 +163,7 @@ func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("command panicked", "panic", p)
-			respond(msg, &commandReply{Error: &wireError{Code: host.CodeInternal, Message: "internal error"}})
+			s.answer(msg, &commandReply{Error: &wireError{Code: host.CodeInternal, Message: "internal error"}})
 		}
 	}()
 	ctx, cancel := context.WithTimeout(s.ctx, commandLimit)
@@ -153,7 +175,7 @@ func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
 	defer func() { endSpan(span, err) }() // before the recover: a panic ends it too
 	s.log.Debug("command", "type", c.Type)
 	if ctx, err = s.a.withIdentity(ctx, cm.Identity); err != nil {
-		respond(msg, &commandReply{Error: wireErr(err)})
+		s.answer(msg, &commandReply{Error: wireErr(err)})
 		return
 	}
 	if cm.Identity != nil {
@@ -164,10 +186,10 @@ func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
 	res, err := s.do(ctx, c)
 	if err != nil {
 		s.log.Info("command refused", "type", c.Type, "err", err)
-		respond(msg, &commandReply{Error: wireErr(err)})
+		s.answer(msg, &commandReply{Error: wireErr(err)})
 		return
 	}
-	respond(msg, &commandReply{Result: res})
+	s.answer(msg, &commandReply{Result: res})
 }
 
 // do runs a command and keeps the registry entry's title, last prompt

@@ -615,6 +615,7 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 		defer cancel()
 	}
 	msg.Data = data
+	msg.Header.Set(hdrRequest, newRequestID()) // its copies' name (requests.go)
 	r, err := c.request(ctx, id, msg, cmd.Type)
 	if err != nil {
 		return nil, err
@@ -684,7 +685,7 @@ func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host
 	deadline := time.Now().Add(takeoverWait)
 	wakes := 0
 	for {
-		r, err := c.b.nc.RequestMsgWithContext(ctx, msg)
+		r, err := c.ask(ctx, id, msg)
 		if err == nil && r.Header.Get(hdrAsleep) == "" {
 			return r, nil
 		}

@@ -19,6 +19,10 @@ func Reap(ctx context.Context, c *Client, id string) error {
 	return nil
 }
 
+// LoseReplies makes the agent lose its next n command replies on their
+// way (they are kept for the commands' copies), as a reconnect would.
+func LoseReplies(a *Agent, n int) { a.lostReplies.Store(int32(n)) }
+
 // FailMarkerAppends makes the client's next n appends of a
 // "disconnected" event fail, as a bus that cannot store them would; left
 // reports how many failures are still to come.

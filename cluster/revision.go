@@ -37,7 +37,7 @@ import (
 const (
 	// WireRevision is the revision of the bus's messages this release
 	// writes.
-	WireRevision = 4
+	WireRevision = 5
 	// OldestWireRevision is the oldest revision this release reads and
 	// speaks: 1, the dialect of the release that wrote no revision.
 	OldestWireRevision = 1

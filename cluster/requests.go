@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Commands are requests on core NATS, which delivers at most once: a
+// request or its reply can be lost when a connection drops (a reconnect,
+// a server that closed a connection it could not write to in time). So
+// that a lost reply does not leave the caller waiting for its whole ctx,
+// a client of revision 5 or later names each command (Tether-Request, an
+// id of 128 random bits) and sends it again, under the same name, when no
+// reply came within resendAfter; an agent of revision 5 or later runs a
+// command once per name and answers every copy with the one reply. A
+// client sends again only to an agent that advertises revision 5: an
+// older one ignores the header and would run the command twice.
+const (
+	hdrRequest = "Tether-Request"
+	// requestRevision is the first revision whose agents answer a named
+	// command's copies with its one reply.
+	requestRevision = 5
+	// resendAfter is how long a client waits for a command's reply before
+	// it sends the command again (to an agent of requestRevision).
+	resendAfter = 5 * time.Second
+	// maxRequests bounds the names an agent remembers; past it the oldest
+	// is forgotten (a copy of it sent later would run it again). At one
+	// command a second that is over a quarter of an hour of them, and a
+	// client sends its copies within its own ctx.
+	maxRequests = 1024
+)
+
+// newRequestID names one command for its copies.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// requestLog is what an agent remembers of the named commands it took:
+// their replies once given, and while one runs, the last copy of it that
+// arrived, answered with the same reply. Bounded by maxRequests, the
+// oldest forgotten first.
+type requestLog struct {
+	mu    sync.Mutex
+	m     map[string]*request
+	order []string // names, oldest first
+}
+
+type request struct {
+	reply *nats.Msg // the answer, once given
+	again *nats.Msg // the latest copy that came while the command ran
+}
+
+// begin reports whether the command named id is new; for a copy of one
+// already answered it answers msg with the reply given, and for a copy of
+// one still running it keeps msg to answer it when the command ends (only
+// the latest copy: its sender stopped waiting on the earlier ones).
+// Commands without a name are always new.
+func (l *requestLog) begin(id string, msg *nats.Msg) bool {
+	if id == "" || len(id) > 64 {
+		return true
+	}
+	l.mu.Lock()
+	r, ok := l.m[id]
+	if !ok {
+		if l.m == nil {
+			l.m = map[string]*request{}
+		}
+		l.m[id] = &request{}
+		l.order = append(l.order, id)
+		if len(l.order) > maxRequests {
+			delete(l.m, l.order[0])
+			l.order = l.order[1:]
+		}
+		l.mu.Unlock()
+		return true
+	}
+	reply := r.reply
+	if reply == nil {
+		r.again = msg
+	}
+	l.mu.Unlock()
+	if reply != nil {
+		answerWith(msg, reply)
+	}
+	return false
+}
+
+// finish keeps the reply to the command named id, and answers the copy
+// that waits for it, if any.
+func (l *requestLog) finish(id string, reply *nats.Msg) {
+	if id == "" {
+		return
+	}
+	l.mu.Lock()
+	r, ok := l.m[id]
+	var again *nats.Msg
+	if ok {
+		r.reply, again, r.again = reply, r.again, nil
+	}
+	l.mu.Unlock()
+	if again != nil {
+		answerWith(again, reply)
+	}
+}
+
+// answerWith answers msg with a copy of reply.
+func answerWith(msg *nats.Msg, reply *nats.Msg) {
+	if msg.Reply == "" {
+		return
+	}
+	m := nats.NewMsg(msg.Reply)
+	for k, v := range reply.Header {
+		m.Header[k] = v
+	}
+	m.Data = reply.Data
+	msg.RespondMsg(m)
+}
+
+// ask sends a command and waits for its reply until ctx ends. Every
+// resendAfter without one, it sends the command again, under the same
+// name and to the same inbox, if the session's agent answers copies
+// (requestRevision); to an older agent it sends nothing more and waits.
+// A session that nobody serves gives nats.ErrNoResponders, as a request
+// does (the subscription reports the server's status message so).
+func (c *Client) ask(ctx context.Context, id string, msg *nats.Msg) (*nats.Msg, error) {
+	inbox := c.b.nc.NewInbox()
+	sub, err := c.b.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	sub.SetPendingLimits(16, 16<<20) // replies to copies of one command
+	msg.Reply = inbox
+	if err := c.b.nc.PublishMsg(msg); err != nil {
+		return nil, err
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, resendAfter)
+		r, err := sub.NextMsgWithContext(wctx)
+		late := wctx.Err() != nil // before cancel: no reply within resendAfter
+		cancel()
+		if err == nil {
+			return r, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !late || errors.Is(err, nats.ErrNoResponders) {
+			return nil, err // no responders (nats.ErrNoResponders), or the subscription failed
+		}
+		if c.answersCopies(ctx, id) {
+			c.log.Debug("command: no reply yet; sending it again", "session", id)
+			if err := c.b.nc.PublishMsg(msg); err != nil && ctx.Err() == nil {
+				c.log.Debug("command: sending it again", "session", id, "err", err)
+			}
+		}
+	}
+}
+
+// answersCopies reports whether the session's agent runs a command sent
+// again under its name once (requestRevision): false when that cannot be
+// read now.
+func (c *Client) answersCopies(ctx context.Context, id string) bool {
+	rctx, cancel := context.WithTimeout(ctx, resendAfter)
+	defer cancel()
+	r, _, err := c.record(rctx, id)
+	if err != nil || r.Agent == "" {
+		return false
+	}
+	agents, err := c.liveAgents(rctx)
+	if err != nil {
+		return false
+	}
+	a, ok := agents[r.Agent]
+	return ok && c.agentWire(rctx, a) >= requestRevision
+}
+
+// loseReply reports whether this reply is one of those the agent was
+// told to lose on their way, as a reconnect would (tests only:
+// export_test.go, LoseReplies).
+func (a *Agent) loseReply() bool {
+	for {
+		n := a.lostReplies.Load()
+		if n <= 0 {
+			return false
+		}
+		if a.lostReplies.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
