@@ -29,11 +29,13 @@ const (
 	// resendAfter is how long a client waits for a command's reply before
 	// it sends the command again (to an agent of requestRevision).
 	resendAfter = 5 * time.Second
-	// maxRequests bounds the names an agent remembers; past it the oldest
-	// is forgotten (a copy of it sent later would run it again). At one
-	// command a second that is over a quarter of an hour of them, and a
-	// client sends its copies within its own ctx.
-	maxRequests = 1024
+	// maxRequests and maxRequestBytes bound what an agent remembers: the
+	// names, and the replies kept (a changes reply can carry diffs); past
+	// either the oldest is forgotten (a copy of it sent later would run
+	// it again). At one command a second that is over a quarter of an
+	// hour of them, and a client sends its copies within its own ctx.
+	maxRequests     = 1024
+	maxRequestBytes = 16 << 20
 )
 
 // newRequestID names one command for its copies.
@@ -51,6 +53,7 @@ type requestLog struct {
 	mu    sync.Mutex
 	m     map[string]*request
 	order []string // names, oldest first
+	bytes int      // of the replies kept
 }
 
 type request struct {
@@ -75,10 +78,7 @@ func (l *requestLog) begin(id string, msg *nats.Msg) bool {
 		}
 		l.m[id] = &request{}
 		l.order = append(l.order, id)
-		if len(l.order) > maxRequests {
-			delete(l.m, l.order[0])
-			l.order = l.order[1:]
-		}
+		l.trim()
 		l.mu.Unlock()
 		return true
 	}
@@ -102,12 +102,25 @@ func (l *requestLog) finish(id string, reply *nats.Msg) {
 	l.mu.Lock()
 	r, ok := l.m[id]
 	var again *nats.Msg
-	if ok {
+	if ok && r.reply == nil {
 		r.reply, again, r.again = reply, r.again, nil
+		l.bytes += len(reply.Data)
+		l.trim()
 	}
 	l.mu.Unlock()
 	if again != nil {
 		answerWith(again, reply)
+	}
+}
+
+// trim forgets the oldest names past the bounds (l.mu held).
+func (l *requestLog) trim() {
+	for len(l.order) > 1 && (len(l.order) > maxRequests || l.bytes > maxRequestBytes) {
+		if r := l.m[l.order[0]]; r != nil && r.reply != nil {
+			l.bytes -= len(r.reply.Data)
+		}
+		delete(l.m, l.order[0])
+		l.order = l.order[1:]
 	}
 }
 
