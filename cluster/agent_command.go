@@ -43,7 +43,7 @@ func (s *agentSession) command(msg *nats.Msg) {
 			msg.RespondMsg(m)
 			return
 		}
-		s.quickLane(msg, func() { s.snapshot(msg) })
+		s.quickLane(msg, "", func() { s.snapshot(msg) })
 		return
 	default:
 		ue := &UnsupportedError{Subject: msg.Subject, What: fmt.Sprintf("request %q", clip(op, 40)), Revision: wireOf(msg.Header)}
@@ -72,13 +72,16 @@ func (s *agentSession) command(msg *nats.Msg) {
 	// A copy of a command already taken (its client sent it again, its
 	// reply lost or late: requests.go) is answered with that command's
 	// reply, not run again.
-	if !s.a.requests.begin(msg.Header.Get(hdrRequest), msg) {
+	// The name is the sender's: a copy under another identity is a
+	// command of its own, authorized as one.
+	name := requestName(msg.Header.Get(hdrRequest), c.Identity)
+	if !s.a.requests.begin(name, msg) {
 		s.leave()
 		return
 	}
-	run := func() { defer s.leave(); s.serve(msg, &c) }
+	run := func() { defer s.leave(); s.serve(msg, name, &c) }
 	if c.Lane() == host.LaneQuick {
-		if !s.quickLane(msg, run) {
+		if !s.quickLane(msg, name, run) {
 			s.leave()
 		}
 		return
@@ -87,17 +90,17 @@ func (s *agentSession) command(msg *nats.Msg) {
 	case s.ordered <- run:
 	default:
 		s.leave()
-		s.answer(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands waiting for this session"}})
+		s.answer(msg, name, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands waiting for this session"}})
 	}
 }
 
 // quickLane runs f beside the ordered lane, or refuses when the lane is
 // full (or closed); it reports whether f will run.
-func (s *agentSession) quickLane(msg *nats.Msg, f func()) bool {
+func (s *agentSession) quickLane(msg *nats.Msg, name string, f func()) bool {
 	s.mu.Lock()
 	if s.lanesClosed {
 		s.mu.Unlock()
-		s.answer(msg, &commandReply{Error: &wireError{Code: codeNoSession, Message: "the session has ended"}})
+		s.answer(msg, name, &commandReply{Error: &wireError{Code: codeNoSession, Message: "the session has ended"}})
 		return false
 	}
 	s.wg.Add(1) // under s.mu: never after finish began waiting
@@ -106,7 +109,7 @@ func (s *agentSession) quickLane(msg *nats.Msg, f func()) bool {
 	case s.quick <- struct{}{}:
 	default:
 		s.wg.Done()
-		s.answer(msg, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands in flight for this session"}})
+		s.answer(msg, name, &commandReply{Error: &wireError{Code: host.CodeBusy, Message: "too many commands in flight for this session"}})
 		return false
 	}
 	go func() {
@@ -147,10 +150,10 @@ func replyTo(msg *nats.Msg, r *commandReply) *nats.Msg {
 }
 
 // answer is respond for a command the session took: the reply is kept
-// for the command's copies (requests.go).
-func (s *agentSession) answer(msg *nats.Msg, r *commandReply) {
+// for the copies of the command remembered as name (requests.go).
+func (s *agentSession) answer(msg *nats.Msg, name string, r *commandReply) {
 	m := replyTo(msg, r)
-	s.a.requests.finish(msg.Header.Get(hdrRequest), m)
+	s.a.requests.finish(name, m)
 	if msg.Reply != "" && !s.a.loseReply() {
 		msg.RespondMsg(m)
 	}
@@ -158,12 +161,12 @@ func (s *agentSession) answer(msg *nats.Msg, r *commandReply) {
 
 // serve runs one command with host.Session.Do, as the person who sent
 // it (its identity in ctx), and answers it.
-func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
+func (s *agentSession) serve(msg *nats.Msg, name string, cm *commandMsg) {
 	c := &cm.Command
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("command panicked", "panic", p)
-			s.answer(msg, &commandReply{Error: &wireError{Code: host.CodeInternal, Message: "internal error"}})
+			s.answer(msg, name, &commandReply{Error: &wireError{Code: host.CodeInternal, Message: "internal error"}})
 		}
 	}()
 	ctx, cancel := context.WithTimeout(s.ctx, commandLimit)
@@ -175,7 +178,7 @@ func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
 	defer func() { endSpan(span, err) }() // before the recover: a panic ends it too
 	s.log.Debug("command", "type", c.Type)
 	if ctx, err = s.a.withIdentity(ctx, cm.Identity); err != nil {
-		s.answer(msg, &commandReply{Error: wireErr(err)})
+		s.answer(msg, name, &commandReply{Error: wireErr(err)})
 		return
 	}
 	if cm.Identity != nil {
@@ -186,10 +189,10 @@ func (s *agentSession) serve(msg *nats.Msg, cm *commandMsg) {
 	res, err := s.do(ctx, c)
 	if err != nil {
 		s.log.Info("command refused", "type", c.Type, "err", err)
-		s.answer(msg, &commandReply{Error: wireErr(err)})
+		s.answer(msg, name, &commandReply{Error: wireErr(err)})
 		return
 	}
-	s.answer(msg, &commandReply{Result: res})
+	s.answer(msg, name, &commandReply{Result: res})
 }
 
 // do runs a command and keeps the registry entry's title, last prompt

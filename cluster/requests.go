@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/tetherhq/tether/team"
 )
 
 // Commands are requests on core NATS, which delivers at most once: a
@@ -37,6 +39,20 @@ const (
 	maxRequests     = 1024
 	maxRequestBytes = 16 << 20
 )
+
+// requestName is what an agent remembers a command by: its client's
+// name for it, within the identity that sent it, so that a copy under
+// another identity never gets its reply. "" (not remembered) for a
+// command without a name, or with one longer than a client makes.
+func requestName(id string, who *team.Identity) string {
+	if id == "" || len(id) > 64 {
+		return ""
+	}
+	if who == nil {
+		return id
+	}
+	return who.Subject + "\x00" + id
+}
 
 // newRequestID names one command for its copies.
 func newRequestID() string {
@@ -67,7 +83,7 @@ type request struct {
 // the latest copy: its sender stopped waiting on the earlier ones).
 // Commands without a name are always new.
 func (l *requestLog) begin(id string, msg *nats.Msg) bool {
-	if id == "" || len(id) > 64 {
+	if id == "" {
 		return true
 	}
 	l.mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/tetherhq/tether/team"
 )
 
 // The names an agent remembers, and the replies it keeps for their
@@ -35,8 +37,11 @@ func TestRequestLogBounded(t *testing.T) {
 		t.Fatal("the newest reply was forgotten")
 	}
 	// A name too long to be ours is not remembered.
-	long := string(make([]byte, 65))
-	if !l.begin(long, nil) || !l.begin(long, nil) {
+	if n := requestName(string(make([]byte, 65)), nil); n != "" || !l.begin(n, nil) || !l.begin(n, nil) {
 		t.Fatal("a name over 64 bytes was taken as a copy")
+	}
+	// One name under two identities names two commands.
+	if requestName("n1", &team.Identity{Subject: "ann"}) == requestName("n1", &team.Identity{Subject: "bob"}) {
+		t.Fatal("a copy under another identity would get the first one's reply")
 	}
 }
