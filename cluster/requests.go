@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -146,9 +147,7 @@ func answerWith(msg *nats.Msg, reply *nats.Msg) {
 		return
 	}
 	m := nats.NewMsg(msg.Reply)
-	for k, v := range reply.Header {
-		m.Header[k] = v
-	}
+	maps.Copy(m.Header, reply.Header)
 	m.Data = reply.Data
 	msg.RespondMsg(m)
 }
