@@ -869,37 +869,15 @@ func (c *Client) offlineSnapshot(ctx context.Context, id string) (*host.Snapshot
 	if last == 0 {
 		return snap, nil
 	}
-	// The transcript: every message event still kept, up to last.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	expect := uint64(0)
-	for ev, err := range c.events(ctx, id, 0, false) {
-		if err != nil {
-			var re *host.ResyncError
-			if errors.As(err, &re) && expect == 0 {
-				snap.Dropped = int(re.Oldest - 1)
-				// start again from what is kept
-				for ev, err := range c.events(ctx, id, re.Oldest-1, false) {
-					if err != nil || ev.Seq > last {
-						break
-					}
-					if ev.Kind == host.EventMessage {
-						snap.Transcript = append(snap.Transcript, ev.Data)
-					}
-					if ev.Seq == last {
-						break
-					}
-				}
-			}
-			break
-		}
-		expect = ev.Seq
+	// The transcript: every message event still kept, up to last; who
+	// answered its approvals, as the agent's snapshot said.
+	var ans answers
+	snap.Dropped = c.eachKept(ctx, id, last, func(ev host.Event) {
 		if ev.Kind == host.EventMessage {
 			snap.Transcript = append(snap.Transcript, ev.Data)
 		}
-		if ev.Seq >= last {
-			break
-		}
-	}
+		ans.add(ev)
+	})
+	snap.Resolved = ans.out
 	return snap, nil
 }

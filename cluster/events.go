@@ -763,3 +763,35 @@ func (c *Client) appendMarker(id string, r SessionInfo) bool {
 	}
 	return true
 }
+
+// eachKept calls f with every event of session id the stream still keeps,
+// oldest first, up to last, and returns how many older ones retention
+// removed. An error reading ends it early: what f was given stands.
+func (c *Client) eachKept(ctx context.Context, id string, last uint64, f func(host.Event)) (dropped int) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	after := uint64(0)
+	for {
+		resync := false
+		for ev, err := range c.events(ctx, id, after, false) {
+			if err != nil {
+				var re *host.ResyncError
+				if after == 0 && dropped == 0 && errors.As(err, &re) && re.Oldest > 1 {
+					// start again from what is kept
+					dropped, after, resync = int(re.Oldest-1), re.Oldest-1, true
+				}
+				break
+			}
+			if ev.Seq > last {
+				return dropped
+			}
+			f(ev)
+			if ev.Seq == last {
+				return dropped
+			}
+		}
+		if !resync {
+			return dropped
+		}
+	}
+}

@@ -3,7 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/tetherhq/tether/claude"
@@ -23,12 +25,20 @@ const (
 // StartOptions.Resume of a cluster session's conversation): the user and
 // assistant messages of the other session's mirrored transcript, the last
 // 500 within 4 MiB. It is nil for a session that continues none, or whose
-// source's mirror is gone (retention) or was never written; who answered
-// the earlier approvals is not known over the cluster (Resolved is
-// empty). A session started by an agent of an earlier release has no
-// From, so no history. Histories are read once and kept (bounded) by
-// the client: a source that ended does not change.
+// source's mirror is gone (retention) or was never written. Resolved
+// says who answered the earlier approvals, read from the source's
+// events (and its own history's, up to maxHistoryChain sessions back),
+// the last maxResolved of them, as a lone serve carries them. A session
+// started by an agent of an earlier release has no From, so no history.
+// Histories are read once and kept (bounded) by the client: a source
+// that ended does not change.
 func (c *Client) History(ctx context.Context, id string) (*host.History, error) {
+	return c.history(ctx, id, maxHistoryChain)
+}
+
+// history is History, looking at most depth sessions back for the
+// answered approvals.
+func (c *Client) history(ctx context.Context, id string, depth int) (*host.History, error) {
 	if h, ok := c.histories.get(id); ok {
 		return h, nil // read before: no registry read either
 	}
@@ -58,8 +68,69 @@ func (c *Client) History(ctx context.Context, id string) (*host.History, error) 
 		return nil, err
 	}
 	h := history.Read(claude.ReadSessionFrom(bytes.NewReader(data)), src.CLISession, historyMessages, historyBytes)
+	// Who answered: the source's earlier conversation's, then its own.
+	var ans answers
+	if depth > 1 {
+		if before, err := c.history(ctx, rec.From, depth-1); err == nil && before != nil {
+			for _, r := range before.Resolved {
+				ans.keep(r)
+			}
+		}
+	}
+	if last, _, err := c.b.lastSeq(ctx, rec.From); err == nil && last > 0 {
+		c.eachKept(ctx, rec.From, last, ans.add)
+	}
+	h.Resolved = ans.out
 	c.histories.put(id, h)
 	return h, nil
+}
+
+// maxHistoryChain bounds how many sessions back History looks for who
+// answered approvals (a conversation resumed again and again).
+const maxHistoryChain = 8
+
+// maxResolved bounds the answered approvals a snapshot or a history
+// carries, as host's journal keeps them (host.Snapshot.Resolved).
+const maxResolved = 64
+
+// answers rebuilds host.Snapshot.Resolved from a session's events: each
+// approval a person answered (not those the CLI withdrew), with the tool
+// call it asked about, the last maxResolved, oldest first.
+type answers struct {
+	asked map[string]host.ApprovalInfo // announced, not yet answered
+	out   []host.ResolvedApproval
+}
+
+func (a *answers) add(ev host.Event) {
+	switch ev.Kind {
+	case host.EventApproval:
+		var ai host.ApprovalInfo
+		if json.Unmarshal(ev.Data, &ai) != nil || ai.ID == "" {
+			return
+		}
+		if a.asked == nil || len(a.asked) >= 4*maxResolved {
+			a.asked = map[string]host.ApprovalInfo{} // never answered (a crash): forget
+		}
+		a.asked[ai.ID] = host.ApprovalInfo{Kind: ai.Kind, ToolName: ai.ToolName, ToolUseID: ai.ToolUseID}
+	case host.EventApprovalResolved:
+		var r host.ApprovalResolved
+		if json.Unmarshal(ev.Data, &r) != nil || r.ID == "" {
+			return
+		}
+		ai, ok := a.asked[r.ID]
+		delete(a.asked, r.ID)
+		if !ok || r.Outcome == "withdrawn" {
+			return
+		}
+		a.keep(host.ResolvedApproval{ApprovalResolved: r, Kind: ai.Kind, ToolName: ai.ToolName, ToolUseID: ai.ToolUseID, Resolved: ev.Time})
+	}
+}
+
+func (a *answers) keep(r host.ResolvedApproval) {
+	if len(a.out) >= maxResolved {
+		a.out = slices.Delete(a.out, 0, len(a.out)-maxResolved+1)
+	}
+	a.out = append(a.out, r)
 }
 
 // History implements host.Historian (Client.History), so that tether

@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/serve"
+	"github.com/tetherhq/tether/team"
 )
 
 // A session that continues another over the cluster shows the earlier
@@ -112,4 +114,79 @@ func TestResumedSessionHistoryOverTheCluster(t *testing.T) {
 	if _, err := b.History(ctx, "no such session"); !errors.Is(err, host.ErrNoSession) {
 		t.Fatalf("the history of a bad id: %v, want no_session", err)
 	}
+}
+
+// Who answered a session's approvals goes on over the cluster as on a
+// lone serve: the snapshot of a session that ended (nobody runs it) and
+// the history of the session resumed in its place say who allowed the
+// earlier calls, and a second resume carries both answers, oldest first.
+func TestAnsweredApprovalsCarriedOverTheCluster(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 4)
+	c := newClient(t, ns.URL())
+	b := cluster.NewBackend(c, nil)
+	// allowAs runs a turn whose tool call who allows.
+	allowAs := func(id string, who *team.Identity) {
+		t.Helper()
+		f := follow(t, c, id, 0)
+		send(t, c, id, "approve")
+		ev := f.wait(t, "the approval", func(ev host.Event) bool { return ev.Kind == host.EventApproval })
+		var ap host.ApprovalInfo
+		if err := json.Unmarshal(ev.Data, &ap); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Command(team.NewContext(ctx, who), id, &host.Command{Type: host.CommandAnswer, Approval: ap.ID, Behavior: "allow"}); err != nil {
+			t.Fatal(err)
+		}
+		f.wait(t, "the turn's end", result("tool allow"))
+	}
+	// answered checks who answered, in order.
+	answered := func(what string, rs []host.ResolvedApproval, by ...string) {
+		t.Helper()
+		var got []string
+		for _, r := range rs {
+			if r.Outcome != "allowed" || r.Kind != "tool" || r.ToolName != "Bash" || r.ToolUseID != "toolu_1" || r.Resolved.IsZero() {
+				t.Errorf("%s: %+v, want Bash allowed", what, r)
+			}
+			got = append(got, r.AnsweredBy)
+		}
+		if !slices.Equal(got, by) {
+			t.Fatalf("%s: answered by %q, want %q", what, got, by)
+		}
+	}
+
+	hi, err := b.Start(ctx, &host.StartRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowAs(hi.ID, alice)
+	applesThenExit(t, ns.URL(), c, hi.ID)
+	snap, err := c.Snapshot(ctx, hi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered("the ended session's snapshot", snap.Resolved, "Alice")
+
+	res, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := res.Session.ID
+	h, err := b.History(ctx, next)
+	if err != nil || h == nil {
+		t.Fatalf("the resumed session's history: %+v, %v", h, err)
+	}
+	answered("the resumed session's history", h.Resolved, "Alice")
+
+	allowAs(next, carol)
+	applesThenExit(t, ns.URL(), c, next)
+	res, err = b.Do(ctx, next, &host.Command{Type: host.CommandResume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err = b.History(ctx, res.Session.ID); err != nil || h == nil {
+		t.Fatalf("the history after a second resume: %+v, %v", h, err)
+	}
+	answered("the history after a second resume", h.Resolved, "Alice", "Carol")
 }

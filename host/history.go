@@ -25,8 +25,9 @@ type History struct {
 	// are not included.
 	Dropped int `json:"dropped,omitempty"`
 	// Resolved are the approvals answered in the earlier conversation,
-	// when the backend knows them (the session file does not record
-	// who answered).
+	// oldest first, when the backend knows them (a lone serve from the
+	// sessions it ran, the cluster from their events; the session file
+	// does not record who answered).
 	Resolved []ResolvedApproval `json:"resolved,omitempty"`
 }
 
