@@ -382,7 +382,9 @@ func (a *Agent) next() (jetstream.Msg, bool) {
 		if err == nil {
 			return msg, true
 		}
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) {
+		// An empty wait ends in any of these (nats.ErrTimeout once the
+		// connection came back from a stall): nothing to say.
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
 			a.log.Debug("waiting for start requests", "err", err)
 			select {
 			case <-time.After(250 * time.Millisecond):

@@ -458,6 +458,14 @@ func checkOutageSurvived(t *testing.T, c *cluster.Client, f *follower, raw *rawB
 	f.wait(t, "a turn after the outage", result("echo: after"))
 	checkSeqs(t, f.list(), 1)
 	checkStored(t, raw, id)
+	// The agent still takes start requests: its pull came back too.
+	info, err := c.Start(testCtx(t), nil)
+	if err != nil {
+		t.Fatalf("a start after the outage: %v", err)
+	}
+	if _, err := c.Command(testCtx(t), info.ID, &host.Command{Type: host.CommandClose}); err != nil {
+		t.Fatalf("closing the session started after the outage: %v", err)
+	}
 }
 
 // TestFaultNATSFrozen: the NATS server process stopped (SIGSTOP) for three
