@@ -267,7 +267,7 @@ func (s *Session) failStart(ctx context.Context, bound time.Duration, err error)
 			if cause == nil {
 				cause = context.DeadlineExceeded // our own bound
 			}
-			return &InitializeError{Timeout: bound, Stderr: tail, Err: cause}
+			return &InitializeError{Timeout: bound, Stderr: tail, Err: cause, byCaller: ctx.Err() != nil}
 		}
 	}
 	<-s.readDone

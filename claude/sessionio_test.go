@@ -388,12 +388,18 @@ func TestConnectInitializeTimeout(t *testing.T) {
 	if !strings.Contains(strings.Join(ie.Stderr, "\n"), "loading plugins") || !strings.Contains(err.Error(), "did not answer initialize") {
 		t.Errorf("error = %v, want the stderr tail and what failed", err)
 	}
+	if !strings.Contains(err.Error(), "before the caller's context ended") || strings.Contains(err.Error(), "bound") {
+		t.Errorf("error = %v, want it to say the caller's ctx ended, not the bound", err)
+	}
 	o.Stderr = nil
 
 	o.InitializeTimeout = 2 * time.Second
 	returns(t, "Connect (InitializeTimeout 2 s)", 2*time.Second, func() { _, err = claude.Connect(context.Background(), o) })
 	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) || ie.Timeout != 2*time.Second {
 		t.Fatalf("Connect = %v, want an *InitializeError after 2 s", err)
+	}
+	if !strings.Contains(err.Error(), "(bound 2s)") {
+		t.Errorf("error = %v, want it to name the bound that ended it", err)
 	}
 
 	ctx2, cancel2 := context.WithCancel(context.Background())

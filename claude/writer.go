@@ -31,11 +31,19 @@ type InitializeError struct {
 	Timeout time.Duration // Options.InitializeTimeout in force (or its default)
 	Stderr  []string      // the last lines the CLI wrote to stderr
 	Err     error         // the context's error
+
+	// byCaller: the caller's ctx ended first, not the Timeout bound, so
+	// the message does not blame a bound that was never reached.
+	byCaller bool
 }
 
 func (e *InitializeError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "claude: the CLI did not answer initialize (bound %v): %v", e.Timeout, e.Err)
+	if e.byCaller {
+		fmt.Fprintf(&b, "claude: the CLI did not answer initialize before the caller's context ended: %v", e.Err)
+	} else {
+		fmt.Fprintf(&b, "claude: the CLI did not answer initialize (bound %v): %v", e.Timeout, e.Err)
+	}
 	if len(e.Stderr) > 0 {
 		fmt.Fprintf(&b, "; stderr: %s", strings.Join(e.Stderr, "\n"))
 	}
