@@ -102,6 +102,23 @@ func (a *Agent) teamStart(ctx context.Context, req *startRequest, rec *SessionIn
 			o.CLI.Cwd = src.Cwd
 		}
 	}
+	if req.Continue && req.Restore != "" {
+		// Resumed in its place, as a lone serve resumes it: like a
+		// failover, it stays its owner's (their policy, workspace and
+		// spend), whoever asked; the asker's access was checked above.
+		owner, err := a.opts.Team.Owner(ctx, req.Restore)
+		if errors.Is(err, team.ErrNoACL) {
+			owner = id
+		} else if err != nil {
+			return nil, forbidden(err)
+		}
+		writable := ""
+		if o.Worktree != nil && o.Worktree.Existing != nil {
+			writable = o.Worktree.Existing.Repo // the worktree and its git directory
+		}
+		rec.Person = owner.Subject
+		return a.teamOptions(ctx, owner, rec, writable, o)
+	}
 	n, err := a.running(ctx, id.Subject)
 	if err != nil {
 		return nil, err

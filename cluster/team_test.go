@@ -29,6 +29,7 @@ import (
 // at most 2 sessions per member. It keeps the audit events.
 type testTeam struct {
 	*team.Authorizer
+	st   *team.Store // the ACLs, for what serve does by hand (teamResumed)
 	root string
 
 	mu     sync.Mutex
@@ -96,7 +97,7 @@ func newTestTeamIn(t *testing.T, url, root string) *testTeam {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tt := &testTeam{root: root}
+	tt := &testTeam{root: root, st: st}
 	tt.Authorizer = team.NewAuthorizer(cfg, st, &team.AuthorizerOptions{Recorder: tt, SessionID: cluster.HostSessionID})
 	return tt
 }
@@ -496,6 +497,75 @@ func TestTeamAgentFailoverBillsTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.wait(t, "carol's turn after the failover", result("echo: pears"))
+	waitFor(t, "carol's turn counted to alice", func() bool { return spent(actx) > before })
+	if v := spent(cctx); v != 0 {
+		t.Fatalf("carol was charged $%v for alice's session", v)
+	}
+}
+
+// A session that ended, resumed in its place by a collaborator, stays
+// its owner's, as on a lone serve and as in a failover: the registry
+// names the owner as its person, and its turns count to the owner's
+// daily spend, not to the collaborator who resumed it and sent the
+// prompt.
+func TestTeamAgentResumeKeepsTheOwner(t *testing.T) {
+	ns := newNATS(t, nil)
+	tt := newTestTeam(t, ns.URL())
+	teamAgent(t, ns.URL(), "a1", tt)
+	c := newClient(t, ns.URL())
+	info := startAs(t, tt, c, alice, team.Grant{Person: carol.Subject, Level: team.ShareCollaborator})
+	actx := team.NewContext(testCtx(t), alice)
+	cctx := team.NewContext(testCtx(t), carol)
+	spent := func(ctx context.Context) float64 {
+		t.Helper()
+		s, err := tt.Spend(ctx)
+		if err != nil || len(s) > 1 {
+			t.Fatalf("spend: %+v, %v", s, err)
+		}
+		if len(s) == 0 {
+			return 0
+		}
+		return s[0].USD
+	}
+	f := follow(t, c, info.ID, 0)
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "apples"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "alice's turn", result("echo: apples"))
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "apples"))
+	waitFor(t, "alice's turn counted", func() bool { return spent(actx) > 0 })
+	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "exit"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session ended", func() bool {
+		s, err := c.Session(actx, info.ID)
+		return err == nil && s.Ended && !s.Closed
+	})
+	before := spent(actx)
+
+	next, err := c.Resume(cctx, info.ID)
+	if err != nil {
+		t.Fatalf("carol's resume: %v", err)
+	}
+	if next.ID == info.ID || next.Person != alice.Subject {
+		t.Fatalf("the resumed session: %+v, want a new one of %s's", next, alice.Subject)
+	}
+	// What serve does after a resume (teamResumed): the new id takes
+	// its predecessor's ACL.
+	acl, err := tt.st.ACL(actx, info.ID)
+	if err != nil || acl == nil {
+		t.Fatalf("the ended session's ACL: %+v, %v", acl, err)
+	}
+	cp := *acl
+	cp.Session = next.ID
+	if err := tt.st.PutACL(actx, &cp); err != nil {
+		t.Fatal(err)
+	}
+	g := follow(t, c, next.ID, 0)
+	if _, err := c.Command(cctx, next.ID, &host.Command{Type: host.CommandSend, Text: "pears"}); err != nil {
+		t.Fatal(err)
+	}
+	g.wait(t, "carol's turn after the resume", result("echo: pears"))
 	waitFor(t, "carol's turn counted to alice", func() bool { return spent(actx) > before })
 	if v := spent(cctx); v != 0 {
 		t.Fatalf("carol was charged $%v for alice's session", v)
