@@ -168,7 +168,7 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", o.ID)
-	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.Limits, o.NATS)
+	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.Limits, log, o.NATS)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func NewClient(ctx context.Context, opts *ClientOptions) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	nc, own, err := dial(o.Conn, o.URL, "tether-client", o.Limits, o.NATS)
+	nc, own, err := dial(o.Conn, o.URL, "tether-client", o.Limits, log, o.NATS)
 	if err != nil {
 		return nil, err
 	}

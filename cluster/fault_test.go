@@ -146,6 +146,7 @@ type child struct {
 	cmd  *exec.Cmd
 	out  *syncbuf.Buffer
 	done chan struct{} // closed once Wait returned
+	log  string        // its debug log (spawn's children)
 }
 
 // spawn runs this test binary again in a role and waits until it is ready.
@@ -156,6 +157,7 @@ func spawn(t *testing.T, name, role string, env ...string) *child {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, faultRoleEnv+"="+role, faultReadyEnv+"="+readyFile, faultLogEnv+"="+logFile)...)
 	c := startChild(t, name, cmd)
+	c.log = logFile
 	// Runs before the child is stopped (cleanups run last first): an
 	// agent's log and goroutines as they were when the test failed (Go
 	// dumps them on SIGQUIT), so that a failure seen once on a busy
@@ -495,6 +497,15 @@ func TestFaultNATSStopped(t *testing.T) {
 	})
 	raw := newRawBus(t, ns.URL())
 	checkOutageSurvived(t, c, f, raw, id)
+	// The agent's log tells the operator of the outage (the file holds
+	// it unless TETHER_TEST_LOG sent it to stderr).
+	if data, err := os.ReadFile(a1.log); err == nil {
+		if log := string(data); !strings.Contains(log, "NATS connection lost") || !strings.Contains(log, "NATS connection back") {
+			t.Errorf("the agent's log says nothing of the outage:\n%s", lastLines(log, 40))
+		}
+	} else if testLogger() == nil {
+		t.Fatal(err)
+	}
 	f.stop()
 	a1.stop()
 	ns.p.stop()

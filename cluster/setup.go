@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -97,7 +98,7 @@ type bus struct {
 // connection with them (AgentOptions.Conn) and with other users of the
 // cluster's JetStream: a team's store and audit log.
 func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
-	nc, _, err := dial(nil, url, name, nil, opts)
+	nc, _, err := dial(nil, url, name, nil, nil, opts)
 	return nc, err
 }
 
@@ -106,8 +107,11 @@ func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 // reconnect to another node of the cluster: a server that is frozen (a
 // stopped VM) or cut off would otherwise hold the process, its heartbeats
 // and its sessions' commands, for the library's default of minutes,
-// while the rest of the cluster judges it gone after 6 heartbeats.
-func dial(nc *nats.Conn, url, name string, limits *Limits, opts []nats.Option) (*nats.Conn, bool, error) {
+// while the rest of the cluster judges it gone after 6 heartbeats. With
+// a logger it says when the connection is lost (Warn) and back (Info):
+// an operator reading an agent's log sees the outage its sessions lived
+// through.
+func dial(nc *nats.Conn, url, name string, limits *Limits, log *slog.Logger, opts []nats.Option) (*nats.Conn, bool, error) {
 	if nc != nil {
 		return nc, false, nil
 	}
@@ -126,6 +130,18 @@ func dial(nc *nats.Conn, url, name string, limits *Limits, opts []nats.Option) (
 		// and handled where they matter.
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 	}, opts...)
+	if log != nil {
+		all = append([]nats.Option{
+			nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+				if !c.IsClosed() {
+					log.Warn("NATS connection lost; reconnecting", "server", c.ConnectedUrlRedacted(), "err", err)
+				}
+			}),
+			nats.ReconnectHandler(func(c *nats.Conn) {
+				log.Info("NATS connection back", "server", c.ConnectedUrlRedacted())
+			}),
+		}, all...) // the caller's own handlers, after, win
+	}
 	c, err := nats.Connect(url, all...)
 	if err != nil {
 		return nil, false, fmt.Errorf("cluster: connecting to NATS: %w", err)
