@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,6 +194,28 @@ func (t *changeTracker) begin(cwd string) {
 		rel := e[3:]
 		b := t.read(filepath.Join(t.root, rel))
 		t.dirty[rel] = &b
+	}
+}
+
+// inherit takes over what from recorded (a session whose conversation
+// this one continues, in the same folder): its start commit, the files
+// dirty then and those its tools touched, with their originals. The
+// first prompt (rewind_files) stays this session's own: the CLI's
+// checkpoints are its process's. Called after begin, before any turn.
+func (t *changeTracker) inherit(from *changeTracker) {
+	from.mu.Lock()
+	defer from.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if from.files == nil || t.files == nil || from.cwd != t.cwd {
+		return
+	}
+	t.git, t.root, t.head, t.kept = from.git, from.root, from.head, from.kept
+	t.dirty = maps.Clone(from.dirty) // baselines are never changed in place
+	t.order = slices.Clone(from.order)
+	t.files = make(map[string]*touched, len(from.files))
+	for p, f := range from.files {
+		t.files[p] = &touched{base: f.base, tools: slices.Clone(f.tools)}
 	}
 }
 

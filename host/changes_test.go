@@ -345,3 +345,49 @@ func turnChanges(t *testing.T, ctx context.Context, s *host.Session, l *stateLog
 	}
 	return cs
 }
+
+// TestChangesContinue: a session that takes up another's conversation in
+// its place (Options.Continues) goes on with its changes: the earlier
+// session's edits are listed against the conversation's first start,
+// beside its own, and a revert puts both back.
+func TestChangesContinue(t *testing.T) {
+	ctx := testCtx(t)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	f, g := filepath.Join(dir, "notes.md"), filepath.Join(dir, "todo.md")
+	writeFile(t, f, "one\n")
+	writeFile(t, g, "a\n")
+	s1, l1 := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}}, editTurn(
+		editStep{"toolu_1", "Write", map[string]any{"file_path": f, "content": "two\n"},
+			func() { writeFile(t, f, "two\n") },
+			map[string]any{"type": "update", "filePath": f, "content": "two\n", "structuredPatch": []any{}, "originalFile": "one\n"}, false},
+	))
+	turnChanges(t, ctx, s1, l1, "edit")
+	s1.Close()
+
+	s2, l2 := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}, Continues: s1}, editTurn(
+		editStep{"toolu_2", "Edit", map[string]any{"file_path": f, "old_string": "two", "new_string": "three"},
+			func() { writeFile(t, f, "three\n") },
+			map[string]any{"filePath": f, "oldString": "two", "newString": "three", "originalFile": "two\n", "structuredPatch": []any{}}, false},
+		editStep{"toolu_3", "Write", map[string]any{"file_path": g, "content": "b\n"},
+			func() { writeFile(t, g, "b\n") },
+			map[string]any{"type": "update", "filePath": g, "content": "b\n", "structuredPatch": []any{}, "originalFile": "a\n"}, false},
+	))
+	if cs, err := s2.Changes(ctx); err != nil || len(cs) != 1 || cs[0].Rel != "notes.md" {
+		t.Fatalf("before its first turn, the continuing session's changes: %+v, %v; want the earlier edit", rows(cs), err)
+	}
+	cs := turnChanges(t, ctx, s2, l2, "more")
+	want := []changeRow{{"notes.md", "modified", []string{"Write", "Edit"}, 1, 1}, {"todo.md", "modified", []string{"Write"}, 1, 1}}
+	if diff := cmp.Diff(want, rows(cs)); diff != "" {
+		t.Fatalf("changes (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(cs[0].Diff, "-one\n+three\n") {
+		t.Errorf("notes.md's diff is not against the first start:\n%s", cs[0].Diff)
+	}
+	res, err := s2.Do(ctx, &host.Command{Type: host.CommandRevertChanges})
+	if err != nil || len(res.Reverted) != 2 {
+		t.Fatalf("revert: %+v %v", res, err)
+	}
+	if a, b := readFile(t, f), readFile(t, g); a != "one\n" || b != "a\n" {
+		t.Errorf("reverted: %q, %q; want both as at the first start", a, b)
+	}
+}

@@ -88,6 +88,14 @@ type Options struct {
 	// WorktreeOptions. nil: the CLI runs in CLI.Cwd itself.
 	Worktree *WorktreeOptions
 
+	// Continues, when set, is the session whose conversation this one
+	// takes up in its place (a resume after its CLI ended, in the same
+	// working directory): its record of the files it changed carries
+	// over, so that Changes and RevertChanges still cover what the
+	// conversation changed before, against its first start. Ignored
+	// when the working directories differ. The session is not kept.
+	Continues *Session
+
 	wt *sessionWorktree // made by prepareWorktree
 }
 
@@ -215,6 +223,10 @@ func start(ctx context.Context, opts *Options, mt *telemetry.Host) (*Session, er
 	ctx, span := s.tracer.Start(ctx, "session start", trace.WithAttributes(attrSession.String(s.id)))
 	defer span.End()
 	s.changes.begin(s.base.Cwd)
+	if from := s.opts.Continues; from != nil && from != s {
+		s.changes.inherit(&from.changes)
+	}
+	s.opts.Continues = nil
 	if err := s.connect(ctx, false); err != nil {
 		telemetry.SetError(span, err, ErrorCode(err))
 		s.mu.Lock()

@@ -101,6 +101,9 @@ func (s *Session) claim(ctx context.Context, c *claude.ClaimOptions, opts *Optio
 	}
 	s.mu.Unlock()
 	s.changes.begin(cwd)
+	if opts != nil && opts.Continues != nil && opts.Continues != s {
+		s.changes.inherit(&opts.Continues.changes)
+	}
 	return s.attach(cs)
 }
 

@@ -139,12 +139,13 @@ func (b *LocalBackend) policy(tmpl *host.CommandPolicy) *host.CommandPolicy {
 
 // Start implements Backend.
 func (b *LocalBackend) Start(ctx context.Context, req *StartRequest) (SessionInfo, error) {
-	return b.start(ctx, req, nil)
+	return b.start(ctx, req, nil, nil)
 }
 
 // start is Start; existing, when set, is the worktree of an ended
-// session a resume continues in.
-func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *host.WorktreeInfo) (SessionInfo, error) {
+// session a resume continues in, and from the session a resume takes
+// the place of (what it changed in files goes on: host.Options.Continues).
+func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *host.WorktreeInfo, from *host.Session) (SessionInfo, error) {
 	if req == nil {
 		req = &StartRequest{}
 	}
@@ -192,6 +193,7 @@ func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *h
 	}
 	co.IncludePartialMessages = true
 	o.CLI = &co
+	o.Continues = from // a resume: the changes go on
 	if existing != nil {
 		o.Worktree = &host.WorktreeOptions{Existing: existing}
 	} else if req.Worktree {
@@ -440,7 +442,7 @@ func (b *LocalBackend) resume(ctx context.Context, id string, e *entry) (*Result
 		// who resumes it. Each command is still checked as who sends it.
 		ctx = team.NewContext(ctx, e.owner)
 	}
-	info, err := b.start(ctx, &req, existing)
+	info, err := b.start(ctx, &req, existing, e.s)
 	answered := e.s.Snapshot().Resolved
 	b.mu.Lock()
 	defer b.mu.Unlock()
