@@ -69,6 +69,7 @@ type Client struct {
 	mu      sync.Mutex
 	watched map[string]int // sessions with a subscriber: liveness is checked
 	closed  bool
+	tails   map[string]*tail // each session's shared reader (tail.go)
 
 	histories historyCache // History's, read once
 

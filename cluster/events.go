@@ -64,9 +64,11 @@ func (c *Client) Skipped() uint64 { return c.skipped.Load() }
 // "disconnected" state event is appended for it (once, whoever notices
 // first), so that a UI following the events does not show "thinking"
 // forever. The iterator is single-use; the consumer it reads with is
-// deleted from the server whichever way it ends.
+// deleted from the server whichever way it ends. This client's
+// subscribers of one session share one consumer (tail.go): an event's
+// Data may be the same slice for all of them; do not modify it.
 func (c *Client) Events(ctx context.Context, id string, after uint64) iter.Seq2[host.Event, error] {
-	return c.events(ctx, id, after, true)
+	return c.sharedEvents(ctx, id, after)
 }
 
 func (c *Client) events(ctx context.Context, id string, after uint64, watch bool) iter.Seq2[host.Event, error] {

@@ -65,3 +65,11 @@ func HoldSleep(a *Agent, id string) (release func(), refused func() int64) {
 		s.mu.Unlock()
 	}, s.refused.Load
 }
+
+// SetTailBound sets how many events a session's shared reader keeps for
+// its subscribers (for tests), until the test ends.
+func SetTailBound(t interface{ Cleanup(func()) }, n int) {
+	old := maxTailEvents
+	maxTailEvents = n
+	t.Cleanup(func() { maxTailEvents = old })
+}
