@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"iter"
+	"sync"
 
 	"github.com/tetherhq/tether/host"
 )
@@ -27,13 +28,12 @@ const (
 
 // tail is one session's shared reader and the events it read lately.
 type tail struct {
-	id   string
-	subs map[*uint64]struct{} // each subscriber's next seq; under Client.mu
+	id string
 
-	// Under Client.mu too: the ring is small work to copy, and one lock
-	// keeps joining and leaving simple.
-	ring  []host.Event // seq-contiguous, oldest first
-	first uint64       // seq of ring[0] (or of the next event, ring empty)
+	mu    sync.Mutex           // after Client.mu when both are held
+	subs  map[*uint64]struct{} // each subscriber's next seq
+	ring  []host.Event         // seq-contiguous, oldest first
+	first uint64               // seq of ring[0] (or of the next event, ring empty)
 	bytes int
 	wake  chan struct{} // closed when the ring grows or the tail ends
 	done  bool
@@ -53,7 +53,7 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 			yield(host.Event{}, &CommandError{Code: codeNoSession, Message: "bad session id"})
 			return
 		}
-		pos := after + 1 // the next event this subscriber takes (under c.mu while joined)
+		pos := after + 1 // the next event this subscriber takes (under t.mu while joined)
 		t := c.joinTail(id, &pos)
 		if t == nil {
 			for ev, err := range c.events(ctx, id, after, true) {
@@ -73,12 +73,12 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 		defer leave()
 		var batch []host.Event
 		for {
-			c.mu.Lock()
+			t.mu.Lock()
 			switch {
 			case pos < t.first:
 				// Behind what is kept: on its own from here.
 				from := pos - 1
-				c.mu.Unlock()
+				t.mu.Unlock()
 				leave()
 				for ev, err := range c.events(ctx, id, from, true) {
 					if !yield(ev, err) {
@@ -89,7 +89,7 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 			case pos < t.next():
 				batch = append(batch[:0], t.ring[pos-t.first:]...)
 				pos = t.next() // taken: the tail need not keep them for it
-				c.mu.Unlock()
+				t.mu.Unlock()
 				for _, ev := range batch {
 					if !yield(ev, nil) || ev.Kind == host.EventClosed {
 						return
@@ -99,7 +99,7 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 				continue
 			case t.done:
 				err, next, from := t.err, t.next(), pos-1
-				c.mu.Unlock()
+				t.mu.Unlock()
 				if err != nil && from < next {
 					yield(host.Event{}, err) // where it failed: this reader's failure too
 				} else if ctx.Err() == nil && c.ctx.Err() == nil {
@@ -116,7 +116,7 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 				return
 			}
 			w := t.wake
-			c.mu.Unlock()
+			t.mu.Unlock()
 			select {
 			case <-w:
 			case <-ctx.Done():
@@ -135,12 +135,16 @@ func (c *Client) joinTail(id string, pos *uint64) *tail {
 	if c.closed {
 		return nil
 	}
-	if t := c.tails[id]; t != nil && !t.done {
-		if *pos < t.first {
-			return nil
+	if t := c.tails[id]; t != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !t.done {
+			if *pos < t.first {
+				return nil
+			}
+			t.subs[pos] = struct{}{}
+			return t
 		}
-		t.subs[pos] = struct{}{}
-		return t
 	}
 	ctx, stop := context.WithCancel(c.ctx)
 	t := &tail{id: id, subs: map[*uint64]struct{}{pos: {}}, first: *pos, wake: make(chan struct{}), stop: stop}
@@ -157,13 +161,16 @@ func (c *Client) joinTail(id string, pos *uint64) *tail {
 func (c *Client) leaveTail(t *tail, pos *uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	t.mu.Lock()
 	delete(t.subs, pos)
-	if len(t.subs) > 0 {
+	last := len(t.subs) == 0
+	t.mu.Unlock()
+	if !last {
 		return
 	}
 	t.stop()
 	if c.tails[t.id] == t {
-		delete(c.tails, t.id)
+		delete(c.tails, t.id) // a new subscriber starts a new tail
 	}
 }
 
@@ -177,7 +184,7 @@ func (c *Client) readTail(ctx context.Context, t *tail, after uint64) {
 			end = err
 			break
 		}
-		c.mu.Lock()
+		t.mu.Lock()
 		t.ring = append(t.ring, ev)
 		t.bytes += len(ev.Data)
 		// Keep what a subscriber has yet to take, and tailKeep before.
@@ -206,11 +213,13 @@ func (c *Client) readTail(ctx context.Context, t *tail, after uint64) {
 		}
 		close(t.wake)
 		t.wake = make(chan struct{})
-		c.mu.Unlock()
+		t.mu.Unlock()
 	}
-	c.mu.Lock()
+	t.mu.Lock()
 	t.done, t.err = true, end
 	close(t.wake)
+	t.mu.Unlock()
+	c.mu.Lock()
 	if c.tails[t.id] == t {
 		delete(c.tails, t.id)
 	}
