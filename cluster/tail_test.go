@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
 )
@@ -15,17 +12,9 @@ import (
 // server: each reader of a session's events has one.
 func eventConsumers(t *testing.T, url string) func() int {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := newRawBus(t, url)
 	return func() int {
-		s, err := js.Stream(testCtx(t), cluster.StreamEvents)
+		s, err := raw.js.Stream(testCtx(t), cluster.StreamEvents)
 		if err != nil {
 			t.Fatal(err)
 		}

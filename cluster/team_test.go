@@ -456,32 +456,61 @@ func TestTeamAgentApprovalAnsweredBy(t *testing.T) {
 	t.Fatal("the approval was not recorded")
 }
 
+// sharedTurn is a team agent's session of alice's, shared with carol as
+// a collaborator, after alice's first turn ("apples"), mirrored and
+// counted to her spend.
+type sharedTurn struct {
+	ns         *natsServer
+	tt         *testTeam
+	a1         *cluster.Agent
+	c          *cluster.Client
+	info       cluster.SessionInfo
+	actx, cctx context.Context // alice's, carol's
+	spent      func(context.Context) float64
+	f          *follower
+}
+
+func alicesTurnSharedWithCarol(t *testing.T) *sharedTurn {
+	t.Helper()
+	w := &sharedTurn{ns: newNATS(t, nil)}
+	w.tt = newTestTeam(t, w.ns.URL())
+	w.a1 = teamAgent(t, w.ns.URL(), "a1", w.tt)
+	w.c = newClient(t, w.ns.URL())
+	w.info = startAs(t, w.tt, w.c, alice, team.Grant{Person: carol.Subject, Level: team.ShareCollaborator})
+	w.actx, w.cctx = team.NewContext(testCtx(t), alice), team.NewContext(testCtx(t), carol)
+	w.spent = spentBy(t, w.tt)
+	w.f = follow(t, w.c, w.info.ID, 0)
+	if _, err := w.c.Command(w.actx, w.info.ID, &host.Command{Type: host.CommandSend, Text: "apples"}); err != nil {
+		t.Fatal(err)
+	}
+	w.f.wait(t, "alice's turn", result("echo: apples"))
+	waitFor(t, "the transcript mirrored", mirrored(t, w.ns.URL(), w.info.ID, "apples"))
+	waitFor(t, "alice's turn counted", func() bool { return w.spent(w.actx) > 0 })
+	return w
+}
+
+// spentBy returns what the person in a ctx spent today, per the team's
+// store.
+func spentBy(t *testing.T, tt *testTeam) func(ctx context.Context) float64 {
+	return func(ctx context.Context) float64 {
+		t.Helper()
+		s, err := tt.Spend(ctx)
+		if err != nil || len(s) > 1 {
+			t.Fatalf("spend: %+v, %v", s, err)
+		}
+		if len(s) == 0 {
+			return 0
+		}
+		return s[0].USD
+	}
+}
+
 // A failover that a collaborator asks for keeps the session its owner's:
 // the turns after it count to the owner's daily spend, not to the
 // collaborator who resumed it and sent the prompt.
 func TestTeamAgentFailoverBillsTheOwner(t *testing.T) {
-	ns := newNATS(t, nil)
-	tt := newTestTeam(t, ns.URL())
-	a1 := teamAgent(t, ns.URL(), "a1", tt)
-	c := newClient(t, ns.URL())
-	info := startAs(t, tt, c, alice, team.Grant{Person: carol.Subject, Level: team.ShareCollaborator})
-	actx := team.NewContext(testCtx(t), alice)
-	cctx := team.NewContext(testCtx(t), carol)
-	spent := func(ctx context.Context) float64 {
-		t.Helper()
-		s, err := tt.Spend(ctx)
-		if err != nil || len(s) != 1 {
-			t.Fatalf("spend: %+v, %v", s, err)
-		}
-		return s[0].USD
-	}
-	f := follow(t, c, info.ID, 0)
-	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "apples"}); err != nil {
-		t.Fatal(err)
-	}
-	f.wait(t, "alice's turn", result("echo: apples"))
-	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "apples"))
-	waitFor(t, "alice's turn counted", func() bool { return spent(actx) > 0 })
+	w := alicesTurnSharedWithCarol(t)
+	ns, tt, a1, c, info, actx, cctx, spent, f := w.ns, w.tt, w.a1, w.c, w.info, w.actx, w.cctx, w.spent, w.f
 	before := spent(actx)
 
 	cluster.Crash(a1)
@@ -509,31 +538,8 @@ func TestTeamAgentFailoverBillsTheOwner(t *testing.T) {
 // daily spend, not to the collaborator who resumed it and sent the
 // prompt.
 func TestTeamAgentResumeKeepsTheOwner(t *testing.T) {
-	ns := newNATS(t, nil)
-	tt := newTestTeam(t, ns.URL())
-	teamAgent(t, ns.URL(), "a1", tt)
-	c := newClient(t, ns.URL())
-	info := startAs(t, tt, c, alice, team.Grant{Person: carol.Subject, Level: team.ShareCollaborator})
-	actx := team.NewContext(testCtx(t), alice)
-	cctx := team.NewContext(testCtx(t), carol)
-	spent := func(ctx context.Context) float64 {
-		t.Helper()
-		s, err := tt.Spend(ctx)
-		if err != nil || len(s) > 1 {
-			t.Fatalf("spend: %+v, %v", s, err)
-		}
-		if len(s) == 0 {
-			return 0
-		}
-		return s[0].USD
-	}
-	f := follow(t, c, info.ID, 0)
-	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "apples"}); err != nil {
-		t.Fatal(err)
-	}
-	f.wait(t, "alice's turn", result("echo: apples"))
-	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "apples"))
-	waitFor(t, "alice's turn counted", func() bool { return spent(actx) > 0 })
+	w := alicesTurnSharedWithCarol(t)
+	tt, c, info, actx, cctx, spent := w.tt, w.c, w.info, w.actx, w.cctx, w.spent
 	if _, err := c.Command(actx, info.ID, &host.Command{Type: host.CommandSend, Text: "exit"}); err != nil {
 		t.Fatal(err)
 	}
