@@ -53,14 +53,18 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 			yield(host.Event{}, &CommandError{Code: codeNoSession, Message: "bad session id"})
 			return
 		}
-		pos := after + 1 // the next event this subscriber takes (under t.mu while joined)
-		t := c.joinTail(id, &pos)
-		if t == nil {
-			for ev, err := range c.events(ctx, id, after, true) {
+		// alone reads on with a reader of its own, after from.
+		alone := func(from uint64) {
+			for ev, err := range c.events(ctx, id, from, true) {
 				if !yield(ev, err) {
 					return
 				}
 			}
+		}
+		pos := after + 1 // the next event this subscriber takes (under t.mu while joined)
+		t := c.joinTail(id, &pos)
+		if t == nil {
+			alone(after)
 			return
 		}
 		left := false
@@ -80,11 +84,7 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 				from := pos - 1
 				t.mu.Unlock()
 				leave()
-				for ev, err := range c.events(ctx, id, from, true) {
-					if !yield(ev, err) {
-						return
-					}
-				}
+				alone(from)
 				return
 			case pos < t.next():
 				batch = append(batch[:0], t.ring[pos-t.first:]...)
@@ -107,11 +107,7 @@ func (c *Client) sharedEvents(ctx context.Context, id string, after uint64) iter
 					// for older ones), or ended without EventClosed:
 					// read on alone.
 					leave()
-					for ev, err := range c.events(ctx, id, from, true) {
-						if !yield(ev, err) {
-							return
-						}
-					}
+					alone(from)
 				}
 				return
 			}
@@ -207,9 +203,6 @@ func (c *Client) readTail(ctx context.Context, t *tail, after uint64) {
 			clear(t.ring[:n])
 			t.ring = t.ring[n:]
 			t.first += uint64(n)
-		}
-		if cap(t.ring) > 2*maxTailEvents {
-			t.ring = append([]host.Event(nil), t.ring...) // let the old array go
 		}
 		close(t.wake)
 		t.wake = make(chan struct{})
