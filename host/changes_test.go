@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -389,5 +390,95 @@ func TestChangesContinue(t *testing.T) {
 	}
 	if a, b := readFile(t, f), readFile(t, g); a != "one\n" || b != "a\n" {
 		t.Errorf("reverted: %q, %q; want both as at the first start", a, b)
+	}
+}
+
+// TestChangesFromRecord: a session that takes up another's conversation
+// in another process (a cluster's agent after a failover or a wake)
+// reads the earlier session's record (Session.MarshalChanges,
+// Options.ChangesFrom): in a git repository the start commit and what was
+// dirty then carry over, so the earlier edits and a Bash deletion stay
+// changes against the first start rather than becoming the new start.
+func TestChangesFromRecord(t *testing.T) {
+	ctx := testCtx(t)
+	dir := gitRepo(t, map[string]string{"notes.md": "one\n", "gone.txt": "bye\n"})
+	writeFile(t, filepath.Join(dir, "scratch.txt"), "dirty at the first start\n")
+	f, gone := filepath.Join(dir, "notes.md"), filepath.Join(dir, "gone.txt")
+	s1, l1 := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}}, editTurn(
+		editStep{"toolu_1", "Write", map[string]any{"file_path": f, "content": "two\n"},
+			func() { writeFile(t, f, "two\n") },
+			map[string]any{"type": "update", "filePath": f, "content": "two\n", "structuredPatch": []any{}, "originalFile": "one\n"}, false},
+		editStep{"toolu_2", "Bash", map[string]any{"command": "rm gone.txt"},
+			func() { os.Remove(gone) },
+			map[string]any{"stdout": "", "stderr": "", "interrupted": false}, false},
+	))
+	turnChanges(t, ctx, s1, l1, "edit")
+	record, err := s1.MarshalChanges(0)
+	if err != nil || len(record) == 0 {
+		t.Fatalf("MarshalChanges: %d bytes, %v", len(record), err)
+	}
+	s1.Close()
+	writeFile(t, filepath.Join(dir, "scratch.txt"), "changed after the record\n") // by someone else meanwhile
+
+	want := []changeRow{{"notes.md", "modified", []string{"Write"}, 1, 1}, {"gone.txt", "deleted", nil, 0, 1},
+		{"scratch.txt", "modified", nil, 1, 1}}
+	s2, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}, ChangesFrom: record}, editTurn())
+	cs, err := s2.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, rows(cs)); diff != "" {
+		t.Fatalf("the continuing session's changes (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(cs[0].Diff, "-one\n+two\n") {
+		t.Errorf("notes.md's diff is not against the first start:\n%s", cs[0].Diff)
+	}
+	res, err := s2.Do(ctx, &host.Command{Type: host.CommandRevertChanges, Paths: []string{f}})
+	if err != nil || len(res.Reverted) != 1 || readFile(t, f) != "one\n" {
+		t.Fatalf("revert from the record: %+v %v; notes.md %q", res, err, readFile(t, f))
+	}
+
+	// Over a limit, the largest originals are left out: the file is
+	// still listed, as too large to diff.
+	writeFile(t, filepath.Join(dir, "big.txt"), strings.Repeat("x", 64<<10))
+	s3, l3 := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}}, editTurn(
+		editStep{"toolu_3", "Write", map[string]any{"file_path": filepath.Join(dir, "big.txt"), "content": "y\n"},
+			func() { writeFile(t, filepath.Join(dir, "big.txt"), "y\n") },
+			map[string]any{"type": "update", "filePath": filepath.Join(dir, "big.txt"), "content": "y\n", "structuredPatch": []any{}, "originalFile": strings.Repeat("x", 64<<10)}, false},
+	))
+	turnChanges(t, ctx, s3, l3, "big")
+	small, err := s3.MarshalChanges(8 << 10)
+	if err != nil || len(small) > 8<<10 {
+		t.Fatalf("MarshalChanges(8 KiB): %d bytes, %v", len(small), err)
+	}
+	if _, err := s3.MarshalChanges(10); err == nil {
+		t.Error("MarshalChanges(10): no error for a record that cannot fit")
+	}
+	s3.Close()
+	s4, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}, ChangesFrom: small}, editTurn())
+	cs, err = s4.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(cs, func(c host.FileChange) bool { return c.Rel == "big.txt" })
+	if i < 0 || !cs[i].TooLarge || cs[i].Kind != host.FileModified {
+		t.Errorf("big.txt from a record without its original: %+v", rows(cs))
+	}
+
+	// A record that cannot be used is ignored: the session starts, its
+	// changes counting from now.
+	for name, bad := range map[string][]byte{
+		"garbage":            []byte("{not json"),
+		"unknown form":       []byte(`{"v":99,"cwd":"` + dir + `"}`),
+		"other folder":       []byte(`{"v":1,"cwd":"/elsewhere","files":[{"path":"/elsewhere/x","base":{"exists":true,"data":"eA=="}}]}`),
+		"another repository": []byte(`{"v":1,"cwd":"` + dir + `","root":"/no/such/repo"}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := start(t, &host.Options{CLI: &claude.Options{Cwd: dir}, ChangesFrom: bad}, editTurn())
+			cs, err := s.Changes(ctx)
+			if err != nil || len(cs) != 0 {
+				t.Errorf("changes after an unusable record: %+v, %v; want none", rows(cs), err)
+			}
+		})
 	}
 }

@@ -96,6 +96,15 @@ type Options struct {
 	// when the working directories differ. The session is not kept.
 	Continues *Session
 
+	// ChangesFrom is Continues across processes: the record
+	// (Session.MarshalChanges) of the session whose conversation this one
+	// takes up, kept by another process (a cluster's agent that died, or
+	// the one a sleeping session last ran on). Ignored, with a warning on
+	// the CLI options' Logger, when it cannot be read, is of a form this
+	// release does not know or is of another working directory.
+	// Continues, when set, wins.
+	ChangesFrom []byte
+
 	wt *sessionWorktree // made by prepareWorktree
 }
 
@@ -223,10 +232,8 @@ func start(ctx context.Context, opts *Options, mt *telemetry.Host) (*Session, er
 	ctx, span := s.tracer.Start(ctx, "session start", trace.WithAttributes(attrSession.String(s.id)))
 	defer span.End()
 	s.changes.begin(s.base.Cwd)
-	if from := s.opts.Continues; from != nil && from != s {
-		s.changes.inherit(&from.changes)
-	}
-	s.opts.Continues = nil
+	s.continueChanges(s.opts.Continues, s.opts.ChangesFrom)
+	s.opts.Continues, s.opts.ChangesFrom = nil, nil
 	if err := s.connect(ctx, false); err != nil {
 		telemetry.SetError(span, err, ErrorCode(err))
 		s.mu.Lock()

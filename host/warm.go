@@ -101,8 +101,8 @@ func (s *Session) claim(ctx context.Context, c *claude.ClaimOptions, opts *Optio
 	}
 	s.mu.Unlock()
 	s.changes.begin(cwd)
-	if opts != nil && opts.Continues != nil && opts.Continues != s {
-		s.changes.inherit(&opts.Continues.changes)
+	if opts != nil {
+		s.continueChanges(opts.Continues, opts.ChangesFrom)
 	}
 	return s.attach(cs)
 }
