@@ -89,15 +89,10 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 		case len(f) == 3 && f[0] == "edit-file":
 			// The Write tool writing f[2] into the file f[1], as the
 			// CLI reports it (the original in the result).
-			old, _ := os.ReadFile(f[1])
-			input := map[string]string{"file_path": f[1], "content": f[2] + "\n"}
-			c.Write(c.AssistantToolUse("toolu_w", "Write", input))
-			if err := os.WriteFile(f[1], []byte(f[2]+"\n"), 0o644); err != nil {
+			if err := c.WriteTool("toolu_w", f[1], f[2]+"\n"); err != nil {
 				return err
 			}
-			r := c.ToolResult("toolu_w", "written", false)
-			r["tool_use_result"] = map[string]any{"type": "update", "filePath": f[1], "content": f[2] + "\n", "structuredPatch": []any{}, "originalFile": string(old)}
-			c.Write(r, c.AssistantText("written"), c.ResultSuccess("written"))
+			c.Write(c.AssistantText("written"), c.ResultSuccess("written"))
 		case text == "exit-cli":
 			return nil // the CLI ends on its own, as a crash would
 		case text == "partial":

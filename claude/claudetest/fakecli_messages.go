@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -196,6 +198,32 @@ func (c *CLI) ToolResult(toolUseID, content string, isError bool) Msg {
 		"parent_tool_use_id": nil, "session_id": c.sessionID, "uuid": fakeUUID(),
 		"timestamp": "2026-11-22T00:00:00.000Z", "tool_use_result": content,
 	}
+}
+
+// WriteTool runs the Write tool as the CLI does: it writes the call
+// (id), writes content into the file at path, and then the result, which
+// carries the file as it was before (originalFile) as the CLI's does. A
+// file that cannot be written is the error returned; nothing else is
+// written then.
+func (c *CLI) WriteTool(id, path, content string) error {
+	old, err := os.ReadFile(path)
+	kind := "update"
+	if errors.Is(err, fs.ErrNotExist) {
+		kind = "create"
+	}
+	if err := c.Write(c.AssistantToolUse(id, "Write", map[string]string{"file_path": path, "content": content})); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		return err
+	}
+	r := c.ToolResult(id, "written", false)
+	res := map[string]any{"type": kind, "filePath": path, "content": content, "structuredPatch": []any{}, "originalFile": nil}
+	if kind == "update" {
+		res["originalFile"] = string(old)
+	}
+	r["tool_use_result"] = res
+	return c.Write(r)
 }
 
 // TextDelta is a stream_event line with a text_delta.
