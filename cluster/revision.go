@@ -357,6 +357,14 @@ func (c *Client) agentWire(ctx context.Context, rec agentRecord) int {
 	if err != nil {
 		return 1
 	}
+	if m.Header.Get(kvOp) != "" {
+		// The agent deleted its entry: it left, handing its sessions
+		// over. A client without the registry's watch (NATS permissions
+		// without consumers on the registry) learns it here; the agent
+		// holds back no one for the lapses it would still count as live.
+		c.judge.forget(rec.ID)
+		return WireRevision
+	}
 	rev := wireOf(m.Header)
 	c.revs.mu.Lock()
 	defer c.revs.mu.Unlock()
