@@ -614,12 +614,16 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 			return nil, err
 		}
 		useTemplate = false
+		hopts.ChangesFrom = a.readChanges(ctx, rec.ID)
 	case req.Restore != "":
 		if err := a.restoreFrom(ctx, req, &rec, cfgDir); err != nil {
 			a.failRecord(req.ID, rev, &rec, err)
 			return nil, err
 		}
 		hopts.CLI.Cwd = rec.Cwd
+		if req.Continue {
+			hopts.ChangesFrom = a.readChanges(ctx, req.Restore)
+		}
 	}
 	var hs *host.Session
 	if useTemplate {

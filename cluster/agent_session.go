@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -49,7 +50,11 @@ type agentSession struct {
 	// lanesClosed: finish began; the quick lane takes nothing more.
 	lanesClosed bool
 	mirror      mirrorState
-	restored    int64 // bytes of the CLI session's file restored by a failover
+	// filesChanged: a FilesChanged event was published since the change
+	// record was last mirrored; lastChanges, the record then (mirror only).
+	filesChanged atomic.Bool
+	lastChanges  [sha256.Size]byte
+	restored     int64 // bytes of the CLI session's file restored by a failover
 	// fence: the next event must follow the stream's last one of the
 	// session as read then (a taken-over session's first event: a client
 	// may have appended "disconnected" since base was read; or the first

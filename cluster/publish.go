@@ -94,6 +94,8 @@ func (s *agentSession) published(evs []host.Event) {
 		switch ev.Kind {
 		case host.EventState, host.EventCost, host.EventClosed:
 			poke = true
+		case host.EventFilesChanged:
+			s.filesChanged.Store(true)
 		case host.EventMessage:
 			if isResult(ev.Data) {
 				mirror = true // mirror the transcript at the turn's end

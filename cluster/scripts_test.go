@@ -26,6 +26,7 @@ import (
 //	"recall"   answers with every earlier prompt of the conversation;
 //	"exit"     ends the CLI (exit status 0), as a CLI that ends on its own;
 //	"stream N" streams a reply of N ten-character deltas (streamReply);
+//	"edit-file PATH TEXT" writes TEXT into PATH with the Write tool;
 //	anything   else is echoed ("echo: …").
 func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 	sid, resumed := "", false
@@ -111,6 +112,13 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 		}
 		if n, ok := floodPrompt(prompt); ok {
 			floodReply(c, n)
+			continue
+		}
+		if f := strings.Fields(prompt); len(f) == 3 && f[0] == "edit-file" {
+			if err := c.WriteTool("toolu_w", f[1], f[2]+"\n"); err != nil {
+				return err
+			}
+			c.Write(c.AssistantText("written"), c.ResultSuccess("written"))
 			continue
 		}
 		switch prompt {

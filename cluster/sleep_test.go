@@ -2,6 +2,8 @@ package cluster_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -376,4 +378,81 @@ func TestCommandWhileGoingToSleep(t *testing.T) {
 	if n := count(f.list(), result("")); n != 1 {
 		t.Errorf("%d turns, want 1", n)
 	}
+}
+
+// TestChangesCarriedOverTheCluster: what a session changed in files
+// stays its changes when it wakes on another agent and when it is
+// resumed in its place after its CLI ended: the agent that takes it up
+// reads the change record the first mirrored (host.Options.ChangesFrom),
+// so the edits made before are listed, against the session's first
+// start, beside its own. Under testdata/permissions.conf's users: the
+// record is on a subject the agents' rights on the mirror cover; and
+// serve's user, which may not watch the registry, still learns that the
+// agent that closed left (its resume in place is not refused as if an
+// agent of an older release were live).
+func TestChangesCarriedOverTheCluster(t *testing.T) {
+	ctx := testCtx(t)
+	ns := permissionedNATS(t)
+	agent := nats.UserInfo("agent", "agent-secret")
+	sleepy := func(o *cluster.AgentOptions) { o.SleepAfter = 400 * time.Millisecond }
+	a1 := newAgentWith(t, ns.URL(), "a1", 1, sleepy, agent)
+	c := newClient(t, ns.URL(), nats.UserInfo("serve", "serve-secret"))
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	notes, todo, list := filepath.Join(dir, "notes.md"), filepath.Join(dir, "todo.md"), filepath.Join(dir, "list.md")
+	for _, p := range []string{notes, todo, list} {
+		if err := os.WriteFile(p, []byte("before\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := c.Start(ctx, &cluster.StartOptions{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "edit-file "+notes+" first")
+	first := f.wait(t, "the first edit", result("written"))
+	waitAsleep(t, c, info.ID)
+	a1.Close()
+	newAgentWith(t, ns.URL(), "a2", 1, nil, agent)
+
+	send(t, c, info.ID, "edit-file "+todo+" second")
+	f.wait(t, "the edit after the wake", func(ev host.Event) bool { return result("written")(ev) && ev.Seq > first.Seq })
+	if w, err := c.Session(ctx, info.ID); err != nil || w.Agent != "a2" {
+		t.Fatalf("woken: %+v, %v", w, err)
+	}
+	changesAre := func(id, want string) []host.FileChange {
+		t.Helper()
+		res, err := c.Command(ctx, id, &host.Command{Type: host.CommandChanges})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ch := range res.Changes {
+			got = append(got, ch.Rel+" "+string(ch.Kind))
+		}
+		if strings.Join(got, ", ") != want {
+			t.Fatalf("changes of %s: %v; want %s", id, got, want)
+		}
+		return res.Changes
+	}
+	cs := changesAre(info.ID, "notes.md modified, todo.md modified")
+	if !strings.Contains(cs[0].Diff, "-before\n+first\n") {
+		t.Errorf("notes.md's diff after the wake:\n%s", cs[0].Diff)
+	}
+
+	// Its CLI ends; resumed in its place, the new session goes on with
+	// the conversation's changes.
+	send(t, c, info.ID, "exit")
+	waitFor(t, "the session ended", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.Ended
+	})
+	next, err := c.Resume(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := follow(t, c, next.ID, 0)
+	send(t, c, next.ID, "edit-file "+list+" third")
+	g.wait(t, "the edit after the resume", result("written"))
+	changesAre(next.ID, "notes.md modified, todo.md modified, list.md modified")
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -46,12 +48,72 @@ func (s *agentSession) keepMirror() {
 			if !s.a.gone() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				s.mirrorOnce(ctx)
+				s.mirrorChanges(ctx)
 				cancel()
 			}
 			return
 		}
 		s.mirrorOnce(s.ctx)
+		s.mirrorChanges(s.ctx)
 	}
+}
+
+// The change record (what host.Session.Changes works from: the start
+// commit, the files' originals) is mirrored beside the transcript, on
+// subjectTranscript + id + suffixChanges (one subject token, so that
+// agents' NATS permissions on the mirror, "tether.v1.tx.*", cover it;
+// "~" is in no session id), whole in one message of at
+// most the server's max_payload (the largest originals left out first:
+// host.Session.MarshalChanges), each time the mirror runs after a
+// FilesChanged event; the agent that takes the session over, wakes it or
+// resumes it in its place reads the last one (host.Options.ChangesFrom).
+// Changes made after the last mirror (at most MirrorInterval before a
+// failover, within a turn) are then known only to git, as changes made
+// before the session started. An older agent neither writes nor reads
+// these; it reads the transcript by its exact subject.
+const suffixChanges = "~changes"
+
+// mirrorChanges publishes the session's change record when files changed
+// since it last did.
+func (s *agentSession) mirrorChanges(ctx context.Context) {
+	if !s.filesChanged.Swap(false) {
+		return
+	}
+	data, err := s.hs.MarshalChanges(int(s.a.b.nc.MaxPayload()) - 4<<10) // room for the headers
+	if err != nil || len(data) == 0 {
+		if err != nil {
+			s.log.Warn("change record not mirrored", "session", s.id, "err", err)
+		}
+		return
+	}
+	sum := sha256.Sum256(data)
+	if sum == s.lastChanges {
+		return
+	}
+	m := stamp(nats.NewMsg(subjectTranscript + s.id + suffixChanges))
+	m.Data = data
+	m.Header.Set(hdrMsgID, s.id+suffixChanges+"."+hex.EncodeToString(sum[:12]))
+	if err := s.a.b.publishRetry(ctx, m); err != nil {
+		s.filesChanged.Store(true) // next time
+		s.log.Debug("change record not mirrored", "session", s.id, "err", err)
+		return
+	}
+	s.lastChanges = sum
+}
+
+// readChanges returns session id's last mirrored change record, nil when
+// there is none (it changed no file, or ran on an agent that mirrored
+// none) or it cannot be read now: the session then counts its changes
+// from its new start, as before there were records.
+func (a *Agent) readChanges(ctx context.Context, id string) []byte {
+	m, err := a.b.tx.GetLastMsgForSubject(ctx, subjectTranscript+id+suffixChanges)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			a.log.Warn("change record not read; changes count from now", "session", id, "err", err)
+		}
+		return nil
+	}
+	return m.Data
 }
 
 // mirrorOnce publishes what the session file gained since last time.
