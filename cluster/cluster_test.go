@@ -711,6 +711,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // mirrored reports whether the session's transcript mirror holds text.
 func mirrored(t *testing.T, url, id, text string, nopts ...nats.Option) func() bool {
+	return mirroredOn(t, url, "tether.v1.tx."+id, text, nopts...)
+}
+
+// mirroredOn is mirrored for any subject of the transcript stream.
+func mirroredOn(t *testing.T, url, subject, text string, nopts ...nats.Option) func() bool {
 	nc, err := nats.Connect(url, nopts...)
 	if err != nil {
 		t.Fatal(err)
@@ -727,7 +732,7 @@ func mirrored(t *testing.T, url, id, text string, nopts ...nats.Option) func() b
 		}
 		var all []byte
 		for seq := uint64(1); ; {
-			m, err := st.GetMsg(context.Background(), seq, jetstream.WithGetMsgSubject("tether.v1.tx."+id))
+			m, err := st.GetMsg(context.Background(), seq, jetstream.WithGetMsgSubject(subject))
 			if err != nil {
 				break
 			}

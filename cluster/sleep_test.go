@@ -381,8 +381,9 @@ func TestCommandWhileGoingToSleep(t *testing.T) {
 }
 
 // TestChangesCarriedOverTheCluster: what a session changed in files
-// stays its changes when it wakes on another agent and when it is
-// resumed in its place after its CLI ended: the agent that takes it up
+// stays its changes when it wakes on another agent, when another agent
+// takes it over after its agent died and when it is resumed in its place
+// after its CLI ended: the agent that takes it up
 // reads the change record the first mirrored (host.Options.ChangesFrom),
 // so the edits made before are listed, against the session's first
 // start, beside its own. Under testdata/permissions.conf's users: the
@@ -413,7 +414,7 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 	first := f.wait(t, "the first edit", result("written"))
 	waitAsleep(t, c, info.ID)
 	a1.Close()
-	newAgentWith(t, ns.URL(), "a2", 1, nil, agent)
+	a2 := newAgentWith(t, ns.URL(), "a2", 1, nil, agent)
 
 	send(t, c, info.ID, "edit-file "+todo+" second")
 	f.wait(t, "the edit after the wake", func(ev host.Event) bool { return result("written")(ev) && ev.Seq > first.Seq })
@@ -439,6 +440,21 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 	if !strings.Contains(cs[0].Diff, "-before\n+first\n") {
 		t.Errorf("notes.md's diff after the wake:\n%s", cs[0].Diff)
 	}
+
+	// a2 dies after the turn; a3 takes the session over from the record
+	// mirrored at the turn's end.
+	serveUser := nats.UserInfo("serve", "serve-secret")
+	waitFor(t, "the record mirrored", mirroredOn(t, ns.URL(), "tether.v1.tx."+info.ID+"~changes", "todo.md", serveUser))
+	newAgentWith(t, ns.URL(), "a3", 1, nil, agent)
+	cluster.Crash(a2)
+	waitFor(t, "a2 gone", func() bool {
+		as, err := c.Agents(ctx)
+		return err == nil && len(as) == 1 && as[0].ID == "a3"
+	})
+	if _, err := c.Resume(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	changesAre(info.ID, "notes.md modified, todo.md modified")
 
 	// Its CLI ends; resumed in its place, the new session goes on with
 	// the conversation's changes.
