@@ -30,15 +30,33 @@ func (s *Server) hub() {
 		case <-t.C:
 		case <-s.kick:
 		}
+		s.mu.Lock()
+		s.told = map[string]bool{}
+		s.mu.Unlock()
 		list, err := s.b.List(s.ctx)
-		if err != nil {
-			continue
-		}
 		now := make(map[string]SessionInfo, len(list))
 		for _, si := range list {
 			now[si.ID] = si
 		}
 		s.mu.Lock()
+		told := s.told
+		s.told = nil
+		if err != nil {
+			s.mu.Unlock()
+			continue
+		}
+		// A session started (and broadcast) while the list was being
+		// read may be missing from it: it stays until a list read after
+		// it says otherwise. Dropping it would tell clients "removed"
+		// for a session that runs, and leave the hub without it, so
+		// that its real removal later went unannounced.
+		for id := range told {
+			if si, ok := s.last[id]; ok {
+				if _, listed := now[id]; !listed {
+					now[id] = si
+				}
+			}
+		}
 		prev := s.last
 		s.last = now
 		clients := make([]*client, 0, len(s.clients))
@@ -77,6 +95,9 @@ func (s *Server) broadcast(si SessionInfo) {
 		s.last = maps.Clone(s.last)
 	}
 	s.last[si.ID] = si
+	if s.told != nil {
+		s.told[si.ID] = true
+	}
 	clients := make([]*client, 0, len(s.clients))
 	for c := range s.clients {
 		clients = append(clients, c)

@@ -124,8 +124,11 @@ type Server struct {
 	hubOn   bool
 	kick    chan struct{} // 1-buffered: refresh the list now
 	last    map[string]SessionInfo
-	acls    map[string]*team.ACL // teams: the sessions' ACLs as the hub last read them
-	ticks   int                  // teams: hub rounds, to reread every ACL now and then
+	// told: the sessions broadcast while the hub's List was out (nil
+	// when none is): that list may predate them.
+	told  map[string]bool
+	acls  map[string]*team.ACL // teams: the sessions' ACLs as the hub last read them
+	ticks int                  // teams: hub rounds, to reread every ACL now and then
 
 	notify *notifier // nil: notifications off
 }
