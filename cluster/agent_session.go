@@ -51,9 +51,12 @@ type agentSession struct {
 	lanesClosed bool
 	mirror      mirrorState
 	// filesChanged: a FilesChanged event was published since the change
-	// record was last mirrored; lastChanges, the record then (mirror only).
+	// record was last mirrored; lastChanges, the record then; changesTag
+	// and changesN name this attachment's records (mirror only).
 	filesChanged atomic.Bool
 	lastChanges  [sha256.Size]byte
+	changesTag   string
+	changesN     uint64
 	restored     int64 // bytes of the CLI session's file restored by a failover
 	// fence: the next event must follow the stream's last one of the
 	// session as read then (a taken-over session's first event: a client

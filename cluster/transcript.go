@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -90,15 +89,22 @@ func (s *agentSession) mirrorChanges(ctx context.Context) {
 	if sum == s.lastChanges {
 		return
 	}
+	// The message id makes a retry of this publish a duplicate, and no
+	// other record one: a record may come back to an earlier content,
+	// which must still be the last.
+	if s.changesTag == "" {
+		s.changesTag = randomID(4)
+	}
 	m := stamp(nats.NewMsg(subjectTranscript + s.id + suffixChanges))
 	m.Data = data
-	m.Header.Set(hdrMsgID, s.id+suffixChanges+"."+hex.EncodeToString(sum[:12]))
+	m.Header.Set(hdrMsgID, s.id+suffixChanges+"."+s.changesTag+"."+strconv.FormatUint(s.changesN, 10))
 	if err := s.a.b.publishRetry(ctx, m); err != nil {
 		s.filesChanged.Store(true) // next time
 		s.log.Debug("change record not mirrored", "session", s.id, "err", err)
 		return
 	}
 	s.lastChanges = sum
+	s.changesN++
 }
 
 // readChanges returns session id's last mirrored change record, nil when
