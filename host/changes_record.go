@@ -2,6 +2,7 @@ package host
 
 import (
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -96,29 +97,38 @@ func (s *Session) MarshalChanges(limit int) ([]byte, error) {
 		}
 	}
 	t.mu.Unlock() // the originals are never changed in place
-	for {
-		data, err := json.Marshal(&r)
-		if err != nil || limit <= 0 || len(data) <= limit {
-			return data, err
-		}
-		// Leave out the largest original still kept.
-		var largest *recordedBase
-		for _, b := range r.Dirty {
-			if len(b.Data) > 0 && (largest == nil || len(b.Data) > len(largest.Data)) {
-				largest = b
-			}
-		}
-		for i := range r.Files {
-			if b := &r.Files[i].Base; len(b.Data) > 0 && (largest == nil || len(b.Data) > len(largest.Data)) {
-				largest = b
-			}
-		}
-		if largest == nil {
-			return nil, fmt.Errorf("host: change record of %d bytes, over the limit of %d even without originals", len(data), limit)
-		}
-		largest.Size = cmp.Or(largest.Size, int64(len(largest.Data)))
-		largest.Data, largest.TooLarge = nil, true
+	data, err := json.Marshal(&r)
+	if err != nil || limit <= 0 || len(data) <= limit {
+		return data, err
 	}
+	// Leave out the largest originals, enough of them for the rest to fit
+	// (each takes its base64 length and a few bytes of members).
+	var kept []*recordedBase
+	for _, b := range r.Dirty {
+		if len(b.Data) > 0 {
+			kept = append(kept, b)
+		}
+	}
+	for i := range r.Files {
+		if b := &r.Files[i].Base; len(b.Data) > 0 {
+			kept = append(kept, b)
+		}
+	}
+	slices.SortFunc(kept, func(a, b *recordedBase) int { return cmp.Compare(len(b.Data), len(a.Data)) })
+	over := len(data) - limit
+	for _, b := range kept {
+		if over <= 0 {
+			break
+		}
+		over -= base64.StdEncoding.EncodedLen(len(b.Data)) - 48 // "too_large":true,"size":N instead
+		b.Size = cmp.Or(b.Size, int64(len(b.Data)))
+		b.Data, b.TooLarge = nil, true
+	}
+	if data, err = json.Marshal(&r); err == nil && len(data) > limit {
+		err = fmt.Errorf("host: change record of %d bytes, over the limit of %d even without the originals that would not fit", len(data), limit)
+		data = nil
+	}
+	return data, err
 }
 
 // takeRecord takes over a record that MarshalChanges wrote (the session
