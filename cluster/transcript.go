@@ -39,10 +39,13 @@ func (s *agentSession) keepMirror() {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var recorded time.Time // the change record's last mirror
 	for {
+		turnEnd := false
 		select {
 		case <-t.C:
 		case <-s.wakeTx:
+			turnEnd = true
 		case <-s.ctx.Done():
 			if !s.a.gone() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -53,9 +56,17 @@ func (s *agentSession) keepMirror() {
 			return
 		}
 		s.mirrorOnce(s.ctx)
-		s.mirrorChanges(s.ctx)
+		if turnEnd || time.Since(recorded) >= changesEvery {
+			s.mirrorChanges(s.ctx)
+			recorded = time.Now()
+		}
 	}
 }
+
+// changesEvery bounds how often a session's change record is mirrored
+// within a turn (each up to max_payload, kept as long as transcripts):
+// at a turn's end it is mirrored whenever files changed.
+const changesEvery = time.Minute
 
 // The change record (what host.Session.Changes works from: the start
 // commit, the files' originals) is mirrored beside the transcript, on
@@ -63,12 +74,12 @@ func (s *agentSession) keepMirror() {
 // agents' NATS permissions on the mirror, "tether.v1.tx.*", cover it;
 // "~" is in no session id), whole in one message of at
 // most the server's max_payload (the largest originals left out first:
-// host.Session.MarshalChanges), each time the mirror runs after a
-// FilesChanged event; the agent that takes the session over, wakes it or
-// resumes it in its place reads the last one (host.Options.ChangesFrom).
-// Changes made after the last mirror (at most MirrorInterval before a
-// failover, within a turn) are then known only to git, as changes made
-// before the session started. An older agent neither writes nor reads
+// host.Session.MarshalChanges), when files changed: at a turn's end, at
+// most every changesEvery within a turn, and when the session ends. The
+// agent that takes the session over, wakes it or resumes it in its place
+// reads the last one (host.Options.ChangesFrom). Changes made after the
+// last mirror (within the turn a crash cut short) are then known only
+// to git, as changes made before the session started. An older agent neither writes nor reads
 // these; it reads the transcript by its exact subject.
 const suffixChanges = "~changes"
 
