@@ -658,7 +658,9 @@ func blockType(b claude.ContentBlock) string {
 }
 
 // itemList collects items in the order they first appeared, each at its
-// latest version: a snapshot's items.
+// latest version, whole: a snapshot's items. A growth (Append) is added
+// to the text the item has: a snapshot taken while a block streams holds
+// its whole text so far, not its last delta.
 type itemList struct {
 	items []Item
 	at    map[string]int
@@ -669,7 +671,14 @@ func (l *itemList) put(its []Item) {
 		l.at = map[string]int{}
 	}
 	for _, it := range its {
-		if i, ok := l.at[it.ID]; ok {
+		i, ok := l.at[it.ID]
+		if it.Append {
+			if ok {
+				it.Text = l.items[i].Text + it.Text
+			}
+			it.Append = false
+		}
+		if ok {
 			l.items[i] = it
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -266,6 +267,31 @@ func TestItemsMidTurn(t *testing.T) {
 			}
 			latest := sn.Seq
 			stay.waitFrame(ctx, new(int), "the latest event", func(f *frame) bool { return f.sessionID() == id && seqOf(f) >= latest })
+			// A snapshot taken now holds the text streamed so far whole,
+			// as the frames built it, not its last growth.
+			st, body = e.req("GET", "/api/sessions/"+id+"/snapshot?items=true", "")
+			var ms struct {
+				Seq   uint64       `json:"seq"`
+				Items []serve.Item `json:"items"`
+			}
+			if err := json.Unmarshal(body, &ms); st != 200 || err != nil || ms.Seq != latest {
+				t.Fatalf("snapshot mid-turn: %d %s", st, body)
+			}
+			built := map[string]serve.Item{}
+			for _, f := range sessionFrames(stay, id)[:latest] {
+				var x itemsFrame
+				json.Unmarshal(f.raw, &x)
+				for _, it := range x.Items {
+					if it.Append {
+						it.Text, it.Append = built[it.ID].Text+it.Text, false
+					}
+					built[it.ID] = it
+				}
+			}
+			i := slices.IndexFunc(ms.Items, func(it serve.Item) bool { return it.ID == "msg_partial/0" })
+			if i < 0 || ms.Items[i].Append || ms.Items[i].Text != built["msg_partial/0"].Text || !strings.HasSuffix(ms.Items[i].Text, "the ") {
+				t.Errorf("snapshot mid-turn: items %+v, the frames built %+v", ms.Items, built["msg_partial/0"])
+			}
 			// One that is behind (after the first word), one that is not
 			// (its place is the snapshot's).
 			behind, current := e.dial(ctx), e.dial(ctx)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetherhq/tether/host"
 	"golang.org/x/tools/txtar"
 )
 
@@ -131,6 +132,86 @@ func FuzzItemizer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSnapshotItemsAnyPoint: a client that takes a snapshot with items
+// after any line, and then follows the frames of the Itemizer the
+// snapshot leaves (as a subscription does), has at every step the items
+// a client that followed from the first line has: a block streaming
+// when the snapshot was taken comes whole, not as its last growth.
+func TestSnapshotItemsAnyPoint(t *testing.T) {
+	inputs := map[string][]json.RawMessage{"long": longStream(20)}
+	for _, name := range []string{"items_turn", "items_queued"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range bytes.Lines(bytes.TrimSpace(data)) {
+			inputs[name] = append(inputs[name], json.RawMessage(bytes.TrimSpace(l)))
+		}
+	}
+	for name, lines := range inputs {
+		t.Run(name, func(t *testing.T) {
+			// What a client that followed from the first line has after
+			// each line.
+			from0 := make([]string, len(lines)+1)
+			var c foldedItems
+			z := NewItemizer()
+			from0[0] = c.String()
+			for i, l := range lines {
+				c.apply(z.Add(l))
+				from0[i+1] = c.String()
+			}
+			for k := range len(lines) + 1 {
+				z := NewItemizer()
+				sn := withItems(&snapshotJSON{Snapshot: &host.Snapshot{Transcript: lines[:k]}}, z)
+				var c foldedItems
+				c.apply(sn.Items)
+				if got := c.String(); got != from0[k] {
+					t.Fatalf("snapshot after line %d:\n got %s\nwant %s", k, got, from0[k])
+				}
+				for i := k; i < len(lines); i++ {
+					c.apply(z.Add(lines[i]))
+					if got := c.String(); got != from0[i+1] {
+						t.Fatalf("snapshot after line %d, then line %d:\n got %s\nwant %s", k, i+1, got, from0[i+1])
+					}
+				}
+			}
+		})
+	}
+}
+
+// foldedItems is what a client keeps of items frames: each item at its
+// latest version, a growth (Append) added to the text it has.
+type foldedItems struct {
+	order []string
+	byID  map[string]Item
+}
+
+func (c *foldedItems) apply(its []Item) {
+	if c.byID == nil {
+		c.byID = map[string]Item{}
+	}
+	for _, it := range its {
+		old, ok := c.byID[it.ID]
+		if !ok {
+			c.order = append(c.order, it.ID)
+		}
+		if it.Append {
+			it.Text, it.Append = old.Text+it.Text, false
+		}
+		c.byID[it.ID] = it
+	}
+}
+
+func (c *foldedItems) String() string {
+	var b strings.Builder
+	for _, id := range c.order {
+		j, _ := json.Marshal(c.byID[id])
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // longStream is a message streamed in n deltas: a text block of n
