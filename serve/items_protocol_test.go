@@ -19,6 +19,24 @@ type itemsFrame struct {
 	Items []serve.Item `json:"items"`
 }
 
+// applyItems applies f, if it is an items frame, to what a client keeps
+// of the items (by id; a growth added to the text it has) and returns
+// its items as they were sent.
+func applyItems(kept map[string]serve.Item, f *frame) []serve.Item {
+	if f.Type != "items" {
+		return nil
+	}
+	var x itemsFrame
+	json.Unmarshal(f.raw, &x)
+	for _, it := range x.Items {
+		if it.Append {
+			it.Text, it.Append = kept[it.ID].Text+it.Text, false
+		}
+		kept[it.ID] = it
+	}
+	return x.Items
+}
+
 // seqOf is the seq a session frame stands for: an event's, or an items
 // frame's; 0 for other frames.
 func seqOf(f *frame) uint64 {
@@ -93,16 +111,7 @@ func TestItemsOptIn(t *testing.T) {
 				case p.Event.Kind != host.EventMessage && string(f.raw) != string(p.raw):
 					t.Fatalf("event %d differs:\n%s\n%s", seq, f.raw, p.raw)
 				}
-				if f.Type == "items" {
-					var x itemsFrame
-					json.Unmarshal(f.raw, &x)
-					for _, it := range x.Items {
-						if it.Append {
-							it.Text, it.Append = all[it.ID].Text+it.Text, false
-						}
-						all[it.ID] = it
-					}
-				}
+				applyItems(all, f)
 			}
 			tool, ok := all["toolu_1"]
 			if !ok || tool.Kind != serve.ItemToolUse || tool.Name != "Bash" || string(tool.Input) != `{"command":"touch hello.txt"}` || tool.Status != serve.ItemDone {
@@ -279,14 +288,7 @@ func TestItemsMidTurn(t *testing.T) {
 			}
 			built := map[string]serve.Item{}
 			for _, f := range sessionFrames(stay, id)[:latest] {
-				var x itemsFrame
-				json.Unmarshal(f.raw, &x)
-				for _, it := range x.Items {
-					if it.Append {
-						it.Text, it.Append = built[it.ID].Text+it.Text, false
-					}
-					built[it.ID] = it
-				}
+				applyItems(built, f)
 			}
 			i := slices.IndexFunc(ms.Items, func(it serve.Item) bool { return it.ID == "msg_partial/0" })
 			if i < 0 || ms.Items[i].Append || ms.Items[i].Text != built["msg_partial/0"].Text || !strings.HasSuffix(ms.Items[i].Text, "the ") {
@@ -329,19 +331,10 @@ func TestItemsMidTurn(t *testing.T) {
 			// What the frames build.
 			items := map[string]serve.Item{}
 			for _, f := range all[:last] {
-				if f.Type != "items" {
-					continue
-				}
-				var x itemsFrame
-				json.Unmarshal(f.raw, &x)
-				for _, it := range x.Items {
+				for _, it := range applyItems(items, f) {
 					if it.Kind == serve.ItemToolUse && !json.Valid(it.Input) {
-						t.Errorf("seq %d: tool input %s", x.Seq, it.Input)
+						t.Errorf("seq %d: tool input %s", seqOf(f), it.Input)
 					}
-					if it.Append {
-						it.Text, it.Append = items[it.ID].Text+it.Text, false
-					}
-					items[it.ID] = it
 				}
 			}
 			if txt := items["msg_partial/0"]; txt.Text != "Let me look at the files." || txt.Status != serve.ItemDone {

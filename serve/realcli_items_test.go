@@ -57,24 +57,15 @@ func TestRealCLIItems(t *testing.T) {
 		if f.Type == "event" && f.Event.Kind == host.EventMessage {
 			t.Fatalf("a raw message to an items subscriber: %s", f.raw)
 		}
-		if f.Type != "items" {
-			continue
-		}
-		var x itemsFrame
-		json.Unmarshal(f.raw, &x)
-		for _, it := range x.Items {
+		for _, it := range applyItems(items, f) {
 			if it.Kind == serve.ItemToolUse {
 				if !json.Valid(it.Input) {
-					t.Errorf("seq %d: tool input %s", x.Seq, it.Input)
+					t.Errorf("seq %d: tool input %s", seqOf(f), it.Input)
 				}
 				if it.Status == serve.ItemStreaming {
 					typed = append(typed, string(it.Input))
 				}
 			}
-			if it.Append {
-				it.Text, it.Append = items[it.ID].Text+it.Text, false
-			}
-			items[it.ID] = it
 		}
 	}
 	var in map[string]string
