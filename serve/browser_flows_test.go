@@ -463,7 +463,13 @@ func testReloadMidTurn(t *testing.T, b *browser) {
 	if snaps == 0 {
 		t.Error("the reloaded page did not start from a snapshot")
 	}
+	tb.waitJS("the text so far", `document.querySelector(".msg.assistant .text")?.innerText.length > 0`)
 	tb.shot("reloaded")
+	// The snapshot has the text streamed so far whole, not its last
+	// growth: what shows begins where the answer begins.
+	if got := strings.TrimSpace(tb.text(".msg.assistant .text")); !strings.HasPrefix(words, got) {
+		t.Errorf("after reload, mid-turn, the text is\n%q\nnot the answer's beginning", got)
+	}
 	if n := tb.count(`#deliveries li[data-status="queued"]`); n != 0 {
 		t.Error("after reload the running turn's prompt shows as queued")
 	}
