@@ -75,6 +75,8 @@ type Client struct {
 
 	revs    revisions     // the wire revision of each live agent (agentWire)
 	skipped atomic.Uint64 // messages event readers skipped (Skipped)
+	// times event readers went from the live feed back to a consumer
+	liveFallbacks atomic.Int64
 	// failMarkers: how many appends of a "disconnected" event are to fail
 	// (tests only, export_test.go).
 	failMarkers atomic.Int32

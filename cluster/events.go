@@ -90,13 +90,25 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 			c.watch(id, 1)
 			defer c.watch(id, -1)
 		}
+		// The live feed first: what is stored after it is in place
+		// arrives on it, what was stored before comes by consumer.
+		r.live = c.subscribeLive(id)
+		defer r.live.close()
 		start, err := c.b.seek(ctx, filter, after)
 		if err != nil {
 			yield(host.Event{}, err)
 			return
 		}
+		r.from = start
 		for {
 			err := c.readEvents(ctx, filter, start, r, yield)
+			if errors.Is(err, errLive) {
+				err = c.readLive(ctx, filter, r, yield)
+				if errors.Is(err, errLiveGap) {
+					start = r.resume
+					continue
+				}
+			}
 			if errors.Is(err, errStalled) {
 				start = r.next // a new consumer, from where this one stopped
 				continue
@@ -108,7 +120,7 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 				// messages that are not the agent's can mislead it. Read
 				// again from the first message kept before calling a gap.
 				r.rescanned = true
-				start = 1
+				start, r.from = 1, 1
 				continue
 			}
 			if err != nil {
@@ -186,9 +198,11 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 			c.log.Debug("events", "session", r.id, "err", err)
 			continue
 		}
-		if md, err := m.Metadata(); err == nil {
+		md, merr := m.Metadata()
+		if merr == nil {
 			r.next = md.Sequence.Stream + 1
 			r.got.Store(md.Sequence.Stream)
+			r.saw(m.Subject(), md.Sequence.Stream)
 		}
 		evs, err := r.take(ctx, m.Subject(), m.Headers(), m.Data())
 		r.exp.Store(r.expect)
@@ -199,6 +213,10 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 			if !yield(ev, nil) || ev.Kind == host.EventClosed {
 				return nil
 			}
+		}
+		if merr == nil && md.NumPending == 0 && r.live != nil {
+			r.live.caughtUp(r)
+			return errLive // the consumer goes; the live feed follows
 		}
 	}
 }
@@ -226,6 +244,14 @@ type eventReader struct {
 	next uint64
 	got  atomic.Uint64
 	exp  atomic.Uint64 // expect, for the stall watch
+
+	// The live feed (live.go): from is where reading began, last the
+	// last stream sequence read on the event and the marker subject (0:
+	// none yet), resume where to read again after a gap in the feed.
+	live   *liveFeed
+	from   uint64
+	last   [2]uint64
+	resume uint64
 }
 
 func (r *eventReader) expectNow() uint64 { return r.exp.Load() }

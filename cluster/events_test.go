@@ -22,9 +22,9 @@ type rawBus struct {
 	js jetstream.JetStream
 }
 
-func newRawBus(t *testing.T, url string) *rawBus {
+func newRawBus(t *testing.T, url string, opts ...nats.Option) *rawBus {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

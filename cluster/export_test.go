@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"iter"
 	"time"
+
+	"github.com/tetherhq/tether/host"
 )
 
 // Crash makes a vanish as a killed process would (for tests).
@@ -72,4 +75,22 @@ func SetTailBound(t interface{ Cleanup(func()) }, n int) {
 	old := maxTailEvents
 	maxTailEvents = n
 	t.Cleanup(func() { maxTailEvents = old })
+}
+
+// SetLiveBuffer sets how many republished messages an event reader holds
+// before NATS drops them (for tests), until the test ends.
+func SetLiveBuffer(t interface{ Cleanup(func()) }, n int) {
+	old := liveBuffer
+	liveBuffer = n
+	t.Cleanup(func() { liveBuffer = old })
+}
+
+// LiveFallbacks counts the times c's event readers went back from the
+// live feed to a consumer (a gap in it, or a stall).
+func LiveFallbacks(c *Client) int64 { return c.liveFallbacks.Load() }
+
+// EventsAlone is Events with a reader of the caller's own (no shared
+// tail), so that a test can hold the reader itself.
+func EventsAlone(ctx context.Context, c *Client, id string, after uint64) iter.Seq2[host.Event, error] {
+	return c.events(ctx, id, after, true)
 }

@@ -88,10 +88,17 @@ func TestNATSPermissions(t *testing.T) {
 // users: agent, serve and auditor, their passwords "<user>-secret".
 func permissionedNATS(t *testing.T) *natsServer {
 	t.Helper()
+	return permissionedNATSFrom(t, "testdata/permissions.conf")
+}
+
+// permissionedNATSFrom runs NATS with the users of the configuration file
+// conf (testdata/permissions.conf, or a variant of it).
+func permissionedNATSFrom(t *testing.T, conf string) *natsServer {
+	t.Helper()
 	t.Setenv("TETHER_AGENT_PASSWORD", "agent-secret")
 	t.Setenv("TETHER_SERVE_PASSWORD", "serve-secret")
 	t.Setenv("TETHER_AUDITOR_PASSWORD", "auditor-secret")
-	opts, err := server.ProcessConfigFile("testdata/permissions.conf")
+	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, e
 		{&b.events, jetstream.StreamConfig{
 			Name: StreamEvents, Subjects: []string{subjectEvents + ">", subjectGone + ">"}, Storage: storage, Replicas: l.Replicas,
 			MaxMsgsPerSubject: l.EventsPerSession, MaxAge: l.EventsMaxAge, MaxMsgSize: maxMsg,
-			Duplicates:  2 * time.Minute,
+			Duplicates: 2 * time.Minute, RePublish: livePublish(),
 			Description: "tether: session events, one subject per session",
 		}},
 		{&b.tx, jetstream.StreamConfig{
@@ -190,6 +190,9 @@ func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, e
 		}
 		if err == nil {
 			st, err = addSubjects(ctx, js, st, s.cfg.Subjects)
+		}
+		if err == nil && s.cfg.RePublish != nil {
+			st = addRePublish(ctx, js, st, s.cfg.RePublish)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", s.cfg.Name, err)
@@ -263,6 +266,22 @@ func addSubjects(ctx context.Context, js jetstream.JetStream, st jetstream.Strea
 		return st, nil
 	}
 	return js.UpdateStream(ctx, cfg)
+}
+
+// addRePublish has a stream created by an earlier version republish its
+// messages (live.go). It is best effort: a user without the right to
+// update streams (serve's, in the documented permissions) leaves it to
+// the next agent, and readers follow the stream by consumers meanwhile.
+func addRePublish(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, want *jetstream.RePublish) jetstream.Stream {
+	cfg := st.CachedInfo().Config
+	if cfg.RePublish != nil {
+		return st // ours, or the operator's own: left as it is
+	}
+	cfg.RePublish = want
+	if up, err := js.UpdateStream(ctx, cfg); err == nil {
+		return up
+	}
+	return st
 }
 
 func (b *bus) close() {

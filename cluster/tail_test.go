@@ -4,15 +4,17 @@ import (
 	"context"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
 )
 
 // eventConsumers counts the consumers of the events stream on the
 // server: each reader of a session's events has one.
-func eventConsumers(t *testing.T, url string) func() int {
+func eventConsumers(t *testing.T, url string, opts ...nats.Option) func() int {
 	t.Helper()
-	raw := newRawBus(t, url)
+	raw := newRawBus(t, url, opts...)
 	return func() int {
 		s, err := raw.js.Stream(testCtx(t), cluster.StreamEvents)
 		if err != nil {
@@ -27,7 +29,7 @@ func eventConsumers(t *testing.T, url string) func() int {
 }
 
 // A client's subscribers of one session (a serve's viewers) share one
-// consumer of the stream: each gets every event once and in order,
+// reader of the stream (one consumer, none once it follows live): each gets every event once and in order,
 // one that joins later gets only what follows its position, and the
 // consumer goes when the last of them leaves.
 func TestSubscribersShareOneReader(t *testing.T) {
@@ -45,8 +47,8 @@ func TestSubscribersShareOneReader(t *testing.T) {
 	for _, f := range fs {
 		f.wait(t, "the first turn", result("echo: apples"))
 	}
-	if n := consumers(); n != 1 {
-		t.Errorf("%d consumers of the events stream for three subscribers of one session, want 1", n)
+	if n := consumers(); n > 1 {
+		t.Errorf("%d consumers of the events stream for three subscribers of one session, want 1 (0 once it follows live)", n)
 	}
 	// One that joins after the first turn gets the second turn only.
 	mark := fs[0].list()[len(fs[0].list())-1].Seq
@@ -64,8 +66,8 @@ func TestSubscribersShareOneReader(t *testing.T) {
 		checkSeqs(t, f.list(), 1)
 	}
 	checkSeqs(t, late.list(), mark+1)
-	if n := consumers(); n != 1 {
-		t.Errorf("%d consumers with a late subscriber, want 1", n)
+	if n := consumers(); n > 1 {
+		t.Errorf("%d consumers with a late subscriber, want at most 1", n)
 	}
 	for _, f := range append(fs, late) {
 		f.stop()
