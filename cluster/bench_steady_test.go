@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -56,9 +55,10 @@ func steadyCLI(l steadyLoad) func(context.Context, *claudetest.CLI) error {
 			c.Write(c.SystemInit(), textStart(c))
 			time.Sleep(rand.N(every))
 			t := time.NewTicker(every)
+			d := newDeltaLine(c)
 			for end := time.Now().Add(l.dur); time.Now().Before(end); {
 				<-t.C
-				c.Write(c.TextDelta(0, strconv.FormatInt(time.Now().UnixNano(), 10)))
+				c.Write(d.now())
 			}
 			t.Stop()
 			c.Write(c.AssistantText("done"), c.ResultSuccess("done"))
