@@ -87,7 +87,7 @@ func decodeBatch(data []byte, first uint64, n int) ([]host.Event, error) {
 			line, data = data[:j], data[j+1:]
 		}
 		var ev host.Event
-		if !decodeEventFast(line, &ev) && json.Unmarshal(line, &ev) != nil {
+		if decodeEvent(line, &ev) != nil {
 			return nil, errBatch
 		}
 		if ev.Seq != first+uint64(i) {
@@ -96,6 +96,16 @@ func decodeBatch(data []byte, first uint64, n int) ([]host.Event, error) {
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// decodeEvent decodes one event as an agent writes it: by decodeEventFast,
+// else json.Unmarshal.
+func decodeEvent(line []byte, ev *host.Event) error {
+	if decodeEventFast(line, ev) {
+		return nil
+	}
+	*ev = host.Event{}
+	return json.Unmarshal(line, ev)
 }
 
 // decodeEventFast decodes an event in the form json.Marshal writes

@@ -117,7 +117,7 @@ func (l *latencies) consume(ctx context.Context, evs iter.Seq2[host.Event, error
 		}
 		last = ev.Seq
 		l.observe(ev)
-		if result("done")(ev) {
+		if ev.Kind == host.EventMessage && bytes.Contains(ev.Data, []byte(`"result"`)) && result("done")(ev) {
 			results <- struct{}{}
 		}
 	}

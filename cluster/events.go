@@ -437,7 +437,7 @@ func (r *eventReader) take(ctx context.Context, subject string, h nats.Header, d
 		data, r.parts = r.parts, nil
 	}
 	var ev host.Event
-	if json.Unmarshal(data, &ev) != nil || ev.Seq != seq {
+	if decodeEvent(data, &ev) != nil || ev.Seq != seq {
 		r.skip(subject, "not an event of its sequence number")
 		return nil, nil
 	}
