@@ -209,16 +209,25 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 		if err != nil {
 			return err
 		}
-		for _, ev := range evs {
-			if !yield(ev, nil) || ev.Kind == host.EventClosed {
-				return nil
-			}
+		if !deliver(evs, yield) {
+			return nil
 		}
 		if merr == nil && md.NumPending == 0 && r.live != nil {
 			r.live.caughtUp(r)
 			return errLive // the consumer goes; the live feed follows
 		}
 	}
+}
+
+// deliver yields evs; false when the subscriber is done or the session
+// ended.
+func deliver(evs []host.Event, yield func(host.Event, error) bool) bool {
+	for _, ev := range evs {
+		if !yield(ev, nil) || ev.Kind == host.EventClosed {
+			return false
+		}
+	}
+	return true
 }
 
 // eventReader turns a session's messages into its events, in order,

@@ -244,10 +244,8 @@ func (c *Client) readLive(ctx context.Context, filter string, r *eventReader, yi
 		if err != nil {
 			return err
 		}
-		for _, ev := range evs {
-			if !yield(ev, nil) || ev.Kind == host.EventClosed {
-				return nil
-			}
+		if !deliver(evs, yield) {
+			return nil
 		}
 	}
 }

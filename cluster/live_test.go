@@ -14,21 +14,28 @@ import (
 	"github.com/tetherhq/tether/host"
 )
 
+// oneSession runs NATS, an agent and a client with one session started,
+// and counts the events stream's consumers.
+func oneSession(t *testing.T) (*natsServer, *cluster.Client, cluster.SessionInfo, func() int) {
+	t.Helper()
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	consumers := eventConsumers(t, ns.URL())
+	info, err := c.Start(testCtx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, c, info, consumers
+}
+
 // A reader that has read what the stream held drops its consumer and
 // follows the messages the stream republishes: the server walks no
 // stream for it (the cost that grew with the square of the sessions),
 // and its subscribers still get every event once, in order; one that
 // joins later is read from the stream, then goes live too.
 func TestCaughtUpReaderHoldsNoConsumer(t *testing.T) {
-	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	newAgent(t, ns.URL(), "a1", 2)
-	c := newClient(t, ns.URL())
-	consumers := eventConsumers(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, c, info, consumers := oneSession(t)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "apples")
 	f.wait(t, "the first turn", result("echo: apples"))
@@ -66,14 +73,7 @@ func TestCaughtUpReaderHoldsNoConsumer(t *testing.T) {
 func TestLiveReaderMissesNothing(t *testing.T) {
 	cluster.SetLiveBuffer(t, 4)
 	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	newAgent(t, ns.URL(), "a1", 2)
-	c := newClient(t, ns.URL())
-	consumers := eventConsumers(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, c, info, consumers := oneSession(t)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hold := make(chan struct{})

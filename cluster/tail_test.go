@@ -33,15 +33,7 @@ func eventConsumers(t *testing.T, url string, opts ...nats.Option) func() int {
 // one that joins later gets only what follows its position, and the
 // consumer goes when the last of them leaves.
 func TestSubscribersShareOneReader(t *testing.T) {
-	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	newAgent(t, ns.URL(), "a1", 2)
-	c := newClient(t, ns.URL())
-	consumers := eventConsumers(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, info, consumers := oneSession(t)
 	fs := []*follower{follow(t, c, info.ID, 0), follow(t, c, info.ID, 0), follow(t, c, info.ID, 0)}
 	send(t, c, info.ID, "apples")
 	for _, f := range fs {
