@@ -213,7 +213,6 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 			return nil
 		}
 		if merr == nil && md.NumPending == 0 && r.live != nil {
-			r.live.caughtUp(r)
 			return errLive // the consumer goes; the live feed follows
 		}
 	}

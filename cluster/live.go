@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -61,35 +63,47 @@ func livePublish() *jetstream.RePublish {
 }
 
 // liveFeed is a reader's subscription to a session's republished
-// messages.
+// messages. NATS holds what the reader has yet to take (within
+// liveBuffer and liveBytes) and hands it over one message at a time.
 type liveFeed struct {
 	sub  *nats.Subscription
-	head *nats.Msg // taken from sub, not used yet
-	seen bool      // something arrived on it
+	ch   chan *nats.Msg
+	done chan struct{}
+	once sync.Once
+	seen bool // something arrived on it
 }
 
 // subscribeLive subscribes to session id's republished messages, or
-// returns nil when the events stream does not republish them. The
-// subscription is in place on the server when it returns, so everything
-// stored afterwards arrives on it.
+// returns nil when the events stream does not republish them or the user
+// may not subscribe. The subscription is in place on the server when it
+// returns, so everything stored afterwards arrives on it.
 func (c *Client) subscribeLive(id string) *liveFeed {
 	info := c.b.events.CachedInfo()
 	if info == nil || info.Config.RePublish == nil || *info.Config.RePublish != *livePublish() {
 		return nil
 	}
-	sub, err := c.b.nc.SubscribeSync(subjectLive + "*." + id)
+	f := &liveFeed{ch: make(chan *nats.Msg), done: make(chan struct{})}
+	// Not SubscribeSync: its channel has the connection's SubChanLen
+	// slots (64k, 512 KiB for every reader).
+	sub, err := c.b.nc.Subscribe(subjectLive+"*."+id, func(m *nats.Msg) {
+		select {
+		case f.ch <- m:
+		case <-f.done:
+		}
+	})
 	if err != nil {
 		return nil
 	}
+	f.sub = sub
 	if err := sub.SetPendingLimits(liveBuffer, liveBytes); err != nil {
-		_ = sub.Unsubscribe()
+		f.close()
 		return nil
 	}
 	if err := c.b.nc.FlushTimeout(c.b.ttl); err != nil || refused(c.b.nc, sub.Subject) {
-		_ = sub.Unsubscribe()
+		f.close()
 		return nil
 	}
-	return &liveFeed{sub: sub}
+	return f
 }
 
 // refused reports whether the server refused the subscription to
@@ -103,7 +117,10 @@ func refused(nc *nats.Conn, subject string) bool {
 
 func (f *liveFeed) close() {
 	if f != nil {
-		_ = f.sub.Unsubscribe()
+		f.once.Do(func() {
+			close(f.done)
+			_ = f.sub.Unsubscribe()
+		})
 	}
 }
 
@@ -121,28 +138,6 @@ func liveMeta(m *nats.Msg) (seq uint64, subject string, prev uint64, ok bool) {
 		return 0, "", 0, false
 	}
 	return seq, subject, prev, true
-}
-
-// caughtUp is called once the consumer delivered everything the stream
-// held (up to r.next-1): the messages of the feed the consumer delivered
-// are dropped, the first newer one is kept for readLive.
-func (f *liveFeed) caughtUp(r *eventReader) {
-	for f.head == nil {
-		if n, _, err := f.sub.Pending(); err != nil || n == 0 {
-			return
-		}
-		m, err := f.sub.NextMsg(0)
-		if errors.Is(err, nats.ErrSlowConsumer) {
-			continue // some were dropped: readLive sees where
-		}
-		if err != nil {
-			return
-		}
-		f.seen = true
-		if seq, _, _, ok := liveMeta(m); ok && seq >= r.next {
-			f.head = m
-		}
-	}
 }
 
 // saw records that the reader has the stream's message seq on subject.
@@ -184,38 +179,29 @@ func (c *Client) readLive(ctx context.Context, filter string, r *eventReader, yi
 	stalled := c.watchStall(ctx, filter, r, wake)
 	defer stalled.stop()
 	c.log.Debug("events: following live", "session", r.id, "from", r.next, "expect", r.expect)
+	closed := time.NewTicker(c.b.ttl)
+	defer closed.Stop()
 	for {
-		m := f.head
-		f.head = nil
-		if m == nil {
-			var err error
-			m, err = f.sub.NextMsgWithContext(nctx)
-			if errors.Is(err, nats.ErrSlowConsumer) {
-				continue // some were dropped: the next one's previous sequence says which
+		var m *nats.Msg
+		select {
+		case m = <-f.ch:
+		case <-closed.C:
+			if c.b.nc.IsClosed() {
+				return ErrClosed
 			}
-			if err != nil {
-				if nctx.Err() == nil {
-					if errors.Is(err, nats.ErrConnectionClosed) {
-						return ErrClosed
-					}
-					// The subscription failed: read on by consumer.
+			continue
+		case <-nctx.Done():
+			if stalled.fired.Load() {
+				c.liveFallbacks.Add(1)
+				if !f.seen {
+					// Nothing ever came: the feed does not work here
+					// (a refusal we could not see); do without it.
 					f.close()
 					r.live = nil
-					return errStalled
 				}
-				if stalled.fired.Load() {
-					c.liveFallbacks.Add(1)
-					if !f.seen {
-						// Nothing ever came: the feed does not work
-						// here (a refusal we could not see); do
-						// without it.
-						f.close()
-						r.live = nil
-					}
-					return errStalled
-				}
-				return nil
+				return errStalled
 			}
+			return nil
 		}
 		f.seen = true
 		seq, subject, prev, ok := liveMeta(m)
