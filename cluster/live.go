@@ -140,33 +140,39 @@ func liveMeta(m *nats.Msg) (seq uint64, subject string, prev uint64, ok bool) {
 	return seq, subject, prev, true
 }
 
+// lastOf is r.last's slot for subject: the session's events or its
+// markers; nil for any other subject.
+func (r *eventReader) lastOf(subject string) *uint64 {
+	switch subject {
+	case subjectEvents + r.id:
+		return &r.last[0]
+	case subjectGone + r.id:
+		return &r.last[1]
+	}
+	return nil
+}
+
 // saw records that the reader has the stream's message seq on subject.
 func (r *eventReader) saw(subject string, seq uint64) {
-	i := 0
-	if subject == subjectGone+r.id {
-		i = 1
-	} else if subject != subjectEvents+r.id {
-		return
+	if last := r.lastOf(subject); last != nil {
+		*last = max(*last, seq)
 	}
-	r.last[i] = max(r.last[i], seq)
 }
 
 // missed reports whether a message on subject may be missing before one
 // whose previous message on that subject is prev, and from which stream
 // sequence to read again if so.
 func (r *eventReader) missed(subject string, prev uint64) (bool, uint64) {
-	i := 0
-	if subject == subjectGone+r.id {
-		i = 1
-	} else if subject != subjectEvents+r.id {
+	last := r.lastOf(subject)
+	switch {
+	case last == nil:
 		return false, 0 // not the session's: take skips it
-	}
-	if r.last[i] == 0 {
+	case *last == 0:
 		// None read on this subject since the reader began: the previous
 		// one must be from before that.
 		return prev >= r.from, r.from
 	}
-	return prev != r.last[i], r.last[i] + 1
+	return prev != *last, *last + 1
 }
 
 // readLive follows the session's republished messages after readEvents
