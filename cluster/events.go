@@ -92,7 +92,7 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 		}
 		// The live feed first: what is stored after it is in place
 		// arrives on it, what was stored before comes by consumer.
-		r.live = c.subscribeLive(id)
+		r.live = c.subscribeLive(ctx, id)
 		defer r.live.close()
 		start, err := c.b.seek(ctx, filter, after)
 		if err != nil {

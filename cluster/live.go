@@ -76,8 +76,9 @@ type liveFeed struct {
 // subscribeLive subscribes to session id's republished messages, or
 // returns nil when the events stream does not republish them or the user
 // may not subscribe. The subscription is in place on the server when it
-// returns, so everything stored afterwards arrives on it.
-func (c *Client) subscribeLive(id string) *liveFeed {
+// returns, so everything stored afterwards arrives on it. The flush that
+// makes sure of it waits at most a lapse, and not past ctx.
+func (c *Client) subscribeLive(ctx context.Context, id string) *liveFeed {
 	info := c.b.events.CachedInfo()
 	if info == nil || info.Config.RePublish == nil || *info.Config.RePublish != *livePublish() {
 		return nil
@@ -99,7 +100,9 @@ func (c *Client) subscribeLive(id string) *liveFeed {
 		f.close()
 		return nil
 	}
-	if err := c.b.nc.FlushTimeout(c.b.ttl); err != nil || refused(c.b.nc, sub.Subject) {
+	fctx, cancel := context.WithTimeout(ctx, c.b.ttl)
+	defer cancel()
+	if err := c.b.nc.FlushWithContext(fctx); err != nil || refused(c.b.nc, sub.Subject) {
 		f.close()
 		return nil
 	}
