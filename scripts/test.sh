@@ -50,6 +50,8 @@ echo "== go test -race ./... (CLI ${versions[0]})"
 TETHER_CLI_VERSION=${versions[0]} go test -race -count=1 -parallel 6 -timeout 30m ./...
 echo "== fuzz the line reader and decoder (short run; longer: -fuzztime 10m)"
 go test ./claude -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s
+echo "== fuzz the raw JSON check the cluster's events are written by"
+go test ./internal/rawjson -run '^$' -fuzz '^FuzzVerbatim$' -fuzztime 10s
 for v in "${versions[@]:1}"; do
   echo "== real-CLI and browser tests (CLI $v)"
   TETHER_CLI_VERSION=$v go test -race -count=1 -parallel 6 -timeout 30m -run 'RealCLI|Browser' ./...
