@@ -136,3 +136,52 @@ func TestConsumerWire(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendEvent holds appendEvent to json.Marshal: the same bytes, or
+// an error where it errs; and what it writes the readers' fast path
+// takes back whole.
+func FuzzAppendEvent(f *testing.F) {
+	f.Add(uint64(7), int64(1764806400), int64(123456789), 0, "message", []byte(`{"type":"stream_event","event":{"type":"content_block_delta"}}`), false)
+	f.Add(uint64(1), int64(-62135596800), int64(0), 3600, "state", []byte(`{"state":"idle","since":"0001-01-01T00:00:00Z"}`), false)
+	f.Add(uint64(1<<63), int64(253402300800), int64(1), -1800, "files_changed", []byte(`{"a": 1}`), false)
+	f.Add(uint64(0), int64(0), int64(0), 59, "a<b", []byte(`"<b>"`), false)
+	f.Add(uint64(2), int64(5), int64(0), 0, "closed", []byte(nil), true)
+	f.Add(uint64(2), int64(5), int64(0), 0, "k\"", []byte{}, false)
+	f.Fuzz(func(t *testing.T, seq uint64, sec, nsec int64, off int, kind string, data []byte, nilData bool) {
+		if nilData {
+			data = nil
+		} else if data == nil {
+			data = []byte{}
+		}
+		ev := host.Event{Seq: seq, Time: time.Unix(sec, nsec).In(time.FixedZone("", off%(100*3600))), Kind: host.EventKind(kind), Data: data}
+		want, werr := json.Marshal(ev)
+		got, gerr := appendEvent([]byte("x"), ev)
+		if (werr != nil) != (gerr != nil) {
+			t.Fatalf("json.Marshal err %v, appendEvent err %v", werr, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		if string(got) != "x"+string(want) {
+			t.Fatalf("appendEvent %q\njson.Marshal %q", got[1:], want)
+		}
+		var back host.Event
+		if !decodeEventFast(got[1:], &back) {
+			if !plainKind(ev.Kind) {
+				return // escaped: json.Unmarshal reads it
+			}
+			t.Fatalf("the readers' fast path refuses an agent's line %q", got[1:])
+		}
+		wantData := []byte("null")
+		if data != nil {
+			wantData, _ = json.Marshal(json.RawMessage(data))
+		}
+		var slow host.Event // RFC 3339 keeps no seconds of a zone's offset
+		if err := json.Unmarshal(want, &slow); err != nil {
+			t.Fatal(err)
+		}
+		if back.Seq != ev.Seq || !back.Time.Equal(slow.Time) || back.Kind != ev.Kind || string(back.Data) != string(wantData) {
+			t.Fatalf("read back %+v from %q", back, got[1:])
+		}
+	})
+}

@@ -227,7 +227,7 @@ func (s *agentSession) eventsMsgs(evs []host.Event, base uint64) (msgs []*nats.M
 			wakingEvent(&ev)
 		}
 		ev.Seq += base
-		data, err := json.Marshal(ev)
+		data, err := appendEvent(nil, ev)
 		if err != nil {
 			return nil, 0, err
 		}
