@@ -184,6 +184,41 @@ func (nc *natsCluster) leader(name string) *natsProc {
 	return nc.nodes[i-1]
 }
 
+// nodeOf is the node a child's NATS connection is on, as its debug log
+// tells: the server of its last "NATS connection back", else first, the
+// node it dialled. While its log says the connection is lost, it waits
+// for the child to be back. Earlier phases of a test (a node killed)
+// move a child's connection to another node.
+func (nc *natsCluster) nodeOf(c *child, first *natsProc) *natsProc {
+	nc.t.Helper()
+	var on *natsProc
+	waitFor(nc.t, c.name+"'s connection to a node", func() bool {
+		on = first
+		data, err := os.ReadFile(c.log)
+		if err != nil {
+			return true // no log (a test logger instead): as dialled
+		}
+		for line := range strings.Lines(string(data)) {
+			switch {
+			case strings.Contains(line, `msg="NATS connection lost`):
+				on = nil
+			case strings.Contains(line, `msg="NATS connection back"`):
+				on = nil
+				_, server, _ := strings.Cut(line, " server=")
+				server, _, _ = strings.Cut(strings.TrimSpace(server), " ")
+				for _, n := range nc.nodes {
+					if strings.Trim(server, `"`) == n.URL() {
+						on = n
+					}
+				}
+			}
+		}
+		return on != nil
+	})
+	nc.t.Logf("%s is on n%d", c.name, slices.Index(nc.nodes, on)+1)
+	return on
+}
+
 // stop stops every node.
 func (nc *natsCluster) stop() {
 	for _, n := range nc.nodes {
@@ -329,12 +364,13 @@ func TestFault3NodeLostChangesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		})},
-		{"agent's node frozen", frozen(func() *natsProc { return nc.nodes[0] })},
+		{"agent's node frozen", frozen(func() *natsProc { return nc.nodeOf(a1, nc.nodes[0]) })},
 		{"agents bucket leader frozen", frozen(func() *natsProc { return nc.leader("KV_" + cluster.BucketAgents) })},
 		{"agent's node restarted", func(t *testing.T) {
+			n := nc.nodeOf(a1, nc.nodes[0])
 			s.turnThrough(t, func() {
-				nc.nodes[0].p.stop()
-				nc.nodes[0].start()
+				n.p.stop()
+				n.start()
 			})
 			nc.waitCurrent()
 			s.checkUntouched(t)
