@@ -66,39 +66,54 @@ func steadyCLI(l steadyLoad) func(context.Context, *claudetest.CLI) error {
 	}
 }
 
-// BenchmarkClusterSteady: the steady load through the bus (agents, NATS
-// and subscribers in this one process).
+// BenchmarkClusterSteady: the steady load through the bus, the agents and
+// the subscribers in this one process. NATS runs as a process of its own
+// (nats=process), as it does in a fleet, or in this process too
+// (nats=embedded): then its heap is this process's, and the garbage
+// collector's cycles over it (a few hundred megabytes live under this
+// load) are what the latency's tail is made of.
 func BenchmarkClusterSteady(b *testing.B) {
 	l := steady()
-	b.Run(fmt.Sprintf("sessions=%d/agents=%d/rate=%d", l.sessions, l.agents, l.rate), func(b *testing.B) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ns := newNATS(b, nil)
-		lim := &cluster.Limits{Heartbeat: time.Second}
-		for i := range l.agents {
-			a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: ns.URL(), ID: fmt.Sprint("a", i), Capacity: l.sessions,
-				Limits: lim, Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: steadyCLI(l)},
-					IncludePartialMessages: true}}})
-			if err != nil {
-				b.Fatal(err)
+	for _, where := range []string{"process", "embedded"} {
+		b.Run(fmt.Sprintf("nats=%s/sessions=%d/agents=%d/rate=%d", where, l.sessions, l.agents, l.rate), func(b *testing.B) {
+			var url string
+			if where == "process" {
+				url = spawnNATS(b).URL()
+			} else {
+				url = newNATS(b, nil).URL()
 			}
-			defer a.Close()
-		}
-		c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL(), Limits: lim})
+			clusterSteady(b, l, url)
+		})
+	}
+}
+
+func clusterSteady(b *testing.B, l steadyLoad, url string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := &cluster.Limits{Heartbeat: time.Second}
+	for i := range l.agents {
+		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: url, ID: fmt.Sprint("a", i), Capacity: l.sessions,
+			Limits: lim, Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: steadyCLI(l)},
+				IncludePartialMessages: true}}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer c.Close()
-		ids := startMany(b, l.sessions, func() (string, error) {
-			info, err := c.Start(ctx, nil)
-			return info.ID, err
-		})
-		runSteady(b, l, ids, func(ctx context.Context, id string) iter.Seq2[host.Event, error] {
-			return c.Events(ctx, id, 0)
-		}, func(ctx context.Context, id string) error {
-			_, err := c.Command(ctx, id, &host.Command{Type: host.CommandSend, Text: "go"})
-			return err
-		})
+		defer a.Close()
+	}
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: url, Limits: lim})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ids := startMany(b, l.sessions, func() (string, error) {
+		info, err := c.Start(ctx, nil)
+		return info.ID, err
+	})
+	runSteady(b, l, ids, func(ctx context.Context, id string) iter.Seq2[host.Event, error] {
+		return c.Events(ctx, id, 0)
+	}, func(ctx context.Context, id string) error {
+		_, err := c.Command(ctx, id, &host.Command{Type: host.CommandSend, Text: "go"})
+		return err
 	})
 }
 

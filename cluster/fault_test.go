@@ -141,7 +141,7 @@ func runFaultRole(role string) int {
 
 // child is a process of the fault tests.
 type child struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	cmd  *exec.Cmd
 	out  *syncbuf.Buffer
@@ -150,7 +150,7 @@ type child struct {
 }
 
 // spawn runs this test binary again in a role and waits until it is ready.
-func spawn(t *testing.T, name, role string, env ...string) *child {
+func spawn(t testing.TB, name, role string, env ...string) *child {
 	t.Helper()
 	dir := t.TempDir()
 	readyFile, logFile := filepath.Join(dir, "ready"), filepath.Join(dir, "log")
@@ -186,7 +186,7 @@ func spawn(t *testing.T, name, role string, env ...string) *child {
 
 // startChild starts cmd as a child of the test, its output collected,
 // stopped (SIGTERM) when the test ends.
-func startChild(t *testing.T, name string, cmd *exec.Cmd) *child {
+func startChild(t testing.TB, name string, cmd *exec.Cmd) *child {
 	t.Helper()
 	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -287,14 +287,14 @@ func (c *child) end(sig syscall.Signal) bool {
 // natsProc is a NATS server process on a port and store of its own, which
 // a test can stop and start again.
 type natsProc struct {
-	t     *testing.T
+	t     testing.TB
 	port  int
 	store string
 	env   []string // more of the role's environment (a cluster node's)
 	p     *child
 }
 
-func spawnNATS(t *testing.T) *natsProc {
+func spawnNATS(t testing.TB) *natsProc {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
