@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/internal/natstest"
+)
+
+func TestPlainAck(t *testing.T) {
+	for in, want := range map[string]uint64{
+		`{"stream":"TETHER_EVENTS","seq":42}`:                  42,
+		`{"stream":"S","seq":7,"duplicate":true}`:              7,
+		`{"stream":"S","seq":18446744073709551615}`:            18446744073709551615,
+		`{"stream":"S","domain":"d","seq":7}`:                  0, // a field more: json.Unmarshal
+		`{"error":{"code":400,"err_code":10071},"stream":"S"}`: 0,
+		`{"stream":"S","seq":07}`:                              0,
+		`{"stream":"S","seq":18446744073709551616}`:            0,
+		`{"stream":"S\"","seq":1}`:                             0,
+		`{"stream":"","seq":1}`:                                0,
+		`{"stream":"S","seq":1} `:                              0,
+		``:                                                     0,
+	} {
+		seq, ok := plainAck([]byte(in))
+		if ok != (want != 0) || seq != want {
+			t.Errorf("plainAck(%s) = %d, %v; want %d", in, seq, ok, want)
+		}
+	}
+}
+
+// TestPublishExpecting: the fenced publish answers as jetstream's
+// PublishMsg does: the sequence stored, the fence's error (wrongLastSeq;
+// a retry of a message stored meets the fence too: publishMsg then finds
+// it by its id) and no stream at all.
+func TestPublishExpecting(t *testing.T) {
+	srv := natstest.Start(t, nil)
+	nc, js := srv.Connect()
+	ctx := t.Context()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &bus{nc: nc, js: js}
+	msg := func(subj, id string) *nats.Msg {
+		m := nats.NewMsg(subj)
+		m.Data = []byte("x")
+		m.Header.Set(hdrMsgID, id)
+		return m
+	}
+	seq, err := b.publishExpecting(ctx, msg("s.a.1", "m1"), 0, "s.a.>")
+	if err != nil || seq != 1 {
+		t.Fatalf("first: %d, %v", seq, err)
+	}
+	seq, err = b.publishExpecting(ctx, msg("s.a.2", "m2"), 1, "s.a.>")
+	if err != nil || seq != 2 {
+		t.Fatalf("second: %d, %v", seq, err)
+	}
+	if _, err = b.publishExpecting(ctx, msg("s.a.2", "m2"), 1, "s.a.>"); !wrongLastSeq(err) {
+		t.Fatalf("a retry of the second: %v", err)
+	}
+	if _, err = b.publishExpecting(ctx, msg("s.a.3", "m3"), 1, "s.a.>"); !wrongLastSeq(err) {
+		t.Fatalf("fenced: %v", err)
+	}
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != 400 {
+		t.Fatalf("fenced: %#v", err)
+	}
+	if _, err = b.publishExpecting(ctx, msg("elsewhere", "m4"), 0, "elsewhere"); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Fatalf("no stream: %v", err)
+	}
+}
