@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -69,5 +71,29 @@ func TestPublishExpecting(t *testing.T) {
 	}
 	if _, err = b.publishExpecting(ctx, msg("elsewhere", "m4"), 0, "elsewhere"); !errors.Is(err, jetstream.ErrNoStreamResponse) {
 		t.Fatalf("no stream: %v", err)
+	}
+}
+
+// TestUnanswered: what a reader's consumer is tried again after (no
+// answer, no leader yet) and what it is not (a refusal).
+func TestUnanswered(t *testing.T) {
+	nc, _ := natstest.Start(t, nil).Connect()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{fmt.Errorf("consumer: %w", nats.ErrTimeout), true},
+		{nats.ErrNoResponders, true},
+		{jetstream.ErrJetStreamNotEnabled, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10148, Description: "consumer name already in use"}, false},
+		{jetstream.ErrStreamNotFound, false},
+		{nats.ErrConnectionClosed, false},
+		{errors.New("something else"), false},
+	} {
+		if got := unanswered(nc, c.err); got != c.want {
+			t.Errorf("unanswered(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

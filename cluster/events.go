@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -131,16 +132,63 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 	}
 }
 
+// consumer makes a reader's ordered consumer, trying again while
+// JetStream cannot answer: a reader makes one mid-stream (it missed a
+// live message, its consumer stalled), and while a node of the cluster
+// is lost its API may not answer for seconds (the meta leader's
+// election), which the reader's subscriber should not see. It gives up
+// on ctx, or on an answer that will not change by trying again (a
+// refusal, a permission the user lacks).
+func (c *Client) consumer(ctx context.Context, id string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	wait := 50 * time.Millisecond
+	for {
+		cons, err := c.b.events.OrderedConsumer(ctx, cfg)
+		if err == nil || ctx.Err() != nil || !unanswered(c.b.nc, err) {
+			return cons, err
+		}
+		c.log.Debug("events: no consumer yet; trying again", "session", id, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, c.b.ttl)
+	}
+}
+
+// unanswered reports a JetStream API call that got no answer, or one that
+// says to try again (no leader yet): not one that refuses it. A request
+// the user has no right to make goes unanswered too, but the server says
+// so on the connection (nats.ErrPermissionViolation).
+func unanswered(nc *nats.Conn, err error) bool {
+	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), `"$JS.API.CONSUMER.`) {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr.Code == 503
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		return true
+	}
+	return false
+}
+
 // readEvents reads a session's messages from stream sequence start into
 // r, yielding events; it returns nil when done, else the error to yield
 // (a *host.ResyncError is yielded by the caller, or read again).
 func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r *eventReader, yield func(host.Event, error) bool) error {
-	cons, err := c.b.events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cons, err := c.consumer(ctx, r.id, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq: start, InactiveThreshold: time.Minute,
 		NamePrefix: readerPrefix(), // this reader reads batches (batch.go)
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	// The ordered consumer leaves its server-side consumer behind when
