@@ -71,14 +71,11 @@ func Verbatim(b []byte) bool {
 				break
 			}
 			if c == '{' {
-				if i >= len(b) || b[i] != '"' {
+				j, ok := key(b, i)
+				if !ok {
 					return false
 				}
-				j, ok := str(b, i+1)
-				if !ok || j >= len(b) || b[j] != ':' {
-					return false
-				}
-				i = j + 1
+				i = j
 			}
 			continue // the first member's or element's value
 		case c == '-' || (c >= '0' && c <= '9'):
@@ -124,18 +121,28 @@ func Verbatim(b []byte) bool {
 			}
 			i++
 			if top == '{' {
-				if i >= len(b) || b[i] != '"' {
+				j, ok := key(b, i)
+				if !ok {
 					return false
 				}
-				j, ok := str(b, i+1)
-				if !ok || j >= len(b) || b[j] != ':' {
-					return false
-				}
-				i = j + 1
+				i = j
 			}
 			break
 		}
 	}
+}
+
+// key scans a member's name and its colon from i and returns the index
+// after the colon.
+func key(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	j, ok := str(b, i+1)
+	if !ok || j >= len(b) || b[j] != ':' {
+		return 0, false
+	}
+	return j + 1, true
 }
 
 // str scans a string's contents from i (after its opening quote) and
