@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -95,5 +97,30 @@ func TestUnanswered(t *testing.T) {
 		if got := unanswered(nc, c.err); got != c.want {
 			t.Errorf("unanswered(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestUnansweredRefused: a request the user may not make goes unanswered
+// too, but the server says so on the connection: that is a refusal, not
+// a reason to try again.
+func TestUnansweredRefused(t *testing.T) {
+	srv := natstest.Start(t, &natstest.Options{Modify: func(o *server.Options) {
+		o.Users = []*server.User{{Username: "u", Password: "p", Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.CONSUMER.>"}},
+		}}}
+	}})
+	nc, _ := srv.Connect(nats.UserInfo("u", "p"))
+	if !unanswered(nc, nats.ErrTimeout) {
+		t.Fatal("a timeout, nothing refused yet: not tried again")
+	}
+	_, err := nc.Request("$JS.API.CONSUMER.CREATE.S", nil, 200*time.Millisecond)
+	if err == nil {
+		t.Fatal("a denied request was answered")
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if unanswered(nc, err) {
+		t.Fatalf("tried again after the server refused it (%v; last error %v)", err, nc.LastError())
 	}
 }

@@ -95,7 +95,7 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 		// arrives on it, what was stored before comes by consumer.
 		r.live = c.subscribeLive(ctx, id)
 		defer r.live.close()
-		start, err := c.b.seek(ctx, filter, after)
+		start, err := untilAnswered(ctx, c, id, "seek", func() (uint64, error) { return c.b.seek(ctx, filter, after) })
 		if err != nil {
 			yield(host.Event{}, err)
 			return
@@ -136,33 +136,48 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 // JetStream cannot answer: a reader makes one mid-stream (it missed a
 // live message, its consumer stalled), and while a node of the cluster
 // is lost its API may not answer for seconds (the meta leader's
-// election), which the reader's subscriber should not see. It gives up
-// on ctx, or on an answer that will not change by trying again (a
-// refusal, a permission the user lacks).
+// election), which the reader's subscriber should not see.
 func (c *Client) consumer(ctx context.Context, id string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	return untilAnswered(ctx, c, id, "consumer", func() (jetstream.Consumer, error) {
+		return c.b.events.OrderedConsumer(ctx, cfg)
+	})
+}
+
+// untilAnswered calls f until it returns something other than no answer
+// (unanswered), or ctx ends: a refusal, a permission the user lacks, a
+// result.
+func untilAnswered[T any](ctx context.Context, c *Client, id, what string, f func() (T, error)) (T, error) {
 	wait := 50 * time.Millisecond
 	for {
-		cons, err := c.b.events.OrderedConsumer(ctx, cfg)
+		v, err := f()
 		if err == nil || ctx.Err() != nil || !unanswered(c.b.nc, err) {
-			return cons, err
+			return v, err
 		}
-		c.log.Debug("events: no consumer yet; trying again", "session", id, "err", err)
+		c.log.Debug("events: no answer from JetStream; trying again", "session", id, "for", what, "err", err)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return v, ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, c.b.ttl)
 	}
 }
 
+// readerAPIs are the JetStream API subjects a reader requests: a
+// consumer, a message by number or the last of a subject.
+var readerAPIs = []string{"$JS.API.CONSUMER.", "$JS.API.DIRECT.GET.", "$JS.API.STREAM.MSG.GET."}
+
 // unanswered reports a JetStream API call that got no answer, or one that
 // says to try again (no leader yet): not one that refuses it. A request
 // the user has no right to make goes unanswered too, but the server says
 // so on the connection (nats.ErrPermissionViolation).
 func unanswered(nc *nats.Conn, err error) bool {
-	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), `"$JS.API.CONSUMER.`) {
-		return false
+	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+		for _, api := range readerAPIs {
+			if strings.Contains(last.Error(), `"`+api) {
+				return false
+			}
+		}
 	}
 	var apiErr *jetstream.APIError
 	switch {
