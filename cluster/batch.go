@@ -178,10 +178,11 @@ func appendEvent(dst []byte, ev host.Event) ([]byte, error) {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, ev.Seq, 10)
 	dst = append(dst, `,"time":"`...)
-	dst, err := ev.Time.AppendText(dst)
+	out, err := ev.Time.AppendText(dst)
 	if err != nil { // a year json.Marshal refuses too: its error
 		return appendMarshal(dst[:start], ev)
 	}
+	dst = out
 	dst = append(dst, `","kind":"`...)
 	dst = append(dst, ev.Kind...)
 	dst = append(dst, `","data":`...)

@@ -145,6 +145,7 @@ func FuzzAppendEvent(f *testing.F) {
 	f.Add(uint64(1), int64(-62135596800), int64(0), 3600, "state", []byte(`{"state":"idle","since":"0001-01-01T00:00:00Z"}`), false)
 	f.Add(uint64(1<<63), int64(253402300800), int64(1), -1800, "files_changed", []byte(`{"a": 1}`), false)
 	f.Add(uint64(0), int64(0), int64(0), 59, "a<b", []byte(`"<b>"`), false)
+	f.Add(uint64(3), int64(253402300800), int64(0), 0, "message", []byte(`{}`), false) // year 10000: refused
 	f.Add(uint64(2), int64(5), int64(0), 0, "closed", []byte(nil), true)
 	f.Add(uint64(2), int64(5), int64(0), 0, "k\"", []byte{}, false)
 	f.Fuzz(func(t *testing.T, seq uint64, sec, nsec int64, off int, kind string, data []byte, nilData bool) {
