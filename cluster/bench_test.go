@@ -71,6 +71,7 @@ func (d deltaLine) now() []byte {
 type latencies struct {
 	mu   sync.Mutex
 	ns   []int64
+	at   []int64 // when each of ns was sent (windows)
 	evs  atomic.Int64
 	lost atomic.Int64
 }
@@ -97,6 +98,7 @@ func (l *latencies) observe(ev host.Event) {
 	d := time.Now().UnixNano() - sent
 	l.mu.Lock()
 	l.ns = append(l.ns, d)
+	l.at = append(l.at, sent)
 	l.mu.Unlock()
 }
 
@@ -124,6 +126,11 @@ func (l *latencies) consume(ctx context.Context, evs iter.Seq2[host.Event, error
 }
 
 func (l *latencies) report(b *testing.B, elapsed time.Duration) {
+	if path := os.Getenv(envBenchWindows); path != "" {
+		if err := os.WriteFile(path, l.windows(2*time.Second), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
 	slices.Sort(l.ns)
 	if len(l.ns) > 0 {
 		b.ReportMetric(float64(l.ns[len(l.ns)/2])/1e3, "p50-µs")
@@ -134,6 +141,39 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 	if rss := rssMB(); rss > 0 {
 		b.ReportMetric(rss, "rss-MB")
 	}
+}
+
+// envBenchWindows names a file where a benchmark's latencies are written
+// per window of 2 s (by when each delta was sent): count, p50, p99 and max.
+// With GODEBUG=gctrace=1 beside it, it shows which windows held a garbage
+// collection (docs/cluster.md, "Scale").
+const envBenchWindows = "TETHER_BENCH_WINDOWS"
+
+// windows is l's latencies per window of d, a line each.
+func (l *latencies) windows(d time.Duration) []byte {
+	if len(l.at) == 0 {
+		return nil
+	}
+	t0 := slices.Min(l.at)
+	var per [][]int64
+	for i, at := range l.at {
+		k := int((at - t0) / int64(d))
+		for len(per) <= k {
+			per = append(per, nil)
+		}
+		per[k] = append(per[k], l.ns[i])
+	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	var out []byte
+	for k, w := range per {
+		if len(w) == 0 {
+			continue
+		}
+		slices.Sort(w)
+		out = fmt.Appendf(out, "window %3d (from %5.1f s): n=%d p50=%.1fms p99=%.1fms max=%.1fms\n",
+			k, (time.Duration(k) * d).Seconds(), len(w), ms(w[len(w)/2]), ms(w[len(w)*99/100]), ms(w[len(w)-1]))
+	}
+	return out
 }
 
 // rssMB is this process's resident memory.
