@@ -149,7 +149,7 @@ func decodeEventFast(line []byte, ev *host.Event) bool {
 	if i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0 || !validKind(rest[:i]) {
 		return false
 	}
-	kind := host.EventKind(rest[:i])
+	kind := eventKind(rest[:i])
 	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"data":`)); !ok {
 		return false
 	}
@@ -213,6 +213,20 @@ func plainKind(k host.EventKind) bool {
 		}
 	}
 	return true
+}
+
+// eventKind is the kind named b, without allocating for the ones most
+// events have.
+func eventKind(b []byte) host.EventKind {
+	switch string(b) {
+	case string(host.EventMessage):
+		return host.EventMessage
+	case string(host.EventState):
+		return host.EventState
+	case string(host.EventCost):
+		return host.EventCost
+	}
+	return host.EventKind(b)
 }
 
 // validKind reports whether a kind needs no JSON unescaping (plain
