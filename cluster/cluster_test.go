@@ -147,6 +147,7 @@ type follower struct {
 	mu     sync.Mutex
 	events []host.Event
 	err    error
+	ended  bool // the events ended without an error (the session closed, or a reader gave up)
 	change chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -176,6 +177,13 @@ func follow(t *testing.T, c *cluster.Client, id string, after uint64) *follower 
 				return
 			}
 		}
+		f.mu.Lock()
+		f.ended = ctx.Err() == nil
+		f.mu.Unlock()
+		select {
+		case f.change <- struct{}{}:
+		default:
+		}
 	}()
 	t.Cleanup(f.stop)
 	return f
@@ -201,7 +209,7 @@ func (f *follower) wait(t *testing.T, what string, ok func(host.Event) bool) hos
 	seen := 0
 	for {
 		f.mu.Lock()
-		evs, err := f.events[seen:], f.err
+		evs, err, ended := f.events[seen:], f.err, f.ended
 		seen = len(f.events)
 		f.mu.Unlock()
 		for _, ev := range evs {
@@ -211,6 +219,9 @@ func (f *follower) wait(t *testing.T, what string, ok func(host.Event) bool) hos
 		}
 		if err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ended {
+			t.Fatalf("waiting for %s: the events ended, with no error, after %d events", what, seen)
 		}
 		if len(evs) > 0 {
 			timer.Reset(stall)

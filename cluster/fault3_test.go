@@ -303,7 +303,7 @@ func TestFault3NodeLostChangesNothing(t *testing.T) {
 		}
 	}()
 	ctx := testCtx(t)
-	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: nc.nodes[2].URL(), Limits: limits3, Logger: testLogger()})
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: nc.nodes[2].URL(), Limits: limits3, Logger: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
