@@ -137,8 +137,19 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 // live message, its consumer stalled), and while a node of the cluster
 // is lost its API may not answer for seconds (the meta leader's
 // election), which the reader's subscriber should not see.
+//
+// Each attempt names a new consumer. The cluster places a consumer
+// before it learns that a lost node is gone: one placed there never
+// answers, and asking again under its name only updates that one, on
+// the node that is still down (seen: a reader waiting for as long as the
+// node stayed lost). One that never ran is removed when its node comes
+// back (InactiveThreshold).
 func (c *Client) consumer(ctx context.Context, id string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	tries := 0
 	return untilAnswered(ctx, c, id, "consumer", func() (jetstream.Consumer, error) {
+		if tries++; tries > 1 {
+			cfg.NamePrefix = readerPrefix()
+		}
 		return c.b.events.OrderedConsumer(ctx, cfg)
 	})
 }
@@ -250,11 +261,31 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 			if stalled.fired.Load() {
 				return errStalled
 			}
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, nats.ErrConnectionClosed) {
+			if errors.Is(err, nats.ErrConnectionClosed) || c.b.nc.IsClosed() {
 				return ErrClosed
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				// Closed under us, not by this reader: the ordered
+				// consumer could not make its next one (its Messages
+				// failed while a node was lost). The session has not
+				// ended, so neither may the subscriber's events: a new
+				// consumer from where this one stopped, after a pause
+				// that grows while consumers keep closing at once.
+				c.log.Debug("events: consumer closed under the reader; starting a new one", "session", r.id, "after", r.next-1, "err", err)
+				if r.next == start {
+					r.closings++
+				} else {
+					r.closings = 0
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(min(50*time.Millisecond<<min(r.closings, 8), c.b.ttl)):
+				}
+				return errStalled
 			}
 			// Missed heartbeats while NATS restarts: the ordered
 			// consumer recreates itself; carry on.
@@ -309,6 +340,7 @@ type eventReader struct {
 	skipped   int
 	first     string // why the first skipped message was
 	rescanned bool   // read again from the start once, before a gap
+	closings  int    // consumers closed under the reader in a row, none delivering
 
 	// next is the stream sequence to read from when the consumer is
 	// replaced; got, the last one read (for the stall watch).
