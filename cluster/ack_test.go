@@ -124,3 +124,53 @@ func TestUnansweredRefused(t *testing.T) {
 		t.Fatalf("tried again after the server refused it (%v; last error %v)", err, nc.LastError())
 	}
 }
+
+// noAnswerFirst is the events stream, but its first ordered consumer is
+// made and then taken for unanswered, as one placed on a node that was
+// just lost; it records every attempt's consumer name.
+type noAnswerFirst struct {
+	jetstream.Stream
+	names []string
+}
+
+func (s *noAnswerFirst) OrderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	s.names = append(s.names, cfg.NamePrefix)
+	cons, err := s.Stream.OrderedConsumer(ctx, cfg)
+	if len(s.names) == 1 && err == nil {
+		return nil, fmt.Errorf("create consumer: %w", context.DeadlineExceeded)
+	}
+	return cons, err
+}
+
+// TestConsumerRetryNamesAnew: a reader's consumer asked for again after
+// no answer has a name of its own, not the unanswered one's (which would
+// only update that consumer, on the node that did not answer).
+func TestConsumerRetryNamesAnew(t *testing.T) {
+	srv := natstest.Start(t, nil)
+	ctx := context.Background()
+	c, err := NewClient(ctx, &ClientOptions{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := &noAnswerFirst{Stream: c.b.events}
+	c.b.events = s
+	cons, err := c.consumer(ctx, "s1", jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{sessionFilter("s1")}, NamePrefix: readerPrefix(), InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.b.deleteConsumer(cons)
+	if len(s.names) != 2 || s.names[0] == s.names[1] || consumerWire(s.names[1]+"_1") != WireRevision {
+		t.Fatalf("attempts' consumer names: %q", s.names)
+	}
+	names := map[string]bool{}
+	lister := s.Stream.ListConsumers(ctx)
+	for info := range lister.Info() {
+		names[info.Name] = true
+	}
+	if !names[s.names[1]+"_1"] {
+		t.Fatalf("the second attempt's consumer %s_1 is not on the server: %v", s.names[1], names)
+	}
+}
