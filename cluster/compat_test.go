@@ -192,6 +192,7 @@ func (f *fleet) agent(ver, id string) *child {
 	cmd.Dir = f.work
 	cmd.Env = append(os.Environ(), claude.EnvConfigDir+"="+f.t.TempDir())
 	c := startChild(f.t, ver+" agent "+id, cmd)
+	c.printOnFailure()
 	c.waitReady(func() bool {
 		agents, _ := f.c.Agents(testCtx(f.t))
 		for _, a := range agents {
@@ -211,10 +212,11 @@ var listening = regexp.MustCompile(`listening on (\S+)`)
 // address once it listens.
 func (f *fleet) serve(ver string) string {
 	f.t.Helper()
-	cmd := exec.Command(f.bins[ver], "serve", "--nats", f.ns.URL(), "--addr", "127.0.0.1:0", "--cwd", f.work)
+	cmd := exec.Command(f.bins[ver], "serve", "--nats", f.ns.URL(), "--addr", "127.0.0.1:0", "--cwd", f.work, "-v")
 	cmd.Dir = f.work
 	cmd.Env = append(os.Environ(), "TETHER_SERVE_TOKEN="+compatToken)
 	c := startChild(f.t, ver+" serve", cmd)
+	c.printOnFailure()
 	var addr string
 	c.waitReady(func() bool {
 		m := listening.FindStringSubmatch(c.out.String())

@@ -204,6 +204,18 @@ func startChild(t testing.TB, name string, cmd *exec.Cmd) *child {
 	return c
 }
 
+// printOnFailure prints the last childLogLines lines of what the child
+// wrote (a tether process's -v log) when the test fails: the fleets of
+// the compatibility test are binaries of their own, whose logs no
+// in-process kit sees.
+func (c *child) printOnFailure() {
+	c.t.Cleanup(func() {
+		if c.t.Failed() {
+			c.t.Logf("the last %d lines of %s's output:\n%s", childLogLines, c.name, lastLines(c.out.String(), childLogLines))
+		}
+	})
+}
+
 // childLogLines is how much of a child's debug log a failed test prints.
 const childLogLines = 400
 
