@@ -199,9 +199,6 @@ Flags:
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	defer signal.Stop(term)
-	intr := make(chan os.Signal, 1)
-	signal.Notify(intr, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(intr)
 	tmpl := agentTemplate(path, dir, *model, *mode)
 	tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: *allowBypass}
 	// The operations port is bound first: a port in use is refused
@@ -261,9 +258,9 @@ Flags:
 	select {
 	case <-ctx.Done():
 	case <-term:
-		drain(a, *drainTimeout, intr, stdout, stderr)
+		drain(a, *drainTimeout, stdout, stderr)
 	case <-a.DrainRequested():
-		drain(a, *drainTimeout, intr, stdout, stderr)
+		drain(a, *drainTimeout, stdout, stderr)
 	}
 	if err := a.Close(); err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
@@ -299,18 +296,26 @@ func redactURL(u string) string {
 // drain empties the agent for a restart: its sessions finish their turns
 // (within timeout) and move to other agents. A second signal stops
 // waiting.
-func drain(a *cluster.Agent, timeout time.Duration, intr <-chan os.Signal, stdout, stderr io.Writer) {
+//
+// The second signal's channel is registered here, once the drain has
+// begun, not with the first one's: the signal package hands a signal to
+// every channel registered when it arrives, one after the other, so a
+// channel registered beforehand could get the very SIGTERM that started
+// the drain after the drain had looked for it, and cancel the drain at
+// once (seen on a busy machine: "its turn did not end: context
+// canceled" 3 s into a drain of a minute, the turn lost). Registering
+// waits for a signal being handed out to finish, so this channel gets
+// only later ones.
+func drain(a *cluster.Agent, timeout time.Duration, stdout, stderr io.Writer) {
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
 	fmt.Fprintf(stdout, "tether agent %s: draining (up to %v for running turns; a second signal stops at once)\n", a.ID(), timeout)
-	// The signal that started the drain may be in intr too: drop it.
-	select {
-	case <-intr:
-	default:
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	go func() {
 		select {
-		case <-intr:
+		case <-again:
 			cancel()
 		case <-ctx.Done():
 		}
