@@ -178,10 +178,10 @@ func untilAnswered[T any](ctx context.Context, c *Client, id, what string, f fun
 // consumer, a message by number or the last of a subject.
 var readerAPIs = []string{"$JS.API.CONSUMER.", "$JS.API.DIRECT.GET.", "$JS.API.STREAM.MSG.GET."}
 
-// unanswered reports a JetStream API call that got no answer, or one that
-// says to try again (no leader yet): not one that refuses it. A request
-// the user has no right to make goes unanswered too, but the server says
-// so on the connection (nats.ErrPermissionViolation).
+// unanswered reports a reader's request that JetStream could not answer
+// for now (transient), not one the server refused: a request the user has
+// no right to make goes unanswered too, but the server says so on the
+// connection (nats.ErrPermissionViolation naming the subject).
 func unanswered(nc *nats.Conn, err error) bool {
 	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
 		for _, api := range readerAPIs {
@@ -190,16 +190,7 @@ func unanswered(nc *nats.Conn, err error) bool {
 			}
 		}
 	}
-	var apiErr *jetstream.APIError
-	switch {
-	case errors.As(err, &apiErr):
-		return apiErr.Code == 503
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
-		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
-		return true
-	}
-	return false
+	return transient(err)
 }
 
 // readEvents reads a session's messages from stream sequence start into

@@ -373,11 +373,15 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 // transient reports whether err is JetStream briefly unable to answer
 // (a node of its cluster lost, a leader being elected: "JetStream
 // system temporarily unavailable", no response from the stream, a
-// request timed out) rather than an answer.
+// request timed out, jetstream's own API timeout on a ctx without a
+// deadline, the connection moving to another node) rather than an answer.
 func transient(err error) bool {
 	var ae *jetstream.APIError
-	if errors.As(err, &ae) && ae.Code == 503 {
-		return true
+	if errors.As(err, &ae) {
+		return ae.Code == 503
 	}
-	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
