@@ -120,21 +120,14 @@ func decodeEventFast(line []byte, ev *host.Event) bool {
 	if !ok {
 		return false
 	}
-	i := 0
-	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-		i++
-	}
-	if i == 0 || i > 19 || (rest[0] == '0' && i > 1) {
+	seq, rest, ok := cutUint(rest)
+	if !ok {
 		return false
 	}
-	seq, err := strconv.ParseUint(string(rest[:i]), 10, 64)
-	if err != nil {
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"time":"`)); !ok {
 		return false
 	}
-	if rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"time":"`)); !ok {
-		return false
-	}
-	i = bytes.IndexByte(rest, '"')
+	i := bytes.IndexByte(rest, '"')
 	if i < 0 {
 		return false
 	}
@@ -146,7 +139,7 @@ func decodeEventFast(line []byte, ev *host.Event) bool {
 		return false
 	}
 	i = bytes.IndexByte(rest, '"')
-	if i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0 || !validKind(rest[:i]) {
+	if i < 0 || !plainKind(rest[:i]) {
 		return false
 	}
 	kind := eventKind(rest[:i])
@@ -204,8 +197,9 @@ func appendMarshal(dst []byte, ev host.Event) ([]byte, error) {
 
 // plainKind reports a kind that encoding/json writes as it is between
 // quotes: printable ASCII without a quote, a backslash or what it escapes
-// for HTML.
-func plainKind(k host.EventKind) bool {
+// for HTML. An agent writes every other kind escaped; a reader leaves
+// one that is not plain to json.Unmarshal.
+func plainKind[K ~string | ~[]byte](k K) bool {
 	for i := range len(k) {
 		switch c := k[i]; {
 		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
@@ -213,6 +207,20 @@ func plainKind(k host.EventKind) bool {
 		}
 	}
 	return true
+}
+
+// cutUint reads a JSON unsigned integer that fits in 64 bits off the
+// front of b (no sign, no leading zero, no fraction) and returns the rest.
+func cutUint(b []byte) (v uint64, rest []byte, ok bool) {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	if n == 0 || (b[0] == '0' && n > 1) {
+		return 0, b, false
+	}
+	v, err := strconv.ParseUint(string(b[:n]), 10, 64)
+	return v, b[n:], err == nil
 }
 
 // eventKind is the kind named b, without allocating for the ones most
@@ -227,17 +235,6 @@ func eventKind(b []byte) host.EventKind {
 		return host.EventCost
 	}
 	return host.EventKind(b)
-}
-
-// validKind reports whether a kind needs no JSON unescaping (plain
-// printable ASCII, what host's kinds are).
-func validKind(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c >= 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // maxBatchEvents bounds the events of one batch (its bytes are bounded by

@@ -95,7 +95,9 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 		// arrives on it, what was stored before comes by consumer.
 		r.live = c.subscribeLive(ctx, id)
 		defer r.live.close()
-		start, err := untilAnswered(ctx, c, id, "seek", func() (uint64, error) { return c.b.seek(ctx, filter, after) })
+		start, err := untilAnswered(ctx, c.b, c.log.With("session", id, "for", "seek"), func() (uint64, error) {
+			return c.b.seek(ctx, filter, after)
+		})
 		if err != nil {
 			yield(host.Event{}, err)
 			return
@@ -146,7 +148,7 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 // back (InactiveThreshold).
 func (c *Client) consumer(ctx context.Context, id string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
 	tries := 0
-	return untilAnswered(ctx, c, id, "consumer", func() (jetstream.Consumer, error) {
+	return untilAnswered(ctx, c.b, c.log.With("session", id, "for", "consumer"), func() (jetstream.Consumer, error) {
 		if tries++; tries > 1 {
 			cfg.NamePrefix = readerPrefix()
 		}
@@ -154,28 +156,9 @@ func (c *Client) consumer(ctx context.Context, id string, cfg jetstream.OrderedC
 	})
 }
 
-// untilAnswered calls f until it returns something other than no answer
-// (unanswered), or ctx ends: a refusal, a permission the user lacks, a
-// result.
-func untilAnswered[T any](ctx context.Context, c *Client, id, what string, f func() (T, error)) (T, error) {
-	wait := 50 * time.Millisecond
-	for {
-		v, err := f()
-		if err == nil || ctx.Err() != nil || !unanswered(c.b.nc, err) {
-			return v, err
-		}
-		c.log.Debug("events: no answer from JetStream; trying again", "session", id, "for", what, "err", err)
-		select {
-		case <-ctx.Done():
-			return v, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, c.b.ttl)
-	}
-}
-
-// readerAPIs are the JetStream API subjects a reader requests: a
-// consumer, a message by number or the last of a subject.
+// readerAPIs are the JetStream API subjects a reader (and a registry
+// read) requests: a consumer, a message by number or the last of a
+// subject.
 var readerAPIs = []string{"$JS.API.CONSUMER.", "$JS.API.DIRECT.GET.", "$JS.API.STREAM.MSG.GET."}
 
 // unanswered reports a reader's request that JetStream could not answer

@@ -423,18 +423,10 @@ func plainAck(b []byte) (seq uint64, ok bool) {
 	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"seq":`)); !ok {
 		return 0, false
 	}
-	n := 0
-	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-		n++
-	}
-	if n == 0 || n > 20 || (rest[0] == '0' && n > 1) {
+	if seq, rest, ok = cutUint(rest); !ok {
 		return 0, false
 	}
-	seq, err := strconv.ParseUint(string(rest[:n]), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	switch string(rest[n:]) {
+	switch string(rest) {
 	case "}", `,"duplicate":true}`:
 		return seq, true
 	}

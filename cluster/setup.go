@@ -347,17 +347,9 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 	if !validID(id) {
 		return r, 0, &CommandError{Code: codeNoSession, Message: "bad session id"}
 	}
-	e, err := b.sessions.Get(ctx, id)
-	for wait := 50 * time.Millisecond; err != nil && transient(err); wait = min(2*wait, time.Second) {
-		// The bucket's node lost or its leader being elected: a read
-		// the next node answers in a moment is not an error to show.
-		select {
-		case <-ctx.Done():
-			return r, 0, err
-		case <-time.After(wait):
-		}
-		e, err = b.sessions.Get(ctx, id)
-	}
+	// The bucket's node lost or its leader being elected: a read the
+	// next node answers in a moment is not an error to show.
+	e, err := untilAnswered(ctx, b, nil, func() (jetstream.KeyValueEntry, error) { return b.sessions.Get(ctx, id) })
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return r, 0, &CommandError{Code: codeNoSession, Message: id}
 	}
@@ -368,6 +360,29 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 		return r, 0, err
 	}
 	return r, e.Revision(), nil
+}
+
+// untilAnswered calls f until it returns something other than no answer
+// (unanswered: a result, a refusal, a permission the user lacks), or ctx
+// ends, waiting longer each time up to a second; log (nil: silent) hears
+// of each try again.
+func untilAnswered[T any](ctx context.Context, b *bus, log *slog.Logger, f func() (T, error)) (T, error) {
+	wait := 50 * time.Millisecond
+	for {
+		v, err := f()
+		if err == nil || ctx.Err() != nil || !unanswered(b.nc, err) {
+			return v, err
+		}
+		if log != nil {
+			log.Debug("no answer from JetStream; trying again", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // transient reports whether err is JetStream briefly unable to answer
