@@ -234,6 +234,20 @@ func (f *follower) wait(t *testing.T, what string, ok func(host.Event) bool) hos
 	}
 }
 
+// end waits until the events end and returns their error (nil: they
+// ended without one). It fails when they go on for stall.
+func (f *follower) end(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-f.done:
+	case <-time.After(stall):
+		t.Fatalf("the events did not end within %s", stall)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
 // count returns how many of evs satisfy ok.
 func count(evs []host.Event, ok func(host.Event) bool) int {
 	n := 0

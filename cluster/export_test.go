@@ -8,6 +8,10 @@ import (
 	"github.com/tetherhq/tether/host"
 )
 
+// CloseConn closes the client's NATS connection under it, as a caller
+// closing the connection it passed in (ClientOptions.Conn) does.
+func CloseConn(c *Client) { c.b.nc.Close() }
+
 // Crash makes a vanish as a killed process would (for tests).
 func Crash(a *Agent) { a.crash() }
 

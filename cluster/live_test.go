@@ -136,6 +136,7 @@ func TestLiveReaderMissesNothing(t *testing.T) {
 // of earlier releases (serve's user may not subscribe to the live
 // subjects) it sees the refusal and keeps its consumer: every event
 // still arrives once, in order, with no wait for a feed that never comes.
+// Either way, its events end with ErrClosed when the connection closes.
 func TestLiveFeedPermissions(t *testing.T) {
 	for _, tc := range []struct {
 		name, conf string
@@ -167,6 +168,14 @@ func TestLiveFeedPermissions(t *testing.T) {
 			if n := cluster.LiveFallbacks(c); n != 0 {
 				t.Errorf("%d fallbacks from the live feed, want 0", n)
 			}
+			// The client's connection closed under it (one the caller
+			// passed in, ClientOptions.Conn, closed by the caller): the
+			// subscriber gets ErrClosed, following live or reading with
+			// a consumer; its events never just stop.
+			cluster.CloseConn(c)
+			if err := f.end(t); !errors.Is(err, cluster.ErrClosed) {
+				t.Fatalf("the events ended with %v, want cluster.ErrClosed", err)
+			}
 		})
 	}
 }
@@ -189,50 +198,4 @@ func permissionsWithoutLive(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return old
-}
-
-// TestEventsEndWithTheConnection: a subscriber whose client's
-// connection is closed under it (a connection the caller passed in,
-// ClientOptions.Conn) gets ErrClosed, whether its reader follows live
-// or reads with a consumer; its events never just stop.
-func TestEventsEndWithTheConnection(t *testing.T) {
-	for _, tc := range []struct {
-		name, conf string
-		live       bool
-	}{{"live", "testdata/permissions.conf", true}, {"consumer", permissionsWithoutLive(t), false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			ns := permissionedNATSFrom(t, tc.conf)
-			agent := nats.UserInfo("agent", "agent-secret")
-			newAgent(t, ns.URL(), "a1", 2, agent)
-			consumers := eventConsumers(t, ns.URL(), agent)
-			nc, err := nats.Connect(ns.URL(), nats.UserInfo("serve", "serve-secret"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			c, err := cluster.NewClient(ctx, &cluster.ClientOptions{Conn: nc, Limits: limits, Logger: testLog(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			info, err := c.Start(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := follow(t, c, info.ID, 0)
-			send(t, c, info.ID, "apples")
-			f.wait(t, "a turn", result("echo: apples"))
-			waitFor(t, "the reader following as it should", func() bool { return tc.live == (consumers() == 0) })
-			nc.Close()
-			waitFor(t, "the events to end", func() bool {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return f.err != nil || f.ended
-			})
-			if f.err == nil || !errors.Is(f.err, cluster.ErrClosed) {
-				t.Fatalf("the events ended with %v, want cluster.ErrClosed", f.err)
-			}
-		})
-	}
 }
