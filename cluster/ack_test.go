@@ -156,7 +156,7 @@ func TestConsumerRetryNamesAnew(t *testing.T) {
 	s := &noAnswerFirst{Stream: c.b.events}
 	c.b.events = s
 	cons, err := c.consumer(ctx, "s1", jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{sessionFilter("s1")}, NamePrefix: readerPrefix(), InactiveThreshold: time.Minute,
+		FilterSubjects: []string{sessionFilter("s1")}, InactiveThreshold: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)

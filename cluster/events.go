@@ -140,18 +140,16 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 // is lost its API may not answer for seconds (the meta leader's
 // election), which the reader's subscriber should not see.
 //
-// Each attempt names a new consumer. The cluster places a consumer
-// before it learns that a lost node is gone: one placed there never
-// answers, and asking again under its name only updates that one, on
-// the node that is still down (seen: a reader waiting for as long as the
-// node stayed lost). One that never ran is removed when its node comes
-// back (InactiveThreshold).
+// Each attempt names a new consumer (readerPrefix: this release's
+// readers read batches, batch.go). The cluster places a consumer before
+// it learns that a lost node is gone: one placed there never answers,
+// and asking again under its name only updates that one, on the node
+// that is still down (seen: a reader waiting for as long as the node
+// stayed lost). One that never ran is removed when its node comes back
+// (InactiveThreshold).
 func (c *Client) consumer(ctx context.Context, id string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	tries := 0
 	return untilAnswered(ctx, c.b, c.log.With("session", id, "for", "consumer"), func() (jetstream.Consumer, error) {
-		if tries++; tries > 1 {
-			cfg.NamePrefix = readerPrefix()
-		}
+		cfg.NamePrefix = readerPrefix()
 		return c.b.events.OrderedConsumer(ctx, cfg)
 	})
 }
@@ -183,7 +181,6 @@ func (c *Client) readEvents(ctx context.Context, filter string, start uint64, r 
 	cons, err := c.consumer(ctx, r.id, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq: start, InactiveThreshold: time.Minute,
-		NamePrefix: readerPrefix(), // this reader reads batches (batch.go)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
