@@ -138,10 +138,22 @@ func TestLiveReaderMissesNothing(t *testing.T) {
 // still arrives once, in order, with no wait for a feed that never comes.
 // Either way, its events end with ErrClosed when the connection closes.
 func TestLiveFeedPermissions(t *testing.T) {
+	doc, err := os.ReadFile("testdata/permissions.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const right = `, "tether.v1.live.>"`
+	if !bytes.Contains(doc, []byte(right)) {
+		t.Fatal("the documented permissions no longer let serve follow live")
+	}
+	old := filepath.Join(t.TempDir(), "old.conf")
+	if err := os.WriteFile(old, bytes.Replace(doc, []byte(right), nil, 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, conf string
 		live       bool
-	}{{"documented", "testdata/permissions.conf", true}, {"earlier", permissionsWithoutLive(t), false}} {
+	}{{"documented", "testdata/permissions.conf", true}, {"earlier", old, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			ns := permissionedNATSFrom(t, tc.conf)
@@ -178,24 +190,4 @@ func TestLiveFeedPermissions(t *testing.T) {
 			}
 		})
 	}
-}
-
-// permissionsWithoutLive writes the documented NATS permissions without
-// serve's right to follow live (as in earlier releases' docs), and
-// returns the file's path: serve's readers keep their consumers.
-func permissionsWithoutLive(t *testing.T) string {
-	t.Helper()
-	doc, err := os.ReadFile("testdata/permissions.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const right = `, "tether.v1.live.>"`
-	if !bytes.Contains(doc, []byte(right)) {
-		t.Fatal("the documented permissions no longer let serve follow live")
-	}
-	old := filepath.Join(t.TempDir(), "old.conf")
-	if err := os.WriteFile(old, bytes.Replace(doc, []byte(right), nil, 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return old
 }
