@@ -198,20 +198,10 @@ func (s *agentSession) awaitPublished(d time.Duration) {
 }
 
 // poke tells the record keeper to look again.
-func (s *agentSession) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *agentSession) poke() { notify(s.wake) }
 
 // pokeMirror tells the mirror to look again.
-func (s *agentSession) pokeMirror() {
-	select {
-	case s.wakeTx <- struct{}{}:
-	default:
-	}
-}
+func (s *agentSession) pokeMirror() { notify(s.wakeTx) }
 
 // record returns the session's registry entry as of now.
 func (s *agentSession) record() SessionInfo {

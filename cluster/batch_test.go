@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tetherhq/tether/host"
@@ -183,6 +184,64 @@ func FuzzAppendEvent(f *testing.F) {
 		}
 		if back.Seq != ev.Seq || !back.Time.Equal(slow.Time) || back.Kind != ev.Kind || string(back.Data) != string(wantData) {
 			t.Fatalf("read back %+v from %q", back, got[1:])
+		}
+	})
+}
+
+// The publisher's queue: a batch is everything queued since the last
+// take; the reader waits at maxBatch until the publisher takes; the queue
+// starts empty (no maxBatch slots for an idle session) and keeps only a
+// small slice between batches; the end comes after what was queued.
+func TestEventQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		q := newEventQueue()
+		if cap(q.evs) != 0 {
+			t.Fatalf("a new queue holds %d slots", cap(q.evs))
+		}
+		put := func(from, to int) {
+			for i := from; i < to; i++ {
+				if !q.put(ctx, host.Event{Seq: uint64(i)}) {
+					t.Errorf("put %d refused", i)
+				}
+			}
+		}
+		done := make(chan struct{})
+		go func() { put(1, maxBatch+11); close(done) }()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("the reader queued more than maxBatch events")
+		default:
+		}
+		batch, ok := q.take(ctx, nil)
+		if !ok || len(batch) != maxBatch || batch[0].Seq != 1 || batch[maxBatch-1].Seq != maxBatch {
+			t.Fatalf("first batch: ok %v, %d events", ok, len(batch))
+		}
+		<-done // room made: the other ten went in
+		big := batch
+		batch, ok = q.take(ctx, batch)
+		if !ok || len(batch) != 10 || batch[0].Seq != maxBatch+1 {
+			t.Fatalf("second batch: ok %v, %d events", ok, len(batch))
+		}
+		if big[0].Seq != 0 || big[maxBatch-1].Seq != 0 {
+			t.Error("a published batch still pins its events")
+		}
+		if cap(q.evs) != 0 {
+			t.Errorf("the queue kept a burst's slice (%d slots)", cap(q.evs))
+		}
+		small := batch
+		put(1, 3)
+		q.close()
+		batch, ok = q.take(ctx, batch)
+		if !ok || len(batch) != 2 || &batch[0] == &small[0] {
+			t.Fatalf("after close: ok %v, %d events", ok, len(batch))
+		}
+		if cap(q.evs) == 0 {
+			t.Error("the queue did not keep the small spare slice")
+		}
+		if _, ok := q.take(ctx, batch); ok {
+			t.Error("a closed, empty queue gave a batch")
 		}
 	})
 }
