@@ -39,9 +39,35 @@ func (e *TooLongError) Unwrap() error { return ErrLineTooLong }
 
 // Reader reads lines. It is not safe for concurrent use.
 type Reader struct {
-	br  *bufio.Reader
-	max int
-	n   int64 // lines read so far
+	br    *bufio.Reader
+	small *fillReader // the source while the buffer is small; nil once grown
+	max   int
+	n     int64 // lines read so far
+}
+
+// A Reader's buffer starts at smallBuffer and becomes fullBuffer the
+// first time a read fills it (more was waiting: a burst, or a line longer
+// than the buffer), for good. Most sessions most of the time write a line
+// now and then, and hundreds of them open in one process each hold 4 KiB
+// instead of 64; a stream of messages reads 64 KiB a system call, as
+// before.
+const (
+	smallBuffer = 4 << 10
+	fullBuffer  = 64 << 10
+)
+
+// fillReader notes a read that filled a small buffer's free space.
+type fillReader struct {
+	r    io.Reader
+	full bool
+}
+
+func (f *fillReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n == len(p) && n >= smallBuffer/2 {
+		f.full = true
+	}
+	return n, err
 }
 
 // NewReader returns a Reader with the given maximum line size (<= 0 means
@@ -50,7 +76,19 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	f := &fillReader{r: r}
+	return &Reader{br: bufio.NewReaderSize(f, smallBuffer), small: f, max: max}
+}
+
+// grow moves to the full buffer, carrying over what the small one holds.
+func (r *Reader) grow() {
+	src := r.small.r
+	if n := r.br.Buffered(); n > 0 {
+		held, _ := r.br.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(held)), src)
+	}
+	r.br = bufio.NewReaderSize(src, fullBuffer)
+	r.small = nil
 }
 
 // Lines returns how many lines ReadLine has returned or skipped.
@@ -75,6 +113,9 @@ func (r *Reader) ReadLine() ([]byte, error) {
 }
 
 func (r *Reader) readOne() ([]byte, error) {
+	if r.small != nil && r.small.full {
+		r.grow()
+	}
 	// Fast path: the whole line is in the buffer.
 	frag, err := r.br.ReadSlice('\n')
 	if err == nil {

@@ -13,10 +13,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// readAll collects lines and per-line errors until a terminal error.
-
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// readAll collects lines and per-line errors until a terminal error.
 func readAll(r *Reader) (lines []string, tooLong []int, err error) {
 	for {
 		b, err := r.ReadLine()
@@ -146,5 +145,69 @@ func BenchmarkReadLine(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// chunks gives its chunks one a Read, as a pipe gives what was written
+// (a chunk bigger than the caller's slice is given in parts).
+type chunks [][]byte
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(*c) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, (*c)[0])
+	if (*c)[0] = (*c)[0][n:]; len((*c)[0]) == 0 {
+		*c = (*c)[1:]
+	}
+	return n, nil
+}
+
+// The buffer stays small while lines come one a read, grows the first
+// time a read fills it, and loses nothing across the change: not the
+// lines buffered, not the line cut by the read that filled it.
+func TestReaderBufferGrows(t *testing.T) {
+	line := func(i, size int) string {
+		s := fmt.Sprintf(`{"n":%d,"pad":"`, i)
+		return s + strings.Repeat("x", size-len(s)-2) + `"}`
+	}
+	var src chunks
+	var want []string
+	for i := range 5 { // a line a read: stays small
+		want = append(want, line(i, 300))
+		src = append(src, []byte(want[i]+"\n"))
+	}
+	var burst []byte
+	for i := 5; i < 200; i++ { // a burst, cut anywhere by the reads
+		want = append(want, line(i, 100+i*7))
+		burst = append(burst, want[i]+"\n"...)
+	}
+	src = append(src, burst)
+	r := NewReader(&src, 0)
+	for i := range 5 {
+		got, err := r.ReadLine()
+		if err != nil || string(got) != want[i] {
+			t.Fatalf("line %d: %q, %v", i, got, err)
+		}
+		if r.small == nil {
+			t.Fatalf("after line %d, read one a read: the buffer grew", i)
+		}
+	}
+	var got []string
+	for {
+		l, err := r.ReadLine()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(l))
+	}
+	if diff := cmp.Diff(want[5:], got); diff != "" {
+		t.Errorf("lines across the growth (-want +got):\n%s", diff)
+	}
+	if r.small != nil || r.br.Size() != fullBuffer {
+		t.Errorf("after a burst the buffer is %d bytes, want %d", r.br.Size(), fullBuffer)
 	}
 }
