@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -246,5 +249,56 @@ func TestQueuedStartThroughServe(t *testing.T) {
 	f = w.next("the start's reply", replyTo(start))
 	if !strings.Contains(string(f["error"]), `"busy"`) {
 		t.Fatalf("start on a full cluster: %s", f["error"])
+	}
+}
+
+// A snapshot bigger than a NATS message comes from the agent in parts
+// and is put back together whole; one bigger than the client's
+// ClientOptions.MaxSnapshot is refused with ErrTooLarge, at once. And
+// the transcript is mirrored under a max_payload smaller than the
+// mirror's chunks (its chunks were refused at every try, and the agent's
+// close waited 10 s on them).
+func TestSnapshotInParts(t *testing.T) {
+	ns := newNATS(t, func(o *server.Options) { o.MaxPayload = 16 << 10 })
+	newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	ctx := testCtx(t)
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	var prompts []string
+	for i := range 4 {
+		prompts = append(prompts, fmt.Sprintf("p%d %s", i, strings.Repeat("apples ", 1200)))
+		send(t, c, info.ID, prompts[i])
+		f.wait(t, "the echo", resultContaining(prompts[i]))
+	}
+	snap, err := c.Snapshot(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	var all strings.Builder
+	for _, l := range snap.Transcript {
+		size += len(l)
+		all.Write(l)
+	}
+	if size < 4*(16<<10) {
+		t.Fatalf("the transcript is %d bytes: too small to need parts", size)
+	}
+	for _, p := range prompts {
+		if !strings.Contains(all.String(), "echo: "+p) {
+			t.Errorf("the snapshot lacks the echo of %.10q…", p)
+		}
+	}
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, prompts[3]))
+	small, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL(), Limits: limits, MaxSnapshot: 32 << 10, Logger: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if _, err := small.Snapshot(ctx, info.ID); !errors.Is(err, cluster.ErrTooLarge) {
+		t.Errorf("a snapshot over MaxSnapshot: %v, want ErrTooLarge", err)
 	}
 }

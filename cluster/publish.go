@@ -553,7 +553,7 @@ func (b *bus) publishRetry(ctx context.Context, m *nats.Msg) error {
 			return nil
 		}
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.Code == 400 {
+		if errors.As(err, &apiErr) && apiErr.Code == 400 || errors.Is(err, nats.ErrMaxPayload) {
 			return err // refused (too big, wrong subject…): retrying will not help
 		}
 		select {

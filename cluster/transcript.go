@@ -158,7 +158,9 @@ func (s *agentSession) mirrorOnce(ctx context.Context) {
 	if _, err := f.Seek(st.offset, io.SeekStart); err != nil {
 		return
 	}
-	buf := make([]byte, transcriptChunk)
+	// A chunk fits in a message whatever the server's max_payload: a
+	// bigger one would be refused by the client at every try.
+	buf := make([]byte, min(transcriptChunk, s.a.b.maxPart()))
 	for {
 		n, err := io.ReadFull(f, buf)
 		if n > 0 {
