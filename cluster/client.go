@@ -787,7 +787,19 @@ func (c *Client) Snapshot(ctx context.Context, id string) (_ *host.Snapshot, err
 		defer cancel()
 	}
 	inbox := c.b.nc.NewRespInbox()
-	sub, err := c.b.nc.SubscribeSync(inbox)
+	// Not SubscribeSync: its channel has the connection's SubChanLen slots
+	// (64k, 512 KiB allocated and cleared for every call, as for commands:
+	// see ask). The parts wait in the subscription's list, bounded in
+	// bytes, until this loop takes them.
+	parts := make(chan *nats.Msg)
+	done := make(chan struct{})
+	defer close(done)
+	sub, err := c.b.nc.Subscribe(inbox, func(m *nats.Msg) {
+		select {
+		case parts <- m:
+		case <-done:
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -807,12 +819,13 @@ func (c *Client) Snapshot(ctx context.Context, id string) (_ *host.Snapshot, err
 	}
 	var buf []byte
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if errors.Is(err, nats.ErrNoResponders) {
-			return c.offlineSnapshot(ctx, id)
-		}
-		if err != nil {
-			return nil, err
+		var m *nats.Msg
+		select {
+		case m = <-parts:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done(): // Close
+			return nil, nats.ErrConnectionClosed
 		}
 		if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
 			return c.offlineSnapshot(ctx, id)
