@@ -209,3 +209,44 @@ func TestInstallWithoutCheckout(t *testing.T) {
 		t.Error("no package.json of our own in the cache folder")
 	}
 }
+
+// A release the registry has only as platform packages (2.1.333 to
+// 2.1.335): the install takes this machine's, and links its binary where
+// the CLI's package would put it, where the demo and the tests look.
+func TestInstallFromPlatformPackage(t *testing.T) {
+	pkg, err := platformPackage()
+	if err != nil {
+		t.Skip(err) // no platform package for this machine: nothing to install
+	}
+	cache, bin, work := t.TempDir(), t.TempDir(), t.TempDir()
+	npm := "#!/bin/sh\n" +
+		"echo \"$PWD $*\" >> " + filepath.Join(bin, "npm.log") + "\n" +
+		"[ \"$1\" = view ] && exit 1\n" + // not in the registry under the CLI's name
+		"mkdir -p node_modules/" + pkg + "\n" +
+		"printf '#!/bin/sh\\necho \"2.1.335 (Claude Code)\"\\n' > node_modules/" + pkg + "/claude\n" +
+		"chmod +x node_modules/" + pkg + "/claude\n"
+	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte(npm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TETHER_CLI_CACHE", cache)
+	t.Setenv("TETHER_CLI_PATH", "")
+	t.Setenv("TETHER_CLI_VERSION", "2.1.335")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+"/bin:/usr/bin")
+	t.Chdir(work)
+	var stderr bytes.Buffer
+	path, err := demoCLI(context.Background(), "", true, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	dir := filepath.Join(cache, "2.1.335")
+	if path != filepath.Join(dir, "node_modules", ".bin", "claude") {
+		t.Errorf("path = %q", path)
+	}
+	if out, err := exec.Command(path, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "2.1.335 ") {
+		t.Errorf("the linked binary says %q, %v", out, err)
+	}
+	log, _ := os.ReadFile(filepath.Join(bin, "npm.log"))
+	if want := dir + " install --no-audit --no-fund --loglevel=error --save-exact " + pkg + "@2.1.335"; !strings.Contains(string(log), want) {
+		t.Errorf("npm ran as %q, want %q", log, want)
+	}
+}

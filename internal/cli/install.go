@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 )
 
 // installCLI installs the CLI version into the cache the tests and the
@@ -43,13 +44,48 @@ func installCLI(ctx context.Context, version string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("installing the CLI needs npm: %w", err)
 	}
-	fmt.Fprintf(stderr, "tether: installing @anthropic-ai/claude-code@%s into %s\n", version, dir)
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact", "@anthropic-ai/claude-code@"+version)
+	name := "@anthropic-ai/claude-code"
+	// Some releases are in the registry only as the platform packages
+	// that carry the binary (see scripts/install-cli.sh): install this
+	// machine's, and link the binary where the CLI's package puts it.
+	platform := exec.CommandContext(ctx, npm, "view", name+"@"+version, "version").Run() != nil
+	if platform {
+		p, err := platformPackage()
+		if err != nil {
+			return err
+		}
+		name = p
+	}
+	fmt.Fprintf(stderr, "tether: installing %s@%s into %s\n", name, version, dir)
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact", name+"@"+version)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, stderr, stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("npm install @anthropic-ai/claude-code@%s: %w", version, err)
+		return fmt.Errorf("npm install %s@%s: %w", name, version, err)
+	}
+	if platform {
+		bin := filepath.Join(dir, "node_modules", ".bin")
+		if err := os.MkdirAll(bin, 0o755); err != nil {
+			return err
+		}
+		link := filepath.Join(bin, "claude")
+		os.Remove(link)
+		return os.Symlink(filepath.Join("..", name, "claude"), link)
 	}
 	return nil
+}
+
+// platformPackage names the package that carries the CLI's binary for
+// this machine: @anthropic-ai/claude-code-<os>-<arch>[-musl].
+func platformPackage() (string, error) {
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	if arch == "" || (runtime.GOOS != "linux" && runtime.GOOS != "darwin") {
+		return "", fmt.Errorf("no Claude Code CLI package for %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	libc := ""
+	if m, _ := filepath.Glob("/lib/ld-musl-*.so.1"); runtime.GOOS == "linux" && len(m) > 0 {
+		libc = "-musl"
+	}
+	return "@anthropic-ai/claude-code-" + runtime.GOOS + "-" + arch + libc, nil
 }
 
 // findInstallScript returns scripts/install-cli.sh of the Tether checkout
