@@ -42,6 +42,7 @@ const (
 	HookEventUserPromptExpansion HookEvent = "UserPromptExpansion" // a slash command or MCP prompt expanded into a prompt
 	HookEventStop                HookEvent = "Stop"                // the model finished its answer; block to make it go on
 	HookEventStopFailure         HookEvent = "StopFailure"         // the turn ended on an API error
+	HookEventInterrupt           HookEvent = "Interrupt"           // an interrupt ended the turn (CLI 2.1.335 and later; its output is ignored)
 	HookEventNotification        HookEvent = "Notification"        // the CLI wants the user's attention
 	HookEventMessageDisplay      HookEvent = "MessageDisplay"      // lines of an assistant message are shown
 

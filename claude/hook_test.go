@@ -472,7 +472,7 @@ var allHookEvents = []claude.HookEvent{
 	claude.HookEventPreToolUse, claude.HookEventPostToolUse, claude.HookEventPostToolUseFailure,
 	claude.HookEventPostToolBatch, claude.HookEventPermissionRequest, claude.HookEventPermissionDenied,
 	claude.HookEventUserPromptSubmit, claude.HookEventUserPromptExpansion, claude.HookEventStop,
-	claude.HookEventStopFailure, claude.HookEventNotification, claude.HookEventMessageDisplay,
+	claude.HookEventStopFailure, claude.HookEventInterrupt, claude.HookEventNotification, claude.HookEventMessageDisplay,
 	claude.HookEventSessionStart, claude.HookEventSessionEnd, claude.HookEventSetup, claude.HookEventPreCompact,
 	claude.HookEventPostCompact, claude.HookEventConfigChange, claude.HookEventInstructionsLoaded,
 	claude.HookEventCwdChanged, claude.HookEventFileChanged, claude.HookEventPreModelSwitch,

@@ -127,6 +127,9 @@ type ToolProgressMessage struct {
 	SubagentType string `json:"subagent_type,omitempty"`
 	// SubagentRetry is set while a subagent's API call is being retried.
 	SubagentRetry *SubagentRetry `json:"subagent_retry,omitempty"`
+	// Description describes the tool call in progress, when the CLI
+	// gives one (SDK 0.3.335 declares it, without saying more).
+	Description string `json:"description,omitempty"`
 }
 
 // SubagentRetry is ToolProgressMessage.SubagentRetry: a subagent's API

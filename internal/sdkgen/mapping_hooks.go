@@ -212,6 +212,15 @@ var hookSpecs = map[string]typeSpec{
 			{JSON: "error", Note: "rate_limit, server_error, authentication_failed, …"},
 		},
 	},
+	"InterruptHookInput": {
+		Go:  "InterruptHookInput",
+		Doc: "InterruptHookInput: an interrupt ended the main conversation's turn (CLI 2.1.335 and later; not where the work goes on by itself, nor when the CLI is exiting). Its output is ignored.",
+		Fields: []fieldSpec{
+			{JSON: "source", Note: "user (a person, or a client that does not say who sent it, such as Interrupt), session (another session's Claude) or system"},
+			{JSON: "reason", Note: "stop, permission_denied, rewind or other"},
+			{JSON: "via", Note: "terminal or client, where known"},
+		},
+	},
 	"StopHookInput": {
 		Go:  "StopHookInput",
 		Doc: "StopHookInput: the model finished its answer and the turn is about to end. A hook that answers Decision \"block\" makes the model go on, with Reason as feedback.",
