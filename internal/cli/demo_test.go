@@ -175,21 +175,21 @@ func TestFindInstallScript(t *testing.T) {
 	}
 }
 
-// Outside a checkout, --install runs npm into the same cache folder the
-// script uses (here a fake npm that records its arguments).
-func TestInstallWithoutCheckout(t *testing.T) {
+// installWithFakeNPM runs the demo's --install of version (the default
+// when "") outside a checkout, with a fake npm that logs each call to the
+// returned log (one line each, "$PWD $*") and then runs body, a shell
+// script. It returns the CLI's path and its cache folder.
+func installWithFakeNPM(t *testing.T, version, body string) (path, dir, log string) {
+	t.Helper()
 	cache, bin, work := t.TempDir(), t.TempDir(), t.TempDir()
-	npm := "#!/bin/sh\n" +
-		"echo \"$PWD $*\" > " + filepath.Join(bin, "npm.log") + "\n" +
-		"mkdir -p node_modules/.bin\n" +
-		"printf '#!/bin/sh\\necho \"2.1.197 (Claude Code)\"\\n' > node_modules/.bin/claude\n" +
-		"chmod +x node_modules/.bin/claude\n"
+	logFile := filepath.Join(bin, "npm.log")
+	npm := "#!/bin/sh\necho \"$PWD $*\" >> " + logFile + "\n" + body
 	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte(npm), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("TETHER_CLI_CACHE", cache)
 	t.Setenv("TETHER_CLI_PATH", "")
-	t.Setenv("TETHER_CLI_VERSION", "")
+	t.Setenv("TETHER_CLI_VERSION", version)
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+"/bin:/usr/bin")
 	t.Chdir(work)
 	var stderr bytes.Buffer
@@ -197,12 +197,24 @@ func TestInstallWithoutCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	dir := filepath.Join(cache, claudetest.DefaultCLIVersion)
+	if version == "" {
+		version = claudetest.DefaultCLIVersion
+	}
+	dir = filepath.Join(cache, version)
 	if path != filepath.Join(dir, "node_modules", ".bin", "claude") {
 		t.Errorf("path = %q", path)
 	}
-	log, _ := os.ReadFile(filepath.Join(bin, "npm.log"))
-	if want := dir + " install --no-audit --no-fund --loglevel=error --save-exact @anthropic-ai/claude-code@" + claudetest.DefaultCLIVersion; strings.TrimSpace(string(log)) != want {
+	b, _ := os.ReadFile(logFile)
+	return path, dir, string(b)
+}
+
+// Outside a checkout, --install runs npm into the same cache folder the
+// script uses (here a fake npm that records its arguments).
+func TestInstallWithoutCheckout(t *testing.T) {
+	_, dir, log := installWithFakeNPM(t, "", "mkdir -p node_modules/.bin\n"+
+		"printf '#!/bin/sh\\necho \"2.1.197 (Claude Code)\"\\n' > node_modules/.bin/claude\n"+
+		"chmod +x node_modules/.bin/claude\n")
+	if want := dir + " install --no-audit --no-fund --loglevel=error --save-exact @anthropic-ai/claude-code@" + claudetest.DefaultCLIVersion; !strings.Contains(log, want+"\n") {
 		t.Errorf("npm ran as %q, want %q", log, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
@@ -218,35 +230,14 @@ func TestInstallFromPlatformPackage(t *testing.T) {
 	if err != nil {
 		t.Skip(err) // no platform package for this machine: nothing to install
 	}
-	cache, bin, work := t.TempDir(), t.TempDir(), t.TempDir()
-	npm := "#!/bin/sh\n" +
-		"echo \"$PWD $*\" >> " + filepath.Join(bin, "npm.log") + "\n" +
-		"[ \"$1\" = view ] && exit 1\n" + // not in the registry under the CLI's name
-		"mkdir -p node_modules/" + pkg + "\n" +
-		"printf '#!/bin/sh\\necho \"2.1.335 (Claude Code)\"\\n' > node_modules/" + pkg + "/claude\n" +
-		"chmod +x node_modules/" + pkg + "/claude\n"
-	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte(npm), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TETHER_CLI_CACHE", cache)
-	t.Setenv("TETHER_CLI_PATH", "")
-	t.Setenv("TETHER_CLI_VERSION", "2.1.335")
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+"/bin:/usr/bin")
-	t.Chdir(work)
-	var stderr bytes.Buffer
-	path, err := demoCLI(context.Background(), "", true, &stderr)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	dir := filepath.Join(cache, "2.1.335")
-	if path != filepath.Join(dir, "node_modules", ".bin", "claude") {
-		t.Errorf("path = %q", path)
-	}
+	path, dir, log := installWithFakeNPM(t, "2.1.335", "[ \"$1\" = view ] && exit 1\n"+ // not in the registry under the CLI's name
+		"mkdir -p node_modules/"+pkg+"\n"+
+		"printf '#!/bin/sh\\necho \"2.1.335 (Claude Code)\"\\n' > node_modules/"+pkg+"/claude\n"+
+		"chmod +x node_modules/"+pkg+"/claude\n")
 	if out, err := exec.Command(path, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "2.1.335 ") {
 		t.Errorf("the linked binary says %q, %v", out, err)
 	}
-	log, _ := os.ReadFile(filepath.Join(bin, "npm.log"))
-	if want := dir + " install --no-audit --no-fund --loglevel=error --save-exact " + pkg + "@2.1.335"; !strings.Contains(string(log), want) {
+	if want := dir + " install --no-audit --no-fund --loglevel=error --save-exact " + pkg + "@2.1.335"; !strings.Contains(log, want+"\n") {
 		t.Errorf("npm ran as %q, want %q", log, want)
 	}
 }
