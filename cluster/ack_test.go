@@ -127,14 +127,21 @@ func TestUnansweredRefused(t *testing.T) {
 
 // noAnswerFirst is the events stream, but its first ordered consumer is
 // made and then taken for unanswered, as one placed on a node that was
-// just lost; it records every attempt's consumer name.
+// just lost; it records every attempt's consumer name and how long its
+// ctx gave it.
 type noAnswerFirst struct {
 	jetstream.Stream
 	names []string
+	times []time.Duration
 }
 
 func (s *noAnswerFirst) OrderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
 	s.names = append(s.names, cfg.NamePrefix)
+	if dl, ok := ctx.Deadline(); ok {
+		s.times = append(s.times, time.Until(dl))
+	} else {
+		s.times = append(s.times, -1)
+	}
 	cons, err := s.Stream.OrderedConsumer(ctx, cfg)
 	if len(s.names) == 1 && err == nil {
 		return nil, fmt.Errorf("create consumer: %w", context.DeadlineExceeded)
@@ -144,10 +151,13 @@ func (s *noAnswerFirst) OrderedConsumer(ctx context.Context, cfg jetstream.Order
 
 // TestConsumerRetryNamesAnew: a reader's consumer asked for again after
 // no answer has a name of its own, not the unanswered one's (which would
-// only update that consumer, on the node that did not answer).
+// only update that consumer, on the node that did not answer). And each
+// try is bounded by apiAttempt, not by the caller's deadline (a lost
+// request would otherwise hold the reader for all of it).
 func TestConsumerRetryNamesAnew(t *testing.T) {
 	srv := natstest.Start(t, nil)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	c, err := NewClient(ctx, &ClientOptions{URL: srv.URL()})
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +174,11 @@ func TestConsumerRetryNamesAnew(t *testing.T) {
 	defer c.b.deleteConsumer(cons)
 	if len(s.names) != 2 || s.names[0] == s.names[1] || consumerWire(s.names[1]+"_1") != WireRevision {
 		t.Fatalf("attempts' consumer names: %q", s.names)
+	}
+	for i, d := range s.times {
+		if d <= 0 || d > apiAttempt {
+			t.Errorf("attempt %d had %v, want at most apiAttempt (%v)", i+1, d, apiAttempt)
+		}
 	}
 	names := map[string]bool{}
 	lister := s.Stream.ListConsumers(ctx)

@@ -179,10 +179,15 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		}
 		return nil, err
 	}
-	cons, err := b.start.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: consumerAgents, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: b.limits.StartAckWait, MaxAckPending: -1,
-		Description: "tether agents taking start requests",
+	// The agents' shared consumer, asked for again (under its one name)
+	// while JetStream does not answer: a 3-node cluster just formed, or
+	// too busy, can lose the request.
+	cons, err := untilAnswered(ctx, b, log, func(ctx context.Context) (jetstream.Consumer, error) {
+		return b.start.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable: consumerAgents, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: b.limits.StartAckWait, MaxAckPending: -1,
+			Description: "tether agents taking start requests",
+		})
 	})
 	if err != nil {
 		b.close()

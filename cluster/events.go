@@ -95,7 +95,7 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 		// arrives on it, what was stored before comes by consumer.
 		r.live = c.subscribeLive(ctx, id)
 		defer r.live.close()
-		start, err := untilAnswered(ctx, c.b, c.log.With("session", id, "for", "seek"), func() (uint64, error) {
+		start, err := untilAnswered(ctx, c.b, c.log.With("session", id, "for", "seek"), func(ctx context.Context) (uint64, error) {
 			return c.b.seek(ctx, filter, after)
 		})
 		if err != nil {
@@ -148,7 +148,7 @@ func (c *Client) events(ctx context.Context, id string, after uint64, watch bool
 // stayed lost). One that never ran is removed when its node comes back
 // (InactiveThreshold).
 func (c *Client) consumer(ctx context.Context, id string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	return untilAnswered(ctx, c.b, c.log.With("session", id, "for", "consumer"), func() (jetstream.Consumer, error) {
+	return untilAnswered(ctx, c.b, c.log.With("session", id, "for", "consumer"), func(ctx context.Context) (jetstream.Consumer, error) {
 		cfg.NamePrefix = readerPrefix()
 		return c.b.events.OrderedConsumer(ctx, cfg)
 	})

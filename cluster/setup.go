@@ -349,7 +349,7 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 	}
 	// The bucket's node lost or its leader being elected: a read the
 	// next node answers in a moment is not an error to show.
-	e, err := untilAnswered(ctx, b, nil, func() (jetstream.KeyValueEntry, error) { return b.sessions.Get(ctx, id) })
+	e, err := untilAnswered(ctx, b, nil, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return b.sessions.Get(ctx, id) })
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return r, 0, &CommandError{Code: codeNoSession, Message: id}
 	}
@@ -364,12 +364,15 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 
 // untilAnswered calls f until it returns something other than no answer
 // (unanswered: a result, a refusal, a permission the user lacks), or ctx
-// ends, waiting longer each time up to a second; log (nil: silent) hears
-// of each try again.
-func untilAnswered[T any](ctx context.Context, b *bus, log *slog.Logger, f func() (T, error)) (T, error) {
+// ends, waiting longer each time up to a second; each call gets a ctx of
+// its own, bounded by apiAttempt. log (nil: silent) hears of each try
+// again.
+func untilAnswered[T any](ctx context.Context, b *bus, log *slog.Logger, f func(context.Context) (T, error)) (T, error) {
 	wait := 50 * time.Millisecond
 	for {
-		v, err := f()
+		actx, cancel := context.WithTimeout(ctx, apiAttempt)
+		v, err := f(actx)
+		cancel()
 		if err == nil || ctx.Err() != nil || !unanswered(b.nc, err) {
 			return v, err
 		}
@@ -384,6 +387,13 @@ func untilAnswered[T any](ctx context.Context, b *bus, log *slog.Logger, f func(
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// apiAttempt bounds each try of untilAnswered: a request lost on the way
+// (its node lost, a leader being elected, a server too busy to answer)
+// is asked again after it, instead of waiting out the caller's deadline
+// (jetstream waits for as long as a ctx with a deadline allows, and 5 s
+// for one without).
+const apiAttempt = 5 * time.Second
 
 // transient reports whether err is JetStream briefly unable to answer
 // (a node of its cluster lost, a leader being elected: "JetStream
