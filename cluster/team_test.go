@@ -128,7 +128,7 @@ func teamCluster(t *testing.T) (*testTeam, *cluster.Agent, *cluster.Client, *nat
 func teamAgent(t *testing.T, url, id string, tt *testTeam) *cluster.Agent {
 	t.Helper()
 	a, err := cluster.NewAgent(testCtx(t), &cluster.AgentOptions{
-		URL: url, ID: id, Capacity: 4, Limits: limits, Logger: testLogger(), Team: tt.Authorizer,
+		URL: url, ID: id, Capacity: 4, Limits: limits, Logger: testLog(t), Team: tt.Authorizer,
 		MirrorInterval: 20 * time.Millisecond,
 		Session: &host.Options{CLI: &claude.Options{Cwd: tt.root, Transport: &claudetest.FakeCLI{Script: memoryCLI},
 			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}},
