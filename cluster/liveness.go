@@ -319,7 +319,7 @@ func (b *bus) createRecord(ctx context.Context, r *SessionInfo) (uint64, error) 
 	id, data := r.ID, encodeRecord("session", r)
 	wait := 50 * time.Millisecond
 	for {
-		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, apiAttempt)
 		rev, err := b.putSession(tctx, r, 0, true)
 		cancel()
 		if err == nil {
@@ -327,7 +327,7 @@ func (b *bus) createRecord(ctx context.Context, r *SessionInfo) (uint64, error) 
 		}
 		switch {
 		case errors.Is(err, jetstream.ErrKeyExists):
-			gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			gctx, cancel := context.WithTimeout(ctx, apiAttempt)
 			e, gerr := b.sessions.Get(gctx, id)
 			cancel()
 			if gerr == nil {

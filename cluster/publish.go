@@ -347,7 +347,7 @@ func (s *agentSession) rebase(jseq uint64) error {
 // session now.
 func (s *agentSession) stillOwner() error {
 	for {
-		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(s.ctx, apiAttempt)
 		e, err := s.a.b.sessions.Get(ctx, s.id)
 		cancel()
 		if err == nil {
@@ -394,7 +394,7 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 	wait := 50 * time.Millisecond
 	misses := 0
 	for {
-		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(s.ctx, apiAttempt)
 		seq, err := b.publishExpecting(ctx, m, after, filter)
 		cancel()
 		if err == nil {
@@ -406,7 +406,7 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 		var apiErr *jetstream.APIError
 		switch {
 		case wrongLastSeq(err): // 10071, or 10164 from a replicated stream
-			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			ctx, cancel := context.WithTimeout(s.ctx, apiAttempt)
 			next, gerr := b.events.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(filter))
 			cancel()
 			switch {
@@ -546,7 +546,7 @@ func isResult(line json.RawMessage) bool {
 func (b *bus) publishRetry(ctx context.Context, m *nats.Msg) error {
 	wait := 50 * time.Millisecond
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, apiAttempt)
 		_, err := b.js.PublishMsg(pctx, m)
 		cancel()
 		if err == nil {

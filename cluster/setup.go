@@ -388,7 +388,9 @@ func untilAnswered[T any](ctx context.Context, b *bus, log *slog.Logger, f func(
 	}
 }
 
-// apiAttempt bounds each try of untilAnswered: a request lost on the way
+// apiAttempt bounds each try of a JetStream request that is asked again
+// when unanswered (untilAnswered, the publishers' and the registry's own
+// loops): a request lost on the way
 // (its node lost, a leader being elected, a server too busy to answer)
 // is asked again after it, instead of waiting out the caller's deadline
 // (jetstream waits for as long as a ctx with a deadline allows, and 5 s
