@@ -273,7 +273,7 @@ func TestApprovalTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := <-answer; !strings.Contains(got, `"behavior":"deny"`) || !strings.Contains(got, "No answer to the permission request within 100ms") {
+	if got := <-answer; !strings.Contains(got, `"behavior":"deny"`) || !strings.Contains(got, `"decisionClassification":"config"`) || !strings.Contains(got, "No answer to the permission request within 100ms") {
 		t.Errorf("answer at the deadline: %s", got)
 	}
 	if c := <-cause; !errors.Is(c, claude.ErrApprovalTimeout) {

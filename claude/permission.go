@@ -150,6 +150,13 @@ const (
 	DecisionUserPermanent PermissionDecisionClass = "user_permanent"
 	// DecisionUserReject: the user refused.
 	DecisionUserReject PermissionDecisionClass = "user_reject"
+	// DecisionConfig: nobody was asked; the host decided by itself (a
+	// mode, a policy, a rule no person's answer made, a deadline). CLI
+	// 2.1.336 and later record that no person answered the call, so an
+	// allow no longer counts as a sign that someone is present. Older
+	// CLIs take it as they take an answer with no class: an allow is
+	// recorded as user_temporary.
+	DecisionConfig PermissionDecisionClass = "config"
 )
 
 // PermissionDeny refuses the tool. The model sees Message as the tool's
@@ -326,7 +333,7 @@ func (s *Session) callCanUseTool(ctx context.Context, req *ToolPermissionRequest
 	case <-t.C:
 		cancel(ErrApprovalTimeout)
 		s.log.Warn("claude: permission request unanswered at Options.ApprovalTimeout; denied", "tool", req.ToolName, "request_id", req.RequestID, "timeout", d)
-		return &PermissionDeny{Message: fmt.Sprintf("No answer to the permission request within %s: denied.", d)}, nil
+		return &PermissionDeny{Message: fmt.Sprintf("No answer to the permission request within %s: denied.", d), DecisionClassification: DecisionConfig}, nil
 	case <-ctx.Done():
 		// The CLI withdrew the request or the session closed; the
 		// callback sees the same through cctx.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // approvalHold is how long approval_long_hold keeps its approval: longer
@@ -60,6 +61,13 @@ func init() {
 				}
 				if _, err := os.Stat(filepath.Join(h.CLI.Dir, "waited.txt")); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("waited.txt exists (%v): the denied command ran", err)
+				}
+				// Nobody answered: CLI 2.1.336 and later record the deny as
+				// the host's own (DecisionConfig).
+				if proc.CompareVersions(cliVersionUnderTest(), "2.1.336") >= 0 {
+					if got, err := h.CLI.PermissionSources(); err != nil || got["toolu_wait"] != "config" {
+						t.Errorf("the CLI recorded the deny as %q (%v), want config", got["toolu_wait"], err)
+					}
 				}
 			},
 		},

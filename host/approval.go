@@ -207,6 +207,26 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by, actor
 	return nil
 }
 
+// classed returns r with class as its DecisionClassification when it
+// names none, as a copy: r is the caller's.
+func classed(r claude.PermissionResult, class claude.PermissionDecisionClass) claude.PermissionResult {
+	switch r := r.(type) {
+	case *claude.PermissionAllow:
+		if r.DecisionClassification == "" {
+			c := *r
+			c.DecisionClassification = class
+			return &c
+		}
+	case *claude.PermissionDeny:
+		if r.DecisionClassification == "" {
+			c := *r
+			c.DecisionClassification = class
+			return &c
+		}
+	}
+	return r
+}
+
 func (a *Approval) refusal() error {
 	switch a.status {
 	case approvalAnswered:
@@ -290,7 +310,7 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 		}
 		if r != nil {
 			s.mu.Lock()
-			err := s.answerLocked(a, r, telemetry.ByPolicy, "")
+			err := s.answerLocked(a, classed(r, claude.DecisionConfig), telemetry.ByPolicy, "")
 			s.mu.Unlock()
 			if err == nil {
 				return <-a.answer, nil

@@ -32,7 +32,9 @@ type Options struct {
 	//
 	// CLI.CanUseTool, when set, is the session's automatic policy: it is
 	// asked first, and its answer is used; returning a nil result (and
-	// no error) leaves the request pending for a person (Approvals). A
+	// no error) leaves the request pending for a person (Approvals). An
+	// answer of the policy's that names no DecisionClassification goes
+	// to the CLI as claude.DecisionConfig: no person answered it. A
 	// request is listed while it is pending, so one the policy is slow to
 	// decide shows, and a person may answer it first.
 	CLI *claude.Options

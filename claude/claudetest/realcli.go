@@ -2,6 +2,7 @@ package claudetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -228,4 +229,51 @@ func (c *RealCLI) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
+}
+
+// PermissionSources reads what the CLI recorded in its session
+// transcripts under c.Home of how each tool call was allowed or denied:
+// the source of the stored permission decision ("user_temporary",
+// "config", "rule"…) by tool_use id. CLIs before 2.1.332 record none;
+// the map is then empty. Lines it cannot read are skipped: a transcript
+// may be mid-write.
+func (c *RealCLI) PermissionSources() (map[string]string, error) {
+	out := map[string]string{}
+	root := filepath.Join(c.Home, ".claude", "projects")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			var rec struct {
+				Message struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"message"`
+				PermissionDecision *struct {
+					Source string `json:"source"`
+				} `json:"permissionDecision"`
+			}
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.PermissionDecision == nil {
+				continue
+			}
+			var blocks []struct {
+				ToolUseID string `json:"tool_use_id"`
+			}
+			_ = json.Unmarshal(rec.Message.Content, &blocks)
+			for _, b := range blocks {
+				if b.ToolUseID != "" {
+					out[b.ToolUseID] = rec.PermissionDecision.Source
+				}
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return out, err
 }
