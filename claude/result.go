@@ -168,6 +168,24 @@ const (
 	TerminalPromptTooLong       TerminalReason = "prompt_too_long"
 	TerminalImageError          TerminalReason = "image_error"
 	TerminalModelError          TerminalReason = "model_error"
+	// TerminalAPIError: the API failed the request.
+	TerminalAPIError TerminalReason = "api_error"
+	// TerminalMalformedToolUseExhausted: the model wrote a malformed tool
+	// call, and its retry did too.
+	TerminalMalformedToolUseExhausted TerminalReason = "malformed_tool_use_exhausted"
+	// TerminalBudgetExhausted: a spending budget ran out before the turn
+	// was done.
+	TerminalBudgetExhausted TerminalReason = "budget_exhausted"
+	// TerminalStructuredOutputRetryExhausted: the output never matched
+	// the JSON schema within the retries (JSONSchema).
+	TerminalStructuredOutputRetryExhausted TerminalReason = "structured_output_retry_exhausted"
+	// TerminalToolDeferredUnavailable: a call deferred by an earlier turn
+	// (TerminalToolDeferred) could not be taken up when the session
+	// resumed.
+	TerminalToolDeferredUnavailable TerminalReason = "tool_deferred_unavailable"
+	// TerminalTurnSetupFailed: the turn failed before the model was
+	// asked (a prompt the CLI could not take in).
+	TerminalTurnSetupFailed TerminalReason = "turn_setup_failed"
 )
 
 // ModelUsage is one model's share of a session's usage and cost.

@@ -175,7 +175,7 @@ list() { if [ -s "$1" ]; then sed 's/.*/`&`/' "$1" | paste -sd, - | sed 's/,/, /
   if [ "$parity_status" = 0 ]; then
     echo "* **The parity test** passes on SDK $sdk."
   else
-    echo "* **The parity test fails** on SDK $sdk (each line a row to add or change in docs/parity.md):"
+    echo "* **The parity test fails** on SDK $sdk (each line a row to add or change in docs/parity.md, or a constant to add for a value):"
     echo
     grep -E 'parity_test.go:[0-9]+: ' "$out/parity.txt" | grep -v 'parity with' | sed 's/^ *parity_test.go:[0-9]*: /  * /' | head -60
     echo

@@ -65,31 +65,11 @@ func readTable(t *testing.T) []Row {
 	return rows
 }
 
-// loadSDK parses the pinned SDK's declarations, or skips (fails under
-// CI=true) when the package is not installed.
+// loadSDK parses the pinned SDK's declarations and extracts its names
+// and shapes.
 func loadSDK(t *testing.T) (Names, *Shapes) {
 	t.Helper()
-	dir := SDKDir(SDKVersion)
-	sdk, err := os.ReadFile(filepath.Join(dir, "sdk.d.ts"))
-	if err != nil {
-		msg := fmt.Sprintf("the TypeScript SDK %s is not installed (%v); install it with: scripts/install-sdk.sh %s", SDKVersion, err, SDKVersion)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	tools, err := os.ReadFile(filepath.Join(dir, "sdk-tools.d.ts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := ParseDecls(string(sdk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft, err := ParseDecls(string(tools))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, ft := loadDecls(t)
 	names, err := Extract(fs, ft)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +86,47 @@ func loadSDK(t *testing.T) (Names, *Shapes) {
 		}
 	}
 	return names, shapes
+}
+
+// loadDecls parses the pinned SDK's sdk.d.ts and sdk-tools.d.ts, or
+// skips (fails under CI=true) when the package is not installed.
+func loadDecls(t *testing.T) (sdk, tools *File) {
+	t.Helper()
+	dir := SDKDir(SDKVersion)
+	src, err := os.ReadFile(filepath.Join(dir, "sdk.d.ts"))
+	if err != nil {
+		msg := fmt.Sprintf("the TypeScript SDK %s is not installed (%v); install it with: scripts/install-sdk.sh %s", SDKVersion, err, SDKVersion)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	toolsSrc, err := os.ReadFile(filepath.Join(dir, "sdk-tools.d.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sdk, err = ParseDecls(string(src)); err != nil {
+		t.Fatal(err)
+	}
+	if tools, err = ParseDecls(string(toolsSrc)); err != nil {
+		t.Fatal(err)
+	}
+	return sdk, tools
+}
+
+// TestParityValues checks that every value of the string unions Tether names
+// as constants (Values) has its constant.
+func TestParityValues(t *testing.T) {
+	sdk, _ := loadDecls(t)
+	values := GoValues{}
+	for _, p := range []struct{ dir, prefix string }{{"../../claude", ""}, {"../../host", "host."}} {
+		if err := ReadGoValues(p.dir, p.prefix, values); err != nil {
+			t.Fatalf("reading %s: %v", p.dir, err)
+		}
+	}
+	for _, p := range CheckValues(sdk, values) {
+		t.Error(p)
+	}
 }
 
 // TestParityTable checks the table on its own, without the SDK: every row
