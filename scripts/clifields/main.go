@@ -1,8 +1,10 @@
 // Command clifields runs a Claude Code CLI on the fake Messages API for
 // one short session and reports the JSON fields the CLI really writes that
 // Tether's Go types do not know: in its answer to initialize, in
-// system/init, in the turn's result, and any message type or system
-// subtype Tether decodes as unknown. scripts/adopt-cli.sh runs it on a new
+// system/init, in the turn's result, in the first message of each other
+// kind Tether types (the assistant's, the user message carrying a tool's
+// result, a stream event…), and any message type or system subtype
+// Tether decodes as unknown. scripts/adopt-cli.sh runs it on a new
 // release; its output is a markdown list, empty sections left out.
 //
 //	go run ./scripts/clifields -cli PATH [-baseline PATH] [-repo DIR]
@@ -24,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -188,9 +191,32 @@ func findings(rec *recording, known *parity.GoShapes) []finding {
 				seen[m.Type] = true
 				out = append(out, finding{"message types Tether does not know", m.Type, ""})
 			}
+		default:
+			// Every other message Tether types (the assistant's, the
+			// tool results' user message, a stream event, another
+			// system subtype): its first line of each kind.
+			goType := reflect.TypeOf(m).Elem().Name()
+			if known.JSON[goType] == nil {
+				continue // a type whose JSON the source reader cannot see
+			}
+			kind := wireKind(m.RawJSON())
+			if !seen[kind] {
+				seen[kind] = true
+				add(fmt.Sprintf("`%s` (`%s`)", kind, goType), m.RawJSON(), goType)
+			}
 		}
 	}
 	return out
+}
+
+// wireKind is a line's "type", or "type/subtype" when it has a subtype.
+func wireKind(raw json.RawMessage) string {
+	var k struct{ Type, Subtype string }
+	_ = json.Unmarshal(raw, &k)
+	if k.Subtype != "" {
+		return k.Type + "/" + k.Subtype
+	}
+	return k.Type
 }
 
 // report prints the findings of rec, split by base when there is one,

@@ -35,14 +35,15 @@ func TestReport(t *testing.T) {
 	next := recorded(t, "1.0.1", `{"pid":1,"old_key":true,"new_key":"x"}`,
 		`{"type":"system","subtype":"init","session_id":"s","cwd":"/","old_init":1}`,
 		`{"type":"system","subtype":"brand_new","session_id":"s"}`,
-		`{"type":"result","subtype":"success","is_error":false,"session_id":"s","new_result_key":2}`)
+		`{"type":"result","subtype":"success","is_error":false,"session_id":"s","new_result_key":2}`,
+		`{"type":"user","message":{"role":"user","content":"hi"},"session_id":"s","new_user_key":3}`)
 	var b bytes.Buffer
 	if code := report(&b, next, base, known); code != 1 {
 		t.Errorf("exit %d, want 1 (something new)", code)
 	}
 	out := b.String()
 	newPart, bothPart, _ := strings.Cut(out, "Written by both")
-	for _, want := range []string{"`new_key` (e.g. `\"x\"`)", "`brand_new`", "`new_result_key`"} {
+	for _, want := range []string{"`new_key` (e.g. `\"x\"`)", "`brand_new`", "`new_result_key`", "`user` (`UserMessage`): `new_user_key`"} {
 		if !strings.Contains(newPart, want) {
 			t.Errorf("the new part lacks %s:\n%s", want, out)
 		}
