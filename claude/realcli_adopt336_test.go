@@ -45,16 +45,7 @@ func TestRealCLIDecisionConfig2_1_336(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Send(ctx, "go"); err != nil {
-		t.Fatal(err)
-	}
-	var msgs []claude.Message
-	for m, err := range s.ReceiveTurn(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
+	msgs := turnOf(t, ctx, s, "go")
 	if r := result(t, msgs); r.IsError || r.Result != "done" {
 		t.Fatalf("result %+v", r)
 	}

@@ -2,9 +2,7 @@ package parity
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -58,22 +56,14 @@ func ReadGoShapes(dir, prefix string, into *GoShapes) error {
 		into.Results = map[string][]string{}
 		into.FieldType = map[string]string{}
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := parseDir(dir)
 	if err != nil {
 		return err
 	}
-	fset := token.NewFileSet()
 	structs := map[string]*ast.StructType{}
 	bodies := map[string]*ast.BlockStmt{}   // exported function → body
 	codecs := map[string][]*ast.BlockStmt{} // type → bodies of its JSON methods
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	for _, f := range files {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.GenDecl:

@@ -114,22 +114,14 @@ type GoNames map[string]bool
 // files excluded), prefixed with prefix ("" for the default package,
 // "host." for another).
 func ReadGoNames(dir, prefix string, into GoNames) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := parseDir(dir)
 	if err != nil {
 		return err
 	}
-	fset := token.NewFileSet()
 	fields := map[string][]string{}   // type → its own exported fields and methods
 	embedded := map[string][]string{} // type → embedded type names
 	var types []string
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	for _, f := range files {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
@@ -209,6 +201,28 @@ func ReadGoNames(dir, prefix string, into GoNames) error {
 		}
 	}
 	return nil
+}
+
+// parseDir parses the Go files of the package in dir, test files
+// excluded: what the readers below take the API from.
+func parseDir(dir string) ([]*ast.File, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // recvName is the type name of a receiver or embedded field: T, *T, T[P].

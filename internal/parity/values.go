@@ -3,9 +3,7 @@ package parity
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -39,19 +37,11 @@ type GoValues map[string]map[string]bool
 // ReadGoValues adds the typed string constants of the package in dir
 // (test files excluded) to into, type names prefixed with prefix.
 func ReadGoValues(dir, prefix string, into GoValues) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := parseDir(dir)
 	if err != nil {
 		return err
 	}
-	fset := token.NewFileSet()
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	for _, f := range files {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {
