@@ -9,7 +9,8 @@
 #    the newest pinned ones (the last of scripts/test.sh's versions, and
 #    scripts/install-sdk.sh's default);
 # 2. diffs, against the newest pinned: the SDK's declarations (sdk.d.ts,
-#    sdk-tools.d.ts: the names declared or removed), the CLI's --help, and
+#    sdk-tools.d.ts: the names declared or removed, and the values added
+#    to or dropped from sdk.d.ts's string unions), the CLI's --help, and
 #    the fields the CLI really writes in an offline session (the answer to
 #    initialize, system/init, the result, unknown messages) that Tether's
 #    Go types lack (scripts/clifields, one session on each CLI); and what
@@ -90,11 +91,19 @@ fi
 names() { # the exported names a declaration file declares
   sed -n 's/^export declare \(type\|function\|const\|interface\|class\|namespace\) \([A-Za-z0-9_$]*\).*/\2/p' "$1" | sort -u
 }
+values() { # "Union: value" for each literal of a one-line string union
+  grep -E "^export declare type [A-Za-z0-9_]+ = '" "$1" | while read -r _ _ _ name _ rest; do
+    grep -o "'[^']*'" <<<"$rest" | tr -d "'" | sed "s/^/$name: /"
+  done | sort -u
+}
 for f in sdk.d.ts sdk-tools.d.ts; do
   diff -u "$oldsdk/$f" "$newsdk/$f" >"$out/$f.diff" || true
   comm -13 <(names "$oldsdk/$f") <(names "$newsdk/$f") >"$out/$f.added"
   comm -23 <(names "$oldsdk/$f") <(names "$newsdk/$f") >"$out/$f.removed"
 done
+# A value added to a union declares no new name: list those apart.
+comm -13 <(values "$oldsdk/sdk.d.ts") <(values "$newsdk/sdk.d.ts") >"$out/values.added"
+comm -23 <(values "$oldsdk/sdk.d.ts") <(values "$newsdk/sdk.d.ts") >"$out/values.removed"
 "$oldcli" --help >"$out/help.pinned" 2>&1 || true
 "$newcli" --help >"$out/help.new" 2>&1 || true
 diff -u "$out/help.pinned" "$out/help.new" >"$out/help.diff" || true
@@ -148,6 +157,7 @@ list() { if [ -s "$1" ]; then sed 's/.*/`&`/' "$1" | paste -sd, - | sed 's/,/, /
   echo "Adopted with \`scripts/adopt-cli.sh $version\` on $(date -u +%Y-%m-%d), with SDK $sdk."
   echo
   echo "* **The SDK's declarations** (against $pinned_sdk): sdk.d.ts declares $(list "$out/sdk.d.ts.added") anew and drops $(list "$out/sdk.d.ts.removed"); sdk-tools.d.ts declares $(list "$out/sdk-tools.d.ts.added") anew and drops $(list "$out/sdk-tools.d.ts.removed") ($(grep -c '^[-+][^-+]' "$out/sdk.d.ts.diff" || true) and $(grep -c '^[-+][^-+]' "$out/sdk-tools.d.ts.diff" || true) lines changed)."
+  echo "* **Values of the SDK's string unions** (a value added declares no new name): added $(list "$out/values.added"), dropped $(list "$out/values.removed")."
   if [ -s "$out/help.diff" ]; then
     echo "* **\`--help\`** changed: $(grep -c '^[-+][^-+]' "$out/help.diff" || true) lines (help.diff)."
   else
