@@ -180,8 +180,9 @@ type Options struct {
 	// ApprovalTimeout, when positive, bounds how long a CanUseTool call
 	// may take: past it, Tether denies the tool with a message saying so
 	// (the model carries on), classed DecisionConfig since nobody
-	// answered, and cancels the callback's ctx with ErrApprovalTimeout. 0 means no bound: nothing in Tether, nor in the
-	// CLI, times out an approval, which may wait for hours.
+	// answered, and cancels the callback's ctx with ErrApprovalTimeout.
+	// 0 means no bound: nothing in Tether, nor in the CLI, times out an
+	// approval, which may wait for hours.
 	ApprovalTimeout time.Duration
 
 	// Stderr receives the CLI's stderr, a line at a time. The last lines

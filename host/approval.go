@@ -208,17 +208,18 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by, actor
 }
 
 // classed returns r with class as its DecisionClassification when it
-// names none, as a copy: r is the caller's.
+// names none, as a copy: r is the caller's. It runs under s.mu, so a
+// typed nil goes through untouched rather than panicking here.
 func classed(r claude.PermissionResult, class claude.PermissionDecisionClass) claude.PermissionResult {
 	switch r := r.(type) {
 	case *claude.PermissionAllow:
-		if r.DecisionClassification == "" {
+		if r != nil && r.DecisionClassification == "" {
 			c := *r
 			c.DecisionClassification = class
 			return &c
 		}
 	case *claude.PermissionDeny:
-		if r.DecisionClassification == "" {
+		if r != nil && r.DecisionClassification == "" {
 			c := *r
 			c.DecisionClassification = class
 			return &c

@@ -278,6 +278,41 @@ func TestAllowAlwaysAndDenyAndInterrupt(t *testing.T) {
 	}
 }
 
+// A policy that returns a typed nil (a nil *claude.PermissionAllow) is a
+// bug of the policy's; the CLI gets an error for that request, and the
+// session goes on: nothing is left holding the session's lock.
+func TestPolicyTypedNil(t *testing.T) {
+	ctx := testCtx(t)
+	answer := make(chan json.RawMessage, 1)
+	o := &host.Options{CLI: &claude.Options{CanUseTool: func(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+		var p *claude.PermissionAllow
+		return p, nil
+	}}}
+	s, l := start(t, o, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		c.Write(c.AssistantToolUse("toolu_1", "Bash", map[string]string{"command": "ls"}))
+		resp, err := c.CanUseTool(ctx, "toolu_1", "Bash", map[string]string{"command": "ls"})
+		if err == nil {
+			answer <- resp
+		} else {
+			answer <- json.RawMessage(`"error: ` + err.Error() + `"`)
+		}
+		c.Write(c.ResultSuccess("ok"))
+		_, err = c.ReadUser(ctx)
+		return err
+	})
+	s.Send(ctx, "go")
+	if got := string(<-answer); !strings.Contains(got, "error") {
+		t.Errorf("the CLI got %s for a typed-nil answer, want an error", got)
+	}
+	l.waitState(t, ctx, host.StateIdle)
+}
+
 func TestPolicyDecidesFirst(t *testing.T) {
 	ctx := testCtx(t)
 	answer := make(chan json.RawMessage, 2)
