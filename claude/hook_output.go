@@ -303,7 +303,7 @@ func (o *PostToolBatchHookOutput) hookSpecific(*HookInput) any {
 
 func (o *PermissionRequestHookOutput) hookSpecific(in *HookInput) any {
 	var decision any
-	if o.Decision != nil {
+	if !noResult(o.Decision) {
 		req := &ToolPermissionRequest{Input: json.RawMessage("{}")}
 		if pr, ok := in.Event.(*PermissionRequestHookInput); ok && len(pr.ToolInput) > 0 {
 			req.Input = pr.ToolInput

@@ -215,6 +215,9 @@ func TestHookOutputsOnTheWire(t *testing.T) {
 		{"permission request deny", claude.HookEventPermissionRequest, &claude.HookOutput{Event: &claude.PermissionRequestHookOutput{
 			Decision: &claude.PermissionDeny{Message: "no", Interrupt: true},
 		}}, `{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": "no", "interrupt": true}}}`},
+		{"permission request typed nil", claude.HookEventPermissionRequest, &claude.HookOutput{Event: &claude.PermissionRequestHookOutput{
+			Decision: (*claude.PermissionAllow)(nil), // no decision, as a nil Decision
+		}}, `{"hookSpecificOutput": {"hookEventName": "PermissionRequest"}}`},
 		{"worktree create", claude.HookEventWorktreeCreate, &claude.HookOutput{Event: &claude.WorktreeCreateHookOutput{WorktreePath: "/w"}},
 			`{"hookSpecificOutput": {"hookEventName": "WorktreeCreate", "worktreePath": "/w"}}`},
 		{"elicitation", claude.HookEventElicitation, &claude.HookOutput{Event: &claude.ElicitationHookOutput{

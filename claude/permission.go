@@ -169,6 +169,19 @@ type PermissionDeny struct {
 	DecisionClassification PermissionDecisionClass
 }
 
+// noResult reports whether r is nil, or a nil pointer of one of the
+// result types (a callback's slip: return (*PermissionAllow)(nil)), which
+// is answered as no result rather than a panic.
+func noResult(r PermissionResult) bool {
+	switch r := r.(type) {
+	case *PermissionAllow:
+		return r == nil
+	case *PermissionDeny:
+		return r == nil
+	}
+	return r == nil
+}
+
 func (a *PermissionAllow) permissionResponse(req *ToolPermissionRequest) any {
 	in := a.UpdatedInput
 	if len(in) == 0 {

@@ -3,6 +3,7 @@ package claude_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -146,5 +147,26 @@ func TestPermissionFieldsOnTheWire(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("answer (-want +got):\n%s", diff)
 		}
+	}
+}
+
+// TestCanUseToolTypedNil: a CanUseTool that returns a nil
+// *PermissionAllow has given no answer; the CLI is told so, in an error
+// answer that says it, not in the message of a recovered panic.
+func TestCanUseToolTypedNil(t *testing.T) {
+	errs := make(chan error, 1)
+	connect(t, &claude.Options{CanUseTool: func(ctx context.Context, r *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
+		var none *claude.PermissionAllow
+		return none, nil
+	}}, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		_, err := c.Request(ctx, "can_use_tool", claudetest.Msg{"tool_name": "Bash", "tool_use_id": "toolu_1", "input": map[string]any{"command": "ls"}})
+		errs <- err
+		return nil
+	})
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "CanUseTool returned no result") || strings.Contains(err.Error(), "panicked") {
+		t.Errorf("the CLI got %v, want an error saying CanUseTool returned no result", err)
 	}
 }

@@ -1012,7 +1012,7 @@ func (s *Session) serveCanUseTool(ctx context.Context, id string, raw json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	if res == nil {
+	if noResult(res) {
 		return nil, errors.New("CanUseTool returned no result")
 	}
 	return res.permissionResponse(req), nil
