@@ -207,19 +207,27 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by, actor
 	return nil
 }
 
-// classed returns r with class as its DecisionClassification when it
-// names none, as a copy: r is the caller's. It runs under s.mu, so a
-// typed nil goes through untouched rather than panicking here.
+// classed returns the policy's answer r with class as its
+// DecisionClassification when it names none, as a copy: r is the
+// caller's. A nil pointer of either result type is no answer, as nil is
+// (it returns nil): it must never reach answerLocked, which runs under
+// s.mu, where a panic would leave the lock held.
 func classed(r claude.PermissionResult, class claude.PermissionDecisionClass) claude.PermissionResult {
 	switch r := r.(type) {
 	case *claude.PermissionAllow:
-		if r != nil && r.DecisionClassification == "" {
+		if r == nil {
+			return nil
+		}
+		if r.DecisionClassification == "" {
 			c := *r
 			c.DecisionClassification = class
 			return &c
 		}
 	case *claude.PermissionDeny:
-		if r != nil && r.DecisionClassification == "" {
+		if r == nil {
+			return nil
+		}
+		if r.DecisionClassification == "" {
 			c := *r
 			c.DecisionClassification = class
 			return &c
@@ -309,9 +317,9 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 		if err != nil {
 			return nil, err
 		}
-		if r != nil {
+		if r = classed(r, claude.DecisionConfig); r != nil {
 			s.mu.Lock()
-			err := s.answerLocked(a, classed(r, claude.DecisionConfig), telemetry.ByPolicy, "")
+			err := s.answerLocked(a, r, telemetry.ByPolicy, "")
 			s.mu.Unlock()
 			if err == nil {
 				return <-a.answer, nil
