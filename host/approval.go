@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,25 +214,21 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by, actor
 // (it returns nil): it must never reach answerLocked, which runs under
 // s.mu, where a panic would leave the lock held.
 func classed(r claude.PermissionResult, class claude.PermissionDecisionClass) claude.PermissionResult {
-	switch r := r.(type) {
+	switch v := r.(type) {
 	case *claude.PermissionAllow:
-		if r == nil {
+		if v == nil {
 			return nil
 		}
-		if r.DecisionClassification == "" {
-			c := *r
-			c.DecisionClassification = class
-			return &c
-		}
+		c := *v
+		c.DecisionClassification = cmp.Or(c.DecisionClassification, class)
+		return &c
 	case *claude.PermissionDeny:
-		if r == nil {
+		if v == nil {
 			return nil
 		}
-		if r.DecisionClassification == "" {
-			c := *r
-			c.DecisionClassification = class
-			return &c
-		}
+		c := *v
+		c.DecisionClassification = cmp.Or(c.DecisionClassification, class)
+		return &c
 	}
 	return r
 }

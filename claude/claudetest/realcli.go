@@ -232,11 +232,11 @@ func (c *RealCLI) Command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // PermissionSources reads what the CLI recorded in its session
-// transcripts under c.Home of how each tool call was allowed or denied:
-// the source of the stored permission decision ("user_temporary",
-// "config", "rule"…) by tool_use id. CLIs before 2.1.332 record none;
-// the map is then empty. Lines it cannot read are skipped: a transcript
-// may be mid-write.
+// transcripts under c.Home (claude.ReadSession) of how each tool call was
+// allowed or denied: the source of the stored permission decision
+// ("user_temporary", "config", "rule"…) by tool_use id. CLIs before
+// 2.1.332 record none; the map is then empty. Entries it cannot read are
+// skipped: a transcript may be mid-write.
 func (c *RealCLI) PermissionSources() (map[string]string, error) {
 	out := map[string]string{}
 	root := filepath.Join(c.Home, ".claude", "projects")
@@ -244,27 +244,24 @@ func (c *RealCLI) PermissionSources() (map[string]string, error) {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
 			return err
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for line := range strings.SplitSeq(string(b), "\n") {
+		for e, err := range claude.ReadSession(p) {
+			if err != nil {
+				continue
+			}
 			var rec struct {
 				Message struct {
-					Content json.RawMessage `json:"content"`
+					Content []struct {
+						ToolUseID string `json:"tool_use_id"`
+					} `json:"content"`
 				} `json:"message"`
 				PermissionDecision *struct {
 					Source string `json:"source"`
 				} `json:"permissionDecision"`
 			}
-			if json.Unmarshal([]byte(line), &rec) != nil || rec.PermissionDecision == nil {
+			if json.Unmarshal(e.RawJSON(), &rec) != nil || rec.PermissionDecision == nil {
 				continue
 			}
-			var blocks []struct {
-				ToolUseID string `json:"tool_use_id"`
-			}
-			_ = json.Unmarshal(rec.Message.Content, &blocks)
-			for _, b := range blocks {
+			for _, b := range rec.Message.Content {
 				if b.ToolUseID != "" {
 					out[b.ToolUseID] = rec.PermissionDecision.Source
 				}
