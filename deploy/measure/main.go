@@ -9,7 +9,7 @@
 // sessions on one host.Manager, a few of them on the real CLI, awake and
 // asleep, and the time a wake takes:
 //
-//	go run ./deploy/measure -sleep -sessions 1000 -active 20
+//	TETHER_CLI_VERSION=2.1.336 go run ./deploy/measure -sleep -sessions 1000 -active 20
 //
 // It reads /proc, so it runs on Linux only.
 package main
@@ -29,7 +29,7 @@ import (
 )
 
 func main() {
-	cli := flag.String("cli", "", "the Claude Code CLI (default: the pinned one in the cache)")
+	cli := flag.String("cli", "", "the Claude Code CLI (default: $TETHER_CLI_VERSION from the cache, or the oldest supported)")
 	turns := flag.Int("turns", 10, "turns to run, each with one Bash tool call")
 	idle := flag.Duration("idle", 30*time.Second, "how long to watch the idle session")
 	reply := flag.Int("reply-bytes", 4096, "the size of each turn's final text reply")
@@ -53,12 +53,13 @@ func main() {
 
 func run(cli string, turns int, idle time.Duration, replyBytes int) error {
 	if cli == "" {
-		p, err := claudetest.FindCLI(claudetest.DefaultCLIVersion)
+		p, err := claudetest.FindCLI("") // $TETHER_CLI_VERSION, or the oldest supported
 		if err != nil {
 			return err
 		}
 		cli = p
 	}
+	fmt.Printf("CLI: %s\n", cli)
 	n := 0
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{
 		Respond: func(r *claudetest.Request) *claudetest.Reply {
