@@ -14,6 +14,11 @@
 #
 #   scripts/bench-compare.sh            # both mixes, 5 runs each, 100000 messages
 #   MIX=real RUNS=9 N=200000 scripts/bench-compare.sh
+#   HOST_GOMAXPROCS=1 scripts/bench-compare.sh   # the Tether host on one processor
+#
+# HOST_GOMAXPROCS sets GOMAXPROCS for the Tether host alone (benchhost
+# -procs; not for the fake CLI, not for Node): docs/session-io.md measures
+# with it what the Go runtime's second processor costs on this stream.
 #
 # It installs the SDK with npm into a cache directory outside the repo
 # ($TETHER_BENCH_CACHE, default ~/.cache/tether/bench) on first use, and
@@ -94,7 +99,7 @@ results=$CACHE/results-$mix.jsonl
 for i in $(seq "$RUNS"); do
 	echo "mix $mix: run $i/$RUNS" >&2
 	# Alternate, so that load on the machine hits both alike.
-	"$CACHE/benchhost" -cli "$CACHE/claude.test" -n "$N" >>"$results"
+	"$CACHE/benchhost" -cli "$CACHE/claude.test" -n "$N" -procs "${HOST_GOMAXPROCS:-0}" >>"$results"
 	node "$CACHE/bench-ts.mjs" "$SDK" "$CACHE/claude.test" "$N" >>"$results"
 done
 

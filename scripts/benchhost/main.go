@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -45,7 +46,11 @@ func main() {
 	n := flag.Int("n", 100000, "messages to stream")
 	buffer := flag.Int("buffer", 0, "Options.MaxBufferedBytes (0: the default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	procs := flag.Int("procs", 0, "GOMAXPROCS for this process only, not the fake CLI (0: the runtime's default)")
 	flag.Parse()
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err == nil {
