@@ -289,23 +289,7 @@ func TestPolicyTypedNil(t *testing.T) {
 		var p *claude.PermissionAllow
 		return p, nil
 	}}}
-	s, l := start(t, o, func(ctx context.Context, c *claudetest.CLI) error {
-		if _, err := c.HandleInitialize(ctx); err != nil {
-			return err
-		}
-		if _, err := c.ReadUser(ctx); err != nil {
-			return err
-		}
-		c.Write(c.AssistantToolUse("toolu_1", "Bash", map[string]string{"command": "ls"}))
-		resp, err := c.CanUseTool(ctx, "toolu_1", "Bash", map[string]string{"command": "ls"})
-		answer <- resp
-		if err != nil {
-			return err
-		}
-		c.Write(c.ResultSuccess("ok"))
-		_, err = c.ReadUser(ctx)
-		return err
-	})
+	s, l := start(t, o, toolTurn("Bash", map[string]string{"command": "ls"}, answer))
 	s.Send(ctx, "go")
 	a := l.waitState(t, ctx, host.StateAwaitingApproval).Approval
 	if err := a.Deny("no"); err != nil {
