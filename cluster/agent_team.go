@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
@@ -230,21 +229,17 @@ func (a *Agent) needAccess(ctx context.Context, session string, want team.Access
 // not reserved: two starts of one person racing on two agents may both
 // pass the max_sessions check.
 func (a *Agent) running(ctx context.Context, subject string) (int, error) {
-	keys, err := a.b.sessions.ListKeys(ctx)
+	// Not the bucket's ListKeys: its watch may call the listing complete
+	// early while other records are being written (as every running
+	// session's are), leaving out keys that were there all along. The
+	// stream's subjects are the exact set.
+	es, err := a.b.entries(ctx, a.b.sessions)
 	if err != nil {
 		return 0, err
 	}
-	defer keys.Stop()
 	alive := map[string]bool{}
 	n := 0
-	for key := range keys.Keys() {
-		e, err := a.b.sessions.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
+	for key, e := range es {
 		var r SessionInfo
 		if decode(BucketSessions+"."+key, e.Value(), MaxRecordSize, &r) != nil || r.Person != subject || r.Ended {
 			continue

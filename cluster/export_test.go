@@ -98,3 +98,9 @@ func LiveFallbacks(c *Client) int64 { return c.liveFallbacks.Load() }
 func EventsAlone(ctx context.Context, c *Client, id string, after uint64) iter.Seq2[host.Event, error] {
 	return c.events(ctx, id, after, true)
 }
+
+// Running is the agent's count of the person's open sessions, as its
+// max_sessions check reads it (for tests).
+func Running(ctx context.Context, a *Agent, subject string) (int, error) {
+	return a.running(ctx, subject)
+}

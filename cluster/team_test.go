@@ -363,6 +363,59 @@ func TestTeamAgentStartPolicy(t *testing.T) {
 	}
 }
 
+// The agent's count of a person's open sessions (what max_sessions is
+// checked against) is exact while their records are being written, as a
+// running session's are: the bucket's key listing could call itself
+// complete early and leave keys out, and a third session got past a
+// limit of two (TestTeamAgentStartPolicy, once in many runs).
+func TestTeamRunningWhileRecordsChange(t *testing.T) {
+	_, a, _, nc, _ := teamCluster(t)
+	ctx := testCtx(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, cluster.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three of alice's sessions asleep (no agent to fence the writes),
+	// rewritten all along.
+	put := func(i int) error {
+		data, _ := json.Marshal(cluster.SessionInfo{ID: fmt.Sprint("sleeper", i%3), Person: alice.Subject,
+			State: host.StateAsleep.String(), Updated: time.Now()})
+		_, err := kv.Put(ctx, fmt.Sprint("sleeper", i%3), data)
+		return err
+	}
+	for i := range 3 {
+		if err := put(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := put(i); err != nil && ctx.Err() == nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for i := range 200 {
+		if n, err := cluster.Running(ctx, a, alice.Subject); err != nil || n != 3 {
+			t.Fatalf("count %d: %d sessions (%v), want 3", i, n, err)
+		}
+	}
+}
+
 // A snapshot over the bus needs the viewer's access at the agent: a
 // person the session is not shared with is refused, even by hand.
 func TestTeamAgentSnapshotAccess(t *testing.T) {
