@@ -330,6 +330,7 @@ func TestFault3NodeLostChangesNothing(t *testing.T) {
 			var n *natsProc
 			s.turnThrough(t, func() {
 				n = nc.leader(stream)
+				t.Logf("killing n%d (%s)", slices.Index(nc.nodes, n)+1, n.URL())
 				n.p.kill()
 			})
 			if during != nil {
@@ -342,7 +343,11 @@ func TestFault3NodeLostChangesNothing(t *testing.T) {
 	}
 	frozen := func(node func() *natsProc) func(t *testing.T) {
 		return func(t *testing.T) {
-			s.turnThrough(t, func() { node().p.freeze(4 * lapse) })
+			s.turnThrough(t, func() {
+				n := node()
+				t.Logf("freezing n%d (%s)", slices.Index(nc.nodes, n)+1, n.URL())
+				n.p.freeze(4 * lapse)
+			})
 			nc.waitCurrent()
 			s.checkUntouched(t)
 		}
@@ -365,7 +370,10 @@ func TestFault3NodeLostChangesNothing(t *testing.T) {
 			}
 		})},
 		{"agent's node frozen", frozen(func() *natsProc { return nc.nodeOf(a1, nc.nodes[0]) })},
-		{"agents bucket leader frozen", frozen(func() *natsProc { return nc.leader("KV_" + cluster.BucketAgents) })},
+		{"agents bucket leader frozen", frozen(func() *natsProc {
+			nc.nodeOf(a1, nc.nodes[0]) // in the log: the same node as the agent's, or another
+			return nc.leader("KV_" + cluster.BucketAgents)
+		})},
 		{"agent's node restarted", func(t *testing.T) {
 			n := nc.nodeOf(a1, nc.nodes[0])
 			s.turnThrough(t, func() {
