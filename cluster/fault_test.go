@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -521,6 +522,42 @@ func TestFaultNATSStopped(t *testing.T) {
 	f.stop()
 	a1.stop()
 	ns.p.stop()
+	checkNoProcessLeft(t)
+}
+
+// TestFaultNATSFrozenWhileWriting: a connection dialled as agents and
+// clients dial theirs (cluster.Connect), to a NATS server that freezes
+// (SIGSTOP; a network that drops everything looks the same) while the
+// process writes more than the sockets between them hold: an agent with
+// many sessions streaming. The library waits a minute on a write by
+// default, and while a write waits the connection's pings cannot be
+// counted either: the agent would cling to its lost server for a minute,
+// while the cluster judges it gone after six heartbeats. The connection
+// moves to the other server while the first is still frozen, and the
+// writes return.
+func TestFaultNATSFrozenWhileWriting(t *testing.T) {
+	n1, n2 := spawnNATS(t), spawnNATS(t)
+	nc, err := cluster.Connect(n1.URL()+","+n2.URL(), "tether-test", nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.ConnectedUrl() != n1.URL() {
+		t.Fatalf("connected to %s, not the first server", nc.ConnectedUrl())
+	}
+	n1.p.signal(syscall.SIGSTOP)
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		payload := make([]byte, 64<<10)
+		for range 256 { // 16 MiB; an error (the reconnect buffer full) is fine
+			nc.Publish("tether.test.frozen", payload)
+		}
+	}()
+	waitFor(t, "the connection on the other server", func() bool { return nc.ConnectedUrl() == n2.URL() })
+	<-wrote
+	nc.Close()
+	n1.p.stop() // SIGCONT first
+	n2.p.stop()
 	checkNoProcessLeft(t)
 }
 

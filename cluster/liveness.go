@@ -31,7 +31,7 @@ import (
 // and a last ping of the very session gets no answer from its agent.
 // Agents reconnect to another node on their own well within that: they
 // ping their server every heartbeat and drop a connection that stops
-// answering two pings (dial).
+// answering two pings or taking their writes (dial).
 
 // opPing is a request on a session's command subject (hdrOp) that its
 // agent answers at once with its id (hdrAgent) and an empty body: proof

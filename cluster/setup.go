@@ -103,8 +103,9 @@ func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 }
 
 // dial's connection pings its NATS server every heartbeat (the limits',
-// else the default 1 s) and drops it after two pings unanswered, to
-// reconnect to another node of the cluster: a server that is frozen (a
+// else the default 1 s) and drops it after two pings unanswered, or a
+// write not taken within two heartbeats, to reconnect to another node of
+// the cluster: a server that is frozen (a
 // stopped VM) or cut off would otherwise hold the process, its heartbeats
 // and its sessions' commands, for the library's default of minutes,
 // while the rest of the cluster judges it gone after 6 heartbeats. With
@@ -125,6 +126,12 @@ func dial(nc *nats.Conn, url, name string, limits *Limits, log *slog.Logger, opt
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
 		nats.PingInterval(limits.withDefaults().Heartbeat),
 		nats.MaxPingsOutstanding(2),
+		// A write the server has not taken within two heartbeats drops
+		// the connection too: while a write waits (the sockets full, the
+		// server frozen or cut off) the pings above cannot be counted, and
+		// the library's own limit is a minute.
+		nats.FlusherTimeout(2 * limits.withDefaults().Heartbeat),
+		nats.ReconnectOnFlusherError(),
 		// The library's default prints asynchronous errors (a consumer
 		// gone while the server restarts) to stderr; they are expected
 		// and handled where they matter.
