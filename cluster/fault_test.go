@@ -541,6 +541,7 @@ func TestFaultNATSFrozenWhileWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer nc.Close()
 	if nc.ConnectedUrl() != n1.URL() {
 		t.Fatalf("connected to %s, not the first server", nc.ConnectedUrl())
 	}
@@ -554,7 +555,11 @@ func TestFaultNATSFrozenWhileWriting(t *testing.T) {
 		}
 	}()
 	waitFor(t, "the connection on the other server", func() bool { return nc.ConnectedUrl() == n2.URL() })
-	<-wrote
+	select {
+	case <-wrote:
+	case <-testCtx(t).Done():
+		t.Fatal("the writes still wait on the frozen server")
+	}
 	nc.Close()
 	n1.p.stop() // SIGCONT first
 	n2.p.stop()

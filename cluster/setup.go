@@ -105,10 +105,10 @@ func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 // dial's connection pings its NATS server every heartbeat (the limits',
 // else the default 1 s) and drops it after two pings unanswered, or a
 // write not taken within two heartbeats, to reconnect to another node of
-// the cluster: a server that is frozen (a
-// stopped VM) or cut off would otherwise hold the process, its heartbeats
-// and its sessions' commands, for the library's default of minutes,
-// while the rest of the cluster judges it gone after 6 heartbeats. With
+// the cluster: a server that is frozen (a stopped VM) or cut off would
+// otherwise hold the process, its heartbeats and its sessions' commands,
+// for the library's default of minutes, while the rest of the cluster
+// judges it gone after 6 heartbeats. With
 // a logger it says when the connection is lost (Warn) and back (Info):
 // an operator reading an agent's log sees the outage its sessions lived
 // through.
@@ -119,18 +119,19 @@ func dial(nc *nats.Conn, url, name string, limits *Limits, log *slog.Logger, opt
 	if url == "" {
 		url = nats.DefaultURL
 	}
+	hb := limits.withDefaults().Heartbeat
 	all := append([]nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
-		nats.PingInterval(limits.withDefaults().Heartbeat),
+		nats.PingInterval(hb),
 		nats.MaxPingsOutstanding(2),
 		// A write the server has not taken within two heartbeats drops
 		// the connection too: while a write waits (the sockets full, the
 		// server frozen or cut off) the pings above cannot be counted, and
 		// the library's own limit is a minute.
-		nats.FlusherTimeout(2 * limits.withDefaults().Heartbeat),
+		nats.FlusherTimeout(2 * hb),
 		nats.ReconnectOnFlusherError(),
 		// The library's default prints asynchronous errors (a consumer
 		// gone while the server restarts) to stderr; they are expected
