@@ -643,4 +643,27 @@ func testMarkdown(t *testing.T, b *browser) {
 	}
 	tb.run(chromedp.ScrollIntoView("#md-test"))
 	tb.shot("rendered")
+
+	// Headings hang under the page's (the session's h2, a card's h3) and
+	// skip no level, whatever the Markdown's # counts: a screen reader's
+	// outline of the page.
+	for _, c := range []struct {
+		src  string
+		top  int
+		want string
+	}{
+		{"# a\n\n## b\n\n### c", 3, "h3 a, h4 b, h5 c"},
+		{"## a\n\n#### b\n\n## c", 3, "h3 a, h4 b, h3 c"},
+		{"### a\n\n# b\n\n## c", 3, "h3 a, h3 b, h4 c"},
+		{"## plan\n\n### step", 4, "h4 plan, h5 step"},
+		{"# 1\n\n## 2\n\n### 3\n\n#### 4\n\n##### 5", 3, "h3 1, h4 2, h5 3, h6 4, h6 5"},
+		{"> ## quoted\n\n### after", 3, "h3 quoted, h4 after"},
+	} {
+		src, _ := json.Marshal(c.src)
+		var got string
+		tb.eval(fmt.Sprintf(`import("./md.js").then((md) => [...md.render(%s, %d).querySelectorAll("h1, h2, h3, h4, h5, h6")].map((h) => h.tagName.toLowerCase() + " " + h.textContent).join(", "))`, src, c.top), &got)
+		if got != c.want {
+			t.Errorf("headings of %q under h%d: %s; want %s", c.src, c.top-1, got, c.want)
+		}
+	}
 }

@@ -68,7 +68,7 @@ export function card(a, answer, toolInput_) {
     const text = input?.plan ?? (toolInput_ && toolInput_(a.tool_use_id))?.plan;
     if (text) {
       const p = el("div", "plan md");
-      p.appendChild(markdown(String(text)));
+      p.appendChild(markdown(String(text), 4)); // under the card's h3
       body.appendChild(p);
     } else {
       body.appendChild(el("p", "why", "The plan is in the conversation above."));

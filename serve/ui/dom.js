@@ -1,10 +1,22 @@
-// dom.js: the two DOM helpers every panel uses.
+// dom.js: the DOM helpers every panel uses.
 
 /** el makes an element with a class and text (never HTML). */
 export function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
   if (text != null) e.textContent = text;
+  return e;
+}
+
+/**
+ * pre makes a preformatted block (code, a diff, a tool's output). Such a
+ * block scrolls when its lines are long or many, and a block that scrolls
+ * must take the keyboard's focus (tabindex 0), or someone without a
+ * mouse cannot read past its edge.
+ */
+export function pre(cls, text) {
+  const e = el("pre", cls, text);
+  e.tabIndex = 0;
   return e;
 }
 

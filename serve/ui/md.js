@@ -17,17 +17,41 @@
 // and hljs-* spans only, never inserted as HTML).
 
 import { highlightCode } from "./highlight.js";
-import { el } from "./dom.js";
+import { el, pre } from "./dom.js";
 
 /**
- * render returns a DocumentFragment for the Markdown text.
+ * render returns a DocumentFragment for the Markdown text. Its headings
+ * start at level top (3: under the session's h2; 4 under a card's h3).
  * @param {string} text
+ * @param {number} [top]
  * @returns {DocumentFragment}
  */
-export function render(text) {
+export function render(text, top = 3) {
   const frag = document.createDocumentFragment();
   blocks(text.replace(/\r\n?/g, "\n").split("\n"), frag);
+  outline(frag, top);
   return frag;
+}
+
+/**
+ * outline renumbers the headings blocks wrote (h1-h6 as the Markdown's #
+ * count) so that they hang under the page's heading at top-1 and never
+ * skip a level, which is how screen readers walk a page: the levels the
+ * text uses, in order, become top, top+1, … (at most h6), and none is
+ * more than one below the heading before it ("### a" first is h3, not h5).
+ */
+function outline(frag, top) {
+  const hs = [...frag.querySelectorAll("h1, h2, h3, h4, h5, h6")];
+  const levels = [...new Set(hs.map((h) => +h.tagName[1]))].sort((a, b) => a - b);
+  let prev = top - 1;
+  for (const h of hs) {
+    const n = Math.min(top + levels.indexOf(+h.tagName[1]), prev + 1, 6);
+    prev = n;
+    if (n === +h.tagName[1]) continue;
+    const r = el("h" + n);
+    r.append(...h.childNodes);
+    h.replaceWith(r);
+  }
 }
 
 const fenceRe = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)[^`]*$/;
@@ -58,12 +82,12 @@ function blocks(lines, parent) {
       i++;
       while (i < lines.length && !lines[i].trim().startsWith(fence)) body.push(lines[i++]);
       i++; // closing fence (or past the end while it streams)
-      const pre = el("pre");
+      const box = pre();
       const code = el("code");
       highlightCode(code, body.join("\n"), m[2]);
       if (m[2]) code.dataset.lang = m[2];
-      pre.appendChild(code);
-      parent.appendChild(pre);
+      box.appendChild(code);
+      parent.appendChild(box);
       continue;
     }
     if (line.trim() === "") {
@@ -73,7 +97,7 @@ function blocks(lines, parent) {
     }
     if ((m = headRe.exec(line))) {
       flush();
-      const h = el("h" + Math.min(m[1].length + 2, 6));
+      const h = el("h" + m[1].length); // renumbered by outline
       inline(m[2], h);
       parent.appendChild(h);
       i++;
@@ -114,9 +138,9 @@ function blocks(lines, parent) {
       const body = [];
       while (i < lines.length && (/^ {4,}/.test(lines[i]) || lines[i].trim() === "")) body.push(lines[i++].slice(4));
       while (body.length && body[body.length - 1].trim() === "") body.pop();
-      const pre = el("pre");
-      pre.appendChild(el("code", null, body.join("\n")));
-      parent.appendChild(pre);
+      const box = pre();
+      box.appendChild(el("code", null, body.join("\n")));
+      parent.appendChild(box);
       continue;
     }
     para.push(line);

@@ -11,7 +11,7 @@
 import { render as markdown } from "./md.js";
 import { diffLines } from "./diff.js";
 import { highlightLines, languageOfPath } from "./highlight.js";
-import { el } from "./dom.js";
+import { el, pre } from "./dom.js";
 
 export class Transcript {
   /** @param {HTMLElement} root */
@@ -394,7 +394,7 @@ export function toolInput(name, v, raw, final) {
     switch (name) {
       case "Bash":
         if (v.command != null) {
-          frag.appendChild(el("pre", "cmd", "$ " + v.command));
+          frag.appendChild(pre("cmd", "$ " + v.command));
           return frag;
         }
         break;
@@ -450,10 +450,10 @@ export function toolInput(name, v, raw, final) {
       }
     }
     if (Object.keys(v).length === 0 && !raw) return frag;
-    frag.appendChild(el("pre", "json", JSON.stringify(v, null, 2)));
+    frag.appendChild(pre("json", JSON.stringify(v, null, 2)));
     return frag;
   }
-  if (raw) frag.appendChild(el("pre", "json", raw));
+  if (raw) frag.appendChild(pre("json", raw));
   return frag;
 }
 
@@ -465,12 +465,12 @@ export function toolInput(name, v, raw, final) {
  * colours from the side it comes from.
  */
 export function diffView(a, b, path) {
-  const pre = el("pre", "diff");
+  const box = pre("diff");
   const lang = languageOfPath(path || "");
   const split = (s) => (s === "" ? "" : s.replace(/\n$/, ""));
   const old = lang ? highlightLines(split(a), lang) : null;
   const neu = lang ? highlightLines(split(b), lang) : null;
-  if (old && neu) pre.classList.add("hljs");
+  if (old && neu) box.classList.add("hljs");
   let i = 0; // the next line of a
   let j = 0; // the next line of b
   for (const [op, line] of diffLines(a, b)) {
@@ -482,9 +482,9 @@ export function diffView(a, b, path) {
     span.appendChild(document.createTextNode("\n"));
     if (op !== "+") i++;
     if (op !== "-") j++;
-    pre.appendChild(span);
+    box.appendChild(span);
   }
-  return pre;
+  return box;
 }
 
 function toolResultView(name, c, structured, input) {
@@ -510,8 +510,8 @@ function toolResultView(name, c, structured, input) {
     return frag;
   }
   if (name === "Bash" && structured && typeof structured === "object" && !c.is_error) {
-    if (structured.stdout) frag.appendChild(el("pre", "out", structured.stdout));
-    if (structured.stderr) frag.appendChild(el("pre", "out stderr", structured.stderr));
+    if (structured.stdout) frag.appendChild(pre("out", structured.stdout));
+    if (structured.stderr) frag.appendChild(pre("out stderr", structured.stderr));
     if (!structured.stdout && !structured.stderr) frag.appendChild(el("div", "muted", "(no output)"));
     if (structured.interrupted) frag.appendChild(el("div", "note interrupted", "interrupted"));
     return frag;
@@ -520,7 +520,7 @@ function toolResultView(name, c, structured, input) {
   for (const p of parts) {
     if (p.type === "text") {
       const t = p.text || "";
-      if (t) frag.appendChild(el("pre", "out" + (c.is_error ? " stderr" : ""), t.length > 20000 ? t.slice(0, 20000) + "\n… (" + (t.length - 20000) + " more characters)" : t));
+      if (t) frag.appendChild(pre("out" + (c.is_error ? " stderr" : ""), t.length > 20000 ? t.slice(0, 20000) + "\n… (" + (t.length - 20000) + " more characters)" : t));
     } else if (p.type === "image") {
       const img = image(p);
       if (img) frag.appendChild(img);
