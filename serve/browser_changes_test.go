@@ -107,6 +107,23 @@ func TestBrowserChanges(t *testing.T) {
 	}
 	tb.shots("panel")
 
+	// A file folds and unfolds from the keyboard: its header is a button
+	// that says whether it is open, beside (not around) its Revert button.
+	const fold = `#changes-dlg .change.created .fold`
+	tb.run(chromedp.Focus(fold, chromedp.ByQuery))
+	tb.key(kb.Enter)
+	tb.waitJS("README.md folded", `document.querySelector("#changes-dlg .change.created .change-body").hidden`)
+	var expanded string
+	tb.eval(`document.querySelector("`+fold+`").getAttribute("aria-expanded")`, &expanded)
+	if expanded != "false" {
+		t.Errorf("folded: aria-expanded %q", expanded)
+	}
+	tb.key(" ")
+	tb.waitJS("README.md unfolded", `!document.querySelector("#changes-dlg .change.created .change-body").hidden`)
+	if n := tb.count(`#changes-dlg .fold button, #changes-dlg .fold a`); n != 0 {
+		t.Errorf("%d controls inside the fold buttons", n)
+	}
+
 	// Revert calc.go: the confirmation names it and what is lost.
 	tb.run(chromedp.Click(`#changes-dlg .change.modified button.revert`, chromedp.ByQuery))
 	tb.waitJS("the confirmation", `document.querySelector("#changes-confirm").open`)

@@ -169,38 +169,45 @@ export class ChangesPanel {
           : "Each file against its state when the session started. Only the owner and collaborators can revert.";
     const rows = [];
     for (const c of this.changes) {
-      const d = el("details", "change " + c.kind);
+      // A row: a header with a fold button and the Revert button side by
+      // side, then the diff. Not details/summary: a button inside a
+      // summary is a control inside a control, which screen readers and
+      // keyboards cannot tell apart.
+      const d = el("div", "change " + c.kind);
+      d.dataset.path = c.path;
       // Open unless there are many, or as the person last left it: a
       // render for a new edit keeps what they folded.
-      d.open = this.folded.has(c.path) ? !this.folded.get(c.path) : n <= 8;
-      d.dataset.path = c.path;
-      const s = el("summary");
-      s.onclick = (e) => {
-        // A click on the summary toggles it (after this handler): folded
-        // when it was open. Not the Revert button's click.
-        if (!e.target.closest("button")) this.folded.set(c.path, d.open);
-      };
-      s.append(el("span", "kind " + c.kind, c.kind), el("span", "path", c.rel || c.path));
+      const open = this.folded.has(c.path) ? !this.folded.get(c.path) : n <= 8;
+      const fold = el("button", "fold");
+      fold.type = "button";
+      fold.setAttribute("aria-expanded", String(open));
+      fold.append(el("span", "kind " + c.kind, c.kind), el("span", "path", c.rel || c.path));
       if (!c.binary && !c.too_large) {
         const counts = el("span", "counts");
         counts.append(el("span", "plus", "+" + c.added), el("span", "minus", " −" + c.removed));
-        s.append(counts);
+        fold.append(counts);
       }
-      if ((c.tools || []).length) s.append(el("span", "tools muted small", c.tools.join(", ")));
-      else s.append(el("span", "tools muted small", "seen by git"));
+      if ((c.tools || []).length) fold.append(el("span", "tools muted small", c.tools.join(", ")));
+      else fold.append(el("span", "tools muted small", "seen by git"));
+      const head = el("div", "change-head");
+      head.append(fold);
       if (act) {
         const b = el("button", "revert small", "Revert…");
         b.type = "button";
-        b.onclick = (e) => {
-          e.preventDefault();
-          this.ask([c.path]);
-        };
-        s.append(el("span", "spacer"), b);
+        b.onclick = () => this.ask([c.path]);
+        head.append(b);
       }
-      d.append(s);
-      if (c.binary) d.append(el("p", "muted small", "Binary file: no diff shown."));
-      else if (c.too_large) d.append(el("p", "muted small", "Too large to show here."));
-      else d.append(diffView(c.old || "", c.new || "", c.path));
+      const body = el("div", "change-body");
+      body.hidden = !open;
+      fold.onclick = () => {
+        body.hidden = !body.hidden;
+        fold.setAttribute("aria-expanded", String(!body.hidden));
+        this.folded.set(c.path, body.hidden);
+      };
+      if (c.binary) body.append(el("p", "muted small", "Binary file: no diff shown."));
+      else if (c.too_large) body.append(el("p", "muted small", "Too large to show here."));
+      else body.append(diffView(c.old || "", c.new || "", c.path));
+      d.append(head, body);
       rows.push(d);
     }
     ui.list.replaceChildren(...rows);
