@@ -40,6 +40,8 @@ if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
 fi
 # The TypeScript SDK's declarations, for the parity test (internal/parity).
 scripts/install-sdk.sh 0.3.336 >/dev/null
+# axe-core, the accessibility checks of the browser tests (serve/a11y_test.go).
+scripts/install-axe.sh >/dev/null
 
 go vet ./...
 # The Go API against the previous release (compat/previous): the SDK

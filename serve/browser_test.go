@@ -269,7 +269,7 @@ func (tb *tab) shot(name string) {
 }
 
 // shots saves the four looks of the page: desktop and phone, light and
-// dark, ending at desktop light.
+// dark, ending at desktop light, and checks each for accessibility.
 func (tb *tab) shots(name string) {
 	tb.t.Helper()
 	for _, v := range []struct {
@@ -278,6 +278,7 @@ func (tb *tab) shots(name string) {
 	}{{false, true, "desktop-dark"}, {true, false, "phone-light"}, {true, true, "phone-dark"}, {false, false, "desktop-light"}} {
 		tb.view(v.phone, v.dark)
 		tb.shot(name + "-" + v.suffix)
+		tb.accessible(name + "-" + v.suffix)
 	}
 }
 
