@@ -197,6 +197,6 @@ func testPushBrowser(t *testing.T, b *browser, overCluster, realCLI bool) {
 	}
 	tb.run(network.EmulateNetworkConditions(true, 0, -1, -1), chromedp.Navigate(e.origin+"/"))
 	tb.waitJS("the offline page", `document.body && document.body.innerText.includes("Tether is out of reach") && document.querySelector("img").naturalWidth > 0 && getComputedStyle(document.body).display === "grid"`)
-	tb.shot("offline")
+	tb.shots("offline")
 	tb.run(network.EmulateNetworkConditions(false, 0, -1, -1))
 }

@@ -6,14 +6,17 @@
 
 const OFFLINE = "offline.html";
 const KEPT = [OFFLINE, "offline.css", "icon.svg"]; // the offline page and what it shows
-const CACHE = "tether-offline-v1";
+// A new name when a kept file changes: the new worker caches them anew and
+// drops the older caches, which caches.match would otherwise still find.
+const CACHE = "tether-offline-v2";
 
 self.addEventListener("install", (e) => {
   e.waitUntil(caches.open(CACHE).then((c) => c.addAll(KEPT)).then(() => self.skipWaiting()));
 });
 
 self.addEventListener("activate", (e) => {
-  e.waitUntil(self.clients.claim());
+  const old = caches.keys().then((ks) => Promise.all(ks.filter((k) => k.startsWith("tether-offline-") && k !== CACHE).map((k) => caches.delete(k))));
+  e.waitUntil(old.then(() => self.clients.claim()));
 });
 
 // Navigations go to the network; the offline page answers only when it
