@@ -561,9 +561,9 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem;line-height:1.5}
 @media (prefers-color-scheme:dark){body{background:#18181b;color:#e4e4e7}a{color:#93c5fd}}</style></head>
-<body><h1 id="title">{{.Title}}</h1><p id="message">{{.Message}}</p>
+<body><main><h1 id="title">{{.Title}}</h1><p id="message">{{.Message}}</p>
 {{if .Retry}}<p><a id="retry" href="/auth/login">Sign in again</a></p>{{end}}
-{{if .Switch}}<p><a id="switch" href="/auth/login?prompt=select_account">Sign in as someone else</a></p>{{end}}</body></html>
+{{if .Switch}}<p><a id="switch" href="/auth/login?prompt=select_account">Sign in as someone else</a></p>{{end}}</main></body></html>
 `))
 
 // page answers with a small HTML page; the text is escaped.

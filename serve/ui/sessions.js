@@ -37,7 +37,6 @@ export class SessionList {
         const h = this.heads.get(g.key) || document.createElement("li");
         h.className = "group";
         h.dataset.group = g.key;
-        h.setAttribute("role", "presentation");
         const count = String(g.items.length);
         if (h.dataset.title !== g.title || h.dataset.count !== count) {
           h.dataset.title = g.title;
