@@ -13,7 +13,7 @@ import (
 )
 
 // Accessibility: every look of the UI that a browser test screenshots
-// (tab.shots) is checked by axe-core, the rule engine browsers' own
+// (tab.shot, tab.shots) is checked by axe-core, the rule engine browsers' own
 // accessibility audits use: contrast, names of controls, headings, a
 // control inside a control, regions that scroll but take no focus, …
 // Any violation fails the test, with the rule, the element and axe's
@@ -91,6 +91,6 @@ func (tb *tab) accessible(name string) {
 			fmt.Fprintf(&b, "\n  %s\n    %s", n.Target, strings.ReplaceAll(n.Summary, "\n", "\n    "))
 		}
 	}
-	tb.shot("inaccessible-" + name)
+	tb.capture("inaccessible-" + name)
 	tb.t.Errorf("%s: the page breaks %d accessibility rule(s):%s", name, len(vs), b.String())
 }

@@ -322,7 +322,7 @@ func (tb *tab) waitAcross(what, js string) {
 			return
 		}
 		if time.Now().After(deadline) || tb.ctx.Err() != nil {
-			tb.shot("failure-" + slug(what))
+			tb.capture("failure-" + slug(what))
 			tb.t.Fatalf("%s: waiting for %s: %v", tb.name, what, err)
 		}
 		time.Sleep(50 * time.Millisecond)
