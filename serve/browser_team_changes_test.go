@@ -70,7 +70,7 @@ func testTeamChanges(t *testing.T, b *browser, clustered bool) {
 		t.Errorf("a viewer is offered %v", offered)
 	}
 	if !clustered {
-		bob.teamShots("viewer-changes")
+		bob.shots("viewer-changes")
 	}
 	replies := bob.wsFrames(
 		map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "revert_changes"}},

@@ -56,7 +56,7 @@ func testTeamFlaws(t *testing.T, b *browser, clustered bool) {
 		t.Error("the dialog offers to share with oneself")
 	}
 	if !clustered {
-		alice.teamShots("share-by-name")
+		alice.shots("share-by-name")
 	}
 	alice.run(chromedp.Click("#share-save", chromedp.ByID))
 	alice.waitJS("the dialog closed", `!document.querySelector("#share-dlg").open`)
@@ -100,7 +100,7 @@ func testTeamFlaws(t *testing.T, b *browser, clustered bool) {
 		t.Errorf("%d buttons left in the approvals area after the turn", n)
 	}
 	if !clustered {
-		alice.teamShots("approval-record")
+		alice.shots("approval-record")
 	}
 
 	// ---- Bob, a viewer, opens the session afterwards: who allowed it ----
@@ -115,7 +115,7 @@ func testTeamFlaws(t *testing.T, b *browser, clustered bool) {
 	}
 	bob.run(chromedp.Evaluate(`document.querySelector('details.tool[data-tool="Bash"]').open = true`, nil))
 	if !clustered {
-		bob.teamShots("viewer-sees-who-allowed")
+		bob.shots("viewer-sees-who-allowed")
 	}
 
 	// ---- Signing out in one tab signs the other out at once ----
@@ -148,7 +148,7 @@ func testTeamFlaws(t *testing.T, b *browser, clustered bool) {
 		t.Errorf("the signed-out page says %q; want it to say why", s)
 	}
 	if !clustered {
-		alice2.teamShots("signed-out-elsewhere")
+		alice2.shots("signed-out-elsewhere")
 	}
 
 	// ---- Not allowed: sign in as someone else ----
@@ -159,7 +159,7 @@ func testTeamFlaws(t *testing.T, b *browser, clustered bool) {
 	mallory.atProvider(w, "mallory@example.com")
 	mallory.waitAcross("the not-allowed page", `document.querySelector("#title")?.innerText === "Not allowed" && !!document.querySelector("#switch")`)
 	if !clustered {
-		mallory.teamShots("not-allowed")
+		mallory.shots("not-allowed")
 	}
 	mallory.run(chromedp.Click("#switch", chromedp.ByID))
 	mallory.atProvider(w, "carol@example.com")

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -408,30 +407,6 @@ func replyCode(raw json.RawMessage) string {
 	return f.Error.Code
 }
 
-// teamShots saves the page at desktop (1280x800) and phone (390x844)
-// width, light and dark, ending at desktop light.
-func (tb *tab) teamShots(name string) {
-	tb.t.Helper()
-	for _, v := range []struct {
-		phone, dark bool
-		suffix      string
-	}{{false, true, "desktop-dark"}, {true, false, "phone-light"}, {true, true, "phone-dark"}, {false, false, "desktop-light"}} {
-		w, h := int64(1280), int64(800)
-		if v.phone {
-			w, h = 390, 844
-		}
-		scheme := "light"
-		if v.dark {
-			scheme = "dark"
-		}
-		tb.run(
-			emulation.SetDeviceMetricsOverride(w, h, 1, v.phone),
-			emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}}),
-		)
-		tb.shot(name + "-" + v.suffix)
-	}
-}
-
 // auditHas reports whether the audit log holds an event matching ok.
 func (w *teamWorld) auditHas(t *testing.T, ok func(*team.AuditEvent) bool) bool {
 	t.Helper()
@@ -495,7 +470,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	if shots {
 		alice.run(chromedp.Navigate(w.origin + "/"))
 		alice.waitJS("the sign-in page", `!document.querySelector("#signin").hidden`)
-		alice.teamShots("signin")
+		alice.shots("signin")
 	}
 	alice.signIn(w, "alice@example.com")
 	if s := alice.text("#me-name"); s != "Alice Example" {
@@ -520,7 +495,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	)
 	alice.waitJS("Bob in the list", `document.querySelector('#share-list li[data-who="bob@example.com"]')`)
 	if shots {
-		alice.teamShots("share-dialog")
+		alice.shots("share-dialog")
 	}
 	alice.run(chromedp.Click("#share-save", chromedp.ByID))
 	alice.waitJS("the dialog closed", `!document.querySelector("#share-dlg").open`)
@@ -544,7 +519,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	}
 	if shots {
 		bob.run(chromedp.Evaluate(`document.body.classList.add("nav-open")`, nil))
-		bob.teamShots("viewer")
+		bob.shots("viewer")
 		bob.run(chromedp.Evaluate(`document.body.classList.remove("nav-open")`, nil))
 	}
 	// Keys a person would press on a card do nothing either.
@@ -635,7 +610,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	ada.waitJS("Alice's session under All", fmt.Sprintf(`document.querySelector('#sessions li.group[data-group="all"]') && document.querySelector('#sessions li[data-id=%q] .by')?.innerText.includes("Alice Example")`, id))
 	if shots {
 		ada.run(chromedp.Evaluate(`document.body.classList.add("nav-open")`, nil))
-		ada.teamShots("sessions-grouped")
+		ada.shots("sessions-grouped")
 		ada.run(chromedp.Evaluate(`document.body.classList.remove("nav-open")`, nil))
 	}
 	ada.run(chromedp.Click("#me > summary", chromedp.ByQuery), chromedp.Click("#audit-btn", chromedp.ByID))
@@ -643,7 +618,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	ada.waitJS("Alice's approval in the audit log", `[...document.querySelectorAll('#audit-table tbody tr[data-action="approval"]')].some((tr) => tr.innerText.includes("Alice Example") && tr.innerText.includes("Bash"))`)
 	ada.waitJS("Bob's refusals in the audit log", `[...document.querySelectorAll('#audit-table tbody tr[data-outcome="refused"]')].some((tr) => tr.innerText.includes("Bob Builder"))`)
 	if shots {
-		ada.teamShots("audit")
+		ada.shots("audit")
 	}
 	// The filters ask the server.
 	ada.run(chromedp.SetValue(`#audit-form select[name="action"]`, "approval", chromedp.ByQuery), chromedp.Click("#audit-apply", chromedp.ByID))
@@ -683,7 +658,7 @@ func testTeamScenarios(t *testing.T, b *browser, clustered bool) {
 	alice.run(chromedp.Click("#me > summary", chromedp.ByQuery), chromedp.Click("#spend-btn", chromedp.ByID))
 	alice.waitJS("the spend panel", `document.querySelector('#spend-table tr[data-person="alice@example.com"].over')`)
 	if shots {
-		alice.teamShots("spend")
+		alice.shots("spend")
 	}
 	alice.run(chromedp.Evaluate(`document.querySelector("#spend-dlg").close()`, nil))
 

@@ -47,7 +47,7 @@ func testBrowserTeamWorktree(t *testing.T, b *browser, clustered bool) {
 	if msg := alice.text("#new-err"); !strings.Contains(msg, "needs its whole repository under your roots") || !strings.Contains(msg, w.root) {
 		t.Errorf("refusal says %q; want the repository and the roots", msg)
 	}
-	alice.teamShots("refused")
+	alice.shots("refused")
 	if out := gittest.Run(t, w.root, "worktree", "list"); strings.Contains(out, "\n") {
 		t.Fatalf("a refused start made a worktree: %s", out)
 	}
@@ -72,7 +72,7 @@ func testBrowserTeamWorktree(t *testing.T, b *browser, clustered bool) {
 	if s := bob.text("#worktree"); !strings.Contains(s, "tether/") || !strings.Contains(s, "main") {
 		t.Errorf("the viewer's panel says %q; want the branch and its base", s)
 	}
-	bob.teamShots("viewer")
+	bob.shots("viewer")
 	replies := bob.wsFrames(
 		map[string]any{"type": "do", "id": 1, "session": id, "command": map[string]any{"type": "worktree_merge"}},
 		map[string]any{"type": "do", "id": 2, "session": id, "command": map[string]any{"type": "worktree_discard", "confirm": true}},
