@@ -29,11 +29,17 @@ const axeVersion = "4.14.1"
 var axeSource = sync.OnceValues(func() (string, error) {
 	path := os.Getenv("TETHER_AXE_PATH")
 	if path == "" {
+		// The script's rule, ${XDG_CACHE_HOME:-$HOME/.cache}, not
+		// os.UserCacheDir's (which is another folder on macOS).
 		cache := os.Getenv("TETHER_AXE_CACHE")
 		if cache == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				return "", err
+			base := os.Getenv("XDG_CACHE_HOME")
+			if base == "" {
+				home, err := os.UserHomeDir()
+				if err != nil {
+					return "", err
+				}
+				base = filepath.Join(home, ".cache")
 			}
 			cache = filepath.Join(base, "tether", "axe")
 		}
