@@ -3,7 +3,6 @@ package serve_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,9 +64,7 @@ func (tb *tab) accessible(name string) {
 		axeMissing.Do(func() { tb.t.Logf("accessibility not checked: %v (scripts/install-axe.sh installs axe-core)", err) })
 		return
 	}
-	var loc string
-	tb.eval(`location.href`, &loc)
-	if u, err := url.Parse(loc); err != nil || u.Scheme+"://"+u.Host != tb.origin {
+	if !tb.onOrigin() {
 		return
 	}
 	var loaded bool

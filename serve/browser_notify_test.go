@@ -69,6 +69,11 @@ func testPushBrowser(t *testing.T, b *browser, overCluster, realCLI bool) {
 			}
 		}
 	})
+	// A cache an earlier release's worker left, with an offline page of its
+	// own: the worker that activates drops it, so the offline page below
+	// is this release's.
+	tb.run(chromedp.Navigate(e.origin + "/offline.html"))
+	tb.eval(`caches.open("tether-offline-v1").then((c) => c.put("offline.html", new Response("<p>an older release's page</p>", {headers: {"Content-Type": "text/html"}}))).then(() => true)`, nil)
 	tb.run(
 		cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeNotifications}).WithOrigin(e.origin),
 		serviceworker.Enable(),
@@ -81,6 +86,7 @@ func testPushBrowser(t *testing.T, b *browser, overCluster, realCLI bool) {
 	case <-ctx.Done():
 		t.Fatal("the service worker never activated")
 	}
+	tb.waitJS("the older release's cache dropped", `caches.keys().then((ks) => ks.join() === "tether-offline-v2")`)
 	// The tab goes to the background: it says so over its socket.
 	tb.eval(`(() => {
 		Object.defineProperty(document, "visibilityState", {value: "hidden", configurable: true});

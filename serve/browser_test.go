@@ -247,11 +247,23 @@ func (tb *tab) view(phone, dark bool) {
 }
 
 // shot saves a screenshot of the viewport as <test>-<name>.png and checks
-// the page as it is for accessibility (tab.accessible).
+// the page as it is for accessibility (tab.accessible) and for fitting
+// its viewport (tab.fits).
 func (tb *tab) shot(name string) {
 	tb.t.Helper()
 	tb.capture(name)
 	tb.accessible(name)
+	tb.fits(name)
+}
+
+// onOrigin says whether the tab shows a page of the server under test:
+// the checks of shot judge our pages, not an identity provider's.
+func (tb *tab) onOrigin() bool {
+	tb.t.Helper()
+	var loc string
+	tb.eval(`location.href`, &loc)
+	u, err := url.Parse(loc)
+	return err == nil && u.Scheme+"://"+u.Host == tb.origin
 }
 
 // capture saves a screenshot of the viewport as <test>-<name>.png, and
