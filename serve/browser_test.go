@@ -326,6 +326,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("Helpers", func(t *testing.T) { testHelpers(t, b) })
 	t.Run("Transcript", func(t *testing.T) { testTranscript(t, b) })
 	t.Run("Stores", func(t *testing.T) { testStores(t, b) })
+	t.Run("LayoutCheck", func(t *testing.T) { testLayoutCheck(t, b) })
 	browserFlows(t, b)
 	// The same UI over the cluster (`tether serve --nats`): the scenarios
 	// that cross the bus in every direction — a streamed turn, an approval

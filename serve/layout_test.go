@@ -2,15 +2,19 @@ package serve_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/chromedp/chromedp"
 )
 
-// fitsJS lists what does not fit the viewport: the page scrolling
-// sideways (naming the outermost elements that stick out past its right
-// edge, outside any box that scrolls or clips them), and each open modal
-// dialog that leaves the viewport or, narrower than it, is not centred.
+// fitsJS lists what does not fit: the page scrolling sideways (naming the
+// outermost elements that stick out past its right edge, outside any box
+// that scrolls or clips them); text or boxes spilling out of a box that
+// neither wraps, scrolls nor clips them (the innermost such boxes); and
+// each open modal dialog that leaves the viewport or, narrower than it,
+// is not centred.
 const fitsJS = `(() => {
 	const W = document.documentElement.clientWidth, H = document.documentElement.clientHeight, out = [];
 	const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + [...e.classList].map((c) => "." + c).join("");
@@ -27,7 +31,20 @@ const fitsJS = `(() => {
 		});
 		const outer = wide.filter((e) => !wide.includes(e.parentElement)).slice(0, 5);
 		out.push("the page is " + document.documentElement.scrollWidth + " px wide in a " + W + " px viewport: " +
-			outer.map((e) => name(e) + " ends at " + Math.round(e.getBoundingClientRect().right)).join(", "));
+			(outer.map((e) => name(e) + " ends at " + Math.round(e.getBoundingClientRect().right)).join(", ") || "text past its box's edge"));
+	}
+	const spills = [...document.body.querySelectorAll("*")].filter((e) => {
+		const cs = getComputedStyle(e);
+		if (cs.overflowX !== "visible" || cs.display === "inline" || cs.display === "none" || e.clientWidth === 0 || e.scrollWidth <= e.clientWidth + 1) return false;
+		// What hangs out on purpose (a remove button on an attachment's
+		// corner) is placed absolutely; text or boxes in the flow are not.
+		const r = e.getBoundingClientRect();
+		const out = [...e.querySelectorAll("*")].filter((d) => { const q = d.getBoundingClientRect(); return q.width > 0 && (q.right > r.right + 1 || q.left < r.left - 1); });
+		const placed = (d) => { for (; d && d !== e; d = d.parentElement) if (["absolute", "fixed"].includes(getComputedStyle(d).position)) return true; return false; };
+		return out.length === 0 || !out.every(placed);
+	});
+	for (const e of spills.filter((e) => !spills.some((f) => f !== e && e.contains(f))).slice(0, 5)) {
+		out.push(name(e) + " spills out of its box: " + e.scrollWidth + " px of content in " + e.clientWidth + ": " + JSON.stringify(e.textContent.trim().slice(0, 60)));
 	}
 	for (const d of document.querySelectorAll("dialog[open]")) {
 		if (!d.matches(":modal")) continue;
@@ -61,4 +78,49 @@ func (tb *tab) fits(name string) {
 	}
 	tb.capture("misfit-" + name)
 	tb.t.Errorf("%s: the page does not fit its viewport:\n  %s", name, strings.Join(bad, "\n  "))
+}
+
+// testLayoutCheck: the layout check itself, on a page made to break each
+// of its rules, and on the same page mended.
+func testLayoutCheck(t *testing.T, b *browser) {
+	origin := staticUI(t)
+	tb := b.newTab(t, origin, "layout")
+	tb.run(chromedp.Navigate(origin + "/offline.html"))
+	tb.view(true, false)
+	defer tb.view(false, false)
+	var got []string
+	check := func(html string) {
+		t.Helper()
+		tb.eval(`document.body.innerHTML = `+strconv.Quote(html)+`; document.querySelector("dialog")?.showModal(); true`, nil)
+		var out string
+		tb.run(chromedp.Evaluate(fitsJS, &out))
+		got = nil
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%q: %v", out, err)
+		}
+	}
+	const long = "a_path_that_does_not_break_anywhere_at_all_on_a_phone_screen"
+	check(`<div id="wide" style="width: 600px">wide</div>` +
+		`<p id="spill" style="width: 100px">` + long + `</p>` +
+		`<dialog id="d" style="margin: 0; width: 200px">off centre</dialog>`)
+	want := []string{"the page is", "div#wide ends at 600", "p#spill spills out of its box", "dialog#d is off centre"}
+	if all := strings.Join(got, "\n"); !containsAll(all, want) {
+		t.Errorf("a page breaking every rule:\n%s\nwant each of %q", all, want)
+	}
+	check(`<div style="width: 100%">fits</div>` +
+		`<p style="width: 100px; overflow-wrap: anywhere">` + long + `</p>` +
+		`<div style="position: relative; width: 50px; height: 50px"><button style="position: absolute; top: -6px; right: -6px">×</button></div>` +
+		`<dialog style="width: 200px">centred</dialog>`)
+	if len(got) != 0 {
+		t.Errorf("the page mended: %q", got)
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
