@@ -56,16 +56,18 @@ func (tb *tab) open(e *uiEnv) {
 }
 
 // newSession starts a session in cwd from the New session dialog and
-// waits until it is ready for a prompt.
+// waits until it is open (not the one open before) and ready for a prompt.
 func (tb *tab) newSession(cwd string) string {
 	tb.t.Helper()
+	var before string
+	tb.eval(`window.tether.current || ""`, &before)
 	tb.run(
 		chromedp.Click("#new-btn", chromedp.ByID),
 		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
 		chromedp.SetValue("#new-cwd", cwd, chromedp.ByID),
 		chromedp.Click("#new-submit", chromedp.ByID),
 	)
-	tb.waitJS("the session to open", `window.tether.view && !document.querySelector("#session").hidden`)
+	tb.waitJS("the session to open", fmt.Sprintf(`window.tether.view && window.tether.current && window.tether.current !== %q && !document.querySelector("#session").hidden && !document.querySelector("#new-dlg").open`, before))
 	tb.waitState("ready", "idle")
 	var id string
 	tb.eval(`window.tether.current`, &id)
@@ -96,6 +98,13 @@ func (tb *tab) key(k string) {
 		tb.run(enterKey)
 		return
 	}
+	if len(k) == 1 && k[0] >= 'a' && k[0] <= 'z' {
+		// A letter as a keyboard types it (see enterKey): a page that
+		// takes it as a shortcut cancels its text with the keydown.
+		up := strings.ToUpper(k)
+		tb.run(keyPress(k, "Key"+up, int64(up[0]), k))
+		return
+	}
 	tb.run(chromedp.KeyEvent(k))
 }
 
@@ -105,15 +114,20 @@ func (tb *tab) key(k string) {
 // which no keyboard does and no handler can cancel: when the page's
 // answer to the keydown was quick (a refused prompt put back in the
 // box), the newline landed after it.
-var enterKey = chromedp.ActionFunc(func(ctx context.Context) error {
-	down := input.DispatchKeyEvent(input.KeyDown).WithKey("Enter").WithCode("Enter").
-		WithWindowsVirtualKeyCode(13).WithNativeVirtualKeyCode(13).WithText("\r").WithUnmodifiedText("\r")
-	if err := down.Do(ctx); err != nil {
-		return err
+var enterKey = keyPress("Enter", "Enter", 13, "\r")
+
+// keyPress presses one key whose keyDown carries its text.
+func keyPress(key, code string, vk int64, text string) chromedp.ActionFunc {
+	return func(ctx context.Context) error {
+		down := input.DispatchKeyEvent(input.KeyDown).WithKey(key).WithCode(code).
+			WithWindowsVirtualKeyCode(vk).WithNativeVirtualKeyCode(vk).WithText(text).WithUnmodifiedText(text)
+		if err := down.Do(ctx); err != nil {
+			return err
+		}
+		return input.DispatchKeyEvent(input.KeyUp).WithKey(key).WithCode(code).
+			WithWindowsVirtualKeyCode(vk).WithNativeVirtualKeyCode(vk).Do(ctx)
 	}
-	return input.DispatchKeyEvent(input.KeyUp).WithKey("Enter").WithCode("Enter").
-		WithWindowsVirtualKeyCode(13).WithNativeVirtualKeyCode(13).Do(ctx)
-})
+}
 
 // waitText waits for the transcript to contain s.
 func (tb *tab) waitText(s string) {
