@@ -42,6 +42,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("PasteAndSwitch", func(t *testing.T) { testPasteAndSwitch(t, b) })
 	t.Run("PlanMode", func(t *testing.T) { testPlanMode(t, b) })
 	t.Run("ListKeepsFocus", func(t *testing.T) { testListKeepsFocus(t, b) })
+	t.Run("FilterSessions", func(t *testing.T) { testFilterSessions(t, b) })
 	t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, b) })
 }
 

@@ -2,6 +2,9 @@ package serve_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -123,4 +126,79 @@ func testStores(t *testing.T, b *browser) {
 			t.Errorf("%s = %q; want %q", k, got[k], v)
 		}
 	}
+}
+
+// testFilterSessions: the filter above the sessions list, from the
+// keyboard. It is there once there is a session; f goes to it; each word
+// typed narrows the list (ignoring case and accents, across title,
+// prompt, folder, state and model); a filter that leaves nothing says
+// so; Esc empties it, Enter opens the first session left and the down
+// arrow moves to it.
+func testFilterSessions(t *testing.T, b *browser) {
+	e := newUIEnv(t, b, claudetest.TextReply("The parser is fixed."), claudetest.TextReply("The docs are written."))
+	tb := b.newTab(t, e.origin, "filter")
+	tb.open(e)
+	if !tb.hidden("#session-filter") {
+		t.Error("the filter shows with no session to filter")
+	}
+	dir := func(name string) string {
+		d := filepath.Join(e.cwd, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	parser := tb.newSession(dir("parser"))
+	tb.prompt("fix the parser bug")
+	tb.waitTurns(1)
+	docs := tb.newSession(dir("docs"))
+	tb.prompt("write the docs")
+	tb.waitTurns(1)
+	cafe := tb.newSession(dir("café-notes"))
+
+	listed := func() string {
+		t.Helper()
+		var ids []string
+		tb.eval(`[...document.querySelectorAll("#sessions li[data-id]")].map((li) => li.dataset.id)`, &ids)
+		return strings.Join(ids, ",")
+	}
+	// type puts text in the filter, key by key, and waits for the list.
+	typ := func(text, want string) {
+		t.Helper()
+		tb.run(chromedp.SendKeys("#session-filter", text, chromedp.ByID))
+		tb.waitJS(fmt.Sprintf("the list filtered by %q", text), fmt.Sprintf(`[...document.querySelectorAll("#sessions li[data-id]")].map((li) => li.dataset.id).join() === %q`, want))
+	}
+	tb.eval(`document.activeElement.blur(), true`, nil)
+	tb.key("f")
+	tb.waitJS("the filter focused", `document.activeElement === document.querySelector("#session-filter")`)
+	typ("PARSER fix", parser) // two words: the folder and the prompt, any case
+	tb.shots("filtered")
+	tb.key(kb.Escape)
+	tb.waitJS("the filter emptied", `document.querySelector("#session-filter").value === "" && document.activeElement === document.querySelector("#session-filter")`)
+	if got, want := listed(), strings.Join([]string{cafe, docs, parser}, ","); got != want {
+		t.Errorf("after Esc the list is %s; want all of %s", got, want)
+	}
+	typ("cafe", cafe) // accents ignored
+	tb.key(kb.Escape)
+	typ("no such session", "")
+	if got := tb.text("#no-sessions"); got != "No session matches “no such session”." {
+		t.Errorf("nothing left: %q", got)
+	}
+	tb.shot("nothing-left")
+	tb.key(kb.Escape)
+	tb.key(kb.Escape)
+	tb.waitJS("the filter left", `document.activeElement !== document.querySelector("#session-filter")`)
+
+	// Enter opens the first session left; the down arrow moves to it.
+	tb.key("f")
+	typ("docs", docs)
+	tb.key(kb.Enter)
+	tb.waitJS("the docs session open", fmt.Sprintf(`window.tether.current === %q && document.querySelector("#transcript").innerText.includes("The docs are written.")`, docs))
+	tb.run(chromedp.Focus("#session-filter", chromedp.ByID))
+	tb.key(kb.Escape)
+	typ("parser", parser)
+	tb.key(kb.ArrowDown)
+	tb.waitJS("the parser line focused", fmt.Sprintf(`document.activeElement === document.querySelector('#sessions li[data-id=%q]')`, parser))
+	tb.key(kb.Enter)
+	tb.waitJS("the parser session open", fmt.Sprintf(`window.tether.current === %q && document.querySelector("#transcript").innerText.includes("The parser is fixed.")`, parser))
 }

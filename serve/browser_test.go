@@ -564,7 +564,17 @@ func testHelpers(t *testing.T, b *browser) {
 		const { diffLines } = await import("./diff.js");
 		const d = (a, b) => diffLines(a, b).map(([op, l]) => op + l).join("|");
 		const { fmtUSD, modelLabel } = await import("./transcript.js");
+		const { matches } = await import("./sessions.js");
+		const s = { id: "0b5e7f", cwd: "/src/Zürich", state: "awaiting_approval", model: "claude-opus-4-8", person: "ana@example.com", person_name: "Ana Lima", first_prompt: "Fix the build" };
+		const m = (q, title) => String(matches(s, q, title));
 		return {
+			matchEmpty: m("  "),
+			matchWords: m("fix ZURICH"),
+			matchOwner: m("ana lima opus"),
+			matchState: m("awaiting 0b5e"),
+			matchTitle: m("renamed", "Renamed by hand"),
+			matchEnded: String(matches({ ...s, ended: true }, "closed")),
+			matchOneMissing: m("fix deploy"),
 			edit: d("a\nb\nc\n", "a\nB\nc\n"),
 			add: d("", "x\ny"),
 			del: d("x\ny", ""),
@@ -600,6 +610,15 @@ func testHelpers(t *testing.T, b *browser) {
 		"modelAlias": "Sonnet",
 		"modelOther": "my-proxy-model",
 		"modelNone":  "default",
+		// The sessions filter: every word, in any of a session's facts,
+		// ignoring case and accents.
+		"matchEmpty":      "true",
+		"matchWords":      "true",
+		"matchOwner":      "true",
+		"matchState":      "true",
+		"matchTitle":      "true",
+		"matchEnded":      "true",
+		"matchOneMissing": "false",
 	}
 	for k, w := range want {
 		if got[k] != w {

@@ -238,11 +238,32 @@ const sessionList = new SessionList($("sessions"), $("no-sessions"), app.session
   groups: tm.groups,
   key: (s) => JSON.stringify([s, s.id === app.current, sessionTitle(s), tm.team.on, tm.team.me?.sub || "", tm.access(s)]),
   fill: fillItem,
+  title: sessionTitle,
+  filter: $("session-filter"),
 });
 
 function renderList() {
   sessionList.render();
 }
+
+// The filter narrows the list as one types. Enter opens the first session
+// left, the down arrow moves to it, Esc empties the filter (and then leaves
+// it); none of these reach the page's own keys (Esc would stop a turn).
+$("session-filter").addEventListener("input", (e) => sessionList.filter(e.target.value));
+$("session-filter").addEventListener("keydown", (e) => {
+  const f = e.target;
+  const first = $("sessions").querySelector("li[data-id]");
+  if (e.key === "Escape") {
+    if (f.value) {
+      f.value = "";
+      sessionList.filter("");
+    } else f.blur();
+  } else if (e.key === "Enter" && first) openSession(first.dataset.id);
+  else if (e.key === "ArrowDown" && first) first.focus();
+  else return;
+  e.preventDefault();
+  e.stopPropagation();
+});
 
 // The worktree panel (worktreepanel.js): merge, keep or discard the work
 // of a session started in a worktree.
@@ -983,6 +1004,12 @@ document.addEventListener("keydown", (e) => {
       break;
     case "?":
       $("help-dlg").showModal();
+      break;
+    case "f":
+      if ($("session-filter").hidden) break;
+      e.preventDefault();
+      document.body.classList.add("nav-open"); // on a phone, the list slides in
+      $("session-filter").focus();
       break;
     case "j":
     case "k": {
