@@ -30,7 +30,7 @@ const fold = (x) => x.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
  * @param {HTMLElement} empty shown when no session is listed: none at all,
  *   or none matching the filter (it then says so)
  * @param {import("./store.js").SessionsStore} store
- * @param {{groups:(list:any[])=>{key:string,title:string,items:any[]}[], key:(s:any)=>string, fill:(li:HTMLElement, s:any)=>void, title:(s:any)=>string, filter?:HTMLInputElement}} o
+ * @param {{groups:(list:any[])=>{key:string,title:string,items:any[]}[], key:(s:any)=>string, fill:(li:HTMLElement, s:any)=>void, title?:(s:any)=>string, filter?:HTMLInputElement}} o
  *   groups splits the sorted list into headed groups; key is what a
  *   line shows (a line is filled again only when it changes); fill
  *   fills a line's element; title is the title a line shows, which the
@@ -59,7 +59,7 @@ export class SessionList {
 
   render() {
     const all = [...this.store.values()].sort((a, b) => (b.created || b.started || "").localeCompare(a.created || a.started || "") || a.id.localeCompare(b.id));
-    const list = this.query.trim() ? all.filter((s) => matches(s, this.query, this.o.title(s))) : all;
+    const list = this.query.trim() ? all.filter((s) => matches(s, this.query, this.o.title?.(s))) : all;
     const want = [];
     const heads = new Map();
     const lines = new Map();
