@@ -701,6 +701,7 @@ func testMarkdown(t *testing.T, b *browser) {
 		{"## plan\n\n### step", 4, "h4 plan, h5 step"},
 		{"# 1\n\n## 2\n\n### 3\n\n#### 4\n\n##### 5", 3, "h3 1, h4 2, h5 3, h6 4, h6 5"},
 		{"> ## quoted\n\n### after", 3, "h3 quoted, h4 after"},
+		{"1. ## first\n   text\n2. ## second", 3, "h3 first, h3 second"},
 	} {
 		src, _ := json.Marshal(c.src)
 		var got string
@@ -708,5 +709,12 @@ func testMarkdown(t *testing.T, b *browser) {
 		if got != c.want {
 			t.Errorf("headings of %q under h%d: %s; want %s", c.src, c.top-1, got, c.want)
 		}
+	}
+
+	// A list item may open with a block: a heading (above), a fence, a quote.
+	var items []string
+	tb.eval(`import("./md.js").then((md) => [...md.render("- `+"```"+`sh\n  make test\n  `+"```"+`\n- > said\n- plain *text*").querySelectorAll("ul > li")].map((li) => [...li.children].map((c) => c.tagName.toLowerCase()).join("+") + " " + li.textContent.trim()))`, &items)
+	if want := []string{"pre make test", "blockquote said", "em plain text"}; !slices.Equal(items, want) {
+		t.Errorf("list items opening with blocks: %q; want %q", items, want)
 	}
 }

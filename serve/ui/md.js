@@ -197,6 +197,13 @@ function list(lines, i, parent) {
   let body = [];
   const close = () => {
     if (!item) return;
+    // An item that opens with a block (a heading, a fence, a quote) is
+    // blocks throughout.
+    if (fenceRe.test(body[0]) || headRe.test(body[0]) || quoteRe.test(body[0])) {
+      blocks(body, item);
+      l.appendChild(item);
+      return;
+    }
     // A one-paragraph item renders inline, a longer one as blocks.
     const sub = body.slice(1);
     inline(body[0], item);
