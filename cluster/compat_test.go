@@ -660,6 +660,7 @@ func TestCompatMixedVersions(t *testing.T) {
 			w.subscribe(id, 0, false)
 			o.subscribe(id, 0, false)
 			everyCommand(t, w, o, id)
+			slashCommands(t, w, id, v.agent == "new" && v.serve == "new")
 			floodTurn(t, w, id, 2000, w, o)
 			f.agent(v.next, "a2")
 			failover(t, w, id, a1, "a2", w, o)
@@ -690,6 +691,25 @@ func TestCompatMixedVersions(t *testing.T) {
 		closeSession(t, f, id, "old", w, o)
 		checkSession(t, f, id, w, o)
 	})
+}
+
+// slashCommands asks for the session's slash commands through w: a
+// release that knows the command answers with the CLI's list; where the
+// serve or the agent is older, the command is refused as one it does not
+// run (nothing else happens), which a UI takes as no list.
+func slashCommands(t *testing.T, w *browser, id string, known bool) {
+	t.Helper()
+	f := w.call(map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "slash_commands"}})
+	if !known {
+		if f.Error == nil || (f.Error.Code != "unsupported" && f.Error.Code != "unknown_type") {
+			t.Fatalf("%s: slash_commands across an older release: %+v %s", w.name, f.Error, f.Result)
+		}
+		return
+	}
+	var res host.CommandResult
+	if f.Error != nil || json.Unmarshal(f.Result, &res) != nil || len(res.SlashCommands) == 0 || res.SlashCommands[0].Name != "cost" {
+		t.Fatalf("%s: slash_commands: %+v %s", w.name, f.Error, f.Result)
+	}
 }
 
 // drainMidTurn starts an agent of version ver, sends a long turn through

@@ -129,13 +129,15 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 	if err != nil || snap.State.State != "asleep" || snap.Error != "" || len(snap.Transcript) == 0 {
 		t.Errorf("the snapshot of a session asleep: %+v, %v", snap, err)
 	}
-	// Reading its changes (what a UI asks whenever it shows a session)
-	// does not wake it.
-	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandChanges}); !errors.Is(err, cluster.ErrDisconnected) {
-		t.Errorf("changes of a session asleep: %v", err)
+	// Reading its changes or its slash commands (what a UI asks whenever
+	// it shows a session, or a prompt begins with "/") does not wake it.
+	for _, typ := range []host.CommandType{host.CommandChanges, host.CommandSlashCommands} {
+		if _, err := c.Command(ctx, info.ID, &host.Command{Type: typ}); !errors.Is(err, cluster.ErrDisconnected) {
+			t.Errorf("%s of a session asleep: %v", typ, err)
+		}
 	}
 	if s, err := c.Session(ctx, info.ID); err != nil || s.State != "asleep" || s.Agent != "" {
-		t.Errorf("after its changes were asked for: %+v, %v", s, err)
+		t.Errorf("after its changes and commands were asked for: %+v, %v", s, err)
 	}
 
 	// a1 is full with a session in a turn that never ends (it does not

@@ -48,6 +48,12 @@ const (
 	// neither wakes a sleeping session nor needs its CLI, and it works
 	// on an ended session too.
 	CommandChanges CommandType = "changes"
+	// CommandSlashCommands lists the slash commands the session's CLI
+	// takes as a prompt ("/compact", a project's commands, skills):
+	// CommandResult.SlashCommands, Session.SlashCommands. Like changes it
+	// reads and wakes no sleeping session: one asleep or ended answers with
+	// its last CLI's list.
+	CommandSlashCommands CommandType = "slash_commands"
 	// CommandRevertChanges puts files the session changed back as they
 	// were at its start (Paths; none: all of them; Session.RevertChanges).
 	// CommandResult.Reverted lists those put back. Like changes, it
@@ -129,6 +135,9 @@ type CommandResult struct {
 	// Worktree is the session's worktree after a worktree command, or
 	// after the close of a session in one.
 	Worktree *WorktreeInfo `json:"worktree,omitempty"`
+	// SlashCommands are the commands the CLI takes as a prompt
+	// (slash_commands).
+	SlashCommands []claude.SlashCommand `json:"slash_commands,omitempty"`
 }
 
 // Lane says how a command may be scheduled against others of the same
@@ -140,14 +149,15 @@ type Lane int
 const (
 	// LaneOrdered: send, cancel, set_model, set_mode, close, resume.
 	LaneOrdered Lane = iota
-	// LaneQuick: interrupt, force_interrupt, answer, changes.
+	// LaneQuick: interrupt, force_interrupt, answer, changes,
+	// slash_commands.
 	LaneQuick
 )
 
 // Lane returns the command's lane.
 func (c *Command) Lane() Lane {
 	switch c.Type {
-	case CommandInterrupt, CommandForceInterrupt, CommandAnswer, CommandChanges:
+	case CommandInterrupt, CommandForceInterrupt, CommandAnswer, CommandChanges, CommandSlashCommands:
 		return LaneQuick
 	}
 	return LaneOrdered
@@ -339,7 +349,7 @@ func (c *Command) Validate(p *CommandPolicy) error {
 				return commandErrorf(CodeBadRequest, "image %d: data is not base64", i)
 			}
 		}
-	case CommandInterrupt, CommandForceInterrupt, CommandResume, CommandChanges:
+	case CommandInterrupt, CommandForceInterrupt, CommandResume, CommandChanges, CommandSlashCommands:
 	case CommandRevertChanges:
 		for _, p := range c.Paths {
 			if strings.TrimSpace(p) == "" {
@@ -433,6 +443,9 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 			return nil, err
 		}
 		return &CommandResult{Changes: list}, nil
+	case CommandSlashCommands:
+		// The last CLI's answer: an ended or sleeping session answers too.
+		return &CommandResult{SlashCommands: s.SlashCommands()}, nil
 	case CommandRevertChanges:
 		done, err := s.revert(ctx, c.Actor, c.Paths)
 		if err != nil && ErrorCode(err) == CodeInternal {

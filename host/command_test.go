@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 )
 
@@ -160,4 +162,49 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// slash_commands answers with the CLI's answer to initialize, then with
+// what system/commands_changed says (the CLI reloaded its plugins).
+func TestSlashCommandsChanged(t *testing.T) {
+	changed := make(chan struct{})
+	s, _ := start(t, nil, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		<-changed
+		c.Write(claudetest.Msg{"type": "system", "subtype": "commands_changed", "session_id": c.SessionID(), "uuid": "cc1",
+			"commands": []any{map[string]any{"name": "deploy", "description": "Ship it", "argumentHint": "<env>"}}})
+		_, err := c.ReadUser(ctx)
+		return err
+	})
+	ctx := testCtx(t)
+	list := func() []claude.SlashCommand {
+		t.Helper()
+		res, err := s.Do(ctx, &host.Command{Type: host.CommandSlashCommands})
+		if err != nil {
+			t.Fatalf("slash_commands: %v", err)
+		}
+		return res.SlashCommands
+	}
+	if got := list(); len(got) != 1 || got[0].Name != "cost" || got[0].Description != "Show the total cost" {
+		t.Errorf("from initialize: %+v", got)
+	}
+	close(changed)
+	for {
+		if got := list(); len(got) == 1 && got[0].Name == "deploy" {
+			if got[0].ArgumentHint != "<env>" {
+				t.Errorf("after commands_changed: %+v", got)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("commands_changed never applied: %+v", list())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if (&host.Command{Type: host.CommandSlashCommands}).Lane() != host.LaneQuick {
+		t.Error("slash_commands waits in the ordered lane behind prompts")
+	}
 }

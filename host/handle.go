@@ -36,6 +36,8 @@ func (s *Session) handle(m claude.Message, merr error) {
 		if m.State == "running" {
 			s.beginTurn()
 		}
+	case *claude.CommandsChangedMessage:
+		s.slash = m.Commands
 	case *claude.InitMessage:
 		if m.SessionID != "" {
 			s.sid = m.SessionID

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,6 +145,9 @@ type Session struct {
 	spare *claude.Spare   // a parked CLI awaiting its claim (warm.go); nil once claimed
 	cs    *claude.Session // the current CLI session; nil while (re)starting
 	sid   string          // the CLI's session id, as last seen
+	// slash is what the last CLI said it takes as a prompt (its answer
+	// to initialize, then system/commands_changed); kept while asleep.
+	slash []claude.SlashCommand
 	// What the state is derived from (derive); changed by the handlers,
 	// each followed by transition().
 	launched     bool // a CLI was started before
@@ -343,6 +347,9 @@ func (s *Session) attach(cs *claude.Session) error {
 	s.launched = true
 	s.asleep, s.wakeErr = false, nil
 	s.cs = cs
+	if ir := cs.Initialize(); ir != nil {
+		s.slash = ir.Commands
+	}
 	ran := make(chan struct{})
 	s.ranDone = ran
 	s.echoing = false
@@ -410,6 +417,16 @@ func (s *Session) Claude() *claude.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cs
+}
+
+// SlashCommands returns the slash commands the session's CLI takes as a
+// prompt, as it last said (its answer to initialize, updated by
+// system/commands_changed): a sleeping or ended session's are its last
+// CLI's; nil before any CLI answered.
+func (s *Session) SlashCommands() []claude.SlashCommand {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.slash)
 }
 
 // Done is closed when the session has ended for good: after Close, or

@@ -154,8 +154,8 @@ func (a *fakeAuthz) check(ctx context.Context, sid string, c *host.Command) erro
 	switch c.Type {
 	case host.CommandClose:
 		need = team.AccessOwn
-	case host.CommandChanges:
-		need = team.AccessView // as team.Authorizer: viewers see what changed
+	case host.CommandChanges, host.CommandSlashCommands:
+		need = team.AccessView // as team.Authorizer: viewers read
 	}
 	if acc < need {
 		return a.refuse(id, "access", "not yours", team.ErrForbidden)

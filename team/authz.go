@@ -436,12 +436,12 @@ func (a *Authorizer) Created(ctx context.Context, sessionID, cwd string) error {
 	return nil
 }
 
-// needed is the access a command needs: listing the changes is a
-// viewer's, closing the owner's, the rest a collaborator's (reverting
-// files too; an unknown type the owner's: the strictest).
+// needed is the access a command needs: listing the changes or the slash
+// commands is a viewer's, closing the owner's, the rest a collaborator's
+// (reverting files too; an unknown type the owner's: the strictest).
 func needed(t host.CommandType) Access {
 	switch t {
-	case host.CommandChanges:
+	case host.CommandChanges, host.CommandSlashCommands:
 		return AccessView
 	case host.CommandRevertChanges,
 		host.CommandSend, host.CommandCancel, host.CommandInterrupt, host.CommandForceInterrupt,

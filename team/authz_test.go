@@ -191,6 +191,7 @@ var commands = []*host.Command{
 	{Type: host.CommandResume},
 	{Type: host.CommandRevertChanges, Paths: []string{"a.go"}},
 	{Type: host.CommandChanges},
+	{Type: host.CommandSlashCommands},
 	{Type: host.CommandClose},
 }
 
@@ -208,7 +209,7 @@ func TestCommandAccess(t *testing.T) {
 	for _, who := range []string{"owner", "admin", "collab", "viewer", "capped", "stranger"} {
 		for _, c := range commands {
 			allowed := who == "owner" || who == "admin" || (who == "collab" && c.Type != host.CommandClose) ||
-				(c.Type == host.CommandChanges && who != "stranger") // a viewer sees what changed, reverts nothing
+				((c.Type == host.CommandChanges || c.Type == host.CommandSlashCommands) && who != "stranger") // a viewer reads, changes nothing
 			checks := map[string]func() error{
 				"Command": func() error { return f.az.Command(f.as(who), hs.ID(), c) },
 			}
