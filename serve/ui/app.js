@@ -23,6 +23,7 @@ import * as proto from "./proto.js";
 import * as tm from "./team.js";
 import { SessionsStore, SessionStore } from "./store.js";
 import { SessionList } from "./sessions.js";
+import { SlashMenu } from "./slashmenu.js";
 import { DeliveryPanel } from "./deliverypanel.js";
 import { ChangesPanel } from "./changespanel.js";
 import { WorktreePanel } from "./worktreepanel.js";
@@ -464,6 +465,7 @@ function applyEvent(ev) {
   }
   switch (ev.kind) {
     case "state":
+      if (d.state === "ready") slashMenu.forget(v.id); // a new CLI: its commands may differ
       if (busyStates.has(d.state)) v.turnPending = false;
       if (!busyStates.has(d.state)) {
         v.stopClicks = 0;
@@ -693,6 +695,14 @@ $("prompt").addEventListener("paste", (e) => {
       r.readAsDataURL(f);
     }
   }
+});
+
+// The slash-command menu (slashmenu.js) takes its keys before the
+// prompt's own Enter below.
+const slashMenu = new SlashMenu($("prompt"), $("slash-menu"), {
+  session: () => app.view?.id || null,
+  load: (id) => proto.slashCommands(conn, id),
+  submit: () => $("prompt-form").requestSubmit(),
 });
 
 $("prompt").addEventListener("keydown", (e) => {

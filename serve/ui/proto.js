@@ -109,5 +109,6 @@ export const setMode = (c, id, mode) => cmd(c, id, { type: "set_mode", mode });
 export const close = (c, id) => cmd(c, id, { type: "close" });
 export const resume = (c, id) => cmd(c, id, { type: "resume" }).then((r) => r.session || r);
 export const changes = (c, id) => cmd(c, id, { type: "changes" });
+export const slashCommands = (c, id) => cmd(c, id, { type: "slash_commands" });
 export const revertChanges = (c, id, paths) => cmd(c, id, paths ? { type: "revert_changes", paths } : { type: "revert_changes" });
 export const answer = (c, id, approval, reply) => cmd(c, id, { type: "answer", approval, ...reply });
