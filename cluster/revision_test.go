@@ -75,10 +75,11 @@ func TestRevision1Shapes(t *testing.T) {
 		// and the worktree a command's result reports (a close of a
 		// session without one carries neither, and sessions in
 		// worktrees run only on agents of revision 4); the files a
-		// revert_changes names, and what changes and revert_changes
-		// answer (commands an agent of revision 1 refuses anyway).
+		// revert_changes names, and what changes, revert_changes and
+		// slash_commands answer (commands an agent of revision 1
+		// refuses anyway).
 		"command":       {"confirm", "paths", "worktree"},
-		"command_reply": {"result.changes", "result.reverted", "result.worktree"},
+		"command_reply": {"result.changes", "result.reverted", "result.slash_commands", "result.worktree"},
 		// Revision 4: a start in a worktree (refused unless every live
 		// agent speaks 4), and the session's worktree in its record
 		// (written only while no reader before revision 3 is about)
