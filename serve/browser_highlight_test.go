@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -60,6 +61,18 @@ func TestBrowserHighlight(t *testing.T) {
 	tb.shots("approval")
 	tb.run(chromedp.ScrollIntoView(`.msg.assistant pre code[data-lang="go"]`, chromedp.ByQuery))
 	tb.shots("code-block")
+	// Its Copy button copies the code as written.
+	tb.run(
+		cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeClipboardReadWrite, cdpbrowser.PermissionTypeClipboardSanitizedWrite}).WithOrigin(e.origin),
+		chromedp.Click(`.msg.assistant .code-block button.copy`, chromedp.ByQuery),
+	)
+	tb.waitJS("Copied", `document.querySelector(".msg.assistant .code-block button.copy").textContent === "Copied code"`)
+	tb.shot("copied")
+	var copied string
+	tb.eval(`navigator.clipboard.readText()`, &copied)
+	if want := "func main() {\n\tfor i := 0; i < 3; i++ {\n\t\tprintln(\"hi\", i) // greet\n\t}\n}"; copied != want {
+		t.Errorf("copied %q; want %q", copied, want)
+	}
 	tb.key(kb.Enter)
 	tb.waitText("Edited.")
 	tb.waitTurns(1)

@@ -40,3 +40,50 @@ export function reorder(parent, want) {
     cur = next;
   }
 }
+
+/**
+ * copyText puts text on the clipboard. The Clipboard API needs a secure
+ * context (https, or localhost); a server reached by plain http on a LAN
+ * has none, so there the text is selected in a hidden field and copied
+ * the older way. It rejects when neither works.
+ */
+export async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+  const back = document.activeElement;
+  const ta = el("textarea");
+  ta.value = text;
+  ta.setAttribute("readonly", "");
+  ta.style.cssText = "position: fixed; top: 0; left: 0; opacity: 0";
+  document.body.appendChild(ta);
+  ta.select();
+  const ok = document.execCommand("copy");
+  ta.remove();
+  back?.focus?.();
+  if (!ok) throw new Error("the browser refused to copy");
+}
+
+/**
+ * copyButton makes a button that copies text() and says so on itself for
+ * a moment ("Copied", or "Not copied").
+ * @param {string} what what it copies, read after its word by screen
+ *   readers ("code": "Copy code", "Copied code")
+ * @param {() => string} text
+ */
+export function copyButton(what, text) {
+  const b = el("button", "copy");
+  b.type = "button";
+  const word = document.createTextNode("Copy");
+  b.append(word, el("span", "sr-only", " " + what));
+  b.onclick = async (e) => {
+    e.stopPropagation(); // not a click on what it sits in (a folding card)
+    try {
+      await copyText(text());
+      word.data = "Copied";
+    } catch {
+      word.data = "Not copied";
+    }
+    clearTimeout(b.reset);
+    b.reset = setTimeout(() => (word.data = "Copy"), 1500);
+  };
+  return b;
+}

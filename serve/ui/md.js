@@ -17,7 +17,7 @@
 // and hljs-* spans only, never inserted as HTML).
 
 import { highlightCode } from "./highlight.js";
-import { el, pre } from "./dom.js";
+import { copyButton, el, pre } from "./dom.js";
 
 /**
  * render returns a DocumentFragment for the Markdown text. Its headings
@@ -84,10 +84,11 @@ function blocks(lines, parent) {
       i++; // closing fence (or past the end while it streams)
       const box = pre();
       const code = el("code");
-      highlightCode(code, body.join("\n"), m[2]);
+      const text = body.join("\n");
+      highlightCode(code, text, m[2]);
       if (m[2]) code.dataset.lang = m[2];
       box.appendChild(code);
-      parent.appendChild(box);
+      parent.appendChild(codeBlock(box, text));
       continue;
     }
     if (line.trim() === "") {
@@ -139,14 +140,23 @@ function blocks(lines, parent) {
       while (i < lines.length && (/^ {4,}/.test(lines[i]) || lines[i].trim() === "")) body.push(lines[i++].slice(4));
       while (body.length && body[body.length - 1].trim() === "") body.pop();
       const box = pre();
-      box.appendChild(el("code", null, body.join("\n")));
-      parent.appendChild(box);
+      const text = body.join("\n");
+      box.appendChild(el("code", null, text));
+      parent.appendChild(codeBlock(box, text));
       continue;
     }
     para.push(line);
     i++;
   }
   flush();
+}
+
+// codeBlock puts a code block beside its Copy button, which copies the
+// code as written (not as highlighted).
+function codeBlock(box, text) {
+  const d = el("div", "code-block");
+  d.append(box, copyButton("code", () => text));
+  return d;
 }
 
 function cells(row) {
