@@ -588,7 +588,8 @@ func TestApprovalAnsweredOnce(t *testing.T) {
 	}
 }
 
-// TestInterruptThroughTheBus stops a running turn from a client.
+// TestInterruptThroughTheBus stops a running turn from a client, and asks
+// for the slash commands while it runs.
 func TestInterruptThroughTheBus(t *testing.T) {
 	ctx := testCtx(t)
 	ns := newNATS(t, nil)
@@ -601,29 +602,8 @@ func TestInterruptThroughTheBus(t *testing.T) {
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "hold")
 	f.wait(t, "streaming", state("streaming"))
-	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandInterrupt}); err != nil {
-		t.Fatal(err)
-	}
-	f.wait(t, "idle after the interrupt", state("idle"))
-	send(t, c, info.ID, "after")
-	f.wait(t, "the next turn", result("echo: after"))
-}
-
-// TestSlashCommandsThroughTheBus: a session's slash commands, as its CLI
-// listed them, cross the bus, and in the middle of a turn too (the quick
-// lane, not behind the turn).
-func TestSlashCommandsThroughTheBus(t *testing.T) {
-	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	newAgent(t, ns.URL(), "a1", 2)
-	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "hold")
-	f.wait(t, "streaming", state("streaming"))
+	// The session's slash commands, as its CLI listed them, come in the
+	// middle of the turn too (the quick lane, not behind the turn).
 	res, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSlashCommands})
 	if err != nil || len(res.SlashCommands) != 1 || res.SlashCommands[0].Name != "cost" || res.SlashCommands[0].Description != "Show the total cost" {
 		t.Fatalf("slash_commands mid-turn: %+v, %v", res, err)
@@ -632,6 +612,8 @@ func TestSlashCommandsThroughTheBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.wait(t, "idle after the interrupt", state("idle"))
+	send(t, c, info.ID, "after")
+	f.wait(t, "the next turn", result("echo: after"))
 }
 
 // TestMalformedMessagesHaveNoEffect sends broken and oversized messages
