@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -247,6 +248,17 @@ func testStreams(t *testing.T, b *browser) {
 		t.Errorf("%d user bubbles; want 1", n)
 	}
 	tb.shots("done")
+	// The whole text copies as the Markdown it came as.
+	tb.run(
+		cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeClipboardReadWrite, cdpbrowser.PermissionTypeClipboardSanitizedWrite}).WithOrigin(e.origin),
+		chromedp.Click(".msg.assistant button.copy-text", chromedp.ByQuery),
+	)
+	tb.waitJS("Copied", `document.querySelector(".msg.assistant button.copy-text").textContent === "Copied text as Markdown"`)
+	var copied string
+	tb.eval(`navigator.clipboard.readText()`, &copied)
+	if copied != longText {
+		t.Errorf("copied %q; want the reply's Markdown %q", copied, longText)
+	}
 }
 
 func testApprovalAllowed(t *testing.T, b *browser) {
@@ -773,7 +785,7 @@ func testQueuedMerged(t *testing.T, b *browser) {
 	tb.waitTurns(2)
 	// The queued prompts went into one turn, shown before its answer.
 	var order []string
-	tb.eval(`[...document.querySelectorAll("#transcript > .msg")].map((m) => (m.classList.contains("user") ? "u:" : "a:") + m.innerText.trim())`, &order)
+	tb.eval(`[...document.querySelectorAll("#transcript > .msg")].map((m) => m.classList.contains("user") ? "u:" + m.innerText.trim() : "a:" + [...m.querySelectorAll(".text")].map((x) => x.innerText.trim()).join())`, &order)
 	want := []string{"u:one", "a:first answer, slowly, word by word", "u:two", "u:three", "a:merged answer"}
 	if strings.Join(order, "|") != strings.Join(want, "|") {
 		t.Errorf("transcript order:\n%q\nwant\n%q", order, want)

@@ -11,7 +11,7 @@
 import { render as markdown } from "./md.js";
 import { diffLines } from "./diff.js";
 import { highlightLines, languageOfPath } from "./highlight.js";
-import { el, pre } from "./dom.js";
+import { copyButton, el, pre } from "./dom.js";
 
 export class Transcript {
   /** @param {HTMLElement} root */
@@ -131,7 +131,10 @@ export class Transcript {
     let b = e.blocks[idx];
     if (it.kind === "tool_use" && this.tools.has(it.tool_use_id)) b = this.tools.get(it.tool_use_id).block;
     if (!b || b.kind !== it.kind) {
-      if (b) b.el.remove();
+      if (b) {
+        b.el.remove();
+        b.copy?.remove();
+      }
       b = this.block(e, it);
       e.blocks[idx] = b;
       // Blocks stand in their message's order, whatever order they came in.
@@ -221,6 +224,13 @@ export class Transcript {
     switch (b.kind) {
       case "text":
         b.el.replaceChildren(markdown(b.text));
+        // Once it is whole, the text copies as the Markdown it came as
+        // (a button after it, not in it: the text stays the text).
+        if (b.status !== "streaming" && b.text.trim() && !b.copy && b.el.parentNode) {
+          b.copy = copyButton("text as Markdown", () => b.text);
+          b.copy.classList.add("copy-text");
+          b.el.after(b.copy);
+        }
         break;
       case "thinking":
         b.body.textContent = b.text;
