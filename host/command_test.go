@@ -172,7 +172,11 @@ func TestSlashCommandsChanged(t *testing.T) {
 		if _, err := c.HandleInitialize(ctx); err != nil {
 			return err
 		}
-		<-changed
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		c.Write(claudetest.Msg{"type": "system", "subtype": "commands_changed", "session_id": c.SessionID(), "uuid": "cc1",
 			"commands": []any{map[string]any{"name": "deploy", "description": "Ship it", "argumentHint": "<env>"}}})
 		_, err := c.ReadUser(ctx)
