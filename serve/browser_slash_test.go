@@ -115,6 +115,12 @@ func TestBrowserSlashCommands(t *testing.T) {
 		t.Errorf("the model was not asked for the standup note")
 	}
 	tb.shot("ran")
+	// The CLI echoes each as tags; the bubbles show them as typed.
+	var bubbles []string
+	tb.eval(`[...document.querySelectorAll("#transcript .msg.user")].map((m) => m.innerText.trim())`, &bubbles)
+	if got := strings.Join(bubbles, "|"); got != "/greet Ada|/standup" {
+		t.Errorf("the prompt bubbles say %q; want /greet Ada and /standup", got)
+	}
 
 	// The CLI's own commands are there too.
 	tb.run(chromedp.SendKeys("#prompt", "/compa", chromedp.ByID))

@@ -264,8 +264,9 @@ export class Transcript {
         this.container(parent).appendChild(el("div", parent ? "note subprompt" : "note", t));
         continue;
       }
-      bubble.appendChild(el("div", "user-text", t));
-      if (!this.firstPrompt && !parent) this.firstPrompt = t;
+      const shown = commandPrompt(t);
+      bubble.appendChild(el("div", "user-text", shown));
+      if (!this.firstPrompt && !parent) this.firstPrompt = shown;
     }
     for (const c of it.images || []) {
       const img = image(c);
@@ -594,4 +595,13 @@ export function fmtTokens(n) {
   if (n >= 1e4) return Math.round(n / 1e3) + "k";
   if (n >= 1e3) return (n / 1e3).toFixed(1) + "k";
   return String(n);
+}
+
+// commandPrompt shows a slash command's prompt as it was typed ("/greet
+// Ada"): the CLI echoes it as <command-name> and <command-args> tags.
+function commandPrompt(t) {
+  const name = /<command-name>([^<]*)<\/command-name>/.exec(t);
+  if (!name) return t;
+  const args = /<command-args>([^<]*)<\/command-args>/.exec(t)?.[1].trim();
+  return args ? name[1] + " " + args : name[1];
 }
