@@ -680,10 +680,10 @@ var takeoverWait = 15 * time.Second
 // session asleep (sleep.go) it wakes first, then sends the command (of
 // type typ); a prompt is sent once the session is awake even if its
 // sender has gone meanwhile (a closed tab), as host does, so that a wake
-// never drops a prompt the server took. A changes or slash_commands
-// command does not wake it (as in host; a UI asks for them whenever it
-// shows a session): it fails with ErrDisconnected, saying the session is
-// asleep.
+// never drops a prompt the server took. A command that only reads
+// (host.CommandType.ReadOnly: changes, slash_commands) does not wake it
+// (as in host; a UI asks for them whenever it shows a session): it fails
+// with ErrDisconnected, saying the session is asleep.
 func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host.CommandType) (*nats.Msg, error) {
 	wait := 50 * time.Millisecond
 	deadline := time.Now().Add(takeoverWait)
@@ -699,7 +699,7 @@ func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host
 		// Nobody serves the session, or its agent is putting it to sleep
 		// (the command did not run).
 		err = c.noOwner(ctx, id)
-		if errors.Is(err, errAsleep) && wakes < maxWakes && typ != host.CommandChanges && typ != host.CommandSlashCommands {
+		if errors.Is(err, errAsleep) && wakes < maxWakes && !typ.ReadOnly() {
 			wakes++
 			if typ == host.CommandSend && wakes == 1 {
 				var cancel context.CancelFunc

@@ -75,6 +75,13 @@ const (
 	CommandWorktreeDiscard CommandType = "worktree_discard"
 )
 
+// ReadOnly reports whether commands of type t only read the session
+// (changes, slash_commands): a viewer may send them, and they wake no
+// sleeping session.
+func (t CommandType) ReadOnly() bool {
+	return t == CommandChanges || t == CommandSlashCommands
+}
+
 // Command is one thing asked of a running session. It is a plain value
 // that travels as JSON as it is (the "command" of tether serve's "do"
 // request, the body of a cluster command), so that every path to a

@@ -156,17 +156,18 @@ func testFilterSessions(t *testing.T, b *browser) {
 	tb.waitTurns(1)
 	cafe := tb.newSession(dir("café-notes"))
 
+	const lines = `[...document.querySelectorAll("#sessions li[data-id]")].map((li) => li.dataset.id).join()` // the ids listed
 	listed := func() string {
 		t.Helper()
-		var ids []string
-		tb.eval(`[...document.querySelectorAll("#sessions li[data-id]")].map((li) => li.dataset.id)`, &ids)
-		return strings.Join(ids, ",")
+		var ids string
+		tb.eval(lines, &ids)
+		return ids
 	}
 	// type puts text in the filter, key by key, and waits for the list.
 	typ := func(text, want string) {
 		t.Helper()
 		tb.run(chromedp.SendKeys("#session-filter", text, chromedp.ByID))
-		tb.waitJS(fmt.Sprintf("the list filtered by %q", text), fmt.Sprintf(`[...document.querySelectorAll("#sessions li[data-id]")].map((li) => li.dataset.id).join() === %q`, want))
+		tb.waitJS(fmt.Sprintf("the list filtered by %q", text), fmt.Sprintf(`%s === %q`, lines, want))
 	}
 	tb.eval(`document.activeElement.blur(), true`, nil)
 	tb.key("f")

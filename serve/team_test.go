@@ -151,10 +151,10 @@ func (a *fakeAuthz) check(ctx context.Context, sid string, c *host.Command) erro
 	}
 	id, _ := team.FromContext(ctx)
 	need := team.AccessCollaborate
-	switch c.Type {
-	case host.CommandClose:
+	switch {
+	case c.Type == host.CommandClose:
 		need = team.AccessOwn
-	case host.CommandChanges, host.CommandSlashCommands:
+	case c.Type.ReadOnly():
 		need = team.AccessView // as team.Authorizer: viewers read
 	}
 	if acc < need {

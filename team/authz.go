@@ -436,13 +436,15 @@ func (a *Authorizer) Created(ctx context.Context, sessionID, cwd string) error {
 	return nil
 }
 
-// needed is the access a command needs: listing the changes or the slash
-// commands is a viewer's, closing the owner's, the rest a collaborator's
-// (reverting files too; an unknown type the owner's: the strictest).
+// needed is the access a command needs: a command that only reads
+// (host.CommandType.ReadOnly: changes, slash_commands) is a viewer's,
+// closing the owner's, the rest a collaborator's (reverting files too; an
+// unknown type the owner's: the strictest).
 func needed(t host.CommandType) Access {
-	switch t {
-	case host.CommandChanges, host.CommandSlashCommands:
+	if t.ReadOnly() {
 		return AccessView
+	}
+	switch t {
 	case host.CommandRevertChanges,
 		host.CommandSend, host.CommandCancel, host.CommandInterrupt, host.CommandForceInterrupt,
 		host.CommandAnswer, host.CommandSetModel, host.CommandSetMode, host.CommandResume:
