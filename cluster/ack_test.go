@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tetherhq/tether/internal/jsapi"
 	"github.com/tetherhq/tether/internal/natstest"
 )
 
@@ -152,7 +153,7 @@ func (s *noAnswerFirst) OrderedConsumer(ctx context.Context, cfg jetstream.Order
 // TestConsumerRetryNamesAnew: a reader's consumer asked for again after
 // no answer has a name of its own, not the unanswered one's (which would
 // only update that consumer, on the node that did not answer). And each
-// try is bounded by apiAttempt, not by the caller's deadline (a lost
+// try is bounded by jsapi.Attempt, not by the caller's deadline (a lost
 // request would otherwise hold the reader for all of it).
 func TestConsumerRetryNamesAnew(t *testing.T) {
 	srv := natstest.Start(t, nil)
@@ -176,8 +177,8 @@ func TestConsumerRetryNamesAnew(t *testing.T) {
 		t.Fatalf("attempts' consumer names: %q", s.names)
 	}
 	for i, d := range s.times {
-		if d <= 0 || d > apiAttempt {
-			t.Errorf("attempt %d had %v, want at most apiAttempt (%v)", i+1, d, apiAttempt)
+		if d <= 0 || d > jsapi.Attempt {
+			t.Errorf("attempt %d had %v, want at most jsapi.Attempt (%v)", i+1, d, jsapi.Attempt)
 		}
 	}
 	names := map[string]bool{}

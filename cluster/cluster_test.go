@@ -1003,6 +1003,66 @@ func TestThreeNodeCluster(t *testing.T) {
 	checkStored(t, raw, info.ID)
 }
 
+// TestMetaLeaderLostAtStart starts an agent and a client just after the
+// node leading the JetStream meta group is lost: the set-up's first
+// request to the old leader goes unanswered, and the start asks again
+// (setUp) and comes up on the two nodes left instead of waiting out its
+// ctx. A turn then runs through them.
+func TestMetaLeaderLostAtStart(t *testing.T) {
+	ctx := testCtx(t)
+	nodes, _ := newNATSCluster(t)
+	l := &cluster.Limits{Replicas: 3, Heartbeat: time.Second}
+	first, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: nodes[0].URL(), Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	streams := []string{cluster.StreamStart, cluster.StreamEvents, cluster.StreamTranscripts,
+		"KV_" + cluster.BucketSessions, "KV_" + cluster.BucketAgents}
+	waitFor(t, "the streams current on all three nodes", func() bool { return streamsLed(nodes, streams...) })
+	var leader *natsServer
+	waitFor(t, "one meta leader", func() bool {
+		leader = nil
+		for _, n := range nodes {
+			if n.s.JetStreamIsLeader() {
+				if leader != nil {
+					return false
+				}
+				leader = n
+			}
+		}
+		return leader != nil
+	})
+	t.Logf("stopping %s, the meta leader", leader.opts.ServerName)
+	leader.stop() // the others elect another only after this: pick first, then stop
+	var left []*natsServer
+	for _, n := range nodes {
+		if n != leader {
+			left = append(left, n)
+		}
+	}
+	a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: left[0].URL(), ID: "a1", Limits: l,
+		Session: &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: memoryCLI},
+			Env: map[string]string{claude.EnvConfigDir: t.TempDir()}}}})
+	if err != nil {
+		t.Fatalf("an agent started without the meta leader: %v", err)
+	}
+	defer a.Close()
+	c, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: left[1].URL(), Limits: l})
+	if err != nil {
+		t.Fatalf("a client started without the meta leader: %v", err)
+	}
+	defer c.Close()
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	f.wait(t, "a turn", result("echo: one"))
+	checkSeqs(t, f.list(), 1)
+}
+
 // TestAuthPassedThrough: NATS user/password reach the server; a wrong one
 // fails with NATS's authorization error.
 func TestAuthPassedThrough(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // Where a session's events live, and who may write them.
@@ -171,7 +172,7 @@ func unanswered(nc *nats.Conn, err error) bool {
 			}
 		}
 	}
-	return transient(err)
+	return jsapi.Transient(err)
 }
 
 // readEvents reads a session's messages from stream sequence start into

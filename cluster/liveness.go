@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // Failure detection: telling "the agent is dead" from "the bus could not
@@ -319,7 +321,7 @@ func (b *bus) createRecord(ctx context.Context, r *SessionInfo) (uint64, error) 
 	id, data := r.ID, encodeRecord("session", r)
 	wait := 50 * time.Millisecond
 	for {
-		tctx, cancel := context.WithTimeout(ctx, apiAttempt)
+		tctx, cancel := context.WithTimeout(ctx, jsapi.Attempt)
 		rev, err := b.putSession(tctx, r, 0, true)
 		cancel()
 		if err == nil {
@@ -327,7 +329,7 @@ func (b *bus) createRecord(ctx context.Context, r *SessionInfo) (uint64, error) 
 		}
 		switch {
 		case errors.Is(err, jetstream.ErrKeyExists):
-			gctx, cancel := context.WithTimeout(ctx, apiAttempt)
+			gctx, cancel := context.WithTimeout(ctx, jsapi.Attempt)
 			e, gerr := b.sessions.Get(gctx, id)
 			cancel()
 			if gerr == nil {

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,32 @@ func TestNATSPermissions(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("no permission violation reported")
 	}
+}
+
+// TestSetUpRefused: a user who may look the streams up but not create
+// them (serve's permissions without STREAM.CREATE, as docs/cluster.md
+// allows) gets the server's refusal naming the request on an empty
+// cluster, not a wait for its ctx; once a user who may has created them,
+// it starts.
+func TestSetUpRefused(t *testing.T) {
+	ctx := testCtx(t)
+	reader := &server.User{Username: "reader", Password: "reader-secret", Permissions: &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{"$JS.API.INFO", "$JS.API.STREAM.INFO.*",
+			"$JS.API.STREAM.MSG.GET.*", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "tether.v1.start", "tether.v1.cmd.*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", "tether.v1.live.>"}},
+	}}
+	admin := &server.User{Username: "admin", Password: "admin-secret"}
+	ns := newNATS(t, func(o *server.Options) { o.Users = []*server.User{reader, admin} })
+	_, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: ns.URL(), Limits: limits,
+		NATS: []nats.Option{nats.UserInfo("reader", "reader-secret")}})
+	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `"$JS.API.STREAM.CREATE.`+cluster.StreamStart+`"`) {
+		t.Fatalf("a client that may not create the streams: got %v, want the refusal of STREAM.CREATE.%s", err, cluster.StreamStart)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the refusal came when the ctx ended")
+	}
+	newClient(t, ns.URL(), nats.UserInfo("admin", "admin-secret"))
+	newClient(t, ns.URL(), nats.UserInfo("reader", "reader-secret"))
 }
 
 // permissionedNATS runs a NATS server with testdata/permissions.conf's

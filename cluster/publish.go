@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // publishEvents copies the host journal to the events stream, by group
@@ -347,7 +348,7 @@ func (s *agentSession) rebase(jseq uint64) error {
 // session now.
 func (s *agentSession) stillOwner() error {
 	for {
-		ctx, cancel := context.WithTimeout(s.ctx, apiAttempt)
+		ctx, cancel := context.WithTimeout(s.ctx, jsapi.Attempt)
 		e, err := s.a.b.sessions.Get(ctx, s.id)
 		cancel()
 		if err == nil {
@@ -394,7 +395,7 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 	wait := 50 * time.Millisecond
 	misses := 0
 	for {
-		ctx, cancel := context.WithTimeout(s.ctx, apiAttempt)
+		ctx, cancel := context.WithTimeout(s.ctx, jsapi.Attempt)
 		seq, err := b.publishExpecting(ctx, m, after, filter)
 		cancel()
 		if err == nil {
@@ -406,7 +407,7 @@ func (s *agentSession) publishMsg(m *nats.Msg, after uint64) (uint64, error) {
 		var apiErr *jetstream.APIError
 		switch {
 		case wrongLastSeq(err): // 10071, or 10164 from a replicated stream
-			ctx, cancel := context.WithTimeout(s.ctx, apiAttempt)
+			ctx, cancel := context.WithTimeout(s.ctx, jsapi.Attempt)
 			next, gerr := b.events.GetMsg(ctx, after+1, jetstream.WithGetMsgSubject(filter))
 			cancel()
 			switch {
@@ -546,7 +547,7 @@ func isResult(line json.RawMessage) bool {
 func (b *bus) publishRetry(ctx context.Context, m *nats.Msg) error {
 	wait := 50 * time.Millisecond
 	for {
-		pctx, cancel := context.WithTimeout(ctx, apiAttempt)
+		pctx, cancel := context.WithTimeout(ctx, jsapi.Attempt)
 		_, err := b.js.PublishMsg(pctx, m)
 		cancel()
 		if err == nil {

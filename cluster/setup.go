@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // Limits are the cluster's retention limits, applied when an Agent or a
@@ -192,15 +194,13 @@ func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, e
 		}},
 	}
 	for _, s := range streams {
-		st, err := js.CreateStream(ctx, s.cfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			st, err = js.Stream(ctx, s.cfg.Name)
-		}
+		st, _, err := jsapi.Stream(ctx, js, s.cfg)
+		update := func(cfg jetstream.StreamConfig) (jetstream.Stream, error) { return jsapi.UpdateStream(ctx, js, cfg) }
 		if err == nil {
-			st, err = addSubjects(ctx, js, st, s.cfg.Subjects)
+			st, err = addSubjects(st, s.cfg.Subjects, update)
 		}
 		if err == nil && s.cfg.RePublish != nil {
-			st = addRePublish(ctx, js, st, s.cfg.RePublish)
+			st = addRePublish(st, s.cfg.RePublish, update)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", s.cfg.Name, err)
@@ -217,16 +217,13 @@ func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, e
 			MaxValueSize: MaxRecordSize, TTL: 3 * l.Heartbeat, Description: "tether: live agents"}},
 	}
 	for _, k := range kvs {
-		kv, err := js.CreateKeyValue(ctx, k.cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, k.cfg.Bucket)
-		}
+		kv, err := jsapi.KeyValue(ctx, js, k.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: bucket %s: %w", k.cfg.Bucket, err)
 		}
 		*k.dst = kv
 	}
-	st, err := b.agents.Status(ctx)
+	st, err := jsapi.SetUp(ctx, js, jsapi.StreamInfo+"KV_"+BucketAgents, b.agents.Status)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: bucket %s: %w", BucketAgents, err)
 	}
@@ -261,7 +258,7 @@ func (e *HeartbeatError) Unwrap() error { return ErrHeartbeatMismatch }
 
 // addSubjects adds the subjects a stream created by an earlier version
 // lacks (the events stream's marker subject), keeping its other settings.
-func addSubjects(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, want []string) (jetstream.Stream, error) {
+func addSubjects(st jetstream.Stream, want []string, update func(jetstream.StreamConfig) (jetstream.Stream, error)) (jetstream.Stream, error) {
 	cfg := st.CachedInfo().Config
 	missing := false
 	for _, w := range want {
@@ -273,20 +270,20 @@ func addSubjects(ctx context.Context, js jetstream.JetStream, st jetstream.Strea
 	if !missing {
 		return st, nil
 	}
-	return js.UpdateStream(ctx, cfg)
+	return update(cfg)
 }
 
 // addRePublish has a stream created by an earlier version republish its
 // messages (live.go). It is best effort: a user without the right to
 // update streams (serve's, in the documented permissions) leaves it to
 // the next agent, and readers follow the stream by consumers meanwhile.
-func addRePublish(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, want *jetstream.RePublish) jetstream.Stream {
+func addRePublish(st jetstream.Stream, want *jetstream.RePublish, update func(jetstream.StreamConfig) (jetstream.Stream, error)) jetstream.Stream {
 	cfg := st.CachedInfo().Config
 	if cfg.RePublish != nil {
 		return st // ours, or the operator's own: left as it is
 	}
 	cfg.RePublish = want
-	if up, err := js.UpdateStream(ctx, cfg); err == nil {
+	if up, err := update(cfg); err == nil {
 		return up
 	}
 	return st
@@ -373,50 +370,8 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 // untilAnswered calls f until it returns something other than no answer
 // (unanswered: a result, a refusal, a permission the user lacks), or ctx
 // ends, waiting longer each time up to a second; each call gets a ctx of
-// its own, bounded by apiAttempt. log (nil: silent) hears of each try
+// its own, bounded by jsapi.Attempt. log (nil: silent) hears of each try
 // again.
 func untilAnswered[T any](ctx context.Context, b *bus, log *slog.Logger, f func(context.Context) (T, error)) (T, error) {
-	wait := 50 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, apiAttempt)
-		v, err := f(actx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !unanswered(b.nc, err) {
-			return v, err
-		}
-		if log != nil {
-			log.Debug("no answer from JetStream; trying again", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return v, err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-	}
-}
-
-// apiAttempt bounds each try of a JetStream request that is asked again
-// when unanswered (untilAnswered, the publishers' and the registry's own
-// loops): a request lost on the way
-// (its node lost, a leader being elected, a server too busy to answer)
-// is asked again after it, instead of waiting out the caller's deadline
-// (jetstream waits for as long as a ctx with a deadline allows, and 5 s
-// for one without).
-const apiAttempt = 5 * time.Second
-
-// transient reports whether err is JetStream briefly unable to answer
-// (a node of its cluster lost, a leader being elected: "JetStream
-// system temporarily unavailable", no response from the stream, a
-// request timed out, jetstream's own API timeout on a ctx without a
-// deadline, the connection moving to another node) rather than an answer.
-func transient(err error) bool {
-	var ae *jetstream.APIError
-	if errors.As(err, &ae) {
-		return ae.Code == 503
-	}
-	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+	return jsapi.Again(ctx, log, func(err error) bool { return unanswered(b.nc, err) }, f)
 }

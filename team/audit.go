@@ -18,6 +18,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // The audit log's stream and subjects. Each event is published on
@@ -173,7 +175,7 @@ func OpenAudit(ctx context.Context, js jetstream.JetStream, opts *AuditOptions) 
 	}
 	a := &Audit{js: js, readOnly: o.ReadOnly, logger: logger}
 	if o.ReadOnly {
-		st, err := js.Stream(ctx, StreamAudit)
+		st, err := jsapi.SetUp(ctx, js, jsapi.StreamInfo+StreamAudit, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, StreamAudit) })
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil, fmt.Errorf("%w %s: not found (nothing recorded on this server yet?): %w", ErrAuditStream, StreamAudit, err)
 		}
@@ -205,9 +207,9 @@ func OpenAudit(ctx context.Context, js jetstream.JetStream, opts *AuditOptions) 
 		DenyDelete:  true,
 		DenyPurge:   true,
 	}
-	st, err := js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		st, err = a.adopt(ctx, o.Retention, o.MaxBytes)
+	st, created, err := jsapi.Stream(ctx, js, cfg)
+	if err == nil && !created {
+		st, err = a.adopt(ctx, st, o.Retention, o.MaxBytes)
 	}
 	if err != nil {
 		if errors.Is(err, ErrAuditStream) {
@@ -222,11 +224,7 @@ func OpenAudit(ctx context.Context, js jetstream.JetStream, opts *AuditOptions) 
 // adopt takes an existing stream: append-only it must be, retention and
 // size bound (if > 0) it gets. Its other settings (replicas, storage,
 // limits an operator chose) stay.
-func (a *Audit) adopt(ctx context.Context, retention time.Duration, maxBytes int64) (jetstream.Stream, error) {
-	st, err := a.js.Stream(ctx, StreamAudit)
-	if err != nil {
-		return nil, err
-	}
+func (a *Audit) adopt(ctx context.Context, st jetstream.Stream, retention time.Duration, maxBytes int64) (jetstream.Stream, error) {
 	old := st.CachedInfo().Config
 	cfg := old
 	cfg.DenyDelete, cfg.DenyPurge, cfg.AllowRollup = true, true, false
@@ -240,7 +238,8 @@ func (a *Audit) adopt(ctx context.Context, retention time.Duration, maxBytes int
 		cfg.Subjects = append(slices.Clone(cfg.Subjects), AuditSubjectPrefix+">")
 	}
 	if cfg.MaxAge != old.MaxAge || cfg.MaxBytes != old.MaxBytes || !old.DenyDelete || !old.DenyPurge || old.AllowRollup || len(cfg.Subjects) != len(old.Subjects) {
-		if st, err = a.js.UpdateStream(ctx, cfg); err != nil {
+		var err error
+		if st, err = jsapi.UpdateStream(ctx, a.js, cfg); err != nil {
 			return nil, fmt.Errorf("%w %s: cannot make it append-only with retention %v: %w", ErrAuditStream, StreamAudit, cfg.MaxAge, err)
 		}
 	}

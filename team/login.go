@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // LoginStore keeps the server side of sign-ins: the login id in a
@@ -209,16 +211,13 @@ const kvLoginTTLMarker = time.Minute
 
 // NewKVLoginStore opens (creating when missing) the bucket BucketLogins.
 func NewKVLoginStore(ctx context.Context, js jetstream.JetStream) (*KVLoginStore, error) {
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := jsapi.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:         BucketLogins,
 		Description:    "tether: sign-ins (keys are SHA-256 of login ids)",
 		History:        1,
 		MaxValueSize:   64 << 10,
 		LimitMarkerTTL: kvLoginTTLMarker,
 	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, BucketLogins)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("team: bucket %s: %w", BucketLogins, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // The team's key-value buckets.
@@ -91,10 +93,7 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, opts *StoreOptions) 
 		{&s.spend, jetstream.KeyValueConfig{Bucket: BucketSpend, Description: "tether: spend per person and UTC day",
 			Storage: storage, Replicas: o.Replicas, TTL: o.SpendHistory, MaxValueSize: 1 << 10}},
 	} {
-		kv, err := js.CreateKeyValue(ctx, b.cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, b.cfg.Bucket)
-		}
+		kv, err := jsapi.KeyValue(ctx, js, b.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("team: bucket %s: %w", b.cfg.Bucket, err)
 		}

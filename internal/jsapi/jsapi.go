@@ -1,0 +1,165 @@
+// Package jsapi makes JetStream API requests that go on through a NATS
+// node lost: cluster's streams and buckets and team's stores ask again a
+// request that goes unanswered, each try bounded, instead of waiting out
+// their caller's ctx.
+//
+// The JetStream API answers a request at most once. A request sent to a
+// stream's leader, or to the meta leader (which alone answers one that
+// creates or changes a stream), while that leader is lost (its node
+// killed, frozen or cut off, until the other nodes elect another, seconds
+// later) is never answered; jetstream waits for as long as a ctx with a
+// deadline allows. Asking again after Attempt reaches the new leader.
+package jsapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Attempt bounds each try of a request that is asked again when
+// unanswered: a request lost on the way (its node lost, a leader being
+// elected, a server too busy to answer) is asked again after it, instead
+// of waiting out the caller's deadline. It is jetstream's own timeout for
+// a ctx without a deadline.
+const Attempt = 5 * time.Second
+
+// Transient reports whether err is JetStream briefly unable to answer (a
+// node of its cluster lost, a leader being elected: "JetStream system
+// temporarily unavailable", no response from the stream, a request timed
+// out, jetstream's own API timeout on a ctx without a deadline, the
+// connection moving to another node) rather than an answer.
+func Transient(err error) bool {
+	var ae *jetstream.APIError
+	if errors.As(err, &ae) {
+		return ae.Code == 503
+	}
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}
+
+// Again calls f until it returns nil or an error again does not call no
+// answer, or ctx ends, waiting longer each time up to a second; each call
+// gets a ctx of its own, bounded by Attempt. log (nil: silent) hears of
+// each try again.
+func Again[T any](ctx context.Context, log *slog.Logger, again func(error) bool, f func(context.Context) (T, error)) (T, error) {
+	wait := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, Attempt)
+		v, err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !again(err) {
+			return v, err
+		}
+		if log != nil {
+			log.Debug("no answer from JetStream; trying again", "err", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// The API subjects of the requests that set streams up, before a
+// stream's name.
+const (
+	StreamInfo   = "$JS.API.STREAM.INFO."
+	StreamCreate = "$JS.API.STREAM.CREATE."
+	StreamUpdate = "$JS.API.STREAM.UPDATE."
+)
+
+// SetUp makes a request that sets a stream up (looks it up, creates or
+// updates it), sent on subject on js's connection, asking it again while
+// it goes unanswered. Asking again is safe: creating what exists, with the
+// same configuration, changes nothing, and an update sets what it sets.
+//
+// Unlike a reader's request, no responders at all, or JetStream not
+// enabled, is an answer here: a NATS server without JetStream, which an
+// operator starting a process should hear of at once. A request the user
+// has no right to make goes unanswered too; the server says so on the
+// connection, and that refusal (matching nats.ErrPermissionViolation) is
+// the error. No responders matches jetstream.ErrJetStreamNotEnabled too,
+// which says more to an operator.
+func SetUp[T any](ctx context.Context, js jetstream.JetStream, subject string, f func(context.Context) (T, error)) (T, error) {
+	nc := js.Conn()
+	v, err := Again(ctx, nil, func(err error) bool {
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) ||
+			errors.Is(err, nats.ErrNoResponders) || Refusal(nc, subject) != nil {
+			return false
+		}
+		return Transient(err)
+	}, f)
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		err = fmt.Errorf("%w: nobody answers %s (%w)", jetstream.ErrJetStreamNotEnabled, subject, err)
+	default:
+		if r := Refusal(nc, subject); r != nil {
+			err = fmt.Errorf("%w (no answer: %w)", r, err)
+		}
+	}
+	return v, err
+}
+
+// Refusal is the server's refusal, on nc, of a request on subject
+// (nats.ErrPermissionViolation naming it), or nil.
+func Refusal(nc *nats.Conn, subject string) error {
+	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), `"`+subject+`"`) {
+		return last
+	}
+	return nil
+}
+
+// Stream looks the stream cfg names up and creates it when missing (as
+// cfg says), asking each request again while it goes unanswered (SetUp).
+// created says which. Looking up first lets a user denied STREAM.CREATE
+// start on streams an operator made, and while the meta leader is lost
+// the stream's own leader still answers.
+func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (st jetstream.Stream, created bool, err error) {
+	lookUp := func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, cfg.Name) }
+	st, err = SetUp(ctx, js, StreamInfo+cfg.Name, lookUp)
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return st, false, err
+	}
+	st, err = SetUp(ctx, js, StreamCreate+cfg.Name, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, cfg) })
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another process was first
+		st, err = SetUp(ctx, js, StreamInfo+cfg.Name, lookUp)
+		return st, false, err
+	}
+	return st, err == nil, err
+}
+
+// UpdateStream updates a stream's configuration, asking again while the
+// request goes unanswered (SetUp).
+func UpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	return SetUp(ctx, js, StreamUpdate+cfg.Name, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, cfg) })
+}
+
+// KeyValue is Stream for a bucket: it looks the bucket up and creates it
+// when missing.
+func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	name := "KV_" + cfg.Bucket
+	lookUp := func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) }
+	kv, err := SetUp(ctx, js, StreamInfo+name, lookUp)
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return kv, err
+	}
+	kv, err = SetUp(ctx, js, StreamCreate+name, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, cfg) })
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = SetUp(ctx, js, StreamInfo+name, lookUp)
+	}
+	return kv, err
+}
