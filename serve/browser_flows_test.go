@@ -45,6 +45,31 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("ListKeepsFocus", func(t *testing.T) { testListKeepsFocus(t, b) })
 	t.Run("FilterSessions", func(t *testing.T) { testFilterSessions(t, b) })
 	t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, b) })
+	t.Run("APIError", func(t *testing.T) { testAPIError(t, b) })
+}
+
+// testAPIError: an API error the CLI gives up on (a 400 is not retried)
+// shows in the transcript in red, as an error, and the session takes the
+// next prompt. (A local command's output, also the CLI's own text, is not
+// red: TestBrowserSlashCommands.)
+func testAPIError(t *testing.T, b *browser) {
+	e := newUIEnv(t, b, claudetest.ErrorReply(400, "invalid_request_error", "prompt is too long"), claudetest.TextReply("Shorter, then."))
+	tb := b.newTab(t, e.origin, "apierror")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("A very long prompt")
+	tb.waitTurns(1)
+	tb.waitJS("the error in the transcript", `document.querySelector("#transcript .msg.assistant.synthetic.error .text") !== null`)
+	msg := tb.text("#transcript .msg.assistant.synthetic.error .text")
+	if !strings.HasPrefix(msg, "Prompt is too long") { // the CLI's words for the 400
+		t.Errorf("the error shown: %q", msg)
+	}
+	if found, red := tb.inRed("#transcript .msg.assistant.error .text", "Prompt is too long"); !found || !red {
+		t.Errorf("the API error: found %v, in red %v; want it in red", found, red)
+	}
+	tb.shots("error")
+	tb.prompt("Short")
+	tb.waitText("Shorter, then.")
 }
 
 // ---- page helpers ----
@@ -178,6 +203,25 @@ func (tb *tab) attr(sel, name string) string {
 	var s string
 	tb.eval(fmt.Sprintf(`document.querySelector(%s)?.dataset[%q] ?? ""`, js, name), &s)
 	return s
+}
+
+// inRed reports whether the first element matching sel whose text begins
+// with prefix is there (found) and shown in the theme's danger colour.
+func (tb *tab) inRed(sel, prefix string) (found, red bool) {
+	tb.t.Helper()
+	js, _ := json.Marshal(sel)
+	pre, _ := json.Marshal(prefix)
+	var r struct{ Found, Red bool }
+	tb.eval(fmt.Sprintf(`(() => {
+		const t = [...document.querySelectorAll(%s)].find((n) => n.textContent.trim().startsWith(%s));
+		if (!t) return { Found: false, Red: false };
+		const probe = document.body.appendChild(document.createElement("span"));
+		probe.style.color = "var(--danger)";
+		const danger = getComputedStyle(probe).color;
+		probe.remove();
+		return { Found: true, Red: getComputedStyle(t).color === danger };
+	})()`, js, pre), &r)
+	return r.Found, r.Red
 }
 
 // requestsContain reports whether any Messages request the CLI made

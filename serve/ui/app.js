@@ -465,7 +465,10 @@ function applyEvent(ev) {
   }
   switch (ev.kind) {
     case "state":
-      if (d.state === "ready") slashMenu.forget(v.id); // a new CLI: its commands may differ
+      // A new CLI, or the end of a turn (one that ran /reload-plugins
+      // changed them): its commands may differ. Asked for again when the
+      // menu next opens.
+      if (d.state === "ready" || d.state === "idle") slashMenu.forget(v.id);
       if (busyStates.has(d.state)) v.turnPending = false;
       if (!busyStates.has(d.state)) {
         v.stopClicks = 0;

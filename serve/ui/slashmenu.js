@@ -4,9 +4,9 @@
 // docs/serve-protocol.md), narrowed by what follows the slash. The arrows
 // choose; Tab completes the name; Enter runs a command that takes no
 // arguments and completes one that does; Esc closes the menu. The list is
-// asked for once per session and CLI (forget drops it when a new CLI
-// starts); a server or agent that cannot answer leaves the menu shut and
-// the prompt as it was.
+// asked for when the menu opens, once per session until forget drops it (a
+// new CLI starts, a turn ends); a server or agent that cannot answer
+// leaves the menu shut and the prompt as it was.
 
 import { el } from "./dom.js";
 
@@ -54,7 +54,7 @@ export class SlashMenu {
     return !this.ul.hidden;
   }
 
-  /** forget drops a session's list: its CLI changed (a start, a wake). */
+  /** forget drops a session's list: its CLI changed (a start, a wake) or a turn may have changed it. */
   forget(id) {
     this.lists.delete(id);
   }
