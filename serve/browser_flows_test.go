@@ -67,6 +67,10 @@ func testAPIError(t *testing.T, b *browser) {
 	if found, red := tb.inRed("#transcript .msg.assistant.error .text", "Prompt is too long"); !found || !red {
 		t.Errorf("the API error: found %v, in red %v; want it in red", found, red)
 	}
+	// The turn's end says it failed, without the same text again.
+	if end := tb.text("#transcript > .turn-end.error"); !strings.HasPrefix(end, "error · ") {
+		t.Errorf("the failed turn's end says %q; want error and its figures", end)
+	}
 	tb.shots("error")
 	tb.prompt("Short")
 	tb.waitText("Shorter, then.")

@@ -27,6 +27,7 @@ export class Transcript {
     this.shown = new Map(); // item id -> element, for items other than blocks
     this.users = new Set(); // uuids of prompts shown
     this.anchor = null; // the current turn's first element
+    this.errorBlock = null; // the current turn's API error, as shown
     this.firstPrompt = "";
     this.dirty = new Set();
     this.timer = 0;
@@ -145,7 +146,10 @@ export class Transcript {
     b.text = it.append ? b.text + (it.text || "") : it.text || "";
     b.status = it.status;
     if (it.kind === "tool_use") b.inputValue = it.input;
-    if (it.error) e.el.classList.add("error");
+    if (it.error) {
+      e.el.classList.add("error");
+      this.errorBlock = b; // the turn's end need not say its text again
+    }
     if (it.synthetic) e.el.classList.add("synthetic");
     if (it.status === "streaming") this.touch(b);
     else this.flushBlock(b);
@@ -331,7 +335,11 @@ export class Transcript {
     const t = it.turn || {};
     const sum = el("div", "turn-end" + (t.is_error ? " error" : ""));
     const parts = [];
-    if (t.is_error) parts.push(t.reason || "error");
+    // A failed turn's reason, unless it is the error the transcript shows
+    // just above (the CLI's message for an API error is the result too).
+    const shown = (this.errorBlock?.text || "").trim();
+    if (t.is_error) parts.push(t.reason && t.reason.trim() !== shown ? t.reason : "error");
+    this.errorBlock = null;
     if (t.duration_ms != null) parts.push((t.duration_ms / 1000).toFixed(1) + " s");
     if (t.input_tokens != null) parts.push(fmtTokens(t.input_tokens) + " in · " + fmtTokens(t.output_tokens || 0) + " out");
     const turnCost = typeof t.cost_usd === "number" ? t.cost_usd : null;
