@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -137,6 +138,8 @@ func TestBrowserSlashCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.key(kb.Escape)
+	contextShown := regexp.MustCompile(`context \d+% of \S+`)
+	before := contextShown.FindString(tb.text("#s-cost"))
 	var cleared bool
 	tb.eval(`(() => { const p = document.querySelector("#prompt"); p.value = ""; p.dispatchEvent(new Event("input")); return true })()`, &cleared)
 	tb.run(chromedp.SendKeys("#prompt", "/reload-plugins", chromedp.ByID))
@@ -146,11 +149,15 @@ func TestBrowserSlashCommands(t *testing.T) {
 	tb.key(kb.Enter)
 	tb.waitTurns(3)
 	tb.waitState("idle")
+	// A local command calls no model: the context shown stays.
+	if after := contextShown.FindString(tb.text("#s-cost")); before == "" || after != before {
+		t.Errorf("the header's context: %q before /reload-plugins, %q after; want it unchanged", before, after)
+	}
 	// The CLI's answer is its own text, not an error: not in red.
 	if found, red := tb.inRed("#transcript .msg.assistant .text", "Reloaded"); !found || red {
 		t.Errorf("/reload-plugins' answer: found %v, in red %v; want it found, not in red", found, red)
 	}
 	tb.run(chromedp.SendKeys("#prompt", "/wa", chromedp.ByID))
 	tb.waitJS("the new command in the menu", `!document.querySelector("#slash-menu").hidden && [...document.querySelectorAll("#slash-menu [role=option] .slash-name")].some((n) => n.textContent === "/wave")`)
-	tb.shot("reloaded")
+	tb.shots("reloaded") // the muted answer checked in both themes
 }

@@ -268,7 +268,9 @@ func (z *Itemizer) Add(line json.RawMessage) []Item {
 			// A new message on the thread ended the one before it.
 			out = z.finish(before, ItemInterrupted)
 		}
-		if d.ParentToolUseID == "" && d.Usage != nil {
+		// A synthetic message (a local command's output, an API error)
+		// made no API call: its zero usage is not the context's.
+		if d.ParentToolUseID == "" && d.Usage != nil && d.Model != "<synthetic>" {
 			u := *d.Usage
 			z.lastUsage = &u
 		}
