@@ -153,6 +153,21 @@ type follower struct {
 	done   chan struct{}
 }
 
+// echoed starts a session on c, follows it from its first event, sends
+// prompt and waits for the fake CLI's echo of it: a session with one turn
+// done.
+func echoed(t *testing.T, c *cluster.Client, prompt string) (string, *follower) {
+	t.Helper()
+	info, err := c.Start(testCtx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, prompt)
+	f.wait(t, "a turn", result("echo: "+prompt))
+	return info.ID, f
+}
+
 // follow reads the session's events after after until the test ends.
 // Its bound is generous (a flood of events under the race detector on a
 // busy machine takes minutes); wait fails on a stall well before it.
@@ -1053,13 +1068,7 @@ func TestMetaLeaderLostAtStart(t *testing.T) {
 		t.Fatalf("a client started without the meta leader: %v", err)
 	}
 	defer c.Close()
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "one")
-	f.wait(t, "a turn", result("echo: one"))
+	_, f := echoed(t, c, "one")
 	checkSeqs(t, f.list(), 1)
 }
 
@@ -1175,24 +1184,18 @@ func TestLogsCarryNoPrompts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "secret-prompt-7f3a")
-	f.wait(t, "the reply", result("echo: secret-prompt-7f3a"))
+	id, _ := echoed(t, c, "secret-prompt-7f3a")
 	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	if _, err := nc.RequestWithContext(ctx, "tether.v1.cmd."+info.ID, []byte(`{"op":"send","prompt":"secret-payload-9c1e","x":1}`)); err != nil {
+	if _, err := nc.RequestWithContext(ctx, "tether.v1.cmd."+id, []byte(`{"op":"send","prompt":"secret-payload-9c1e","x":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
 	logs := buf.String()
-	if !strings.Contains(logs, info.ID) {
+	if !strings.Contains(logs, id) {
 		t.Fatalf("the logs do not even name the session:\n%s", logs)
 	}
 	for _, secret := range []string{"secret-prompt-7f3a", "secret-payload-9c1e"} {

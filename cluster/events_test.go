@@ -272,18 +272,12 @@ func TestMarkerNeverTakesAnAgentsNumber(t *testing.T) {
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "one")
-	f.wait(t, "a turn", result("echo: one"))
+	id, f := echoed(t, c, "one")
 	waitFor(t, "the session idle", func() bool {
-		s, err := c.Session(ctx, info.ID)
+		s, err := c.Session(ctx, id)
 		return err == nil && s.State == "idle"
 	})
-	seqs, _ := raw.storedSeqs(t, info.ID)
+	seqs, _ := raw.storedSeqs(t, id)
 	last := seqs[len(seqs)-1]
 	// The marker, as a client appends it (without the registry update
 	// the agent would notice).
@@ -291,22 +285,22 @@ func TestMarkerNeverTakesAnAgentsNumber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm, err := st.GetLastMsgForSubject(ctx, "tether.v1.*."+info.ID)
+	lm, err := st.GetLastMsgForSubject(ctx, "tether.v1.*."+id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	marker := host.Event{Seq: last + 1, Time: time.Now(), Kind: host.EventState, Data: json.RawMessage(`{"state":"disconnected","since":"2026-01-01T00:00:00Z"}`)}
-	m := nats.NewMsg("tether.v1.gone." + info.ID)
+	m := nats.NewMsg("tether.v1.gone." + id)
 	m.Data = eventData(t, marker)
 	m.Header.Set("Tether-Seq", strconv.FormatUint(last+1, 10))
-	if _, err := raw.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(lm.Sequence, "tether.v1.*."+info.ID)); err != nil {
+	if _, err := raw.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(lm.Sequence, "tether.v1.*."+id)); err != nil {
 		t.Fatal(err)
 	}
 	f.wait(t, "the marker", state("disconnected"))
-	send(t, c, info.ID, "two")
+	send(t, c, id, "two")
 	f.wait(t, "the turn after the marker", result("echo: two"))
 	checkSeqs(t, f.list(), 1)
-	seqs, _ = raw.storedSeqs(t, info.ID)
+	seqs, _ = raw.storedSeqs(t, id)
 	for i, n := range seqs {
 		if n != uint64(i+1) {
 			t.Fatalf("stored numbers %v: want each once, from 1", seqs)

@@ -29,34 +29,28 @@ func TestNATSPermissions(t *testing.T) {
 	serve := nats.UserInfo("serve", "serve-secret")
 	a1 := newAgent(t, ns.URL(), "a1", 2, agent)
 	c := newClient(t, ns.URL(), serve)
-	info, err := c.Start(ctx, nil)
-	if err != nil {
+	id, f := echoed(t, c, "one")
+	if _, err := c.Snapshot(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "one")
-	f.wait(t, "a turn", result("echo: one"))
-	if _, err := c.Snapshot(ctx, info.ID); err != nil {
-		t.Fatal(err)
-	}
-	reapUntilMarked(t, c, f, info.ID)
-	send(t, c, info.ID, "two")
+	reapUntilMarked(t, c, f, id)
+	send(t, c, id, "two")
 	f.wait(t, "the turn after the marker", result("echo: two"))
 	checkSeqs(t, f.list(), 1)
 	// A failover: the mirror, the start queue and the registry work
 	// under the agents' permissions. (The second turn must be mirrored
 	// before the crash, or a2 resumes without it.)
-	waitFor(t, "the second turn mirrored", mirrored(t, ns.URL(), info.ID, "two", serve))
+	waitFor(t, "the second turn mirrored", mirrored(t, ns.URL(), id, "two", serve))
 	newAgent(t, ns.URL(), "a2", 2, agent)
 	cluster.Crash(a1)
 	waitFor(t, "a1 gone", func() bool {
 		as, err := c.Agents(ctx)
 		return err == nil && len(as) == 1 && as[0].ID == "a2"
 	})
-	if _, err := c.Resume(ctx, info.ID); err != nil {
+	if _, err := c.Resume(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	send(t, c, info.ID, "recall")
+	send(t, c, id, "recall")
 	f.wait(t, "the conversation on a2", result("remember: one|two"))
 	checkSeqs(t, f.list(), 1)
 
@@ -72,7 +66,7 @@ func TestNATSPermissions(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if _, err := js.Publish(pctx, "tether.v1.ev."+info.ID, []byte(`{}`)); err == nil {
+	if _, err := js.Publish(pctx, "tether.v1.ev."+id, []byte(`{}`)); err == nil {
 		t.Fatal("serve's user published an event")
 	}
 	select {
