@@ -18,7 +18,7 @@ import (
 // the real CLI takes as a prompt (its own and the project's), narrowed as
 // one types; Tab completes a command that takes arguments, Enter runs one
 // that takes none, Esc closes the menu and leaves the prompt as typed; a
-// command added and loaded with /reload-plugins shows after that turn.
+// command added and loaded with /reload-skills shows after that turn.
 func TestBrowserSlashCommands(t *testing.T) {
 	b := newBrowser(t)
 	e := newUIEnv(t, b, claudetest.TextReply("Hello, Ada."), claudetest.TextReply("Standup written."))
@@ -131,9 +131,9 @@ func TestBrowserSlashCommands(t *testing.T) {
 		t.Errorf("/compa lists %s; want /compact", got)
 	}
 
-	// A command added to the project shows once /reload-plugins has run:
-	// the CLI says so (commands_changed), and the menu asks again after
-	// the turn.
+	// A command added to the project shows once /reload-skills has run
+	// (every pinned CLI has it; /reload-plugins came later): the CLI says
+	// so (commands_changed), and the menu asks again after the turn.
 	if err := os.WriteFile(filepath.Join(cmds, "wave.md"), []byte("---\ndescription: Wave goodbye\n---\nWave.\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -142,20 +142,24 @@ func TestBrowserSlashCommands(t *testing.T) {
 	before := contextShown.FindString(tb.text("#s-cost"))
 	var cleared bool
 	tb.eval(`(() => { const p = document.querySelector("#prompt"); p.value = ""; p.dispatchEvent(new Event("input")); return true })()`, &cleared)
-	tb.run(chromedp.SendKeys("#prompt", "/reload-plugins", chromedp.ByID))
-	tb.waitJS("the menu for /reload-plugins", `!document.querySelector("#slash-menu").hidden`)
-	tb.key(kb.Enter) // it takes arguments (the CLI gives a hint): the name is completed
-	tb.waitJS("/reload-plugins completed", `document.querySelector("#slash-menu").hidden`)
-	tb.key(kb.Enter)
+	tb.run(chromedp.SendKeys("#prompt", "/reload-skills", chromedp.ByID))
+	tb.waitJS("the menu for /reload-skills", `!document.querySelector("#slash-menu").hidden`)
+	tb.key(kb.Enter) // runs it, or completes the name if the CLI gives an argument hint
+	tb.waitJS("/reload-skills chosen", `document.querySelector("#slash-menu").hidden`)
+	var rest string
+	tb.eval(`document.querySelector("#prompt").value`, &rest)
+	if rest != "" {
+		tb.key(kb.Enter)
+	}
 	tb.waitTurns(3)
 	tb.waitState("idle")
 	// A local command calls no model: the context shown stays.
 	if after := contextShown.FindString(tb.text("#s-cost")); before == "" || after != before {
-		t.Errorf("the header's context: %q before /reload-plugins, %q after; want it unchanged", before, after)
+		t.Errorf("the header's context: %q before /reload-skills, %q after; want it unchanged", before, after)
 	}
 	// The CLI's answer is its own text, not an error: not in red.
 	if found, red := tb.inRed("#transcript .msg.assistant .text", "Reloaded"); !found || red {
-		t.Errorf("/reload-plugins' answer: found %v, in red %v; want it found, not in red", found, red)
+		t.Errorf("/reload-skills' answer: found %v, in red %v; want it found, not in red", found, red)
 	}
 	tb.run(chromedp.SendKeys("#prompt", "/wa", chromedp.ByID))
 	tb.waitJS("the new command in the menu", `!document.querySelector("#slash-menu").hidden && [...document.querySelectorAll("#slash-menu [role=option] .slash-name")].some((n) => n.textContent === "/wave")`)

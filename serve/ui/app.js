@@ -465,7 +465,7 @@ function applyEvent(ev) {
   }
   switch (ev.kind) {
     case "state":
-      // A new CLI, or the end of a turn (one that ran /reload-plugins
+      // A new CLI, or the end of a turn (one that ran /reload-skills
       // changed them): its commands may differ. Asked for again when the
       // menu next opens.
       if (d.state === "ready" || d.state === "idle") slashMenu.forget(v.id);
