@@ -1007,11 +1007,9 @@ func TestThreeNodeCluster(t *testing.T) {
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "one")
 	f.wait(t, "a turn", result("echo: one"))
-	streams := []string{cluster.StreamStart, cluster.StreamEvents, cluster.StreamTranscripts,
-		"KV_" + cluster.BucketSessions, "KV_" + cluster.BucketAgents}
-	waitFor(t, "the streams current on all three nodes", func() bool { return streamsLed(nodes, streams...) })
+	waitFor(t, "the streams current on all three nodes", func() bool { return streamsLed(nodes, streams3...) })
 	nodes[0].stop()
-	waitFor(t, "the streams led by the two nodes left", func() bool { return streamsLed(nodes[1:], streams...) })
+	waitFor(t, "the streams led by the two nodes left", func() bool { return streamsLed(nodes[1:], streams3...) })
 	send(t, c, info.ID, "two")
 	f.wait(t, "a turn with a node down", result("echo: two"))
 	checkSeqs(t, f.list(), 1)
@@ -1032,9 +1030,7 @@ func TestMetaLeaderLostAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Close()
-	streams := []string{cluster.StreamStart, cluster.StreamEvents, cluster.StreamTranscripts,
-		"KV_" + cluster.BucketSessions, "KV_" + cluster.BucketAgents}
-	waitFor(t, "the streams current on all three nodes", func() bool { return streamsLed(nodes, streams...) })
+	waitFor(t, "the streams current on all three nodes", func() bool { return streamsLed(nodes, streams3...) })
 	var leader *natsServer
 	waitFor(t, "one meta leader", func() bool {
 		leader = nil

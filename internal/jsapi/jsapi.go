@@ -129,17 +129,10 @@ func Refusal(nc *nats.Conn, subject string) error {
 // start on streams an operator made, and while the meta leader is lost
 // the stream's own leader still answers.
 func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (st jetstream.Stream, created bool, err error) {
-	lookUp := func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, cfg.Name) }
-	st, err = SetUp(ctx, js, StreamInfo+cfg.Name, lookUp)
-	if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return st, false, err
-	}
-	st, err = SetUp(ctx, js, StreamCreate+cfg.Name, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, cfg) })
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another process was first
-		st, err = SetUp(ctx, js, StreamInfo+cfg.Name, lookUp)
-		return st, false, err
-	}
-	return st, err == nil, err
+	return lookUpOrCreate(ctx, js, cfg.Name,
+		func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, cfg.Name) },
+		func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, cfg) },
+		jetstream.ErrStreamNotFound, jetstream.ErrStreamNameAlreadyInUse)
 }
 
 // UpdateStream updates a stream's configuration, asking again while the
@@ -151,15 +144,25 @@ func UpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 // KeyValue is Stream for a bucket: it looks the bucket up and creates it
 // when missing.
 func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	name := "KV_" + cfg.Bucket
-	lookUp := func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) }
-	kv, err := SetUp(ctx, js, StreamInfo+name, lookUp)
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return kv, err
-	}
-	kv, err = SetUp(ctx, js, StreamCreate+name, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, cfg) })
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = SetUp(ctx, js, StreamInfo+name, lookUp)
-	}
+	kv, _, err := lookUpOrCreate(ctx, js, "KV_"+cfg.Bucket,
+		func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) },
+		func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, cfg) },
+		jetstream.ErrBucketNotFound, jetstream.ErrBucketExists)
 	return kv, err
+}
+
+// lookUpOrCreate is Stream and KeyValue: lookUp the stream named stream;
+// when that fails with missing, create it; when another process created
+// it first (taken), lookUp again.
+func lookUpOrCreate[T any](ctx context.Context, js jetstream.JetStream, stream string, lookUp, create func(context.Context) (T, error), missing, taken error) (v T, created bool, err error) {
+	v, err = SetUp(ctx, js, StreamInfo+stream, lookUp)
+	if !errors.Is(err, missing) {
+		return v, false, err
+	}
+	v, err = SetUp(ctx, js, StreamCreate+stream, create)
+	if errors.Is(err, taken) {
+		v, err = SetUp(ctx, js, StreamInfo+stream, lookUp)
+		return v, false, err
+	}
+	return v, err == nil, err
 }
