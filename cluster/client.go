@@ -577,7 +577,11 @@ func (c *Client) Ready(ctx context.Context) error {
 // (host.ErrAlreadyAnswered for an approval answered before, from
 // wherever); the cluster's own are *CommandError (ErrDisconnected for a
 // session whose agent is gone, ErrNoSession). CommandResume is not a
-// command of the agent's: use Resume.
+// command of the agent's: use Resume. A session asleep is woken by any
+// command but those that only read (changes, slash_commands), which are
+// answered as the session stood when it fell asleep; no agent checks
+// them, so a front end with a team checks them first, as it does before
+// it reads history.
 func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*host.CommandResult, error) {
 	if !validID(id) {
 		return nil, &CommandError{Code: codeNoSession, Message: "bad session id"}
@@ -620,6 +624,11 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 	msg.Data = data
 	msg.Header.Set(hdrRequest, newRequestID()) // its copies' name (requests.go)
 	r, err := c.request(ctx, id, msg, cmd.Type)
+	if errors.Is(err, errAsleep) && cmd.Type.ReadOnly() {
+		if res, ok := c.asleepAnswer(ctx, id, cmd.Type); ok {
+			return res, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -683,7 +692,9 @@ var takeoverWait = 15 * time.Second
 // never drops a prompt the server took. A command that only reads
 // (host.CommandType.ReadOnly: changes, slash_commands) does not wake it
 // (as in host; a UI asks for them whenever it shows a session): it fails
-// with ErrDisconnected, saying the session is asleep.
+// with ErrDisconnected, saying the session is asleep, and command answers
+// it from the record its agent wrote when it put it to sleep, if any
+// (sleep.go: asleepAnswer).
 func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host.CommandType) (*nats.Msg, error) {
 	wait := 50 * time.Millisecond
 	deadline := time.Now().Add(takeoverWait)

@@ -130,14 +130,37 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 		t.Errorf("the snapshot of a session asleep: %+v, %v", snap, err)
 	}
 	// Reading its changes or its slash commands (what a UI asks whenever
-	// it shows a session, or a prompt begins with "/") does not wake it.
-	for _, typ := range []host.CommandType{host.CommandChanges, host.CommandSlashCommands} {
-		if _, err := c.Command(ctx, info.ID, &host.Command{Type: typ}); !errors.Is(err, cluster.ErrDisconnected) {
-			t.Errorf("%s of a session asleep: %v", typ, err)
-		}
+	// it shows a session, or a prompt begins with "/") does not wake it:
+	// they are answered from what its agent recorded as it put it to
+	// sleep (no file changed; the fake CLI's one command).
+	readAsleep := func() (changes, slash *host.CommandResult, errs [2]error) {
+		changes, errs[0] = c.Command(ctx, info.ID, &host.Command{Type: host.CommandChanges})
+		slash, errs[1] = c.Command(ctx, info.ID, &host.Command{Type: host.CommandSlashCommands})
+		return
+	}
+	changes, slash, errs := readAsleep()
+	if errs[0] != nil || errs[1] != nil || len(changes.Changes) != 0 || len(slash.SlashCommands) != 1 || slash.SlashCommands[0].Name != "cost" {
+		t.Errorf("changes and slash commands of a session asleep: %+v, %+v, %v", changes, slash, errs)
 	}
 	if s, err := c.Session(ctx, info.ID); err != nil || s.State != "asleep" || s.Agent != "" {
 		t.Errorf("after its changes and commands were asked for: %+v, %v", s, err)
+	}
+	// A record of another sleep (its event number not the registry's),
+	// or one that does not decode, answers nothing: the session is
+	// asleep, as with an agent of an earlier release that wrote none.
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, rec := range []string{`{"seq":1,"changes_read":true,"slash_commands":[{"name":"old"}]}`, `{"seq":"x"}`, `[`} {
+		if _, err := js.Publish(ctx, "tether.v1.tx."+info.ID+"~asleep", []byte(rec)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, errs := readAsleep(); !errors.Is(errs[0], cluster.ErrDisconnected) || !errors.Is(errs[1], cluster.ErrDisconnected) {
+			t.Errorf("with the record %s: %v", rec, errs)
+		}
 	}
 
 	// a1 is full with a session in a turn that never ends (it does not
@@ -414,6 +437,13 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "edit-file "+notes+" first")
 	first := f.wait(t, "the first edit", result("written"))
+	waitAsleep(t, c, info.ID)
+	// Asleep, its changes are what they were when it fell asleep (serve's
+	// user reads the record a1 wrote), and reading them wakes nothing.
+	if res, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandChanges}); err != nil ||
+		len(res.Changes) != 1 || res.Changes[0].Rel != "notes.md" || !strings.Contains(res.Changes[0].Diff, "-before\n+first\n") || res.Changes[0].New != "first\n" {
+		t.Fatalf("the changes of the session asleep: %+v, %v", res, err)
+	}
 	waitAsleep(t, c, info.ID)
 	a1.Close()
 	a2 := newAgentWith(t, ns.URL(), "a2", 1, nil, agent)
