@@ -3,7 +3,11 @@ package serve_test
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tetherhq/tether/claude/claudetest"
 )
@@ -40,10 +44,33 @@ func testSleepWake(t *testing.T, b *browser) {
 		t.Fatal(err)
 	}
 	tb.waitState("asleep")
+	if e.agentM != nil {
+		// The agent hands it off once host has put it to sleep: from then
+		// on no agent holds it.
+		waitFor(t, "the session handed off asleep", func() bool { return len(e.agentM.Sessions()) == 0 })
+	}
 	tb.waitJS("the list's asleep badge", `document.querySelector("#sessions li .badge[data-state='asleep']")`)
 	tb.waitJS("the transcript kept", `document.querySelector("#transcript").innerText.includes("noted: the colour is teal")`)
 	if hs.Claude() != nil {
 		t.Error("an asleep session still has its CLI")
+	}
+	// Asleep, it still shows what it changed and offers its slash
+	// commands (over the cluster, from what its agent recorded as it put
+	// it to sleep), and neither wakes it.
+	tb.run(chromedp.Click("#changes-btn", chromedp.ByID))
+	tb.waitJS("the changes panel, read", `document.querySelector("#changes-dlg").open && !document.querySelector("#changes-dlg").hasAttribute("aria-busy")`)
+	if got, note := tb.text("#changes-dlg .err"), tb.text("#changes-dlg .changes-note"); got != "" || !strings.HasPrefix(note, "No files changed") {
+		t.Errorf("the changes panel of a session asleep: %q, %q", got, note)
+	}
+	tb.key(kb.Escape)
+	tb.waitJS("the panel closed", `!document.querySelector("#changes-dlg").open`)
+	tb.run(chromedp.Click("#prompt", chromedp.ByID), chromedp.SendKeys("#prompt", "/", chromedp.ByID))
+	tb.waitJS("the slash menu", `!document.querySelector("#slash-menu").hidden && document.querySelectorAll("#slash-menu [role=option]").length > 2`)
+	tb.shots("asleep-slash")
+	tb.key(kb.Escape)
+	tb.eval(`document.querySelector("#prompt").value = ""`, nil)
+	if got := tb.attr("#s-state", "state"); got != "asleep" {
+		t.Errorf("after its changes and commands were read: %q", got)
 	}
 	tb.shots("asleep")
 	tb.prompt("which colour?")

@@ -369,7 +369,9 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 		closeBackend = func() {}
 	)
 	if b.cluster {
-		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}})
+		// SleepAfter: agents hand off what host puts to sleep (no
+		// session idles that long here).
+		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}, SleepAfter: time.Hour})
 		backend = c.Backend(nil)
 		agentM = c.Agents[0].Manager()
 	} else {

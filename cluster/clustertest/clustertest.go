@@ -35,6 +35,10 @@ type Options struct {
 	// Limits of the streams and buckets (nil = defaults, with a 250 ms
 	// heartbeat so that dead agents show quickly).
 	Limits *cluster.Limits
+	// SleepAfter is every agent's AgentOptions.SleepAfter (0 = sessions
+	// never sleep). With it an agent also hands off a session that host
+	// put to sleep another way (host.Session.Sleep), as a test may.
+	SleepAfter time.Duration
 }
 
 // Cluster is a running test cluster.
@@ -91,7 +95,7 @@ func New(t testing.TB, opts *Options) *Cluster {
 	defer cancel()
 	for i := range o.Agents {
 		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: c.URL, ID: fmt.Sprint("agent", i+1),
-			Capacity: o.Capacity, Limits: o.Limits, Session: &tmpl})
+			Capacity: o.Capacity, Limits: o.Limits, Session: &tmpl, SleepAfter: o.SleepAfter})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -120,6 +120,9 @@ export class ChangesPanel {
       return;
     }
     this.pending = true;
+    // Busy while a read is under way, for assistive technology (and for
+    // tests, which wait for the answer rather than for time).
+    if (active === this) ui.dlg.setAttribute("aria-busy", "true");
     try {
       const r = await this.o.fetch();
       this.changes = r.changes || [];
@@ -133,7 +136,7 @@ export class ChangesPanel {
     if (this.again) {
       this.again = false;
       this.load();
-    }
+    } else if (active === this) ui.dlg.removeAttribute("aria-busy");
     if (active === this && this.o.shown()) this.render();
   }
 
