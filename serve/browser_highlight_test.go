@@ -70,8 +70,36 @@ func TestBrowserHighlight(t *testing.T) {
 	tb.shot("copied")
 	var copied string
 	tb.eval(`navigator.clipboard.readText()`, &copied)
-	if want := "func main() {\n\tfor i := 0; i < 3; i++ {\n\t\tprintln(\"hi\", i) // greet\n\t}\n}"; copied != want {
+	want := "func main() {\n\tfor i := 0; i < 3; i++ {\n\t\tprintln(\"hi\", i) // greet\n\t}\n}"
+	if copied != want {
 		t.Errorf("copied %q; want %q", copied, want)
+	}
+	// A page with no secure context (a server reached by plain http on a
+	// LAN) has no Clipboard API for it: the button copies the older way,
+	// from a hidden field.
+	var plain bool
+	tb.eval(`(async () => {
+		await navigator.clipboard.writeText("something else");
+		Object.defineProperty(window, "isSecureContext", { value: false });
+		window.__execs = [];
+		const exec = document.execCommand.bind(document);
+		document.execCommand = (...a) => (window.__execs.push(a[0]), exec(...a));
+		return !window.isSecureContext;
+	})()`, &plain)
+	if !plain {
+		t.Fatal("the page still says it is a secure context")
+	}
+	tb.waitJS("the button says Copy again", `document.querySelector(".msg.assistant .code-block button.copy").textContent === "Copy code"`)
+	tb.run(chromedp.Click(`.msg.assistant .code-block button.copy`, chromedp.ByQuery))
+	tb.waitJS("Copied without the Clipboard API", `document.querySelector(".msg.assistant .code-block button.copy").textContent === "Copied code"`)
+	var execs []string
+	tb.eval(`window.__execs`, &execs)
+	tb.eval(`navigator.clipboard.readText()`, &copied)
+	if copied != want || len(execs) != 1 || execs[0] != "copy" {
+		t.Errorf("copied %q the older way (%q); want %q", copied, execs, want)
+	}
+	if n := tb.count("body > textarea"); n != 0 {
+		t.Errorf("%d hidden fields left behind", n)
 	}
 	tb.key(kb.Enter)
 	tb.waitText("Edited.")
