@@ -329,9 +329,29 @@ func testApprovalAllowed(t *testing.T, b *browser) {
 		t.Errorf("the card does not show the command and the suggested rule:\n%s", s)
 	}
 	tb.shots("approval")
+	// On a phone the header keeps only its title and state while the card
+	// waits, so that the transcript above it keeps room.
+	type room struct {
+		Transcript, Viewport float64
+		Controls             bool
+	}
+	onPhone := func() (r room) {
+		t.Helper()
+		tb.view(true, false)
+		defer tb.view(false, false)
+		tb.evalJSON(`return { transcript: document.querySelector("#transcript").getBoundingClientRect().height, viewport: innerHeight,
+			controls: getComputedStyle(document.querySelector(".session-head .controls")).display !== "none" }`, &r)
+		return r
+	}
+	if r := onPhone(); r.Controls || r.Transcript < r.Viewport/5 {
+		t.Errorf("on a phone with the card waiting: %+v; want the controls hidden and a fifth of the height for the transcript", r)
+	}
 	tb.key(kb.Enter) // keyboard-first: Enter allows
 	tb.waitText("wrote it")
 	tb.waitTurns(1)
+	if r := onPhone(); !r.Controls {
+		t.Errorf("on a phone after the answer: %+v; want the controls back", r)
+	}
 	if got := tb.attr(`details.tool[data-tool="Bash"]`, "status"); got != "done" {
 		t.Errorf("Bash card status %q; want done", got)
 	}
