@@ -268,7 +268,13 @@ func (s *agentSession) lastRecord() {
 		<-s.mirrorDone
 		s.mu.Lock()
 		s.rec.Ended, s.rec.Closed = true, closed
+		seq := s.rec.Seq
 		s.mu.Unlock()
+		if !closed {
+			// Still listed: what it answers ended (answers.go), before the
+			// entry says it ended.
+			s.recordAnswers(context.Background(), seq)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

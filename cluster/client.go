@@ -579,9 +579,9 @@ func (c *Client) Ready(ctx context.Context) error {
 // session whose agent is gone, ErrNoSession). CommandResume is not a
 // command of the agent's: use Resume. A session asleep is woken by any
 // command but those that only read (changes, slash_commands), which are
-// answered as the session stood when it fell asleep; no agent checks
-// them, so a front end with a team checks them first, as it does before
-// it reads history.
+// answered as the session stood when it fell asleep, as they are for a
+// session whose CLI ended; no agent checks them, so a front end with a
+// team checks them first, as it does before it reads history.
 func (c *Client) Command(ctx context.Context, id string, cmd *host.Command) (*host.CommandResult, error) {
 	if !validID(id) {
 		return nil, &CommandError{Code: codeNoSession, Message: "bad session id"}
@@ -624,8 +624,9 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 	msg.Data = data
 	msg.Header.Set(hdrRequest, newRequestID()) // its copies' name (requests.go)
 	r, err := c.request(ctx, id, msg, cmd.Type)
-	if errors.Is(err, errAsleep) && cmd.Type.ReadOnly() {
-		if res, ok := c.asleepAnswer(ctx, id, cmd.Type); ok {
+	if (errors.Is(err, errAsleep) || errors.Is(err, ErrNoSession)) && cmd.Type.ReadOnly() {
+		// Asleep, or ended (and still listed): answered as it stood then.
+		if res, ok := c.recordedAnswer(ctx, id, cmd.Type); ok {
 			return res, nil
 		}
 	}
@@ -694,7 +695,7 @@ var takeoverWait = 15 * time.Second
 // (as in host; a UI asks for them whenever it shows a session): it fails
 // with ErrDisconnected, saying the session is asleep, and command answers
 // it from the record its agent wrote when it put it to sleep, if any
-// (sleep.go: asleepAnswer).
+// (answers.go), as it does for a session that ended.
 func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host.CommandType) (*nats.Msg, error) {
 	wait := 50 * time.Millisecond
 	deadline := time.Now().Add(takeoverWait)

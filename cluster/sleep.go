@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
-	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // Sessions that sleep, across the cluster (AgentOptions.SleepAfter).
@@ -165,12 +162,12 @@ func (s *agentSession) sleepOut(drain bool) bool {
 		s.log.Debug("not put to sleep yet: its transcript is not all mirrored")
 		return false
 	}
-	// What it answers asleep, while this agent still holds it; a record
-	// not written leaves those commands failing, as before.
+	// What it answers asleep (answers.go), while this agent still holds
+	// it; a record not written leaves those commands failing, as before.
 	s.mu.Lock()
 	seq := s.rec.Seq
 	s.mu.Unlock()
-	s.recordAsleep(ctx, seq)
+	s.recordAnswers(ctx, seq)
 	// Off the session's subject before the registry lets anyone wake it,
 	// so that no command ever reaches this agent and a woken one both.
 	// Drained, not dropped: a command the server routed here before it
@@ -402,146 +399,4 @@ func (c *Client) wake(ctx context.Context, id string) error {
 		return fmt.Errorf("waking session %s: %w", id, err)
 	}
 	return nil
-}
-
-// What a session asleep still answers (the commands that only read:
-// host.CommandType.ReadOnly). On one machine host answers them for a
-// session asleep: its changes from the files, its slash commands from its
-// last CLI. In a cluster no agent holds the session while it sleeps, and
-// waking it to read would defeat the sleep (a UI asks for both whenever it
-// shows a session). So the agent that puts it to sleep writes both
-// answers, as they are then, on subjectTranscript + id + suffixAsleep
-// (beside the change record, on the agents' rights for the mirror), and a
-// client answers from that record while the registry lists the session
-// asleep at the same event number: a record of an earlier sleep, or none
-// (an agent of an earlier release), leaves the command failing as before
-// (ErrDisconnected, the session asleep). The session runs nothing while it
-// sleeps, so what it changed is what it had changed then; the files are
-// read again once it wakes. Readers ignore members they do not know.
-const suffixAsleep = "~asleep"
-
-// asleepRecord is the record of a session put to sleep.
-type asleepRecord struct {
-	// Seq is the session's last event number when it fell asleep (its
-	// registry entry's Seq then).
-	Seq uint64 `json:"seq"`
-	// At is when it was written (for people reading the stream).
-	At time.Time `json:"at"`
-	// ChangesRead: Changes is the session's answer to "changes" (none
-	// when it changed nothing); false when they could not be read.
-	ChangesRead   bool                  `json:"changes_read,omitempty"`
-	Changes       []host.FileChange     `json:"changes,omitempty"`
-	SlashCommands []claude.SlashCommand `json:"slash_commands,omitempty"`
-}
-
-func (r *asleepRecord) validate() error {
-	if r.Seq == 0 {
-		return errors.New("no event number")
-	}
-	return nil
-}
-
-// recordAsleep writes the asleep record of the session (host's, asleep),
-// its last event numbered seq; it reports whether it did. Changes that do
-// not fit in a message lose their texts and diffs, largest first, and are
-// listed too large to show (fitChanges).
-func (s *agentSession) recordAsleep(ctx context.Context, seq uint64) bool {
-	rec := asleepRecord{Seq: seq, At: time.Now().UTC(), SlashCommands: s.hs.SlashCommands()}
-	cctx, cancel := context.WithTimeout(ctx, jsapi.Attempt)
-	changes, err := s.hs.Changes(cctx)
-	cancel()
-	if err == nil {
-		rec.ChangesRead, rec.Changes = true, changes
-	} else {
-		s.log.Debug("asleep record without changes", "err", err)
-	}
-	data, err := fitChanges(&rec, int(s.a.b.nc.MaxPayload())-4<<10) // room for the headers
-	if err != nil {
-		s.log.Debug("asleep record not written", "err", err)
-		return false
-	}
-	m := stamp(nats.NewMsg(subjectTranscript + s.id + suffixAsleep))
-	m.Data = data
-	m.Header.Set(hdrMsgID, s.id+suffixAsleep+"."+strconv.FormatUint(seq, 10))
-	pctx, cancel := context.WithTimeout(ctx, 2*jsapi.Attempt)
-	defer cancel()
-	if err := s.a.b.publishRetry(pctx, m); err != nil {
-		s.log.Debug("asleep record not written", "err", err)
-		return false
-	}
-	return true
-}
-
-// fitChanges encodes r in at most limit bytes: the changed files' texts
-// and diffs are left out, largest first, each file then listed too large
-// to show, until it fits; slash commands go last.
-func fitChanges(r *asleepRecord, limit int) ([]byte, error) {
-	data, err := json.Marshal(r)
-	if err != nil || len(data) <= limit {
-		return data, err
-	}
-	cs := slices.Clone(r.Changes)
-	r.Changes = cs
-	order := make([]int, len(cs))
-	for i := range order {
-		order[i] = i
-	}
-	size := func(c *host.FileChange) int { return len(c.Diff) + len(c.Old) + len(c.New) }
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(size(&cs[b]), size(&cs[a])) })
-	over := len(data) - limit
-	for _, i := range order {
-		if over <= 0 {
-			break
-		}
-		c := &cs[i]
-		if size(c) == 0 {
-			break
-		}
-		over -= size(c) // the escapes JSON adds only help
-		c.Diff, c.Old, c.New, c.TooLarge = "", "", "", true
-	}
-	if data, err = json.Marshal(r); err != nil || len(data) <= limit {
-		return data, err
-	}
-	r.SlashCommands = nil
-	if data, err = json.Marshal(r); err != nil || len(data) <= limit {
-		return data, err
-	}
-	return nil, fmt.Errorf("asleep record of %d bytes, over the limit of %d", len(data), limit)
-}
-
-// asleepAnswer answers a command that only reads (typ) for session id,
-// asleep, from its asleep record; ok is false when there is none for this
-// sleep, or it lacks the answer.
-func (c *Client) asleepAnswer(ctx context.Context, id string, typ host.CommandType) (_ *host.CommandResult, ok bool) {
-	r, _, err := c.record(ctx, id)
-	if err != nil || !isAsleep(&r) {
-		return nil, false
-	}
-	subject := subjectTranscript + id + suffixAsleep
-	m, err := c.b.tx.GetLastMsgForSubject(ctx, subject)
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			c.log.Debug("asleep record not read", "session", id, "err", err)
-		}
-		return nil, false
-	}
-	var rec asleepRecord
-	if err := decodeFrom(subject, m.Header, m.Data, int(c.b.nc.MaxPayload()), &rec); err != nil {
-		c.log.Warn("asleep record skipped", "session", id, "err", err)
-		return nil, false
-	}
-	if rec.Seq != r.Seq {
-		return nil, false // an earlier sleep's
-	}
-	switch typ {
-	case host.CommandChanges:
-		if !rec.ChangesRead {
-			return nil, false
-		}
-		return &host.CommandResult{Changes: rec.Changes}, true
-	case host.CommandSlashCommands:
-		return &host.CommandResult{SlashCommands: rec.SlashCommands}, true
-	}
-	return nil, false
 }

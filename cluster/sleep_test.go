@@ -155,7 +155,7 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	for _, rec := range []string{`{"seq":1,"changes_read":true,"slash_commands":[{"name":"old"}]}`, `{"seq":"x"}`, `[`} {
-		if _, err := js.Publish(ctx, "tether.v1.tx."+info.ID+"~asleep", []byte(rec)); err != nil {
+		if _, err := js.Publish(ctx, "tether.v1.tx."+info.ID+"~answers", []byte(rec)); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, errs := readAsleep(); !errors.Is(errs[0], cluster.ErrDisconnected) || !errors.Is(errs[1], cluster.ErrDisconnected) {
@@ -408,7 +408,8 @@ func TestCommandWhileGoingToSleep(t *testing.T) {
 // TestChangesCarriedOverTheCluster: what a session changed in files
 // stays its changes when it wakes on another agent, when another agent
 // takes it over after its agent died and when it is resumed in its place
-// after its CLI ended: the agent that takes it up
+// after its CLI ended (asleep and ended, it lists them without an agent:
+// answers.go): the agent that takes it up
 // reads the change record the first mirrored (host.Options.ChangesFrom),
 // so the edits made before are listed, against the session's first
 // start, beside its own. Under testdata/permissions.conf's users: the
@@ -495,6 +496,9 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 		s, err := c.Session(ctx, info.ID)
 		return err == nil && s.Ended
 	})
+	// Ended, it still lists what it changed (from what a3 recorded as its
+	// CLI ended), as a lone serve does for a session still listed.
+	changesAre(info.ID, "notes.md modified, todo.md modified")
 	next, err := c.Resume(ctx, info.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -10,22 +10,22 @@ import (
 	"github.com/tetherhq/tether/host"
 )
 
-// TestFitChanges: an asleep record over the limit loses the texts and
+// TestFitAnswers: an answers record over the limit loses the texts and
 // diffs of its largest files first, each then listed too large to show,
 // and keeps the rest whole; one that cannot fit even so is refused.
-func TestFitChanges(t *testing.T) {
+func TestFitAnswers(t *testing.T) {
 	big, small := strings.Repeat("x", 3000), "a\n"
-	r := &asleepRecord{Seq: 7, ChangesRead: true, SlashCommands: []claude.SlashCommand{{Name: "cost"}},
+	r := &answersRecord{Seq: 7, ChangesRead: true, SlashCommands: []claude.SlashCommand{{Name: "cost"}},
 		Changes: []host.FileChange{
 			{Path: "/w/big", Kind: host.FileModified, Old: big, New: big + "y", Diff: "-" + big + "\n+" + big + "y\n"},
 			{Path: "/w/small", Kind: host.FileModified, Old: small, New: "b\n", Diff: "-a\n+b\n"},
 		}}
 	orig := r.Changes
-	data, err := fitChanges(r, 2000)
+	data, err := fitAnswers(r, 2000)
 	if err != nil || len(data) > 2000 {
 		t.Fatalf("%d bytes, %v", len(data), err)
 	}
-	var got asleepRecord
+	var got answersRecord
 	if err := decode("x", data, 2000, &got); err != nil {
 		t.Fatal(err)
 	}
@@ -41,21 +41,21 @@ func TestFitChanges(t *testing.T) {
 	if orig[0].Old != big {
 		t.Error("the session's own answer was changed")
 	}
-	if _, err := fitChanges(r, 20); err == nil {
+	if _, err := fitAnswers(r, 20); err == nil {
 		t.Error("a record that cannot fit was encoded")
 	}
 }
 
-// FuzzAsleepRecord: any bytes on the asleep record's subject decode to
+// FuzzAnswersRecord: any bytes on the answers record's subject decode to
 // a valid record or a typed error, never a panic.
-func FuzzAsleepRecord(f *testing.F) {
+func FuzzAnswersRecord(f *testing.F) {
 	for _, s := range []string{`{"seq":3,"changes_read":true,"changes":[{"path":"/a","kind":"modified","added":1}]}`,
 		`{"seq":1,"slash_commands":[{"name":"cost","description":"d"}]}`, `{"seq":0}`, `{"seq":"x"}`, `[`, `null`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var r asleepRecord
-		err := decode("tether.v1.tx.x~asleep", data, 1<<20, &r)
+		var r answersRecord
+		err := decode("tether.v1.tx.x~answers", data, 1<<20, &r)
 		if err != nil {
 			var me *MessageError
 			if !errors.As(err, &me) || !(errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge)) {
