@@ -750,7 +750,10 @@ func (c *Client) noOwner(ctx context.Context, id string) error {
 		return err
 	}
 	if r.Ended {
-		return &CommandError{Code: codeNoSession, Message: id + " has ended"}
+		// Its changes still show (answers.go) but cannot be reverted
+		// here: no agent holds its files. The session that takes its
+		// place carries them on.
+		return &CommandError{Code: codeNoSession, Message: "session " + id + " has ended; resume it to go on, its changes with it"}
 	}
 	if isAsleep(&r) {
 		return fmt.Errorf("%w: %w", &CommandError{Code: codeDisconnected, Message: "session " + id + " is asleep; a command wakes it"}, errAsleep)

@@ -499,6 +499,11 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 	// Ended, it still lists what it changed (from what a3 recorded as its
 	// CLI ended), as a lone serve does for a session still listed.
 	changesAre(info.ID, "notes.md modified, todo.md modified")
+	// Reverting them needs the files, which no agent holds: refused,
+	// saying how to go on.
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandRevertChanges}); !errors.Is(err, cluster.ErrNoSession) || !strings.Contains(err.Error(), "resume it to go on") {
+		t.Errorf("revert_changes of the ended session: %v", err)
+	}
 	next, err := c.Resume(ctx, info.ID)
 	if err != nil {
 		t.Fatal(err)
