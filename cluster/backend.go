@@ -207,7 +207,9 @@ func serveErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrNoSession):
-		return err // host.ErrNoSession, which serve's is too
+		// host.ErrNoSession, which serve's is too; its message for people
+		// (as for the codes below), without the package's prefix.
+		return &host.CommandError{Code: host.CodeNoSession, Message: commandMessage(err), Err: err}
 	case errors.Is(err, ErrDisconnected):
 		// Not ended: it goes on once an agent takes it (a drain's
 		// handover, or a resume).

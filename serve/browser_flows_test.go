@@ -717,30 +717,50 @@ func testResumeFromDisk(t *testing.T, b *browser) {
 // and a Resume button; pressing it continues the conversation in a new
 // CLI, the earlier turn shown.
 func testResumeDisconnected(t *testing.T, b *browser) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_w", "Write", map[string]any{"file_path": filepath.Join(dir, "colour.md"), "content": "teal\n"}),
 		claudetest.TextReply("noted: the colour is teal"),
 		claudetest.TextReply("it was teal"),
 	)
 	tb := b.newTab(t, e.origin, "revive")
 	tb.open(e)
-	tb.newSession(e.cwd)
+	tb.newSession(dir)
 	if !tb.hidden("#revive-btn") {
 		t.Error("a running session shows Resume")
 	}
 	tb.prompt("remember teal")
+	tb.waitJS("the Write's approval", `document.querySelector(".approval:not(.answered)")`)
+	tb.key(kb.Enter)
 	tb.waitTurns(1)
+	// changesShown opens the Changes panel, waits for its answer and
+	// returns its error and files, then closes it.
+	changesShown := func() (errText, files string) {
+		t.Helper()
+		tb.run(chromedp.Click("#changes-btn", chromedp.ByID))
+		tb.waitJS("the changes panel, read", `document.querySelector("#changes-dlg").open && !document.querySelector("#changes-dlg").hasAttribute("aria-busy")`)
+		errText, files = tb.text("#changes-dlg .err"), tb.text("#changes-dlg .changes-list")
+		tb.key(kb.Escape)
+		tb.waitJS("the panel closed", `!document.querySelector("#changes-dlg").open`)
+		return errText, files
+	}
 	// Over the cluster the CLI runs on the agent; its death ends the
 	// session there (ended on its own), and the resume is a new session
 	// restored from the mirror, whose page shows the earlier
 	// conversation from it.
 	m := cmp.Or(e.m, e.agentM)
 	hs := m.Sessions()[0]
-	waitSessionFile(t, testCtx(t), e.cli, e.cwd, hs.SessionID(), "noted: the colour is teal")
+	waitSessionFile(t, testCtx(t), e.cli, dir, hs.SessionID(), "noted: the colour is teal")
 	if err := syscall.Kill(hs.Claude().PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	tb.waitState("closed", "disconnected")
 	tb.waitJS("the Resume button", `!document.querySelector("#revive-btn").hidden && !document.querySelector("#revive-btn").disabled`)
+	// Ended, it still shows what it changed (over the cluster, from what
+	// the agent recorded as its CLI ended).
+	if errText, files := changesShown(); errText != "" || !strings.Contains(files, "colour.md") {
+		t.Errorf("the changes of the ended session: %q, %q", errText, files)
+	}
 	tb.shots("disconnected")
 	var before string
 	tb.eval(`window.tether.current`, &before)
@@ -750,6 +770,10 @@ func testResumeDisconnected(t *testing.T, b *browser) {
 	tb.waitJS("the earlier prompt", `[...document.querySelectorAll("#transcript .msg.user")].some((e) => e.innerText.includes("remember teal"))`)
 	if !tb.hidden("#revive-btn") {
 		t.Error("the resumed session still shows Resume")
+	}
+	// The session in its place goes on with its changes.
+	if errText, files := changesShown(); errText != "" || !strings.Contains(files, "colour.md") {
+		t.Errorf("the changes of the resumed session: %q, %q", errText, files)
 	}
 	tb.prompt("which colour?")
 	tb.waitText("it was teal")
