@@ -64,11 +64,11 @@ func (r *answersRecord) validate() error {
 const answersWait = 5 * time.Second
 
 // recordAnswers writes the answers record of the session, its last event
-// numbered seq, in at most answersWait plus two publish attempts; it
-// reports whether it did. Changes that do not fit in a
-// message lose their texts and diffs, largest first, and are listed too
-// large to show (fitAnswers).
-func (s *agentSession) recordAnswers(ctx context.Context, seq uint64) bool {
+// numbered seq, in at most answersWait plus two publish attempts. Changes
+// that do not fit in a message lose their texts and diffs, largest
+// first, and are listed too large to show (fitAnswers). A record not
+// written is only logged: the commands are then refused, as before.
+func (s *agentSession) recordAnswers(ctx context.Context, seq uint64) {
 	rec := answersRecord{Seq: seq, At: time.Now().UTC(), SlashCommands: s.hs.SlashCommands()}
 	cctx, cancel := context.WithTimeout(ctx, answersWait)
 	changes, err := s.hs.Changes(cctx)
@@ -81,7 +81,7 @@ func (s *agentSession) recordAnswers(ctx context.Context, seq uint64) bool {
 	data, err := fitAnswers(&rec, int(s.a.b.nc.MaxPayload())-4<<10) // room for the headers
 	if err != nil {
 		s.log.Debug("answers not recorded", "err", err)
-		return false
+		return
 	}
 	m := stamp(nats.NewMsg(subjectTranscript + s.id + suffixAnswers))
 	m.Data = data
@@ -90,9 +90,7 @@ func (s *agentSession) recordAnswers(ctx context.Context, seq uint64) bool {
 	defer cancel()
 	if err := s.a.b.publishRetry(pctx, m); err != nil {
 		s.log.Debug("answers not recorded", "err", err)
-		return false
 	}
-	return true
 }
 
 // fitAnswers encodes r in at most limit bytes: the changed files' texts
