@@ -157,7 +157,7 @@ func (c *Client) recordedAnswer(ctx context.Context, id string, typ host.Command
 		if !rec.ChangesRead {
 			return nil, false
 		}
-		return &host.CommandResult{Changes: rec.Changes}, true
+		return &host.CommandResult{Changes: rec.Changes, ChangesAsOf: rec.At}, true
 	case host.CommandSlashCommands:
 		return &host.CommandResult{SlashCommands: rec.SlashCommands}, true
 	}

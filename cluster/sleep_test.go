@@ -442,7 +442,7 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 	// Asleep, its changes are what they were when it fell asleep (serve's
 	// user reads the record a1 wrote), and reading them wakes nothing.
 	if res, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandChanges}); err != nil ||
-		len(res.Changes) != 1 || res.Changes[0].Rel != "notes.md" || !strings.Contains(res.Changes[0].Diff, "-before\n+first\n") || res.Changes[0].New != "first\n" {
+		len(res.Changes) != 1 || res.Changes[0].Rel != "notes.md" || !strings.Contains(res.Changes[0].Diff, "-before\n+first\n") || res.Changes[0].New != "first\n" || res.ChangesAsOf.IsZero() {
 		t.Fatalf("the changes of the session asleep: %+v, %v", res, err)
 	}
 	waitAsleep(t, c, info.ID)

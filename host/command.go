@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tetherhq/tether/claude"
 )
@@ -137,6 +138,11 @@ type CommandResult struct {
 	Step string `json:"step,omitempty"`
 	// Changes are the files the session changed (changes).
 	Changes []FileChange `json:"changes,omitempty"`
+	// ChangesAsOf is set when Changes were not read from the files now
+	// but recorded when the session stopped running (in a cluster, a
+	// session asleep or ended: no process holds its files); the files
+	// may have changed since.
+	ChangesAsOf time.Time `json:"changes_as_of,omitzero"`
 	// Reverted are the files put back (revert_changes).
 	Reverted []string `json:"reverted,omitempty"`
 	// Worktree is the session's worktree after a worktree command, or

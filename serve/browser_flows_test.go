@@ -734,15 +734,20 @@ func testResumeDisconnected(t *testing.T, b *browser) {
 	tb.key(kb.Enter)
 	tb.waitTurns(1)
 	// changesShown opens the Changes panel, waits for its answer and
-	// returns its error and files, then closes it.
-	changesShown := func() (errText, files string) {
+	// returns its error, files, note and Revert buttons (its screenshots
+	// named shots, unless ""), then closes it.
+	changesShown := func(shots string) (errText, files, note string, reverts int) {
 		t.Helper()
 		tb.run(chromedp.Click("#changes-btn", chromedp.ByID))
 		tb.waitJS("the changes panel, read", `document.querySelector("#changes-dlg").open && !document.querySelector("#changes-dlg").hasAttribute("aria-busy")`)
-		errText, files = tb.text("#changes-dlg .err"), tb.text("#changes-dlg .changes-list")
+		errText, files, note = tb.text("#changes-dlg .err"), tb.text("#changes-dlg .changes-list"), tb.text("#changes-dlg .changes-note")
+		reverts = tb.count("#changes-dlg button.revert")
+		if shots != "" {
+			tb.shots(shots)
+		}
 		tb.key(kb.Escape)
 		tb.waitJS("the panel closed", `!document.querySelector("#changes-dlg").open`)
-		return errText, files
+		return errText, files, note, reverts
 	}
 	// Over the cluster the CLI runs on the agent; its death ends the
 	// session there (ended on its own), and the resume is a new session
@@ -756,10 +761,15 @@ func testResumeDisconnected(t *testing.T, b *browser) {
 	}
 	tb.waitState("closed", "disconnected")
 	tb.waitJS("the Resume button", `!document.querySelector("#revive-btn").hidden && !document.querySelector("#revive-btn").disabled`)
-	// Ended, it still shows what it changed (over the cluster, from what
-	// the agent recorded as its CLI ended).
-	if errText, files := changesShown(); errText != "" || !strings.Contains(files, "colour.md") {
+	// Ended, it still shows what it changed. Over the cluster that is
+	// what the agent recorded as its CLI ended, said so, and with no
+	// Revert: no process holds its files until it is resumed.
+	errText, files, note, reverts := changesShown("ended-changes")
+	if errText != "" || !strings.Contains(files, "colour.md") {
 		t.Errorf("the changes of the ended session: %q, %q", errText, files)
+	}
+	if frozen := b.cluster; frozen != (reverts == 0) || frozen != strings.Contains(note, "when the session ended. Resume it to revert.") {
+		t.Errorf("the ended session's panel (cluster %v): %d Revert buttons, note %q", b.cluster, reverts, note)
 	}
 	tb.shots("disconnected")
 	var before string
@@ -772,8 +782,8 @@ func testResumeDisconnected(t *testing.T, b *browser) {
 		t.Error("the resumed session still shows Resume")
 	}
 	// The session in its place goes on with its changes.
-	if errText, files := changesShown(); errText != "" || !strings.Contains(files, "colour.md") {
-		t.Errorf("the changes of the resumed session: %q, %q", errText, files)
+	if errText, files, note, reverts := changesShown(""); errText != "" || !strings.Contains(files, "colour.md") || reverts != 1 || strings.Contains(note, "As they were") {
+		t.Errorf("the changes of the resumed session: %q, %q, %q, %d Revert buttons", errText, files, note, reverts)
 	}
 	tb.prompt("which colour?")
 	tb.waitText("it was teal")

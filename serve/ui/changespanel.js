@@ -95,6 +95,7 @@ export class ChangesPanel {
     if (!ui) build();
     this.o = o;
     this.changes = [];
+    this.asOf = null; // when the changes shown were recorded, if not read now
     this.folded = new Map(); // path -> whether the person folded (true) or opened (false) it
     this.loaded = false;
     this.timer = 0;
@@ -126,6 +127,9 @@ export class ChangesPanel {
     try {
       const r = await this.o.fetch();
       this.changes = r.changes || [];
+      // Set when they come from what a cluster recorded as the session
+      // stopped, not from the files now.
+      this.asOf = r.changes_as_of ? new Date(r.changes_as_of) : null;
       this.loaded = true;
       this.error = "";
     } catch (e) {
@@ -155,7 +159,10 @@ export class ChangesPanel {
 
   render() {
     this.renderButton();
-    const act = this.o.canAct();
+    // A cluster session that ended has no process holding its files: it
+    // cannot revert until it is resumed (one asleep wakes to revert).
+    const frozen = this.asOf && this.o.store.ended;
+    const act = this.o.canAct() && !frozen;
     const n = this.changes.length;
     const add = this.changes.reduce((a, c) => a + (c.added || 0), 0);
     const del = this.changes.reduce((a, c) => a + (c.removed || 0), 0);
@@ -163,13 +170,18 @@ export class ChangesPanel {
     ui.all.hidden = !act || n === 0;
     ui.err.textContent = this.error || "";
     ui.err.hidden = !this.error;
+    const asOf = this.asOf
+      ? ` As they were at ${this.asOf.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}, when the session ${this.o.store.ended ? "ended" : "fell asleep"}.`
+      : "";
     ui.note.textContent = !this.loaded
       ? "Reading…"
       : n === 0
-        ? "No files changed since the session started."
+        ? "No files changed since the session started." + asOf
         : act
-          ? "Each file against its state when the session started. Revert puts it back."
-          : "Each file against its state when the session started. Only the owner and collaborators can revert.";
+          ? "Each file against its state when the session started. Revert puts it back." + asOf
+          : frozen
+            ? "Each file against its state when the session started." + asOf + " Resume it to revert."
+            : "Each file against its state when the session started. Only the owner and collaborators can revert." + asOf;
     const rows = [];
     for (const c of this.changes) {
       // A row: a header with a fold button and the Revert button side by
