@@ -77,9 +77,10 @@ func TestRevision1Shapes(t *testing.T) {
 		// worktrees run only on agents of revision 4); the files a
 		// revert_changes names, and what changes, revert_changes and
 		// slash_commands answer (commands an agent of revision 1
-		// refuses anyway).
+		// refuses anyway; changes_as_of only a client sets, from a
+		// session's answers record).
 		"command":       {"confirm", "paths", "worktree"},
-		"command_reply": {"result.changes", "result.reverted", "result.slash_commands", "result.worktree"},
+		"command_reply": {"result.changes", "result.changes_as_of", "result.reverted", "result.slash_commands", "result.worktree"},
 		// Revision 4: a start in a worktree (refused unless every live
 		// agent speaks 4), and the session's worktree in its record
 		// (written only while no reader before revision 3 is about)
