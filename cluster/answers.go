@@ -103,15 +103,14 @@ func fitAnswers(r *answersRecord, limit int) ([]byte, error) {
 	}
 	cs := slices.Clone(r.Changes) // the session's own answer stays whole
 	r.Changes = cs
-	order := make([]int, len(cs))
-	for i := range order {
-		order[i] = i
-	}
 	size := func(c *host.FileChange) int { return len(c.Diff) + len(c.Old) + len(c.New) }
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(size(&cs[b]), size(&cs[a])) })
+	largest := make([]*host.FileChange, len(cs))
+	for i := range cs {
+		largest[i] = &cs[i]
+	}
+	slices.SortFunc(largest, func(a, b *host.FileChange) int { return cmp.Compare(size(b), size(a)) })
 	over := len(data) - limit
-	for _, i := range order {
-		c := &cs[i]
+	for _, c := range largest {
 		if over <= 0 || size(c) == 0 {
 			break
 		}
