@@ -2,7 +2,9 @@ package claude
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -217,23 +219,63 @@ type PermissionDenial struct {
 	ToolName  string          `json:"tool_name"`
 	ToolUseID string          `json:"tool_use_id"`
 	ToolInput json.RawMessage `json:"tool_input"`
+	// AutoModeUnchecked is set when auto mode refused the call without
+	// judging it (SDK 0.3.337 declares it; CLI 2.1.337 was seen to say
+	// so in the result's Errors instead, which ErrAutoModeUnchecked
+	// reads too).
+	AutoModeUnchecked UncheckedReason `json:"auto_mode_unchecked,omitempty"`
 }
 
+// UncheckedReason says why auto mode refused a call without judging
+// it. New values are additive.
+type UncheckedReason string
+
+// The reasons CLI 2.1.337 knows.
+const (
+	// UncheckedNoCheckInSession: the safety check does not run for this
+	// session, as when ANTHROPIC_BASE_URL names a gateway that does not
+	// pass it through. Every call that needs it is refused.
+	UncheckedNoCheckInSession UncheckedReason = "no_check_in_session"
+	// UncheckedNoVerdict: the check gave no verdict on this call, as in
+	// an outage.
+	UncheckedNoVerdict UncheckedReason = "no_verdict"
+)
+
+// uncheckedTag ends the CLI's words in Errors for a turn whose calls
+// auto mode could not check (2.1.337).
+const uncheckedTag = "[auto_mode_unchecked]"
+
 // Err returns a *ResultError when the turn failed (IsError), else nil.
+// From CLI 2.1.337 a turn that ran to its end is IsError too when auto
+// mode refused calls it could not check: its error matches
+// ErrAutoModeUnchecked, and Result stays the final text.
 func (r *ResultMessage) Err() error {
 	if !r.IsError {
 		return nil
 	}
-	return &ResultError{
+	e := &ResultError{
 		Subtype: r.Subtype, TerminalReason: r.TerminalReason, APIErrorStatus: r.APIErrorStatus,
 		Result: r.Result, Errors: r.Errors, SessionID: r.SessionID,
 	}
+	e.unchecked = slices.ContainsFunc(r.PermissionDenials, func(d PermissionDenial) bool { return d.AutoModeUnchecked != "" })
+	if e.unchecked || e.Is(ErrAutoModeUnchecked) {
+		e.unchecked, e.Result = true, "" // the final text, not the error's
+	}
+	return e
 }
 
 func (*ResultMessage) isMessage() {}
 
+// ErrAutoModeUnchecked matches (errors.Is) the *ResultError of a turn
+// that ran to its end while auto mode refused tool calls it could not
+// check, so they did not run (CLI 2.1.337 and later mark such a turn
+// IsError; older CLIs end it as a success). Its Errors name the calls;
+// another permission mode runs them.
+var ErrAutoModeUnchecked = errors.New("claude: auto mode could not check some tool calls, so they did not run")
+
 // ResultError is a turn that ended in error: an API failure (retries
-// exhausted, 4xx, a stream error), an interrupt, the turn or budget limit.
+// exhausted, 4xx, a stream error), an interrupt, the turn or budget
+// limit, or calls auto mode could not check (ErrAutoModeUnchecked).
 // It is yielded together with its *ResultMessage; the session lives on.
 type ResultError struct {
 	Subtype        ResultSubtype
@@ -242,10 +284,27 @@ type ResultError struct {
 	Result         string   // the CLI's error text, for API failures
 	Errors         []string // the CLI's diagnostics, for error subtypes
 	SessionID      string
+
+	unchecked bool // a denial said auto_mode_unchecked
+}
+
+// Is reports whether target is ErrAutoModeUnchecked and the turn's
+// calls were refused unchecked.
+func (e *ResultError) Is(target error) bool {
+	if target != ErrAutoModeUnchecked {
+		return false
+	}
+	return e.unchecked || slices.ContainsFunc(e.Errors, func(s string) bool { return strings.Contains(s, uncheckedTag) })
 }
 
 func (e *ResultError) Error() string {
 	var b strings.Builder
+	if e.Is(ErrAutoModeUnchecked) {
+		if len(e.Errors) == 0 {
+			return ErrAutoModeUnchecked.Error()
+		}
+		return "claude: " + strings.Join(e.Errors, "; ") // the CLI's words name the calls
+	}
 	b.WriteString("claude: turn failed")
 	if e.Subtype != "" && e.Subtype != ResultSuccess {
 		fmt.Fprintf(&b, " (%s)", e.Subtype)

@@ -235,9 +235,12 @@ type ArtifactResult struct {
 	Capabilities     json.RawMessage `json:"capabilities,omitempty"`
 	LiveSubscription string          `json:"liveSubscription,omitempty"`
 	FolderAudience   string          `json:"folder_audience,omitempty"`
-	Seq              int             `json:"seq,omitempty"`
-	FaviconSent      bool            `json:"faviconSent,omitempty"`
-	IconDropped      bool            `json:"iconDropped,omitempty"`
+	// OutsidersInvited: the publish invited people from outside (SDK
+	// 0.3.337 declares it, without saying more).
+	OutsidersInvited bool `json:"outsiders_invited,omitempty"`
+	Seq              int  `json:"seq,omitempty"`
+	FaviconSent      bool `json:"faviconSent,omitempty"`
+	IconDropped      bool `json:"iconDropped,omitempty"`
 
 	// list.
 	Artifacts     []ArtifactListing `json:"artifacts,omitempty"`

@@ -11,7 +11,7 @@
 # ${TETHER_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether/sdk}/<version>/node_modules/@anthropic-ai/claude-agent-sdk.
 set -euo pipefail
 cache="${TETHER_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether/sdk}"
-[ $# -gt 0 ] || set -- 0.3.336
+[ $# -gt 0 ] || set -- 0.3.337
 for v in "$@"; do
   dir="$cache/$v"
   pkg="$dir/node_modules/@anthropic-ai/claude-agent-sdk"

@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-versions=(2.1.197 2.1.335 2.1.336)
+versions=(2.1.197 2.1.336 2.1.337)
 scripts/install-cli.sh "${versions[@]}" >/dev/null
 # Debian packages the tests drive, installed when missing (CI runs as
 # root): Chromium for the browser tests (serve); prometheus (the server
@@ -39,7 +39,7 @@ if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   $sudo apt-get update -qq && $sudo apt-get install -y -qq $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
 fi
 # The TypeScript SDK's declarations, for the parity test (internal/parity).
-scripts/install-sdk.sh 0.3.336 >/dev/null
+scripts/install-sdk.sh 0.3.337 >/dev/null
 # axe-core, the accessibility checks of the browser tests (serve/a11y_test.go).
 scripts/install-axe.sh >/dev/null
 

@@ -13,8 +13,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // SDKVersion is the pinned @anthropic-ai/claude-agent-sdk the table is
-// checked against (it bundles CLI 2.1.336). scripts/test.sh installs it.
-const SDKVersion = "0.3.336"
+// checked against (it bundles CLI 2.1.337). scripts/test.sh installs it.
+const SDKVersion = "0.3.337"
 
 const tablePath = "../../docs/parity.md"
 

@@ -358,8 +358,8 @@ func (g *generator) goType(n parity.Node) (string, *parity.Object) {
 			return "string", nil
 		case "number":
 			return "int", nil
-		case "boolean":
-			return "bool", nil
+		case "boolean", "true", "false":
+			return "bool", nil // true alone: a flag that is there or not (built_in?: true)
 		case "Array":
 			if len(t.Args) == 1 {
 				e, o := g.goType(t.Args[0])

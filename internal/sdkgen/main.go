@@ -39,7 +39,7 @@ import (
 )
 
 // SDKVersion is the SDK the committed files are generated from.
-const SDKVersion = "0.3.336"
+const SDKVersion = "0.3.337"
 
 // outputs are the files written, relative to package claude.
 const (

@@ -70,6 +70,7 @@ var hookSpecs = map[string]typeSpec{
 		Doc: "HookMCPServer says which MCP server serves an mcp__* tool. Trust Source, not the server or tool name: only the host can register an \"sdk\" server.",
 		Fields: []fieldSpec{
 			{JSON: "source", Note: "sdk, plugin, user, project, local, dynamic, managed, …"},
+			{JSON: "built_in", Doc: "BuiltIn (2.1.337 and later, tool hooks only): the app that started the session (Claude Desktop, the VS Code extension) says the server is its own. Some of those run commands or control the computer: check the server and tool names too before allowing a call. False means unknown, not untrusted."},
 		},
 	},
 	"MessageDisplayHookInput": {

@@ -214,6 +214,8 @@ var systemSpecs = map[string]typeSpec{
 			{JSON: "status", Note: "completed, failed, stopped"},
 			{JSON: "run_id", Doc: "RunID is the run_id the task's task_* messages carried."},
 			{JSON: "resource_links", Type: "[]MCPResourceLink", Doc: "ResourceLinks are MCP resource links the task produced."},
+			{JSON: "reason", Doc: "Reason is set only when a resumed CLI closed the task: worker_restart (its worker restarted and found it orphaned), unfinished_at_resume (the transcript had no record of its end, 2.1.337 and later; no turn follows). New values are additive."},
+			{JSON: "task_type", Doc: "TaskType is local_agent or local_workflow, and only with reason unfinished_at_resume: this CLI sent no task_started for the task."},
 		},
 	},
 	"SDKTaskNotificationMessage.usage": {
