@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -310,7 +311,7 @@ func (z *Itemizer) Add(line json.RawMessage) []Item {
 		z.echoes = z.echoes[:0]
 		return append(out, z.result(r, &env))
 	case "system":
-		return z.system(&env)
+		return z.system(&env, line)
 	}
 	return nil
 }
@@ -543,19 +544,7 @@ func (z *Itemizer) unshown(text string) string {
 
 // result gives a turn's end.
 func (z *Itemizer) result(r *claude.ResultMessage, env *envelope) Item {
-	t := &TurnResult{IsError: r.IsError, Subtype: string(r.Subtype), DurationMS: r.DurationMS}
-	if r.IsError {
-		switch {
-		case r.TerminalReason == "aborted_streaming" || r.TerminalReason == "aborted_tools":
-			t.Reason = "stopped"
-		case r.Result != "":
-			t.Reason = r.Result
-		case len(r.Errors) > 0:
-			t.Reason = strings.Join(r.Errors, "; ")
-		default:
-			t.Reason = string(r.Subtype)
-		}
-	}
+	t := &TurnResult{IsError: r.IsError, Subtype: string(r.Subtype), DurationMS: r.DurationMS, Reason: turnReason(r)}
 	u := r.Usage
 	dropped := r.IsError && u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheCreationInputTokens == 0
 	if !dropped {
@@ -584,9 +573,29 @@ func (z *Itemizer) result(r *claude.ResultMessage, env *envelope) Item {
 	return Item{ID: z.lineID(env), Kind: ItemResult, Turn: t}
 }
 
+// turnReason says, for a person, why a turn failed ("" when it did
+// not): "stopped" when it was interrupted, else the CLI's words. The
+// result of a turn whose calls auto mode could not check is the final
+// text, and the words are in its errors.
+func turnReason(r *claude.ResultMessage) string {
+	var rerr *claude.ResultError
+	if !errors.As(r.Err(), &rerr) {
+		return ""
+	}
+	switch {
+	case rerr.Interrupted():
+		return "stopped"
+	case rerr.Result != "":
+		return rerr.Result
+	case len(rerr.Errors) > 0:
+		return strings.Join(rerr.Errors, "; ")
+	}
+	return string(r.Subtype)
+}
+
 // system gives the system lines people see, and the facts a client
 // keeps (model, permission mode, folder).
-func (z *Itemizer) system(env *envelope) []Item {
+func (z *Itemizer) system(env *envelope, line json.RawMessage) []Item {
 	it := Item{Kind: ItemNotice, Level: "info"}
 	switch env.Subtype {
 	case "init":
@@ -610,6 +619,18 @@ func (z *Itemizer) system(env *envelope) []Item {
 			return nil
 		}
 		it.Text = env.Text
+	case "informational":
+		// What the CLI tells the person at its terminal: why auto mode
+		// refuses every call, a mode that changed.
+		m, err := claude.DecodeMessage(line)
+		im, ok := m.(*claude.InformationalMessage)
+		if err != nil || !ok || im.Content == "" {
+			return nil
+		}
+		it.Text = im.Content
+		if im.Level == "warning" {
+			it.Level = "warn"
+		}
 	default:
 		return nil
 	}

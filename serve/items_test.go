@@ -21,7 +21,9 @@ import (
 // JSON (completed into a valid value at every step), its result, a
 // thinking block cut off by an interrupt, an API retry, the turn's end;
 // and prompts queued during a turn, echoed alone and then merged, each
-// given once (items_queued).
+// given once (items_queued); the CLI's warning that auto mode cannot
+// check anything and a turn that ends failed because of it, with the
+// CLI's words as its reason, not its final text (items_auto_unchecked).
 //
 // The recorded sessions of claude/testdata/transcripts (real CLI output)
 // are derived too, into testdata/items_recorded_<name>.golden.

@@ -45,6 +45,7 @@ func testCtx(t testing.TB) context.Context {
 // turn: "tool <cmd>" asks to run Bash <cmd> and reports the answer;
 // "burst <n> <size>" streams n text deltas of size bytes; "hold" streams
 // one delta and waits for the next prompt's arrival before ending;
+// "unchecked" ends as a turn whose calls auto mode could not check;
 // anything else is echoed.
 func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 	if _, err := c.HandleInitialize(ctx); err != nil {
@@ -93,6 +94,13 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 				return err
 			}
 			c.Write(c.AssistantText("written"), c.ResultSuccess("written"))
+		case text == "unchecked":
+			// A turn whose call auto mode could not check (CLI 2.1.337):
+			// it runs to its end, marked is_error, and its result is the
+			// final text.
+			r := c.ResultSuccess("done")
+			r["is_error"], r["errors"] = true, []string{"Auto mode could not check some actions Claude tried, so they did not run: Bash. [auto_mode_unchecked]"}
+			c.Write(c.AssistantText("done"), r)
 		case text == "exit-cli":
 			return nil // the CLI ends on its own, as a crash would
 		case text == "partial":

@@ -21,6 +21,7 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
 	"github.com/tetherhq/tether/team"
 )
@@ -243,13 +244,15 @@ func (n *notifier) follow(id string, after uint64) {
 			}
 		case host.EventMessage:
 			var m struct {
-				Type    string `json:"type"`
-				Subtype string `json:"subtype"`
-				IsError bool   `json:"is_error"`
-				Result  string `json:"result"`
+				Type string `json:"type"`
 			}
-			if json.Unmarshal(ev.Data, &m) == nil && m.Type == "result" {
-				n.turn(id, m.IsError || m.Subtype != "success", m.Result)
+			if json.Unmarshal(ev.Data, &m) != nil || m.Type != "result" {
+				break
+			}
+			if dm, err := claude.DecodeMessage(ev.Data); err == nil {
+				if r, ok := dm.(*claude.ResultMessage); ok {
+					n.turn(id, r)
+				}
 			}
 		case host.EventClosed:
 			ended = true
@@ -308,10 +311,12 @@ func (n *notifier) resolved(sid string, r *host.ApprovalResolved) {
 }
 
 // turn notifies a turn's end, and a budget spent by it (teams).
-func (n *notifier) turn(sid string, failed bool, result string) {
-	p := notifyPayload{Type: "notify", Tag: "turn:" + sid, Session: sid, Event: NotifyTurnDone, Title: "Done: " + n.title(sid), Body: clip(result, 300)}
-	if failed {
-		p.Event, p.Title = NotifyTurnFailed, "Failed: "+n.title(sid)
+func (n *notifier) turn(sid string, r *claude.ResultMessage) {
+	p := notifyPayload{Type: "notify", Tag: "turn:" + sid, Session: sid, Event: NotifyTurnDone, Title: "Done: " + n.title(sid), Body: clip(r.Result, 300)}
+	if r.IsError || r.Subtype != claude.ResultSuccess {
+		// Why, not the final text: a turn whose calls auto mode could
+		// not check ends with both.
+		p.Event, p.Title, p.Body = NotifyTurnFailed, "Failed: "+n.title(sid), clip(cmp.Or(turnReason(r), r.Result), 300)
 	}
 	n.notify(sid, p)
 	n.budget(sid)

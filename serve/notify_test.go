@@ -191,8 +191,8 @@ func notifyOptions(t *testing.T) *serve.NotifyOptions {
 // subscription is taken, an approval waiting while the tab is hidden is
 // pushed encrypted with the tool and its command and Allow/Deny, the
 // action endpoint answers it once, the notification is replaced by a
-// "resolved" one with the same tag, and the turn's end is pushed. The
-// same over the cluster (`tether serve --nats`): the server follows the
+// "resolved" one with the same tag, and the turn's end is pushed (and a
+// failed turn's, with why it failed). The same over the cluster (`tether serve --nats`): the server follows the
 // sessions from the bus, and the action's answer crosses it to the agent.
 func TestPushApprovalTokenMode(t *testing.T) {
 	t.Run("Local", func(t *testing.T) { testPushApprovalTokenMode(t, false) })
@@ -248,6 +248,14 @@ func testPushApprovalTokenMode(t *testing.T, overCluster bool) {
 	}
 	d := pe.next(ctx, "turn done")
 	if d.Event != "turn_done" || d.Body != "tool allow" || d.Session != id {
+		t.Fatalf("turn push: %+v", d)
+	}
+	// A turn that ran to its end while auto mode refused what it could
+	// not check failed, and says why, not its final text.
+	if f := cl.do(ctx, id, map[string]any{"type": "send", "text": "unchecked"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	if d := pe.next(ctx, "turn failed"); d.Event != "turn_failed" || !strings.HasPrefix(d.Body, "Auto mode could not check") || !strings.HasPrefix(d.Title, "Failed: ") {
 		t.Fatalf("turn push: %+v", d)
 	}
 

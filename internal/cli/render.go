@@ -338,6 +338,16 @@ func (r *renderer) message(m claude.Message) {
 		r.result(m)
 	case *claude.APIRetryMessage:
 		r.println("", styleYellow, fmt.Sprintf("API call failed, retrying (%s)", compact(m.RawJSON(), 120)))
+	case *claude.InformationalMessage:
+		// What the CLI would tell its own terminal: that auto mode can
+		// check nothing in this session, a mode that changed.
+		style := styleCyan
+		if m.Level == "warning" {
+			style = styleYellow
+		}
+		if m.Content != "" {
+			r.println("", style, m.Content)
+		}
 	}
 }
 

@@ -97,3 +97,25 @@ func hostQuestion(multi bool, labels ...string) host.Question {
 	}
 	return q
 }
+
+// The CLI's notices are shown (the warning that auto mode can check
+// nothing here), and a turn that ran to its end while auto mode refused
+// what it could not check ends with the CLI's words, not "turn failed:"
+// and its final text.
+func TestRenderAutoModeUnchecked(t *testing.T) {
+	var out bytes.Buffer
+	r := newRenderer(&out, false, false, thinkingCollapsed, nil)
+	feed(t, r,
+		`{"type":"system","subtype":"informational","content":"Auto mode can't check actions in this session.","level":"warning","tag":"auto_mode_no_server_check"}`,
+		`{"type":"system","subtype":"informational","content":"","level":"info"}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"done"}]}}`,
+		`{"type":"result","subtype":"success","is_error":true,"result":"done","errors":["Auto mode could not check some actions Claude tried, so they did not run: Bash. [auto_mode_unchecked]"],"permission_denials":[]}`,
+	)
+	want := `Auto mode can't check actions in this session.
+done
+✗ claude: Auto mode could not check some actions Claude tried, so they did not run: Bash. [auto_mode_unchecked]
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("screen (-want +got):\n%s", diff)
+	}
+}
