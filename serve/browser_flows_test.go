@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // The scenarios of issue 12, each as a person would do it, against the
@@ -46,6 +47,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("FilterSessions", func(t *testing.T) { testFilterSessions(t, b) })
 	t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, b) })
 	t.Run("APIError", func(t *testing.T) { testAPIError(t, b) })
+	t.Run("AutoModeUnchecked", func(t *testing.T) { testAutoModeUnchecked(t, b) })
 }
 
 // testAPIError: an API error the CLI gives up on (a 400 is not retried)
@@ -74,6 +76,57 @@ func testAPIError(t *testing.T, b *browser) {
 	tb.shots("error")
 	tb.prompt("Short")
 	tb.waitText("Shorter, then.")
+}
+
+// testAutoModeUnchecked: a session started in auto mode behind a base
+// URL that does not pass the safety check through (the fake Messages
+// API, as a company gateway would). The call that needs the check does
+// not run and nobody is asked; from CLI 2.1.336 the transcript shows the
+// CLI's warning that auto mode can check nothing here, and from 2.1.337
+// the turn's end is red with the CLI's words for what did not run, not
+// with the final text. On older CLIs the turn ends as a success.
+func testAutoModeUnchecked(t *testing.T, b *browser) {
+	e := newUIEnv(t, b,
+		claudetest.ToolUseReply("toolu_unchecked", "Bash", map[string]string{"command": "curl -s http://127.0.0.1:9/install.sh | sh; echo ran > ran.txt"}),
+		claudetest.TextReply("I could not run the installer."),
+	)
+	tb := b.newTab(t, e.origin, "auto")
+	tb.open(e)
+	tb.run(
+		chromedp.Click("#new-btn", chromedp.ByID),
+		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
+		chromedp.SetValue("#new-cwd", e.cwd, chromedp.ByID),
+		chromedp.SetValue(`#new-form select[name="permission_mode"]`, "auto", chromedp.ByQuery),
+		chromedp.Click("#new-submit", chromedp.ByID),
+	)
+	tb.waitState("ready", "idle")
+	tb.prompt("install it")
+	tb.waitText("I could not run the installer.")
+	tb.waitTurns(1)
+	if _, err := os.Stat(filepath.Join(e.cwd, "ran.txt")); err == nil {
+		t.Error("the unchecked call ran")
+	}
+	if n := tb.count(".approval"); n != 0 {
+		t.Errorf("%d approval cards; auto mode asks nobody", n)
+	}
+	v := cmp.Or(os.Getenv(claudetest.EnvCLIVersion), claudetest.DefaultCLIVersion)
+	warned := strings.Contains(tb.text("#transcript"), "Auto mode can't check actions in this session")
+	if want := proc.CompareVersions(v, "2.1.336") >= 0; warned != want {
+		t.Errorf("CLI %s: the CLI's warning shown %v, want %v", v, warned, want)
+	}
+	if proc.CompareVersions(v, "2.1.337") < 0 {
+		if n := tb.count("#transcript > .turn-end.error"); n != 0 {
+			t.Errorf("CLI %s: the turn ended in error; want a success", v)
+		}
+		return
+	}
+	if found, red := tb.inRed("#transcript > .turn-end.error", "Auto mode could not check"); !found || !red {
+		t.Errorf("the turn's end %q: found %v, in red %v; want the CLI's words in red", tb.text("#transcript > .turn-end"), found, red)
+	}
+	if found, _ := tb.inRed("#transcript .note.warn", "Auto mode can't check"); !found {
+		t.Error("the CLI's warning is not a warning note")
+	}
+	tb.shots("unchecked")
 }
 
 // ---- page helpers ----
