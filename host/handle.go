@@ -115,7 +115,7 @@ func (s *Session) handle(m claude.Message, merr error) {
 		}
 	case *claude.CommandLifecycleMessage:
 		s.lifecycle(m)
-	case *claude.TaskStartedMessage, *claude.TaskNotificationMessage, *claude.TaskUpdatedMessage:
+	case *claude.TaskStartedMessage, *claude.TaskNotificationMessage, *claude.TaskUpdatedMessage, *claude.BackgroundTasksChangedMessage:
 		s.noteTask(m)
 	case *claude.ResultMessage:
 		if m.SessionID != "" {

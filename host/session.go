@@ -177,6 +177,7 @@ type Session struct {
 	costs        costTracker
 	restarts     int                 // in a row
 	tasks        map[string]struct{} // background tasks the CLI reported running
+	tasksLevel   bool                // this CLI process sent its set of tasks whole (noteTask)
 	// Sleeping (sleep.go): asleep from Sleep until a wake's CLI is
 	// attached; waking while a wake runs; wakeErr is the last failed
 	// wake's; inflight counts commands in progress (none sleeps under
@@ -493,7 +494,7 @@ func (s *Session) disconnected(cs *claude.Session, cause error) {
 	case s.closed && cause == nil:
 		cause = claude.ErrClosed
 	}
-	s.tasks = nil
+	s.tasks, s.tasksLevel = nil, false
 	if s.asleep && !s.closed {
 		// Sleep closed it: the session stays, without a process.
 		s.connected, s.gone = false, false

@@ -276,19 +276,28 @@ func (s *Session) awake(ctx context.Context, c *Command) (_ context.Context, don
 const sendAfterWake = 30 * time.Second
 
 // noteTask follows the background tasks the CLI reports (s.mu held): a
-// session with one running does not sleep.
+// session with one running does not sleep. The set the CLI sends whole
+// (background_tasks_changed) replaces it; once a CLI process has sent
+// one, its task_* bookends are not read, as the CLI asks: a task can
+// leave the set with no bookend (its process ended), and a bookend can
+// come after the set it changed, so pairing them could keep a session
+// awake for ever. A CLI that never sends the set (an older one) is
+// followed by its bookends.
 func (s *Session) noteTask(m claude.Message) {
+	if l, ok := m.(*claude.BackgroundTasksChangedMessage); ok {
+		s.tasksLevel = true
+		clear(s.tasks)
+		for _, t := range l.Tasks {
+			s.addTask(t.TaskID)
+		}
+		return
+	}
+	if s.tasksLevel {
+		return
+	}
 	switch m := m.(type) {
 	case *claude.TaskStartedMessage:
-		if m.TaskID == "" {
-			return
-		}
-		if s.tasks == nil {
-			s.tasks = map[string]struct{}{}
-		}
-		if len(s.tasks) < 4096 { // bounded; a CLI runs a handful
-			s.tasks[m.TaskID] = struct{}{}
-		}
+		s.addTask(m.TaskID)
 	case *claude.TaskNotificationMessage:
 		delete(s.tasks, m.TaskID)
 	case *claude.TaskUpdatedMessage:
@@ -296,5 +305,18 @@ func (s *Session) noteTask(m claude.Message) {
 		case "completed", "failed", "stopped", "killed":
 			delete(s.tasks, m.TaskID)
 		}
+	}
+}
+
+// addTask adds a running task (s.mu held).
+func (s *Session) addTask(id string) {
+	if id == "" {
+		return
+	}
+	if s.tasks == nil {
+		s.tasks = map[string]struct{}{}
+	}
+	if len(s.tasks) < 4096 { // bounded; a CLI runs a handful
+		s.tasks[id] = struct{}{}
 	}
 }

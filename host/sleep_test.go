@@ -237,6 +237,57 @@ func TestSleepRefusedWhileBusy(t *testing.T) {
 	}
 }
 
+// TestSleepFollowsTaskSet: once the CLI sends its set of background
+// tasks whole (background_tasks_changed), the set decides: a task that
+// leaves it with no bookend (its process ended) keeps the session awake
+// no longer, and a bookend that comes after the set (a late
+// task_started) adds nothing.
+func TestSleepFollowsTaskSet(t *testing.T) {
+	ctx := testCtx(t)
+	release := make(chan struct{})
+	s, l := start(t, nil, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		set := func(ids ...string) claudetest.Msg {
+			tasks := []map[string]any{}
+			for _, id := range ids {
+				tasks = append(tasks, map[string]any{"task_id": id, "task_type": "local_bash", "description": "watch " + id})
+			}
+			return claudetest.Msg{"type": "system", "subtype": "background_tasks_changed", "tasks": tasks, "session_id": c.SessionID(), "uuid": "set-" + strings.Join(ids, "-")}
+		}
+		c.Write(c.SystemInit(), set("bg1"),
+			claudetest.Msg{"type": "system", "subtype": "task_started", "task_id": "bg1", "description": "watch", "session_id": c.SessionID(), "uuid": "t1"},
+			c.AssistantText("started"), c.ResultSuccess("started"))
+		<-release
+		c.Write(set(), claudetest.Msg{"type": "system", "subtype": "task_started", "task_id": "bg2", "description": "late", "session_id": c.SessionID(), "uuid": "t-late"})
+		_, err := c.ReadUser(ctx)
+		return ignoreEOF(err)
+	})
+	if _, err := s.Send(ctx, "watch"); err != nil {
+		t.Fatal(err)
+	}
+	l.waitState(t, ctx, host.StateIdle)
+	if err := s.Sleep(ctx); !errors.Is(err, host.ErrNotIdle) || !strings.Contains(err.Error(), "background task") {
+		t.Errorf("Sleep with a background task: %v", err)
+	}
+	close(release)
+	for e, err := range s.Events(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == host.EventMessage && strings.Contains(string(e.Data), `"t-late"`) {
+			break
+		}
+	}
+	if err := s.Sleep(ctx); err != nil {
+		t.Errorf("Sleep once the set is empty: %v", err)
+	}
+}
+
 // TestWakeQueuesCommandsAndReportsFailure: commands that come while the
 // session wakes wait for it and all run; a wake that fails fails its
 // command with a *WakeError, leaves the session asleep (StateError), and
