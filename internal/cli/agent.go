@@ -139,6 +139,10 @@ Flags:
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 2
 	}
+	if err := checkModeFlag(*mode); err != nil {
+		fmt.Fprintf(stderr, "tether agent: %v\n", err)
+		return 2
+	}
 	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions {
 		fmt.Fprintln(stderr, "tether agent: the bypassPermissions default is refused: approvals stay on")
 		return 2

@@ -56,6 +56,11 @@ func TestUsage(t *testing.T) {
 	if code, stdout, _ := tether(t, "version"); code != 0 || !strings.HasPrefix(stdout, "tether ") {
 		t.Errorf("version: %d, %q", code, stdout)
 	}
+	// A mode the CLI does not know is refused before anything starts,
+	// naming the ones it knows.
+	if code, _, stderr := tether(t, "run", "--permission-mode", "auot", "hi"); code != 2 || !strings.Contains(stderr, `--permission-mode "auot": want one of default, acceptEdits, plan, dontAsk, auto, bypassPermissions`) {
+		t.Errorf("run with an unknown mode: %d, %q", code, stderr)
+	}
 }
 
 func TestRealCLIDoctor(t *testing.T) {

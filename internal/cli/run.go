@@ -69,7 +69,7 @@ Flags:
 	)
 	fs.StringVar(&o.CLIPath, "cli", "", "the Claude Code CLI binary (default: $TETHER_CLI_PATH, PATH, the usual places)")
 	fs.StringVar(&o.Model, "model", "", "the model, e.g. sonnet or claude-sonnet-4-5")
-	fs.StringVar(&permMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
+	fs.StringVar(&permMode, "permission-mode", "", strings.Join(host.PermissionModes, ", "))
 	fs.Var(&allow, "allow", "permission rules to allow without asking, e.g. 'Bash(git *)' (repeatable, comma-separated)")
 	fs.Var(&deny, "deny", "permission rules that always deny, e.g. WebFetch (repeatable, comma-separated)")
 	fs.BoolVar(&yes, "yes", false, "unattended: allow every tool call, answer every question with its first option")
@@ -102,6 +102,10 @@ Flags:
 		fmt.Fprintf(stderr, "tether run: --thinking %q: want full, collapsed or hidden\n", thinking)
 		return 2
 	}
+	if err := checkModeFlag(permMode); err != nil {
+		fmt.Fprintf(stderr, "tether run: %v\n", err)
+		return 2
+	}
 	o.PermissionMode = claude.PermissionMode(permMode)
 	o.AllowedTools, o.DisallowedTools = allow, deny
 	o.AddDirs, o.MCPConfig = addDirs, mcpFiles
@@ -113,4 +117,14 @@ Flags:
 		yes:         yes,
 		thinking:    thinkingMode(thinking),
 	}, stdin, stdout, stderr)
+}
+
+// checkModeFlag refuses a --permission-mode the CLI does not know ("" is
+// the default), before anything starts: the CLI would end at start with
+// its own words, or a session would be refused later.
+func checkModeFlag(mode string) error {
+	if host.CheckPermissionMode(mode, true) != nil {
+		return fmt.Errorf("--permission-mode %q: want one of %s", mode, strings.Join(host.PermissionModes, ", "))
+	}
+	return nil
 }

@@ -54,7 +54,7 @@ Flags:
 	nsf := addServeNATSFlags(fs)
 	cwd := fs.String("cwd", "", "the working directory of new sessions by default (default: the current directory)")
 	model := fs.String("model", "", "the model of new sessions by default")
-	mode := fs.String("permission-mode", "", "the permission mode of new sessions by default (default, acceptEdits, plan)")
+	mode := fs.String("permission-mode", "", "the permission mode of new sessions by default: "+strings.Join(host.PermissionModes, ", "))
 	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
 	sf.team = addTeamFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -65,6 +65,10 @@ Flags:
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tether serve: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := checkModeFlag(*mode); err != nil {
+		fmt.Fprintf(stderr, "tether serve: %v\n", err)
 		return 2
 	}
 	if claude.PermissionMode(*mode) == claude.PermissionModeBypassPermissions && !sf.allowBypass {
