@@ -145,3 +145,34 @@ func ignoreEOF(err error) error {
 	}
 	return err
 }
+
+// In auto mode behind a gateway that does not pass the safety check
+// through, CLI 2.1.337 ends a turn whose calls it refused unchecked as
+// failed, though it ran to its end: the error says which calls did not
+// run, and the result keeps the final text.
+func ExampleErrAutoModeUnchecked() {
+	ctx := context.Background()
+	script := func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		r := c.ResultSuccess("I could not run the installer.")
+		r["is_error"], r["errors"] = true, []string{"Auto mode could not check some actions Claude tried, so they did not run: Bash. [auto_mode_unchecked]"}
+		c.Write(c.SystemInit(), r)
+		_, err := c.ReadUser(ctx)
+		return ignoreEOF(err)
+	}
+	opts := &claude.Options{PermissionMode: claude.PermissionModeAuto, Transport: &claudetest.FakeCLI{Script: script}}
+	for m, err := range claude.Query(ctx, "install it", opts) {
+		if errors.Is(err, claude.ErrAutoModeUnchecked) {
+			fmt.Println(m.(*claude.ResultMessage).Result)
+			fmt.Println(err)
+		}
+	}
+	// Output:
+	// I could not run the installer.
+	// claude: Auto mode could not check some actions Claude tried, so they did not run: Bash. [auto_mode_unchecked]
+}

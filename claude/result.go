@@ -285,7 +285,7 @@ type ResultError struct {
 	Errors         []string // the CLI's diagnostics, for error subtypes
 	SessionID      string
 
-	unchecked bool // a denial said auto_mode_unchecked
+	unchecked bool // set by Err: a denial said auto_mode_unchecked, or Errors is tagged
 }
 
 // Is reports whether target is ErrAutoModeUnchecked and the turn's
