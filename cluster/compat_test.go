@@ -677,17 +677,17 @@ func TestCompatMixedVersions(t *testing.T) {
 	// version watching.
 	t.Run("drain old into new into old", func(t *testing.T) {
 		f := newFleet(t, prev, cur)
-		a1 := f.agent("old", "a1")
+		f.agent("old", "a1")
 		w := browse(t, "new serve", f.serve("new"))
 		o := browse(t, "old serve", f.serve("old"))
 		id := w.start()
 		w.subscribe(id, 0, false)
 		o.subscribe(id, 0, false)
 		w.streamTurn(id, 20)
-		drainMidTurn(t, f, w, o, id, a1, "new", "a2")
+		drainMidTurn(t, f, w, o, id, "a1", "new", "a2")
 		floodTurn(t, o, id, 2000, w, o)
 		noBatches(t, f, id)
-		drainMidTurn(t, f, o, w, id, f.procs["a2"], "old", "a3")
+		drainMidTurn(t, f, o, w, id, "a2", "old", "a3")
 		closeSession(t, f, id, "old", w, o)
 		checkSession(t, f, id, w, o)
 	})
@@ -713,16 +713,28 @@ func slashCommands(t *testing.T, w *browser, id string, known bool) {
 }
 
 // drainMidTurn starts an agent of version ver, sends a long turn through
-// w, drains the session's agent (SIGTERM) in the middle of it and checks
+// w, drains the session's agent (oldID) in the middle of it and checks
 // that the turn ends whole, the session moves to the new agent, and a
-// prompt through o reaches it there.
-func drainMidTurn(t *testing.T, f *fleet, w, o *browser, id string, old *child, ver, next string) {
+// prompt through o reaches it there. A new agent is drained by SIGTERM,
+// as a rolling restart does; an agent of the previous release by the
+// bus (`tether agent --drain`), the same Drain: its SIGTERM drain could
+// take its own signal for a second one and stop waiting for the turn
+// under load (fixed since, fa276a3), which no test of today's code can
+// mend.
+func drainMidTurn(t *testing.T, f *fleet, w, o *browser, id, oldID, ver, next string) {
 	t.Helper()
+	old := f.procs[oldID]
 	f.agent(ver, next)
 	from := len(w.list(id))
 	w.do(id, map[string]any{"type": "send", "text": "stream 150"})
 	w.wait(id, "the turn under way", from, func(ev host.Event) bool { _, ok := deltaText(ev); return ok })
-	old.signal(syscall.SIGTERM)
+	if strings.HasPrefix(old.name, "old ") {
+		if err := f.c.DrainAgent(testCtx(t), oldID); err != nil {
+			t.Fatalf("drain %s: %v", old.name, err)
+		}
+	} else {
+		old.signal(syscall.SIGTERM)
+	}
 	for _, c := range []*browser{w, o} {
 		c.wait(id, "the drained turn's whole reply", from, result(streamed(150)))
 	}
