@@ -221,14 +221,7 @@ func TestSleepRefusedWhileBusy(t *testing.T) {
 	}
 	close(release)
 	// The task's end is journaled; then the session may sleep.
-	for e, err := range s.Events(ctx, 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Kind == host.EventMessage && strings.Contains(string(e.Data), "task_notification") {
-			break
-		}
-	}
+	waitJournaled(t, ctx, s, "task_notification")
 	if err := s.Sleep(ctx); err != nil {
 		t.Errorf("Sleep once idle: %v", err)
 	}
@@ -275,17 +268,25 @@ func TestSleepFollowsTaskSet(t *testing.T) {
 		t.Errorf("Sleep with a background task: %v", err)
 	}
 	close(release)
+	waitJournaled(t, ctx, s, `"t-late"`)
+	if err := s.Sleep(ctx); err != nil {
+		t.Errorf("Sleep once the set is empty: %v", err)
+	}
+}
+
+// waitJournaled waits until the session's journal holds a CLI message
+// that contains text.
+func waitJournaled(t *testing.T, ctx context.Context, s *host.Session, text string) {
+	t.Helper()
 	for e, err := range s.Events(ctx, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Kind == host.EventMessage && strings.Contains(string(e.Data), `"t-late"`) {
-			break
+		if e.Kind == host.EventMessage && strings.Contains(string(e.Data), text) {
+			return
 		}
 	}
-	if err := s.Sleep(ctx); err != nil {
-		t.Errorf("Sleep once the set is empty: %v", err)
-	}
+	t.Fatalf("the journal ended without a message containing %s", text)
 }
 
 // TestWakeQueuesCommandsAndReportsFailure: commands that come while the

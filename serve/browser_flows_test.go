@@ -92,14 +92,7 @@ func testAutoModeUnchecked(t *testing.T, b *browser) {
 	)
 	tb := b.newTab(t, e.origin, "auto")
 	tb.open(e)
-	tb.run(
-		chromedp.Click("#new-btn", chromedp.ByID),
-		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
-		chromedp.SetValue("#new-cwd", e.cwd, chromedp.ByID),
-		chromedp.SetValue(`#new-form select[name="permission_mode"]`, "auto", chromedp.ByQuery),
-		chromedp.Click("#new-submit", chromedp.ByID),
-	)
-	tb.waitState("ready", "idle")
+	tb.newSessionInMode(e.cwd, "auto")
 	tb.prompt("install it")
 	tb.waitTurns(1) // 2.1.197 asks the fake API for a verdict, which takes the text's reply
 	if _, err := os.Stat(filepath.Join(e.cwd, "ran.txt")); err == nil {
@@ -143,14 +136,24 @@ func (tb *tab) open(e *uiEnv) {
 // waits until it is open (not the one open before) and ready for a prompt.
 func (tb *tab) newSession(cwd string) string {
 	tb.t.Helper()
+	return tb.newSessionInMode(cwd, "")
+}
+
+// newSessionInMode is newSession with the dialog's permission mode set
+// to mode ("" leaves the default).
+func (tb *tab) newSessionInMode(cwd, mode string) string {
+	tb.t.Helper()
 	var before string
 	tb.eval(`window.tether.current || ""`, &before)
-	tb.run(
+	acts := []chromedp.Action{
 		chromedp.Click("#new-btn", chromedp.ByID),
 		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
 		chromedp.SetValue("#new-cwd", cwd, chromedp.ByID),
-		chromedp.Click("#new-submit", chromedp.ByID),
-	)
+	}
+	if mode != "" {
+		acts = append(acts, chromedp.SetValue(`#new-form select[name="permission_mode"]`, mode, chromedp.ByQuery))
+	}
+	tb.run(append(acts, chromedp.Click("#new-submit", chromedp.ByID))...)
 	tb.waitJS("the session to open", fmt.Sprintf(`window.tether.view && window.tether.current && window.tether.current !== %q && !document.querySelector("#session").hidden && !document.querySelector("#new-dlg").open`, before))
 	tb.waitState("ready", "idle")
 	var id string
@@ -903,14 +906,7 @@ func testPlanMode(t *testing.T, b *browser) {
 	)
 	tb := b.newTab(t, e.origin, "plan")
 	tb.open(e)
-	tb.run(
-		chromedp.Click("#new-btn", chromedp.ByID),
-		chromedp.WaitVisible("#new-dlg", chromedp.ByID),
-		chromedp.SetValue("#new-cwd", e.cwd, chromedp.ByID),
-		chromedp.SetValue(`#new-form select[name="permission_mode"]`, "plan", chromedp.ByQuery),
-		chromedp.Click("#new-submit", chromedp.ByID),
-	)
-	tb.waitState("ready", "idle")
+	tb.newSessionInMode(e.cwd, "plan")
 	tb.prompt("plan the fix")
 	tb.waitJS("the plan to approve", `document.querySelector(".approval.plan-approval:not(.answered)")`)
 	if s := tb.text(".approval.plan-approval"); !strings.Contains(s, "Fix the bug") || !strings.Contains(s, "Keep planning") {
