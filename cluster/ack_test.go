@@ -95,7 +95,7 @@ func TestUnanswered(t *testing.T) {
 		{nats.ErrConnectionClosed, false},
 		{errors.New("something else"), false},
 	} {
-		if got := unanswered(nc, c.err); got != c.want {
+		if got := unanswered(jsapi.MarkOf(nc), c.err); got != c.want {
 			t.Errorf("unanswered(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
@@ -111,7 +111,8 @@ func TestUnansweredRefused(t *testing.T) {
 		}}}
 	}})
 	nc, _ := srv.Connect(nats.UserInfo("u", "p"))
-	if !unanswered(nc, nats.ErrTimeout) {
+	since := jsapi.MarkOf(nc)
+	if !unanswered(since, nats.ErrTimeout) {
 		t.Fatal("a timeout, nothing refused yet: not tried again")
 	}
 	_, err := nc.Request("$JS.API.CONSUMER.CREATE.S", nil, 200*time.Millisecond)
@@ -121,8 +122,13 @@ func TestUnansweredRefused(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if unanswered(nc, err) {
+	if unanswered(since, err) {
 		t.Fatalf("tried again after the server refused it (%v; last error %v)", err, nc.LastError())
+	}
+	// The connection keeps that refusal as its last error. A later
+	// request that times out (its node lost) is no refusal: tried again.
+	if !unanswered(jsapi.MarkOf(nc), nats.ErrTimeout) {
+		t.Fatalf("a later timeout taken for the earlier refusal (last error %v)", nc.LastError())
 	}
 }
 

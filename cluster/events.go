@@ -163,11 +163,12 @@ var readerAPIs = []string{"$JS.API.CONSUMER.", "$JS.API.DIRECT.GET.", "$JS.API.S
 // unanswered reports a reader's request that JetStream could not answer
 // for now (transient), not one the server refused: a request the user has
 // no right to make goes unanswered too, but the server says so on the
-// connection (nats.ErrPermissionViolation naming the subject).
-func unanswered(nc *nats.Conn, err error) bool {
-	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+// connection (nats.ErrPermissionViolation naming the subject) after since,
+// the Mark taken as the request began.
+func unanswered(since jsapi.Mark, err error) bool {
+	if v := since.Violation(); v != nil {
 		for _, api := range readerAPIs {
-			if strings.Contains(last.Error(), `"`+api) {
+			if strings.Contains(v.Error(), `"`+api) {
 				return false
 			}
 		}

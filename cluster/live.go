@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/jsapi"
 )
 
 // A reader that has caught up follows the session live, without a
@@ -84,6 +84,10 @@ func (c *Client) subscribeLive(ctx context.Context, id string) *liveFeed {
 		return nil
 	}
 	f := &liveFeed{ch: make(chan *nats.Msg), done: make(chan struct{})}
+	// The server refuses a subscription the user has no right to before
+	// the flush that follows it; a refusal from before this one is no
+	// answer to it.
+	since := jsapi.MarkOf(c.b.nc)
 	// Not SubscribeSync: its channel has the connection's SubChanLen
 	// slots (64k, 512 KiB for every reader).
 	sub, err := c.b.nc.Subscribe(subjectLive+"*."+id, func(m *nats.Msg) {
@@ -102,20 +106,11 @@ func (c *Client) subscribeLive(ctx context.Context, id string) *liveFeed {
 	}
 	fctx, cancel := context.WithTimeout(ctx, c.b.ttl)
 	defer cancel()
-	if err := c.b.nc.FlushWithContext(fctx); err != nil || refused(c.b.nc, sub.Subject) {
+	if err := c.b.nc.FlushWithContext(fctx); err != nil || since.Refusal(sub.Subject) != nil {
 		f.close()
 		return nil
 	}
 	return f
-}
-
-// refused reports whether the server refused the subscription to
-// subject (a user without the right, as in the permissions of earlier
-// releases' docs). The server answers a subscription it refuses before
-// the flush that follows it, so the error is there by then.
-func refused(nc *nats.Conn, subject string) bool {
-	err := nc.LastError()
-	return errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`)
 }
 
 func (f *liveFeed) close() {

@@ -373,5 +373,5 @@ func (b *bus) record(ctx context.Context, id string) (SessionInfo, uint64, error
 // its own, bounded by jsapi.Attempt. log (nil: silent) hears of each try
 // again.
 func untilAnswered[T any](ctx context.Context, b *bus, log *slog.Logger, f func(context.Context) (T, error)) (T, error) {
-	return jsapi.Again(ctx, log, func(err error) bool { return unanswered(b.nc, err) }, f)
+	return jsapi.Again(ctx, b.nc, log, unanswered, f)
 }

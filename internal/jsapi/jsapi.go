@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -48,15 +49,18 @@ func Transient(err error) bool {
 
 // Again calls f until it returns nil or an error again does not call no
 // answer, or ctx ends, waiting longer each time up to a second; each call
-// gets a ctx of its own, bounded by Attempt. log (nil: silent) hears of
-// each try again.
-func Again[T any](ctx context.Context, log *slog.Logger, again func(error) bool, f func(context.Context) (T, error)) (T, error) {
+// gets a ctx of its own, bounded by Attempt. again hears of each error with
+// the Mark of nc taken as that call began, so that it can tell a refusal
+// the server sent during the call from one it sent long before. log (nil:
+// silent) hears of each try again.
+func Again[T any](ctx context.Context, nc *nats.Conn, log *slog.Logger, again func(since Mark, err error) bool, f func(context.Context) (T, error)) (T, error) {
 	wait := 50 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, Attempt)
+		since := MarkOf(nc)
 		v, err := f(actx)
 		cancel()
-		if err == nil || ctx.Err() != nil || !again(err) {
+		if err == nil || ctx.Err() != nil || !again(since, err) {
 			return v, err
 		}
 		if log != nil {
@@ -71,6 +75,52 @@ func Again[T any](ctx context.Context, log *slog.Logger, again func(error) bool,
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// A Mark is where a connection's errors stood at a moment. The server
+// refuses a request the user has no right to make by an asynchronous
+// error on the connection, which nats.Conn.LastError keeps until the
+// next one (or a reconnect): read alone, one refusal would be taken for
+// the answer to every later request on the subject, so that a request
+// lost with a node, or made after an operator granted the right, would
+// count as refused and not be asked again. A refusal counts only when it
+// came after the Mark.
+type Mark struct {
+	nc   *nats.Conn
+	last error
+}
+
+// MarkOf marks nc's errors now.
+func MarkOf(nc *nats.Conn) Mark { return Mark{nc: nc, last: nc.LastError()} }
+
+// Violation is the permission violation the server reported on the
+// connection since m (matching nats.ErrPermissionViolation), or nil.
+func (m Mark) Violation() error {
+	last := m.nc.LastError()
+	if !errors.Is(last, nats.ErrPermissionViolation) || same(last, m.last) {
+		return nil
+	}
+	return last
+}
+
+// Refusal is the server's refusal, since m, of a request or subscription
+// on subject (a violation naming it), or nil.
+func (m Mark) Refusal(subject string) error {
+	if v := m.Violation(); v != nil && strings.Contains(v.Error(), `"`+subject+`"`) {
+		return v
+	}
+	return nil
+}
+
+// same reports whether a and b are one error value. nats.go makes a new
+// value for each error it reports; a value that cannot be compared counts
+// as new.
+func same(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // The API subjects of the requests that set streams up, before a
@@ -95,9 +145,11 @@ const (
 // which says more to an operator.
 func SetUp[T any](ctx context.Context, js jetstream.JetStream, subject string, f func(context.Context) (T, error)) (T, error) {
 	nc := js.Conn()
-	v, err := Again(ctx, nil, func(err error) bool {
+	var refusal error
+	v, err := Again(ctx, nc, nil, func(since Mark, err error) bool {
+		refusal = since.Refusal(subject)
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) ||
-			errors.Is(err, nats.ErrNoResponders) || Refusal(nc, subject) != nil {
+			errors.Is(err, nats.ErrNoResponders) || refusal != nil {
 			return false
 		}
 		return Transient(err)
@@ -106,21 +158,10 @@ func SetUp[T any](ctx context.Context, js jetstream.JetStream, subject string, f
 	case err == nil || ctx.Err() != nil:
 	case errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled):
 		err = fmt.Errorf("%w: nobody answers %s (%w)", jetstream.ErrJetStreamNotEnabled, subject, err)
-	default:
-		if r := Refusal(nc, subject); r != nil {
-			err = fmt.Errorf("%w (no answer: %w)", r, err)
-		}
+	case refusal != nil:
+		err = fmt.Errorf("%w (no answer: %w)", refusal, err)
 	}
 	return v, err
-}
-
-// Refusal is the server's refusal, on nc, of a request on subject
-// (nats.ErrPermissionViolation naming it), or nil.
-func Refusal(nc *nats.Conn, subject string) error {
-	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), `"`+subject+`"`) {
-		return last
-	}
-	return nil
 }
 
 // Stream looks the stream cfg names up and creates it when missing (as

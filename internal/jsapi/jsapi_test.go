@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tetherhq/tether/internal/jsapi"
@@ -71,5 +72,42 @@ func TestTransient(t *testing.T) {
 		if got := jsapi.Transient(c.err); got != c.want {
 			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestMarkRefusal: a refusal counts for the request it answers, not for
+// every later one on the subject, though the connection keeps it as its
+// last error.
+func TestMarkRefusal(t *testing.T) {
+	ctx := testCtx(t)
+	srv := natstest.Start(t, &natstest.Options{Modify: func(o *server.Options) {
+		o.Users = []*server.User{{Username: "u", Password: "p", Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{jsapi.StreamCreate + ">"}},
+		}}}
+	}})
+	nc, js := srv.Connect(nats.UserInfo("u", "p"))
+	_, _, err := jsapi.Stream(ctx, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("a denied create: %v, want nats.ErrPermissionViolation", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the refusal came when the ctx ended")
+	}
+
+	since := jsapi.MarkOf(nc)
+	if r := since.Refusal(jsapi.StreamCreate + "S"); r != nil {
+		t.Fatalf("the earlier refusal counted again: %v", r)
+	}
+	if _, err := nc.Request(jsapi.StreamCreate+"S", nil, 200*time.Millisecond); err == nil {
+		t.Fatal("a denied request was answered")
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if r := since.Refusal(jsapi.StreamCreate + "S"); !errors.Is(r, nats.ErrPermissionViolation) {
+		t.Fatalf("the refusal since the mark: %v (last error %v)", r, nc.LastError())
+	}
+	if r := since.Refusal(jsapi.StreamCreate + "T"); r != nil {
+		t.Fatalf("a refusal of another subject counted: %v", r)
 	}
 }
