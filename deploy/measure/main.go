@@ -9,7 +9,7 @@
 // sessions on one host.Manager, a few of them on the real CLI, awake and
 // asleep, and the time a wake takes:
 //
-//	TETHER_CLI_VERSION=2.1.336 go run ./deploy/measure -sleep -sessions 1000 -active 20
+//	TETHER_CLI_VERSION=2.1.337 go run ./deploy/measure -sleep -sessions 1000 -active 20
 //
 // It reads /proc, so it runs on Linux only.
 package main
