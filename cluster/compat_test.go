@@ -661,6 +661,7 @@ func TestCompatMixedVersions(t *testing.T) {
 			o.subscribe(id, 0, false)
 			everyCommand(t, w, o, id)
 			slashCommands(t, w, id, v.agent == "new" && v.serve == "new")
+			addedCommand(t, w, id, "wake", v.agent == "new" && v.serve == "new") // awake: nothing to do
 			floodTurn(t, w, id, 2000, w, o)
 			f.agent(v.next, "a2")
 			failover(t, w, id, a1, "a2", w, o)
@@ -699,17 +700,29 @@ func TestCompatMixedVersions(t *testing.T) {
 // run (nothing else happens), which a UI takes as no list.
 func slashCommands(t *testing.T, w *browser, id string, known bool) {
 	t.Helper()
-	f := w.call(map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "slash_commands"}})
+	var res host.CommandResult
+	if r := addedCommand(t, w, id, "slash_commands", known); known && (json.Unmarshal(r, &res) != nil || len(res.SlashCommands) == 0 || res.SlashCommands[0].Name != "cost") {
+		t.Fatalf("%s: slash_commands: %s", w.name, r)
+	}
+}
+
+// addedCommand sends w a command of a type this release added: a release
+// that knows it runs it, and its result is returned; where the serve or
+// the agent is older, it is refused as one it does not run (nothing else
+// happens), which a UI ignores.
+func addedCommand(t *testing.T, w *browser, id, typ string, known bool) json.RawMessage {
+	t.Helper()
+	f := w.call(map[string]any{"type": "do", "session": id, "command": map[string]any{"type": typ}})
 	if !known {
 		if f.Error == nil || (f.Error.Code != "unsupported" && f.Error.Code != "unknown_type") {
-			t.Fatalf("%s: slash_commands across an older release: %+v %s", w.name, f.Error, f.Result)
+			t.Fatalf("%s: %s across an older release: %+v %s", w.name, typ, f.Error, f.Result)
 		}
-		return
+		return nil
 	}
-	var res host.CommandResult
-	if f.Error != nil || json.Unmarshal(f.Result, &res) != nil || len(res.SlashCommands) == 0 || res.SlashCommands[0].Name != "cost" {
-		t.Fatalf("%s: slash_commands: %+v %s", w.name, f.Error, f.Result)
+	if f.Error != nil {
+		t.Fatalf("%s: %s: %+v %s", w.name, typ, f.Error, f.Result)
 	}
+	return f.Result
 }
 
 // drainMidTurn starts an agent of version ver, sends a long turn through

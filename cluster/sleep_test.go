@@ -210,6 +210,44 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 	storedOnce(t, ns.URL(), info.ID)
 }
 
+// TestWakeCommand: wake wakes a session asleep, on an agent with room,
+// and runs no turn: the person's next prompt finds its CLI started.
+func TestWakeCommand(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "plums")
+	f.wait(t, "the turn", result("echo: plums"))
+	waitAsleep(t, c, info.ID)
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandWake}); err != nil {
+		t.Fatalf("wake: %v", err)
+	}
+	phase := 0
+	f.wait(t, "asleep, waking, then awake", func(ev host.Event) bool {
+		switch {
+		case phase == 0 && state("asleep")(ev):
+			phase = 1
+		case phase == 1 && state("waking")(ev):
+			phase = 2
+		case phase == 2 && (state("ready")(ev) || state("idle")(ev)):
+			return true
+		}
+		return false
+	})
+	if n := count(f.list(), result("")); n != 1 {
+		t.Errorf("%d turns, want the one before the sleep: the wake ran one", n)
+	}
+	send(t, c, info.ID, "figs")
+	f.wait(t, "the turn after the wake", result("echo: figs"))
+	storedOnce(t, ns.URL(), info.ID)
+}
+
 // TestSleepingSessionNotFailedOver: a session asleep is no agent's: no
 // client marks it disconnected however long it sleeps, the agent that
 // put it to sleep may go, and a resume wakes it as a command does.

@@ -60,6 +60,13 @@ const (
 	// CommandResult.Reverted lists those put back. Like changes, it
 	// needs no CLI.
 	CommandRevertChanges CommandType = "revert_changes"
+	// CommandWake wakes a sleeping session and does nothing else: its
+	// CLI starts, resumed, while the person is still typing, so the
+	// prompt that follows does not wait for the start (a second or more).
+	// It is a no-op for a session awake. Like any command but those that
+	// only read, it keeps the session from falling asleep while it runs;
+	// once woken, the session sleeps again after its quiet time.
+	CommandWake CommandType = "wake"
 	// CommandWorktreeMerge merges the work of the session's worktree
 	// (its branch, and what is uncommitted, committed onto it) into the
 	// base branch, all or nothing: a merge that would conflict is
@@ -362,7 +369,7 @@ func (c *Command) Validate(p *CommandPolicy) error {
 				return commandErrorf(CodeBadRequest, "image %d: data is not base64", i)
 			}
 		}
-	case CommandInterrupt, CommandForceInterrupt, CommandResume, CommandChanges, CommandSlashCommands:
+	case CommandInterrupt, CommandForceInterrupt, CommandResume, CommandChanges, CommandSlashCommands, CommandWake:
 	case CommandRevertChanges:
 		for _, p := range c.Paths {
 			if strings.TrimSpace(p) == "" {
@@ -579,6 +586,8 @@ func (s *Session) do(ctx context.Context, c *Command) (*CommandResult, error) {
 		return &CommandResult{}, nil
 	case CommandClose:
 		return s.closeWith(ctx, c)
+	case CommandWake:
+		return &CommandResult{}, nil // Do woke it
 	case CommandWorktreeMerge, CommandWorktreeKeep, CommandWorktreeDiscard:
 		return s.doWorktree(ctx, c)
 	}

@@ -140,6 +140,43 @@ func TestSleepAndWake(t *testing.T) {
 	wantSeqPrefix(t, l, "ready", "requesting", "streaming", "idle", "asleep", "waking", "ready", "requesting", "streaming", "idle")
 }
 
+// TestWakeCommand: wake starts a sleeping session's CLI, resumed, and
+// runs no turn; on a session awake it does nothing.
+func TestWakeCommand(t *testing.T) {
+	ctx := testCtx(t)
+	sc := newSleepyCLI()
+	s, l := startSleepy(t, sc)
+	send(t, ctx, s, "one")
+	sid := s.SessionID()
+	if err := s.Sleep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wake := &host.Command{Type: host.CommandWake}
+	if wake.Lane() != host.LaneOrdered {
+		t.Error("wake is not in the ordered lane: a prompt sent after it would not wait for it")
+	}
+	for i := range 2 { // asleep, then awake
+		if res, err := s.Do(ctx, wake); err != nil || res == nil {
+			t.Fatalf("wake %d: %+v, %v", i+1, res, err)
+		}
+		if s.Asleep() || s.Claude() == nil {
+			t.Fatalf("after wake %d: asleep %v, state %v", i+1, s.Asleep(), s.State())
+		}
+	}
+	ls := sc.fake.Launches()
+	if len(ls) != 2 || !contains(ls[1].Args, "--resume="+sid) {
+		t.Fatalf("launches: %d, the last %v", len(ls), ls[len(ls)-1].Args)
+	}
+	l.waitFor(t, ctx, "ready after the wake", func(v host.Liveness) bool { return v.State == host.StateReady || v.State == host.StateIdle })
+	woke := s.State().Seq
+	// No turn: the next state after the wake is the prompt's.
+	if got := send(t, ctx, s, "two"); !strings.Contains(got, "echo: two") {
+		t.Fatalf("the turn after the wake: %q", got)
+	}
+	l.waitFor(t, ctx, "idle after the prompt", func(v host.Liveness) bool { return v.State == host.StateIdle && v.Seq > woke })
+	wantSeqPrefix(t, l, "ready", "requesting", "streaming", "idle", "asleep", "waking", "ready", "requesting", "streaming", "idle")
+}
+
 // wantSeqPrefix fails unless the states so far start with want.
 func wantSeqPrefix(t *testing.T, l *stateLog, want ...string) {
 	t.Helper()

@@ -438,8 +438,9 @@ func (a *Authorizer) Created(ctx context.Context, sessionID, cwd string) error {
 
 // needed is the access a command needs: a command that only reads
 // (host.CommandType.ReadOnly: changes, slash_commands) is a viewer's,
-// closing the owner's, the rest a collaborator's (reverting files too; an
-// unknown type the owner's: the strictest).
+// closing the owner's, the rest a collaborator's (reverting files and
+// waking a sleeping session too, which starts its CLI; an unknown type
+// the owner's: the strictest).
 func needed(t host.CommandType) Access {
 	if t.ReadOnly() {
 		return AccessView
@@ -447,7 +448,7 @@ func needed(t host.CommandType) Access {
 	switch t {
 	case host.CommandRevertChanges,
 		host.CommandSend, host.CommandCancel, host.CommandInterrupt, host.CommandForceInterrupt,
-		host.CommandAnswer, host.CommandSetModel, host.CommandSetMode, host.CommandResume:
+		host.CommandAnswer, host.CommandSetModel, host.CommandSetMode, host.CommandResume, host.CommandWake:
 		return AccessCollaborate
 	}
 	return AccessOwn

@@ -192,6 +192,7 @@ var commands = []*host.Command{
 	{Type: host.CommandRevertChanges, Paths: []string{"a.go"}},
 	{Type: host.CommandChanges},
 	{Type: host.CommandSlashCommands},
+	{Type: host.CommandWake},
 	{Type: host.CommandClose},
 }
 
