@@ -13,8 +13,8 @@ import (
 )
 
 // testSleepWake: a session put to sleep shows asleep, in the list and
-// in its header, with its transcript; the next prompt shows it waking
-// and is answered by the resumed conversation, the prompt not lost.
+// in its header, with its transcript; typing the next prompt shows it
+// waking, and the prompt is answered by the resumed conversation.
 // Over the cluster the agent hands the session off asleep (no agent
 // runs it) and the prompt wakes it through the bus.
 func testSleepWake(t *testing.T, b *browser) {
@@ -73,7 +73,15 @@ func testSleepWake(t *testing.T, b *browser) {
 		t.Errorf("after its changes and commands were read: %q", got)
 	}
 	tb.shots("asleep")
-	tb.prompt("which colour?")
+	// Typing wakes it (the wake command): its CLI starts while the
+	// person types, and nothing is sent until Enter.
+	tb.run(chromedp.Click("#prompt", chromedp.ByID), chromedp.SendKeys("#prompt", "which colour?", chromedp.ByID))
+	tb.waitState("ready", "idle")
+	if n := tb.count(".msg.user"); n != 1 {
+		t.Errorf("%d prompts in the transcript once typing woke the session, want the first alone", n)
+	}
+	tb.shots("woken-typing")
+	tb.key(kb.Enter)
 	tb.waitText("it was teal")
 	tb.waitTurns(2)
 	tb.waitState("ready", "idle")

@@ -708,6 +708,21 @@ const slashMenu = new SlashMenu($("prompt"), $("slash-menu"), {
   submit: () => $("prompt-form").requestSubmit(),
 });
 
+// Typing into the prompt of a session asleep wakes it, once per sleep:
+// its CLI starts (a second or more) while the person still types, and the
+// prompt finds it awake. A lone "/" (the slash menu, read from what the
+// session recorded as it fell asleep) and an empty box wake nothing. A
+// server or agent of an earlier release refuses the command; the prompt
+// then wakes the session, as before.
+$("prompt").addEventListener("input", () => {
+  const v = app.view;
+  const text = $("prompt").value.trim();
+  if (!v || v.state.state !== "asleep" || v.wakeFor === v.state || !text || text === "/") return;
+  if (!conn.live || !tm.canAct(app.sessions.get(v.id))) return;
+  v.wakeFor = v.state;
+  proto.wake(conn, v.id).catch(() => {});
+});
+
 $("prompt").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();

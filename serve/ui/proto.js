@@ -110,5 +110,6 @@ export const close = (c, id) => cmd(c, id, { type: "close" });
 export const resume = (c, id) => cmd(c, id, { type: "resume" }).then((r) => r.session || r);
 export const changes = (c, id) => cmd(c, id, { type: "changes" });
 export const slashCommands = (c, id) => cmd(c, id, { type: "slash_commands" });
+export const wake = (c, id) => cmd(c, id, { type: "wake" });
 export const revertChanges = (c, id, paths) => cmd(c, id, paths ? { type: "revert_changes", paths } : { type: "revert_changes" });
 export const answer = (c, id, approval, reply) => cmd(c, id, { type: "answer", approval, ...reply });
