@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -27,7 +29,9 @@ import (
 // awake, with the fake ones asleep and the real ones active, and with
 // all asleep. Last, it puts a real session to sleep and wakes it with a
 // prompt, -wakes times, and reports the time from the prompt to the
-// resumed turn's first event and to its answer.
+// resumed turn's first event and to its answer; then -wakes times more
+// as the UI does when a person starts typing: the wake command, then the
+// prompt.
 
 type sleepRun struct {
 	cli        string
@@ -127,37 +131,65 @@ func runSleep(r *sleepRun) error {
 		}
 	}
 
-	// Wakes: prompt → the resumed turn's first event, and its answer.
-	var first, answer []time.Duration
-	for i := range min(r.wakes, r.wakes*len(reals)) {
+	// Wakes: prompt → the resumed turn's first event, and its answer. Then
+	// the wake as the UI starts it, when a person begins to type: the
+	// wake command alone, and a prompt sent once it is done (the person
+	// typed for longer than the wake took) → its first event and answer.
+	var first, answer, wake, typedFirst, typedAnswer []time.Duration
+	n := min(r.wakes, r.wakes*len(reals))
+	for i := range 2 * n {
 		s := reals[i%len(reals)]
 		if err := s.Sleep(ctx); err != nil {
 			return err
 		}
-		after := s.Snapshot().Seq
-		t := time.Now()
-		res, err := s.Do(ctx, &host.Command{Type: host.CommandSend, Text: "and again"})
+		typed := i >= n
+		if typed {
+			t := time.Now()
+			if _, err := s.Do(ctx, &host.Command{Type: host.CommandWake}); err != nil {
+				return fmt.Errorf("wake command %d: %w", i-n, err)
+			}
+			wake = append(wake, time.Since(t))
+		}
+		f, a, err := timePrompt(ctx, s, "and again")
 		if err != nil {
 			return fmt.Errorf("wake %d: %w", i, err)
 		}
-		for e, err := range s.Events(ctx, after) {
-			if err != nil {
-				return err
-			}
-			if e.Kind == host.EventMessage && len(first) == len(answer) {
-				first = append(first, time.Since(t))
-			}
-			if e.Kind == host.EventDelivery && strings.Contains(string(e.Data), res.UUID) && strings.Contains(string(e.Data), `"answered"`) {
-				answer = append(answer, time.Since(t))
-				break
-			}
+		if typed {
+			typedFirst, typedAnswer = append(typedFirst, f), append(typedAnswer, a)
+		} else {
+			first, answer = append(first, f), append(answer, a)
 		}
 	}
 	if len(first) > 0 {
 		fmt.Printf("wakes (%d, %s): prompt → first event of the resumed turn p50 %v p99 %v; → answer p50 %v p99 %v\n",
 			len(first), r.cli, pct(first, 50), pct(first, 99), pct(answer, 50), pct(answer, 99))
+		fmt.Printf("woken as typing starts (%d): the wake command p50 %v p99 %v; a prompt after it → first event p50 %v p99 %v; → answer p50 %v p99 %v\n",
+			len(wake), pct(wake, 50), pct(wake, 99), pct(typedFirst, 50), pct(typedFirst, 99), pct(typedAnswer, 50), pct(typedAnswer, 99))
 	}
 	return nil
+}
+
+// timePrompt sends text to s and returns the time to the first event
+// after it and to its answer.
+func timePrompt(ctx context.Context, s *host.Session, text string) (first, answer time.Duration, err error) {
+	after := s.Snapshot().Seq
+	t := time.Now()
+	res, err := s.Do(ctx, &host.Command{Type: host.CommandSend, Text: text})
+	if err != nil {
+		return 0, 0, err
+	}
+	for e, err := range s.Events(ctx, after) {
+		if err != nil {
+			return 0, 0, err
+		}
+		if e.Kind == host.EventMessage && first == 0 {
+			first = time.Since(t)
+		}
+		if e.Kind == host.EventDelivery && strings.Contains(string(e.Data), res.UUID) && strings.Contains(string(e.Data), `"answered"`) {
+			return first, time.Since(t), nil
+		}
+	}
+	return first, 0, cmp.Or(ctx.Err(), errors.New("the events ended before the answer"))
 }
 
 // streamingEcho is a fake CLI that answers each prompt with reply,
