@@ -41,6 +41,25 @@ func waitAsleep(t *testing.T, c *cluster.Client, id string) cluster.SessionInfo 
 	return s
 }
 
+// sleptAfterTurn starts a session on a1, an agent of one slot that puts
+// sessions to sleep after 300 ms, runs one turn of prompt (the fake CLI
+// echoes it) and waits until the registry lists it asleep.
+func sleptAfterTurn(t *testing.T, prompt string) (*natsServer, *cluster.Agent, *cluster.Client, cluster.SessionInfo, *follower) {
+	t.Helper()
+	ns := newNATS(t, nil)
+	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(testCtx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, prompt)
+	f.wait(t, "the turn", result("echo: "+prompt))
+	waitAsleep(t, c, info.ID)
+	return ns, a1, c, info, f
+}
+
 // storedOnce fails unless the session's events in the stream (its
 // agents' events and batches, and markers) use every number once.
 func storedOnce(t *testing.T, url, id string) {
@@ -214,17 +233,7 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 // and runs no turn: the person's next prompt finds its CLI started.
 func TestWakeCommand(t *testing.T) {
 	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
-	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "plums")
-	f.wait(t, "the turn", result("echo: plums"))
-	waitAsleep(t, c, info.ID)
+	ns, _, c, info, f := sleptAfterTurn(t, "plums")
 	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandWake}); err != nil {
 		t.Fatalf("wake: %v", err)
 	}
@@ -253,17 +262,7 @@ func TestWakeCommand(t *testing.T) {
 // put it to sleep may go, and a resume wakes it as a command does.
 func TestSleepingSessionNotFailedOver(t *testing.T) {
 	ctx := testCtx(t)
-	ns := newNATS(t, nil)
-	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
-	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "pears")
-	f.wait(t, "the turn", result("echo: pears"))
-	waitAsleep(t, c, info.ID)
+	ns, a1, c, info, f := sleptAfterTurn(t, "pears")
 	a1.Close()
 	newAgent(t, ns.URL(), "a2", 1)
 	// Ten heartbeats: a dead agent's session would be marked by now.
