@@ -143,8 +143,9 @@ type Agent struct {
 	readers readerWire
 	// requests: the named commands taken, for their copies (requests.go).
 	requests requestLog
-	// lostReplies: command replies to lose (tests: LoseReplies).
-	lostReplies atomic.Int32
+	// lostReplies: command replies to lose (tests: LoseReplies);
+	// lostStartReplies: start replies to lose (tests: LoseStartReplies).
+	lostReplies, lostStartReplies atomic.Int32
 }
 
 // NewAgent connects, sets up the streams and buckets if needed, registers
@@ -408,7 +409,7 @@ func (a *Agent) handleStart(msg jetstream.Msg) (running bool) {
 		reply = ""
 	}
 	answer := func(r *startReply) {
-		if reply == "" {
+		if reply == "" || loseOne(&a.lostStartReplies) {
 			return
 		}
 		// In the asker's revision: a client of revision 1 refuses a field

@@ -251,12 +251,13 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 	if opts != nil {
 		o = *opts
 	}
-	if o.ID == "" {
+	fresh := o.ID == ""
+	if fresh {
 		o.ID = NewSessionID()
 	}
 	req := startRequest{ID: o.ID, Cwd: o.Cwd, Model: o.Model, PermissionMode: o.PermissionMode,
 		AppendSystemPrompt: o.AppendSystemPrompt, Resume: o.Resume, Fork: o.Fork, Title: o.Title, Worktree: o.Worktree,
-		onQueued: o.OnQueued}
+		onQueued: o.OnQueued, fresh: fresh}
 	if o.Resume != "" {
 		// A conversation of a cluster session: the agent restores its
 		// mirrored transcript first, wherever it ran.
@@ -349,7 +350,7 @@ func (c *Client) revive(ctx context.Context, r SessionInfo) (SessionInfo, error)
 		}
 	}
 	return c.start(ctx, &startRequest{ID: NewSessionID(), Cwd: r.Cwd, Model: r.Model, Title: r.Title,
-		Resume: r.CLISession, Restore: r.ID, Continue: true})
+		Resume: r.CLISession, Restore: r.ID, Continue: true, fresh: true})
 }
 
 func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, err error) {
@@ -425,6 +426,7 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 	if !c.roomNow(ctx) {
 		report()
 	}
+	reconnects, ticks := c.b.nc.Stats().Reconnects, 0
 	for {
 		select {
 		case r := <-replies:
@@ -453,9 +455,25 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 			if last > 0 || !c.roomNow(ctx) {
 				report()
 			}
+			// A reply lost on its way: look for the session after a
+			// reconnect, and every heartbeat lapse in case the agent's
+			// connection was the one that dropped it.
+			ticks++
+			if r := c.b.nc.Stats().Reconnects; r != reconnects || ticks%3 == 0 {
+				reconnects = r
+				if info, ok := c.startedMeanwhile(ctx, req); ok {
+					return info, nil
+				}
+			}
 		case <-ctx.Done():
 			if parent.Err() == context.Canceled {
 				return SessionInfo{}, parent.Err()
+			}
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			info, ok := c.startedMeanwhile(lctx, req)
+			cancel()
+			if ok {
+				return info, nil
 			}
 			// The request expires with the deadline: no agent starts it
 			// later.
@@ -463,6 +481,27 @@ func (c *Client) start(ctx context.Context, req *startRequest) (_ SessionInfo, e
 				Message: fmt.Sprintf("no agent had room for session %s in %v; the request was withdrawn, try again later", req.ID, time.Since(began).Round(100*time.Millisecond))}
 		}
 	}
+}
+
+// startedMeanwhile looks in the registry for a session that an agent
+// started though its reply never came. The reply goes to the client's
+// inbox unstored: one sent while either connection was down (a NATS
+// server stalled under load, a reconnect) is lost, while the session runs
+// and its registry entry says so. Only for an id made up for this start
+// (req.fresh): the entry of a failover, a wake or an id the caller chose
+// may predate the request. An entry still starting is not taken: its
+// start may yet fail, and the reply may yet come.
+func (c *Client) startedMeanwhile(ctx context.Context, req *startRequest) (SessionInfo, bool) {
+	if !req.fresh {
+		return SessionInfo{}, false
+	}
+	r, _, err := c.record(ctx, req.ID)
+	if err != nil || r.Ended || r.Agent == "" || r.State == host.StateStarting.String() || (req.Worktree && r.Worktree == nil) {
+		return SessionInfo{}, false
+	}
+	c.log.Info("a start's reply was lost; the session runs", "session", req.ID, "agent", r.Agent)
+	c.noteSession(r)
+	return r, true
 }
 
 // closeStray closes a session started otherwise than asked.

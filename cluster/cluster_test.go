@@ -1230,3 +1230,22 @@ func TestFailoverWithoutTranscript(t *testing.T) {
 		t.Fatalf("second try: %v", err)
 	}
 }
+
+// TestStartReplyLost: a start reply lost on its way (the NATS server
+// stalled under load, a reconnect) does not leave the caller waiting out
+// its deadline to be told that no agent had room while the session runs:
+// the client finds the session in the registry, and it takes prompts.
+func TestStartReplyLost(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a := newAgent(t, ns.URL(), "a1", 1)
+	cluster.LoseStartReplies(a, 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil || info.Agent != "a1" || info.Ended {
+		t.Fatalf("a start whose reply was lost: %+v, %v", info, err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "kiwis")
+	f.wait(t, "a turn", result("echo: kiwis"))
+}

@@ -30,6 +30,10 @@ func Reap(ctx context.Context, c *Client, id string) error {
 // way (they are kept for the commands' copies), as a reconnect would.
 func LoseReplies(a *Agent, n int) { a.lostReplies.Store(int32(n)) }
 
+// LoseStartReplies makes the agent lose its next n start replies on
+// their way, as a NATS server stalled or a reconnect would.
+func LoseStartReplies(a *Agent, n int) { a.lostStartReplies.Store(int32(n)) }
+
 // FailMarkerAppends makes the client's next n appends of a
 // "disconnected" event fail, as a bus that cannot store them would; left
 // reports how many failures are still to come.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -223,13 +224,17 @@ func (c *Client) answersCopies(ctx context.Context, id string) bool {
 // loseReply reports whether this reply is one of those the agent was
 // told to lose on their way, as a reconnect would (tests only:
 // export_test.go, LoseReplies).
-func (a *Agent) loseReply() bool {
+func (a *Agent) loseReply() bool { return loseOne(&a.lostReplies) }
+
+// loseOne takes one from n while it is above zero, and reports whether
+// it did: a reply to lose (tests only).
+func loseOne(n *atomic.Int32) bool {
 	for {
-		n := a.lostReplies.Load()
-		if n <= 0 {
+		v := n.Load()
+		if v <= 0 {
 			return false
 		}
-		if a.lostReplies.CompareAndSwap(n, n-1) {
+		if n.CompareAndSwap(v, v-1) {
 			return true
 		}
 	}

@@ -108,6 +108,9 @@ type startRequest struct {
 	Identity *team.Identity `json:"identity,omitempty"`
 
 	onQueued func(int) // the caller's, not sent
+	// fresh: the id was made up for this start, so a registry entry
+	// under it is this start's (not sent; Client.startedMeanwhile).
+	fresh bool
 }
 
 func (r *startRequest) validate() error {
