@@ -154,7 +154,7 @@ func replyTo(msg *nats.Msg, r *commandReply) *nats.Msg {
 func (s *agentSession) answer(msg *nats.Msg, name string, r *commandReply) {
 	m := replyTo(msg, r)
 	s.a.requests.finish(name, m)
-	if msg.Reply != "" && !s.a.loseReply() {
+	if msg.Reply != "" && !loseOne(&s.a.lostReplies) {
 		msg.RespondMsg(m)
 	}
 }

@@ -849,7 +849,7 @@ func (c *Client) appendMarker(id string, r SessionInfo) bool {
 			return true
 		}
 	}
-	if c.failMarkers.Load() > 0 && c.failMarkers.Add(-1) >= 0 {
+	if loseOne(&c.failMarkers) {
 		return false
 	}
 	now := time.Now()

@@ -221,13 +221,10 @@ func (c *Client) answersCopies(ctx context.Context, id string) bool {
 	return ok && c.agentWire(rctx, a) >= requestRevision
 }
 
-// loseReply reports whether this reply is one of those the agent was
-// told to lose on their way, as a reconnect would (tests only:
-// export_test.go, LoseReplies).
-func (a *Agent) loseReply() bool { return loseOne(&a.lostReplies) }
-
 // loseOne takes one from n while it is above zero, and reports whether
-// it did: a reply to lose (tests only).
+// it did: a reply to lose or an append to fail, as a reconnect or a bus
+// that cannot store would (tests only: export_test.go's LoseReplies,
+// LoseStartReplies, FailMarkerAppends).
 func loseOne(n *atomic.Int32) bool {
 	for {
 		v := n.Load()
