@@ -67,6 +67,15 @@ type agentSession struct {
 	// lastStream is the stream sequence of the session's last message as
 	// the publisher knows it: its next publish expects it (publisher only).
 	lastStream uint64
+	// nextJ is the journal number of the next event to publish, 0 before
+	// the first (publisher only).
+	nextJ uint64
+	// q hands the journal's events to the publisher.
+	q *eventQueue
+	// back: this agent took its session back from a client that had
+	// marked it disconnected (readopt); the publisher owes the stream what
+	// viewers would otherwise miss (announceBack).
+	back atomic.Bool
 	// nonce makes this attachment's message ids its own (publisher only).
 	nonce string
 	// moving: the agent drains; prompts are refused (Drain).
@@ -101,7 +110,7 @@ type attachOpts struct {
 func (a *Agent) attach(id string, hs *host.Session, base uint64, rec SessionInfo, rev uint64, restored int64, fence bool, configDir string, ao attachOpts) *agentSession {
 	s := &agentSession{a: a, id: id, hs: hs, base: base, rec: rec, rev: rev, configDir: configDir, wake: make(chan struct{}, 1), wakeTx: make(chan struct{}, 1), mirrorDone: make(chan struct{}), restored: restored,
 		ordered: make(chan func(), orderedQueue), quick: make(chan struct{}, quickLimit),
-		log: a.log.With("session", id), lastStream: ao.after, woken: ao.woken}
+		log: a.log.With("session", id), lastStream: ao.after, woken: ao.woken, q: newEventQueue()}
 	s.ctx, s.cancel = context.WithCancel(a.ctx)
 	s.fence.Store(fence)
 	s.rec.Agent = a.id
@@ -346,7 +355,12 @@ func (s *agentSession) readopt(ctx context.Context, r *SessionInfo) (uint64, err
 		go s.hs.Close()
 		return 0, &CommandError{Code: codeOwned, Message: "taken over by " + cur.Agent}
 	}
-	s.log.Info("session taken back after the agent's registry entry lapsed")
+	s.log.Info("session taken back after the agent's registry entry lapsed", "marked", cur.Orphaned)
 	s.fence.Store(true)
-	return s.a.b.putSession(ctx, r, e.Revision(), false)
+	rev, err := s.a.b.putSession(ctx, r, e.Revision(), false)
+	if err == nil && cur.Orphaned {
+		s.back.Store(true)
+		s.q.poke()
+	}
+	return rev, err
 }

@@ -969,9 +969,63 @@ func TestNATSOutageLongerThanHeartbeats(t *testing.T) {
 	// force it until the marker is there.
 	reapUntilMarked(t, c, f, info.ID)
 	waitFor(t, "the session taken back again", takenBack)
+	stateAfterMarker(t, f, "idle")
 	send(t, c, info.ID, "three")
 	f.wait(t, "the turn after the marking", result("echo: three"))
 	checkSeqs(t, f.list(), 1)
+}
+
+// stateAfterMarker waits for the session's state name shown after its
+// last "disconnected" marker: an agent that takes a session back says
+// what it does now, though its CLI has nothing to say.
+func stateAfterMarker(t *testing.T, f *follower, name string) {
+	t.Helper()
+	marker := f.wait(t, "the disconnected marker", state("disconnected"))
+	f.wait(t, "the state after the marker", func(ev host.Event) bool {
+		return ev.Seq > marker.Seq && state(name)(ev)
+	})
+}
+
+// TestTakenBackUnmarked: a client marks a live agent's idle session
+// disconnected in the registry but cannot store the marker (the bus
+// stalled for it too, as for the agent's heartbeats). The agent takes
+// the session back, and its stream shows what the registry did: the
+// disconnection, then the session's state as of now, numbered on.
+func TestTakenBackUnmarked(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	newAgent(t, ns.URL(), "a1", 2)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "one")
+	f.wait(t, "a turn", result("echo: one"))
+	f.wait(t, "idle", state("idle"))
+	cluster.FailMarkerAppends(c, 1<<20)
+	if err := cluster.Reap(ctx, c, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	stateAfterMarker(t, f, "idle")
+	waitFor(t, "the session taken back", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.Agent == "a1" && !s.Orphaned
+	})
+	send(t, c, info.ID, "two")
+	f.wait(t, "the turn after", result("echo: two"))
+	evs := f.list()
+	checkSeqs(t, evs, 1)
+	markers := 0
+	for _, ev := range evs {
+		if state("disconnected")(ev) {
+			markers++
+		}
+	}
+	if markers != 1 {
+		t.Fatalf("%d disconnected markers, want 1", markers)
+	}
 }
 
 // TestThreeNodeCluster runs agent and client on different nodes of a

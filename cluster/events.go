@@ -838,34 +838,60 @@ func (c *Client) appendMarker(id string, r SessionInfo) bool {
 	}
 	// One marker per disconnection: none after a marker (another client,
 	// or this one, marked the session and nothing was published since).
-	if lastStream > 0 {
-		m, err := c.b.events.GetMsg(ctx, lastStream)
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			// Gone from the stream since (its limits): not a marker.
-		case err != nil:
-			return false
-		case m.Subject == subjectGone+id:
-			return true
-		}
+	if marked, err := c.b.markerAt(ctx, id, lastStream); err != nil || marked {
+		return err == nil
+	}
+	// Still orphaned after the stream was read: an agent that takes the
+	// session back writes the registry before it publishes again
+	// (announceBack), so its publish either fails this marker's fence or
+	// finds the marker stored, and a marker never follows the agent's
+	// return.
+	if cur, _, err := c.record(ctx, id); err != nil || !cur.Orphaned {
+		return err == nil
 	}
 	if loseOne(&c.failMarkers) {
 		return false
 	}
-	now := time.Now()
-	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: noAgentText(id, r)})
-	ev := host.Event{Seq: lastSeq + 1, Time: now, Kind: host.EventState, Data: info}
-	evData, _ := json.Marshal(ev)
-	msg := stamp(nats.NewMsg(subjectGone + id))
-	msg.Data = evData
-	seq := strconv.FormatUint(ev.Seq, 10)
-	msg.Header.Set(hdrSeq, seq)
-	msg.Header.Set(hdrMsgID, id+"."+seq+".reaped")
+	msg := markerMsg(id, lastSeq+1, noAgentText(id, r))
 	if _, err := c.b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(lastStream, sessionFilter(id))); err != nil {
 		c.log.Debug("disconnected event not appended; tried again at the next look", "session", id, "err", err)
 		return false
 	}
 	return true
+}
+
+// markerAt reports whether the stream's message at sequence stream (the
+// session's last, 0 for none) is a "disconnected" marker: a disconnection
+// gets one marker, not one per client that saw it or per agent that came
+// back from it.
+func (b *bus) markerAt(ctx context.Context, id string, stream uint64) (bool, error) {
+	if stream == 0 {
+		return false, nil
+	}
+	m, err := b.events.GetMsg(ctx, stream)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil // gone from the stream since (its limits)
+	case err != nil:
+		return false, err
+	}
+	return m.Subject == subjectGone+id, nil
+}
+
+// markerMsg is the "disconnected" state event numbered seq of session id,
+// its error saying why, on the marker subject. Its message id names the
+// number, so that a client and the agent that appended the same marker
+// store it once.
+func markerMsg(id string, seq uint64, why string) *nats.Msg {
+	now := time.Now()
+	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: why})
+	data, _ := json.Marshal(host.Event{Seq: seq, Time: now, Kind: host.EventState, Data: info})
+	msg := stamp(nats.NewMsg(subjectGone + id))
+	msg.Data = data
+	seqs := strconv.FormatUint(seq, 10)
+	msg.Header.Set(hdrSeq, seqs)
+	msg.Header.Set(hdrMsgID, id+"."+seqs+".reaped")
+	return msg
 }
 
 // eachKept calls f with every event of session id the stream still keeps,

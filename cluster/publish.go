@@ -35,7 +35,7 @@ import (
 func (s *agentSession) publishEvents() {
 	defer s.wg.Done()
 	s.nonce = randomID(4)
-	q := newEventQueue()
+	q := s.q
 	hold := s.hs.Hold(0)
 	defer hold.Release()
 	s.wg.Add(1)
@@ -60,6 +60,78 @@ func (s *agentSession) publishEvents() {
 			s.published(evs[:n])
 			evs = evs[n:]
 		}
+		if s.back.Swap(false) {
+			if err := s.announceBack(); err != nil {
+				if s.ctx.Err() == nil && !errors.Is(err, errDeposed) {
+					s.log.Error("publishing events", "err", err)
+				}
+				return
+			}
+		}
+	}
+}
+
+// announceBack publishes what viewers of a session this agent took back
+// from a client that had marked it disconnected would otherwise miss: the
+// "disconnected" marker, when the client could not store one (the bus
+// was stalled too, or the client went), so that the stream shows every
+// disconnection the registry did; and the session's state as of now, so
+// that the stream's last state is not "disconnected" while the session
+// runs on with nothing more to say. Both are numbered after the stream's
+// last message and fenced on it like events; the journal's next event
+// follows them.
+func (s *agentSession) announceBack() error {
+	j := max(s.nextJ, 1)
+	for {
+		if err := s.rebase(j); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		seq := s.base + j
+		s.mu.Unlock()
+		var msgs []*nats.Msg
+		ctx, cancel := context.WithTimeout(s.ctx, jsapi.Attempt)
+		marked, err := s.a.b.markerAt(ctx, s.id, s.lastStream)
+		cancel()
+		switch {
+		case err != nil:
+			if err := s.pause(250 * time.Millisecond); err != nil {
+				return err
+			}
+			continue
+		case !marked:
+			msgs = append(msgs, markerMsg(s.id, seq, "agent "+s.a.id+" was out of reach for longer than its heartbeats allow; it has the session again"))
+			seq++
+		}
+		now := time.Now()
+		info, _ := json.Marshal(s.hs.State().Info())
+		data, err := appendEvent(nil, host.Event{Seq: seq, Time: now, Kind: host.EventState, Data: info})
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, s.eventMsgs(seq, data)...)
+		fenced := false
+		for _, m := range msgs {
+			stream, err := s.publishMsg(m, s.lastStream)
+			if errors.Is(err, errFenced) {
+				fenced = true
+				break
+			}
+			if err != nil {
+				return err
+			}
+			s.lastStream = stream
+		}
+		if !fenced {
+			s.mu.Lock()
+			s.base = seq + 1 - j
+			s.rec.Seq = seq
+			s.mu.Unlock()
+			return nil
+		}
+		if err := s.stillOwner(); err != nil {
+			return err
+		}
 	}
 }
 
@@ -68,6 +140,7 @@ func (s *agentSession) published(evs []host.Event) {
 	for _, ev := range evs {
 		s.a.metrics.Published(time.Since(ev.Time))
 	}
+	s.nextJ = evs[len(evs)-1].Seq + 1
 	s.mu.Lock()
 	s.rec.Seq = s.base + evs[len(evs)-1].Seq
 	s.mu.Unlock()
@@ -111,6 +184,7 @@ type eventQueue struct {
 	mu     sync.Mutex
 	evs    []host.Event
 	closed bool
+	poked  bool          // take returns even with nothing queued
 	ready  chan struct{} // 1 slot: events or the end are there
 	room   chan struct{} // 1 slot: the publisher took events
 }
@@ -147,6 +221,15 @@ func (q *eventQueue) close() {
 	notify(q.ready)
 }
 
+// poke makes the publisher's take return, with no events if none are
+// queued, so that it looks at what else it owes.
+func (q *eventQueue) poke() {
+	q.mu.Lock()
+	q.poked = true
+	q.mu.Unlock()
+	notify(q.ready)
+}
+
 // take waits for events and returns all of those queued, giving the
 // queue spare (the previous batch, published) to fill next when it is
 // small; false once the queue is closed and empty or ctx ended.
@@ -157,7 +240,8 @@ func (q *eventQueue) take(ctx context.Context, spare []host.Event) ([]host.Event
 	}
 	for {
 		q.mu.Lock()
-		if evs := q.evs; len(evs) > 0 {
+		if evs := q.evs; len(evs) > 0 || q.poked {
+			q.poked = false
 			q.evs = spare[:0]
 			q.mu.Unlock()
 			notify(q.room)
