@@ -996,24 +996,18 @@ func TestTakenBackUnmarked(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := follow(t, c, info.ID, 0)
-	send(t, c, info.ID, "one")
-	f.wait(t, "a turn", result("echo: one"))
+	id, f := echoed(t, c, "one")
 	f.wait(t, "idle", state("idle"))
 	cluster.FailMarkerAppends(c, 1<<20)
-	if err := cluster.Reap(ctx, c, info.ID); err != nil {
+	if err := cluster.Reap(ctx, c, id); err != nil {
 		t.Fatal(err)
 	}
 	stateAfterMarker(t, f, "idle")
 	waitFor(t, "the session taken back", func() bool {
-		s, err := c.Session(ctx, info.ID)
+		s, err := c.Session(ctx, id)
 		return err == nil && s.Agent == "a1" && !s.Orphaned
 	})
-	send(t, c, info.ID, "two")
+	send(t, c, id, "two")
 	f.wait(t, "the turn after", result("echo: two"))
 	evs := f.list()
 	checkSeqs(t, evs, 1)

@@ -52,9 +52,7 @@ func (s *agentSession) publishEvents() {
 			}
 			n, err := s.publishFirst(evs)
 			if err != nil {
-				if s.ctx.Err() == nil && !errors.Is(err, errDeposed) {
-					s.log.Error("publishing events", "err", err)
-				}
+				s.publishFailed(err)
 				return
 			}
 			s.published(evs[:n])
@@ -62,12 +60,18 @@ func (s *agentSession) publishEvents() {
 		}
 		if s.back.Swap(false) {
 			if err := s.announceBack(); err != nil {
-				if s.ctx.Err() == nil && !errors.Is(err, errDeposed) {
-					s.log.Error("publishing events", "err", err)
-				}
+				s.publishFailed(err)
 				return
 			}
 		}
+	}
+}
+
+// publishFailed logs why the publisher stops, unless the session ended or
+// another agent took it over (which says so itself).
+func (s *agentSession) publishFailed(err error) {
+	if s.ctx.Err() == nil && !errors.Is(err, errDeposed) {
+		s.log.Error("publishing events", "err", err)
 	}
 }
 
