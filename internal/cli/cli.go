@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/host"
 )
 
 // Main runs the tether command with args (without the program name) and
@@ -77,4 +78,15 @@ Commands:
 
 Run "tether <command> -h" for a command's flags.
 `)
+}
+
+// checkModeFlag refuses a --permission-mode the CLI does not know ("" is
+// the default), before anything starts: the CLI would end at start with
+// its own words, or a session would be refused later. run, serve and
+// agent share it.
+func checkModeFlag(mode string) error {
+	if host.CheckPermissionMode(mode, true) != nil {
+		return fmt.Errorf("--permission-mode %q: want one of %s", mode, strings.Join(host.PermissionModes, ", "))
+	}
+	return nil
 }

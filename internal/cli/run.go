@@ -118,13 +118,3 @@ Flags:
 		thinking:    thinkingMode(thinking),
 	}, stdin, stdout, stderr)
 }
-
-// checkModeFlag refuses a --permission-mode the CLI does not know ("" is
-// the default), before anything starts: the CLI would end at start with
-// its own words, or a session would be refused later.
-func checkModeFlag(mode string) error {
-	if host.CheckPermissionMode(mode, true) != nil {
-		return fmt.Errorf("--permission-mode %q: want one of %s", mode, strings.Join(host.PermissionModes, ", "))
-	}
-	return nil
-}
