@@ -838,7 +838,7 @@ func (c *Client) appendMarker(id string, r SessionInfo) bool {
 	}
 	// One marker per disconnection: none after a marker (another client,
 	// or this one, marked the session and nothing was published since).
-	if marked, err := c.b.markerAt(ctx, id, lastStream); err != nil || marked {
+	if marked, err := c.b.disconnectedAt(ctx, id, lastStream, ""); err != nil || marked {
 		return err == nil
 	}
 	// Still orphaned after the stream was read: an agent that takes the
@@ -860,11 +860,13 @@ func (c *Client) appendMarker(id string, r SessionInfo) bool {
 	return true
 }
 
-// markerAt reports whether the stream's message at sequence stream (the
-// session's last, 0 for none) is a "disconnected" marker: a disconnection
-// gets one marker, not one per client that saw it or per agent that came
-// back from it.
-func (b *bus) markerAt(ctx context.Context, id string, stream uint64) (bool, error) {
+// disconnectedAt reports whether the stream's message at sequence
+// stream (the session's last, 0 for none) says the session is
+// disconnected: a client's marker, or, when agent is not "", that agent's
+// own "disconnected" state (announceBack; a state its CLI's end put in
+// the journal counts too, which says as much). A disconnection gets one,
+// not one per client that saw it or per agent that came back from it.
+func (b *bus) disconnectedAt(ctx context.Context, id string, stream uint64, agent string) (bool, error) {
 	if stream == 0 {
 		return false, nil
 	}
@@ -874,14 +876,21 @@ func (b *bus) markerAt(ctx context.Context, id string, stream uint64) (bool, err
 		return false, nil // gone from the stream since (its limits)
 	case err != nil:
 		return false, err
+	case m.Subject == subjectGone+id:
+		return true, nil
+	case agent == "" || m.Subject != subjectEvents+id || m.Header.Get(hdrAgent) != agent ||
+		m.Header.Get(hdrPart) != "" || m.Header.Get(hdrBatch) != "":
+		return false, nil
 	}
-	return m.Subject == subjectGone+id, nil
+	var ev host.Event
+	var st host.StateInfo
+	return json.Unmarshal(m.Data, &ev) == nil && ev.Kind == host.EventState &&
+		json.Unmarshal(ev.Data, &st) == nil && st.State == host.StateDisconnected.String(), nil
 }
 
 // markerMsg is the "disconnected" state event numbered seq of session id,
 // its error saying why, on the marker subject. Its message id names the
-// number, so that a client and the agent that appended the same marker
-// store it once.
+// number, so that two clients that append the same marker store it once.
 func markerMsg(id string, seq uint64, why string) *nats.Msg {
 	now := time.Now()
 	info, _ := json.Marshal(host.StateInfo{State: host.StateDisconnected.String(), Since: now, Error: why})

@@ -20,7 +20,8 @@ import (
 
 // TestNATSPermissions runs the permissions docs/cluster.md gives
 // (testdata/permissions.conf): agents and a client (serve's user) work
-// under them (a turn, a snapshot, a disconnected marker, a failover), and
+// under them (a turn, a snapshot, a session marked disconnected and taken
+// back, with and without the client's marker, a failover), and
 // the client's user cannot publish events.
 func TestNATSPermissions(t *testing.T) {
 	ctx := testCtx(t)
@@ -33,7 +34,17 @@ func TestNATSPermissions(t *testing.T) {
 	if _, err := c.Snapshot(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	// The agent taking its session back says so itself when the client
+	// could store no marker: on its own subject, the marker's being
+	// serve's alone.
+	cluster.FailMarkerAppends(c, 1<<20)
+	if err := cluster.Reap(ctx, c, id); err != nil {
+		t.Fatal(err)
+	}
+	stateAfterMarker(t, f, "idle")
+	cluster.FailMarkerAppends(c, 0)
 	reapUntilMarked(t, c, f, id)
+	stateAfterMarker(t, f, "idle")
 	send(t, c, id, "two")
 	f.wait(t, "the turn after the marker", result("echo: two"))
 	checkSeqs(t, f.list(), 1)
@@ -129,17 +140,16 @@ func permissionedNATSFrom(t *testing.T, conf string) *natsServer {
 }
 
 // reapUntilMarked marks a session disconnected as a client does when its
-// agent's entry lapsed, until the marker is in its events: a reap loses
-// (and appends nothing) when the live agent rewrote the registry entry
-// between the reap's read and its update.
+// agent's entry lapsed, until a marker more than its events had is there:
+// a reap loses (and appends nothing) when the live agent rewrote the
+// registry entry between the reap's read and its update.
 func reapUntilMarked(t *testing.T, c *cluster.Client, f *follower, id string) {
 	t.Helper()
 	var last time.Time
+	had := len(markers(f.list()))
 	waitFor(t, "the disconnected marker", func() bool {
-		for _, ev := range f.list() {
-			if state("disconnected")(ev) {
-				return true
-			}
+		if len(markers(f.list())) > had {
+			return true
 		}
 		if time.Since(last) > 250*time.Millisecond {
 			last = time.Now()
@@ -311,4 +321,15 @@ func TestNATSPermissionsTeam(t *testing.T) {
 		t.Fatalf("the audit stream changed: %+v, %v", i, err)
 	}
 	_ = agentAudit
+}
+
+// markers are the "disconnected" states among evs.
+func markers(evs []host.Event) []host.Event {
+	var ms []host.Event
+	for _, ev := range evs {
+		if state("disconnected")(ev) {
+			ms = append(ms, ev)
+		}
+	}
+	return ms
 }

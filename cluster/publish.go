@@ -77,61 +77,56 @@ func (s *agentSession) publishFailed(err error) {
 
 // announceBack publishes what viewers of a session this agent took back
 // from a client that had marked it disconnected would otherwise miss: the
-// "disconnected" marker, when the client could not store one (the bus
-// was stalled too, or the client went), so that the stream shows every
-// disconnection the registry did; and the session's state as of now, so
-// that the stream's last state is not "disconnected" while the session
-// runs on with nothing more to say. Both are numbered after the stream's
-// last message and fenced on it like events; the journal's next event
-// follows them.
+// "disconnected" state, when the client could not store its marker (the
+// bus was stalled too, or the client went), so that the stream shows
+// every disconnection the registry did; and the session's state as of
+// now, so that the stream's last state is not "disconnected" while the
+// session runs on with nothing more to say. Both are the agent's own
+// events (an agent may not publish on the marker subject: see
+// testdata/permissions.conf), numbered after the stream's last message
+// and fenced on it; the journal's next event follows them.
 func (s *agentSession) announceBack() error {
 	j := max(s.nextJ, 1)
 	for {
 		if err := s.rebase(j); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		seq := s.base + j
-		s.mu.Unlock()
-		var msgs []*nats.Msg
 		ctx, cancel := context.WithTimeout(s.ctx, jsapi.Attempt)
-		marked, err := s.a.b.markerAt(ctx, s.id, s.lastStream)
+		marked, err := s.a.b.disconnectedAt(ctx, s.id, s.lastStream, s.a.id)
 		cancel()
-		switch {
-		case err != nil:
+		if err != nil {
 			if err := s.pause(250 * time.Millisecond); err != nil {
 				return err
 			}
 			continue
-		case !marked:
-			msgs = append(msgs, markerMsg(s.id, seq, "agent "+s.a.id+" was out of reach for longer than its heartbeats allow; it has the session again"))
-			seq++
 		}
-		now := time.Now()
-		info, _ := json.Marshal(s.hs.State().Info())
-		data, err := appendEvent(nil, host.Event{Seq: seq, Time: now, Kind: host.EventState, Data: info})
-		if err != nil {
-			return err
+		var states []host.StateInfo
+		if !marked {
+			states = append(states, host.StateInfo{State: host.StateDisconnected.String(), Since: time.Now(),
+				Error: "agent " + s.a.id + " was out of reach for longer than its heartbeats allow; it has the session again"})
 		}
-		msgs = append(msgs, s.eventMsgs(seq, data)...)
-		fenced := false
-		for _, m := range msgs {
-			stream, err := s.publishMsg(m, s.lastStream)
-			if errors.Is(err, errFenced) {
-				fenced = true
+		states = append(states, s.hs.State().Info())
+		err = nil
+		for _, st := range states {
+			s.mu.Lock()
+			seq := s.base + j
+			s.mu.Unlock()
+			info, _ := json.Marshal(st)
+			data, aerr := appendEvent(nil, host.Event{Seq: seq, Time: time.Now(), Kind: host.EventState, Data: info})
+			if aerr != nil {
+				return aerr
+			}
+			if err = s.publishAll(s.eventMsgs(seq, data)); err != nil {
 				break
 			}
-			if err != nil {
-				return err
-			}
-			s.lastStream = stream
-		}
-		if !fenced {
+			// Stored: the journal's next event, and a rebase, count it.
 			s.mu.Lock()
-			s.base = seq + 1 - j
+			s.base++
 			s.rec.Seq = seq
 			s.mu.Unlock()
-			return nil
+		}
+		if !errors.Is(err, errFenced) {
+			return err
 		}
 		if err := s.stillOwner(); err != nil {
 			return err
@@ -343,20 +338,12 @@ func (s *agentSession) publishFirst(evs []host.Event) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		fenced := false
-		for _, m := range msgs {
-			seq, err := s.publishMsg(m, s.lastStream)
-			if errors.Is(err, errFenced) {
-				fenced = true
-				break
-			}
-			if err != nil {
-				return 0, err
-			}
-			s.lastStream = seq
-		}
-		if !fenced {
+		err = s.publishAll(msgs)
+		if err == nil {
 			return n, nil
+		}
+		if !errors.Is(err, errFenced) {
+			return 0, err
 		}
 		if err := s.stillOwner(); err != nil {
 			return 0, err
@@ -364,6 +351,19 @@ func (s *agentSession) publishFirst(evs []host.Event) (int, error) {
 		s.log.Info("events fenced: renumbering after the stream's last one", "seq", evs[0].Seq+base)
 		s.fence.Store(true)
 	}
+}
+
+// publishAll stores msgs one after the other, each fenced on the one
+// before (the first on lastStream); errFenced when a fence failed.
+func (s *agentSession) publishAll(msgs []*nats.Msg) error {
+	for _, m := range msgs {
+		seq, err := s.publishMsg(m, s.lastStream)
+		if err != nil {
+			return err
+		}
+		s.lastStream = seq
+	}
+	return nil
 }
 
 // eventsMsgs are the messages of the first events of evs numbered after
