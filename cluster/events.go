@@ -617,13 +617,22 @@ func markerEvent(id, subject string, h nats.Header, data []byte) (uint64, bool) 
 	if err != nil || n == 0 {
 		return 0, false
 	}
-	var ev host.Event
-	var st host.StateInfo
-	if json.Unmarshal(data, &ev) != nil || ev.Seq != n || ev.Kind != host.EventState ||
-		json.Unmarshal(ev.Data, &st) != nil || st.State != host.StateDisconnected.String() {
+	if seq, ok := disconnectedEvent(data); !ok || seq != n {
 		return 0, false
 	}
 	return n, true
+}
+
+// disconnectedEvent reports whether data is a "disconnected" state event,
+// and its number.
+func disconnectedEvent(data []byte) (uint64, bool) {
+	var ev host.Event
+	var st host.StateInfo
+	if json.Unmarshal(data, &ev) != nil || ev.Kind != host.EventState ||
+		json.Unmarshal(ev.Data, &st) != nil || st.State != host.StateDisconnected.String() {
+		return 0, false
+	}
+	return ev.Seq, true
 }
 
 // unstamped reports whether a session whose last accepted number is seq
@@ -882,10 +891,8 @@ func (b *bus) disconnectedAt(ctx context.Context, id string, stream uint64, agen
 		m.Header.Get(hdrPart) != "" || m.Header.Get(hdrBatch) != "":
 		return false, nil
 	}
-	var ev host.Event
-	var st host.StateInfo
-	return json.Unmarshal(m.Data, &ev) == nil && ev.Kind == host.EventState &&
-		json.Unmarshal(ev.Data, &st) == nil && st.State == host.StateDisconnected.String(), nil
+	_, ok := disconnectedEvent(m.Data)
+	return ok, nil
 }
 
 // markerMsg is the "disconnected" state event numbered seq of session id,
