@@ -145,7 +145,7 @@ func (b *Backend) Do(ctx context.Context, id string, cmd *host.Command) (*host.B
 	if cmd.Type == host.CommandResume {
 		// Failover: another agent restores the session under the same
 		// id, its events' seq going on.
-		info, err := b.c.Resume(ctx, id)
+		info, err := b.c.resume(ctx, id, cmd.OnQueued)
 		if err != nil {
 			if errors.Is(err, ErrOwned) {
 				return nil, &host.CommandError{Code: host.CodeBadRequest, Message: "the session's agent is alive; only a disconnected session can be resumed"}

@@ -298,6 +298,12 @@ func (c *Client) Start(ctx context.Context, opts *StartOptions) (SessionInfo, er
 // closed. A closed session is not resumed (ErrNoSession): start a new
 // session with its conversation (StartOptions.Resume).
 func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
+	return c.resume(ctx, id, nil)
+}
+
+// resume is Resume, telling onQueued (when set) the failover request's
+// place in the queue while no agent has room.
+func (c *Client) resume(ctx context.Context, id string, onQueued func(int)) (SessionInfo, error) {
 	if !validID(id) {
 		return SessionInfo{}, &CommandError{Code: codeNoSession, Message: "bad session id"}
 	}
@@ -326,7 +332,7 @@ func (c *Client) Resume(ctx context.Context, id string) (SessionInfo, error) {
 			return SessionInfo{}, &CommandError{Code: codeOwned, Message: id + " runs on " + r.Agent}
 		}
 	}
-	return c.start(ctx, &startRequest{ID: id, Failover: true})
+	return c.start(ctx, &startRequest{ID: id, Failover: true, onQueued: onQueued})
 }
 
 // revive resumes a session that ended on its own (its CLI exited) as a
@@ -662,7 +668,7 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 	}
 	msg.Data = data
 	msg.Header.Set(hdrRequest, newRequestID()) // its copies' name (requests.go)
-	r, err := c.request(ctx, id, msg, cmd.Type)
+	r, err := c.request(ctx, id, msg, cmd.Type, cmd.OnQueued)
 	if (errors.Is(err, errAsleep) || errors.Is(err, ErrNoSession)) && cmd.Type.ReadOnly() {
 		// Asleep, or ended (and still listed): answered as it stood then.
 		if res, ok := c.recordedAnswer(ctx, id, cmd.Type); ok {
@@ -734,8 +740,10 @@ var takeoverWait = 15 * time.Second
 // (as in host; a UI asks for them whenever it shows a session): it fails
 // with ErrDisconnected, saying the session is asleep, and command answers
 // it from the record its agent wrote when it put it to sleep, if any
-// (answers.go), as it does for a session that ended.
-func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host.CommandType) (*nats.Msg, error) {
+// (answers.go), as it does for a session that ended. While a wake waits
+// for an agent with room, onQueued (when set) hears its place in the
+// queue (host.Command.OnQueued).
+func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host.CommandType, onQueued func(int)) (*nats.Msg, error) {
 	wait := 50 * time.Millisecond
 	deadline := time.Now().Add(takeoverWait)
 	wakes := 0
@@ -757,7 +765,7 @@ func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host
 				ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.opts.StartTimeout+commandLimit)
 				defer cancel()
 			}
-			if err := c.wake(ctx, id); err != nil {
+			if err := c.wake(ctx, id, onQueued); err != nil {
 				return nil, err
 			}
 			deadline = time.Now().Add(takeoverWait)

@@ -389,9 +389,9 @@ const maxWakes = 3
 // wake asks an agent with room to wake a session asleep: a failover
 // start request, which returns once the session runs. Another client
 // waking it at the same time is no error: the command finds it starting.
-func (c *Client) wake(ctx context.Context, id string) error {
+func (c *Client) wake(ctx context.Context, id string, onQueued func(int)) error {
 	c.log.Debug("waking a session", "session", id)
-	_, err := c.start(ctx, &startRequest{ID: id, Failover: true})
+	_, err := c.start(ctx, &startRequest{ID: id, Failover: true, onQueued: onQueued})
 	if errors.Is(err, ErrOwned) {
 		return nil // woken by someone else
 	}

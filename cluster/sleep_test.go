@@ -550,3 +550,61 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 	g.wait(t, "the edit after the resume", result("written"))
 	changesAre(next.ID, "notes.md modified, todo.md modified, list.md modified")
 }
+
+// TestWakeWaitsForRoom: a prompt to a session asleep while every agent
+// is full waits for room, and the caller hears the wake's place in the
+// queue (host.Command.OnQueued); once a slot frees, the session wakes
+// and the prompt runs, sent once.
+func TestWakeWaitsForRoom(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, time.Hour)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "quince")
+	f.wait(t, "the turn", result("echo: quince"))
+	// What SleepAfter does after its quiet time, without waiting it.
+	if err := a1.Manager().Sessions()[0].Sleep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitAsleep(t, c, info.ID)
+	other, err := c.Start(ctx, nil) // a1's one slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	places := make(chan int, 16)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "medlar",
+			OnQueued: func(pos int) { places <- pos }})
+		done <- err
+	}()
+	select {
+	case pos := <-places:
+		if pos != 1 {
+			t.Errorf("the wake's place in the queue: %d, want 1", pos)
+		}
+	case err := <-done:
+		t.Fatalf("the prompt returned while no agent had room: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no place in the queue reported while no agent had room")
+	}
+	if s, err := c.Session(ctx, info.ID); err != nil || s.State != "asleep" {
+		t.Fatalf("while it waits for room: %+v, %v", s, err)
+	}
+	if _, err := c.Command(ctx, other.ID, &host.Command{Type: host.CommandClose}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the prompt once a slot freed: %v", err)
+	}
+	f.wait(t, "the prompt's turn, after the wake", result("echo: medlar"))
+	if n := count(f.list(), result("echo: medlar")); n != 1 {
+		t.Errorf("the prompt ran %d times", n)
+	}
+	storedOnce(t, ns.URL(), info.ID)
+}

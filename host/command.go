@@ -128,6 +128,15 @@ type Command struct {
 	// read from a client: it is not part of the command's JSON). An
 	// answer journals it as ApprovalResolved.AnsweredBy.
 	Actor string `json:"-"`
+
+	// OnQueued, when set, is called while the command waits for room to
+	// run: a command that wakes a session asleep, or a resume, in a full
+	// cluster, with the request's place in the queue of start requests
+	// (1 = next), and again when the place changes. Never called by a
+	// backend that does not queue (a lone serve wakes a session in its
+	// own process). Not part of the command's JSON; a panic in it is
+	// recovered and logged.
+	OnQueued func(position int) `json:"-"`
 }
 
 // Image is an image pasted into a prompt.
