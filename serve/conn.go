@@ -46,7 +46,14 @@ type client struct {
 	infos  map[string]*SessionInfo // pending list updates; nil: removed
 	signal chan struct{}           // 1-buffered: infos changed
 
-	ordered chan func()   // host.LaneOrdered commands and disk_sessions: in order
+	// The ordered requests (host.LaneOrdered commands; disk_sessions
+	// under ""), under mu: one lane per session, each run in arrival
+	// order by a goroutine of its own while it has work, so that a
+	// command that waits long (a prompt waking a session in a full
+	// cluster) holds up its own session's commands alone. At most
+	// maxOrdered are queued or running in all; past that, busy.
+	lanes   map[string]*lane
+	ordered int
 	quick   chan struct{} // semaphore for host.LaneQuick commands (interrupt, answer)
 	wg      sync.WaitGroup
 
@@ -61,7 +68,25 @@ type client struct {
 const (
 	maxStarts     = 4
 	maxStartQueue = 16
+	// maxOrdered bounds a socket's ordered requests, queued or running.
+	maxOrdered = 16
 )
+
+// lane is one session's ordered requests on a socket (client.lanes).
+type lane struct {
+	q   []laneItem
+	cur json.RawMessage // the request running
+	// pos is cur's place in the queue for room (a command waking the
+	// session in a full cluster), as last told; 0 when it is not
+	// waiting for room. The requests behind it wait for room as well,
+	// and are told so.
+	pos int
+}
+
+type laneItem struct {
+	id json.RawMessage
+	f  func()
+}
 
 // startWaiter is a start waiting for one of its socket's start slots.
 type startWaiter struct {
@@ -174,7 +199,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c := &client{
 		s: s, ws: ws, out: make(chan []byte, s.opts.ClientQueue), ip: remoteIP(r),
 		subs: map[string]*subscription{}, infos: map[string]*SessionInfo{}, signal: make(chan struct{}, 1),
-		ordered: make(chan func(), 16), quick: make(chan struct{}, 16),
+		lanes: map[string]*lane{}, quick: make(chan struct{}, 16),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if s.opts.Team != nil {
@@ -201,10 +226,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 
 func (c *client) run() {
 	defer c.ws.CloseNow()
-	c.wg.Add(3)
+	c.wg.Add(2)
 	go c.writer()
 	go c.heartbeat()
-	go c.worker()
 	if c.id != nil {
 		c.wg.Add(1)
 		go c.recheck()
@@ -323,16 +347,49 @@ func (c *client) heartbeat() {
 	}
 }
 
-// worker runs the ordered requests one by one.
-func (c *client) worker() {
+// runLane runs a lane's requests one by one, and ends when it has none
+// (or the socket is gone: what is left is dropped, nobody to answer).
+func (c *client) runLane(key string, l *lane) {
 	defer c.wg.Done()
 	for {
-		select {
-		case f := <-c.ordered:
-			f()
-		case <-c.ctx.Done():
+		c.mu.Lock()
+		if len(l.q) == 0 || c.ctx.Err() != nil {
+			c.ordered -= len(l.q)
+			delete(c.lanes, key)
+			c.mu.Unlock()
 			return
 		}
+		it := l.q[0]
+		l.q[0] = laneItem{}
+		l.q = l.q[1:]
+		l.cur, l.pos = it.id, 0
+		c.mu.Unlock()
+		it.f()
+		c.mu.Lock()
+		c.ordered--
+		l.cur, l.pos = nil, 0
+		c.mu.Unlock()
+	}
+}
+
+// queuedInLane tells the running request of a session's lane, and those
+// behind it, their place in the queue for room (host.Command.OnQueued):
+// they all wait for it.
+func (c *client) queuedInLane(key string, position int) {
+	c.mu.Lock()
+	l := c.lanes[key]
+	if l == nil || l.cur == nil {
+		c.mu.Unlock()
+		return
+	}
+	l.pos = position
+	ids := []json.RawMessage{l.cur}
+	for _, it := range l.q {
+		ids = append(ids, it.id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
 	}
 }
 
@@ -434,7 +491,7 @@ func (c *client) handle(data []byte) {
 		c.start(&req)
 	case "disk_sessions":
 		cwd := req.StartRequest.Cwd
-		c.enqueue(req.ID, func() {
+		c.enqueue(req.ID, "", func() {
 			if err := c.s.diskAllowed(c.ctx, &cwd); err != nil {
 				c.fail(req.ID, err)
 				return
@@ -481,15 +538,31 @@ func hasBadID(data []byte) bool {
 	return validID(env.ID) == nil
 }
 
-// enqueue runs f on the ordered worker, or refuses when it is full.
-func (c *client) enqueue(id json.RawMessage, f func()) bool {
-	select {
-	case c.ordered <- f:
-		return true
-	default:
+// enqueue runs f after the requests queued before it in the lane of key
+// (a session's id), or refuses when the socket has maxOrdered already.
+func (c *client) enqueue(id json.RawMessage, key string, f func()) bool {
+	c.mu.Lock()
+	if c.ordered >= maxOrdered {
+		c.mu.Unlock()
 		c.fail(id, errorf(CodeBusy, "too many requests in flight on this connection"))
 		return false
 	}
+	c.ordered++
+	l := c.lanes[key]
+	if l == nil {
+		l = &lane{}
+		c.lanes[key] = l
+		c.wg.Add(1)
+		go c.runLane(key, l)
+	}
+	l.q = append(l.q, laneItem{id: id, f: f})
+	pos := l.pos
+	c.mu.Unlock()
+	if pos > 0 {
+		// Behind a command waiting for room: so does this one.
+		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: pos}))
+	}
+	return true
 }
 
 // start starts a session beside the connection's other requests: a
@@ -588,6 +661,12 @@ func (c *client) do(req *request) {
 	if c.id != nil {
 		cmd.Actor = c.id.DisplayName()
 	}
+	// A command that wakes a session asleep, or a resume, may wait for
+	// room in a full cluster: the client hears its place as a start's,
+	// and so do the commands behind it in the session's lane.
+	if cmd.Lane() == host.LaneOrdered {
+		cmd.OnQueued = func(position int) { c.queuedInLane(id, position) }
+	}
 	// The root of the command's trace: through the backend to the turn.
 	ctx, span := c.s.startSpan(c.ctx, "serve do "+string(cmd.Type), attrSession.String(id), attrCommand.String(string(cmd.Type)))
 	run := func() {
@@ -624,7 +703,7 @@ func (c *client) do(req *request) {
 			run()
 		}()
 	default:
-		if !c.enqueue(req.ID, run) {
+		if !c.enqueue(req.ID, id, run) {
 			endSpan(span, errorf(CodeBusy, "too many requests in flight on this connection"))
 		}
 	}

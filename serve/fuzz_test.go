@@ -49,7 +49,7 @@ func FuzzFrame(f *testing.F) {
 		s := &Server{b: stubBackend{}, opts: Options{MaxSubscriptions: 4}}
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		c := &client{s: s, out: make(chan []byte, 64), subs: map[string]*subscription{}, infos: map[string]*SessionInfo{},
-			signal: make(chan struct{}, 1), ordered: make(chan func(), 16), quick: make(chan struct{}, 16)}
+			signal: make(chan struct{}, 1), lanes: map[string]*lane{}, quick: make(chan struct{}, 16)}
 		c.ctx, c.cancel = context.WithCancel(s.ctx)
 		c.handle(data)
 		c.cancel()
