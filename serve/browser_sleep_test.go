@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -94,4 +95,65 @@ func testSleepWake(t *testing.T, b *browser) {
 		t.Errorf("%d prompts in the transcript, want both", n)
 	}
 	tb.shots("woken")
+}
+
+// testWakeWaitsForRoom (over the cluster): an agent of one slot, taken by
+// another session, cannot wake a session asleep. Typing into its prompt
+// and sending say so in its transcript, with its place in line, and
+// nothing is lost or refused meanwhile: the other session on the same
+// page takes a prompt and answers it. Once the other session closes, the
+// session wakes, the note goes and the prompt is answered, sent once.
+func testWakeWaitsForRoom(t *testing.T, b *browser) {
+	e := newUIEnvWith(t, b, 1,
+		claudetest.TextReply("noted: the fruit is a plum"),
+		claudetest.TextReply("the other session answers"),
+		claudetest.TextReply("it was a plum"),
+	)
+	tb := b.newTab(t, e.origin, "wakeroom")
+	tb.open(e)
+	asleep := tb.newSession(e.cwd)
+	tb.prompt("remember plum")
+	tb.waitTurns(1)
+	if err := e.agentM.Sessions()[0].Sleep(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitState("asleep")
+	waitFor(t, "the session handed off asleep", func() bool { return len(e.agentM.Sessions()) == 0 })
+	other := tb.newSession(e.cwd) // the agent's one slot
+	tb.run(chromedp.Click(fmt.Sprintf(`#sessions li[data-id=%q]`, asleep), chromedp.ByQuery))
+	tb.waitJS("the session asleep open", fmt.Sprintf(`window.tether.current === %q`, asleep))
+	tb.waitState("asleep")
+	// Typing wakes it: the wake waits for room, and says so.
+	tb.run(chromedp.Click("#prompt", chromedp.ByID), chromedp.SendKeys("#prompt", "which fruit?", chromedp.ByID))
+	tb.waitJS("the note: waiting for room", `document.querySelector("#transcript .room-wait")?.innerText.includes("next in line")`)
+	tb.key(kb.Enter)
+	tb.waitJS("the prompt shown as waiting", `document.querySelector("#transcript .room-wait")?.innerText.includes("“which fruit?”")`)
+	tb.shots("wake-waits-for-room")
+	if got := tb.attr("#s-state", "state"); got != "asleep" {
+		t.Errorf("while no agent has room: %q", got)
+	}
+	if n := tb.count(".refused"); n != 0 {
+		t.Errorf("%d refusals while the prompt waits for room", n)
+	}
+	// The other session, on the same page, is not held up by it.
+	tb.run(chromedp.Click(fmt.Sprintf(`#sessions li[data-id=%q]`, other), chromedp.ByQuery))
+	tb.waitJS("the other session open", fmt.Sprintf(`window.tether.current === %q`, other))
+	tb.prompt("hello")
+	tb.waitText("the other session answers")
+	tb.waitTurns(1)
+	tb.eval(`window.confirm = () => true`, nil)
+	tb.run(chromedp.Click("#close-btn", chromedp.ByID))
+	// Its slot given back, the first session wakes and takes the prompt.
+	tb.run(chromedp.Click(fmt.Sprintf(`#sessions li[data-id=%q]`, asleep), chromedp.ByQuery))
+	tb.waitJS("the woken session open", fmt.Sprintf(`window.tether.current === %q`, asleep))
+	tb.waitText("it was a plum")
+	tb.waitTurns(2)
+	tb.waitJS("the note gone", `!document.querySelector("#transcript .room-wait")`)
+	if n := tb.count(".msg.user"); n != 2 {
+		t.Errorf("%d prompts in the transcript, want both, once each", n)
+	}
+	if n := tb.count(".refused"); n != 0 {
+		t.Errorf("%d refusals", n)
+	}
+	tb.shots("woken-after-room")
 }

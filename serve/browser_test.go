@@ -340,6 +340,7 @@ func TestBrowser(t *testing.T) {
 		t.Run("ReloadMidTurn", func(t *testing.T) { testReloadMidTurn(t, cb) })
 		t.Run("TwoTabs", func(t *testing.T) { testTwoTabs(t, cb) })
 		t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, cb) })
+		t.Run("WakeWaitsForRoom", func(t *testing.T) { testWakeWaitsForRoom(t, cb) })
 		t.Run("ResumeDisconnected", func(t *testing.T) { testResumeDisconnected(t, cb) })
 	})
 }
@@ -360,6 +361,13 @@ type uiEnv struct {
 // sessions run the real CLI against it, serving the embedded UI.
 func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 	t.Helper()
+	return newUIEnvWith(t, b, 0, replies...)
+}
+
+// newUIEnvWith is newUIEnv whose cluster agent (over the cluster) has
+// capacity slots (0 = clustertest's default).
+func newUIEnvWith(t *testing.T, b *browser, capacity int, replies ...*claudetest.Reply) *uiEnv {
+	t.Helper()
 	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: replies})
 	t.Cleanup(api.Close) // first, so it closes after the CLIs
 	cli := claudetest.NewRealCLI(t, api)
@@ -371,7 +379,7 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 	if b.cluster {
 		// SleepAfter: agents hand off what host puts to sleep (no
 		// session idles that long here).
-		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}, SleepAfter: time.Hour})
+		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}, SleepAfter: time.Hour, Capacity: capacity})
 		backend = c.Backend(nil)
 		agentM = c.Agents[0].Manager()
 	} else {

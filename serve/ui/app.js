@@ -73,6 +73,7 @@ const app = {
   current: null, // id of the open session
   view: null, // the open session's view state
   defaultCwd: "", // where a session without a cwd starts (the hello frame)
+  roomWaits: new Map(), // id -> its commands waiting for room to wake it: {n, pos}
 };
 
 function badge(state, tool) {
@@ -447,6 +448,7 @@ function loadSnapshot(snap) {
   for (const d of open) if (!v.transcript.users.has(d.uuid)) v.deliveries.set(d.uuid, d);
   if (snap.ended) v.transcript.root.appendChild(el("div", "note", "Session closed" + (snap.error ? ": " + snap.error : "")));
   v.prompts.render();
+  showRoomWait();
   renderHead();
   renderCost();
   scrollDown(true);
@@ -708,6 +710,58 @@ const slashMenu = new SlashMenu($("prompt"), $("slash-menu"), {
   submit: () => $("prompt-form").requestSubmit(),
 });
 
+// A command that wakes a session (a prompt, the wake typing sends, a
+// resume) waits for an agent with room when the cluster is full: the
+// session's transcript says so, with its place in line, until every such
+// command of the session has ended, also when the session is left and
+// opened again meanwhile, with the prompts that wait (the box was
+// emptied: they must show somewhere).
+function roomWait(id, text) {
+  const w = app.roomWaits.get(id) || { n: 0, pos: 0, texts: [] };
+  app.roomWaits.set(id, w);
+  w.n++;
+  const mine = text ? { text } : null;
+  if (mine) {
+    w.texts.push(mine);
+    showRoomWait();
+  }
+  let done = false;
+  return {
+    onQueued: (pos) => {
+      if (done) return;
+      w.pos = pos;
+      showRoomWait();
+    },
+    end: () => {
+      if (done) return;
+      done = true;
+      if (mine) w.texts.splice(w.texts.indexOf(mine), 1);
+      if (--w.n === 0) app.roomWaits.delete(id);
+      showRoomWait();
+    },
+  };
+}
+
+// showRoomWait renders the open session's wait for room, or takes it away.
+function showRoomWait() {
+  const v = app.view;
+  if (!v) return;
+  const w = app.roomWaits.get(v.id);
+  let note = v.transcript.root.querySelector(":scope > .room-wait");
+  if (!w?.pos) {
+    note?.remove();
+    return;
+  }
+  if (!note) note = v.transcript.root.appendChild(el("div", "note room-wait", ""));
+  const waiting = w.texts.map((t) => "“" + (t.text.length > 80 ? t.text.slice(0, 79) + "…" : t.text) + "”");
+  note.textContent =
+    "Every agent is busy: this session wakes when one has room (" +
+    (w.pos === 1 ? "next in line" : "position " + w.pos) +
+    ")." +
+    (waiting.length ? " Then it takes " + (waiting.length > 1 ? "your prompts " : "your prompt ") + waiting.join(", ") + "." : "");
+  scrollDown();
+}
+
 // Typing into the prompt of a session asleep wakes it, once per sleep:
 // its CLI starts (a second or more) while the person still types, and the
 // prompt finds it awake. A lone "/" (the slash menu, read from what the
@@ -720,7 +774,15 @@ $("prompt").addEventListener("input", () => {
   if (!v || v.state.state !== "asleep" || v.wakeFor === v.state || !text || text === "/") return;
   if (!conn.live || !tm.canAct(app.sessions.get(v.id))) return;
   v.wakeFor = v.state;
-  proto.wake(conn, v.id).catch(() => {});
+  const w = roomWait(v.id);
+  proto
+    .wake(conn, v.id, w.onQueued)
+    .catch((err) => {
+      // No agent had room in time: say so; the prompt, when sent, asks
+      // again.
+      if (err?.code === "busy") v.transcript.root.appendChild(el("div", "note warn", "Not woken: " + tm.message(err)));
+    })
+    .finally(w.end);
 });
 
 $("prompt").addEventListener("keydown", (e) => {
@@ -739,8 +801,9 @@ $("prompt-form").addEventListener("submit", async (e) => {
   const imgs = attachments.splice(0);
   ta.value = "";
   renderAttachments();
+  const w = roomWait(v.id, text || "(images)");
   try {
-    await proto.send(conn, v.id, text, imgs);
+    await proto.send(conn, v.id, text, imgs, w.onQueued);
   } catch (err) {
     // Give the text back: nothing typed is lost.
     if (!ta.value.trim()) ta.value = text;
@@ -749,6 +812,8 @@ $("prompt-form").addEventListener("submit", async (e) => {
     const why = err?.code === "waiting_for_agent" ? "waiting for an agent to take this session (" + tm.message(err) + ")" : tm.message(err);
     v.transcript.root.appendChild(el("div", "note warn refused", "Not sent: " + why));
     scrollDown();
+  } finally {
+    w.end();
   }
 });
 
@@ -800,8 +865,9 @@ $("revive-btn").onclick = async () => {
   const v = app.view;
   if (!v) return;
   $("revive-btn").disabled = true;
+  const w = roomWait(v.id);
   try {
-    const info = await proto.resume(conn, v.id);
+    const info = await proto.resume(conn, v.id, w.onQueued);
     handlers.session(info);
     if (info.id !== v.id) {
       // A new session continues the conversation (the local backend).
@@ -815,6 +881,8 @@ $("revive-btn").onclick = async () => {
   } catch (err) {
     alert("Resume: " + err.message);
     renderHead();
+  } finally {
+    w.end();
   }
 };
 $("fork-btn").onclick = async () => {

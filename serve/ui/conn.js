@@ -8,6 +8,11 @@
 // whether to retry — commands are not replayed blindly, since an
 // approval answered twice is not the same as once).
 
+/** queuedWaitMs is how long a request told it is queued waits for its
+ * reply, from its latest "queued" frame: the server withdraws it first
+ * (1 minute by default), or the socket ends. */
+const queuedWaitMs = 180000;
+
 export class Conn {
   /**
    * @param {string} url ws:// or wss:// URL
@@ -58,8 +63,11 @@ export class Conn {
         return;
       }
       if (m && m.type === "queued" && m.id != null && this.pending.has(m.id)) {
-        // A start waiting for room in a cluster: tell whoever asked.
+        // A start, or a command waking a session, waiting for room in a
+        // cluster: the server has it and ends it by its own bound, so
+        // ours waits longer; tell whoever asked.
         const p = this.pending.get(m.id);
+        p.rearm(queuedWaitMs);
         if (p.onQueued) p.onQueued(m.position);
         return;
       }
@@ -123,17 +131,23 @@ export class Conn {
   }
 
   /** request sends m with a fresh id and resolves with the reply;
-   * onQueued(position) hears a start's "queued" frames. */
+   * onQueued(position) hears its "queued" frames (a start, or a command
+   * waking a session, waiting for room). */
   request(m, timeoutMs = 30000, onQueued) {
     if (!this.live) return Promise.reject(new Error("not connected"));
     const id = this.next++;
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => {
+      const expire = () => {
         this.pending.delete(id);
         reject(new Error("no reply from the server"));
-      }, timeoutMs);
+      };
+      let t = setTimeout(expire, timeoutMs);
       this.pending.set(id, {
         onQueued,
+        rearm: (ms) => {
+          clearTimeout(t);
+          t = setTimeout(expire, ms);
+        },
         resolve: (v) => {
           clearTimeout(t);
           resolve(v);

@@ -100,16 +100,18 @@ export const unsubscribe = (c, id) => c.send({ type: "unsubscribe", session: id 
 // after its own bound), so it gets longer than other requests.
 export const start = (c, req, onQueued) => c.request({ type: "start", ...req }, 180000, onQueued).then((r) => r.session || r);
 export const disk = (c, cwd) => c.request({ type: "disk_sessions", cwd }).then((r) => r.sessions || r || []);
-const cmd = (c, id, command) => c.request({ type: "do", session: id, command });
-export const send = (c, id, text, images) => cmd(c, id, { type: "send", text, images });
+// onQueued(position) hears a command that wakes a session (send, wake,
+// resume) wait for an agent with room in a full cluster.
+const cmd = (c, id, command, onQueued) => c.request({ type: "do", session: id, command }, undefined, onQueued);
+export const send = (c, id, text, images, onQueued) => cmd(c, id, { type: "send", text, images }, onQueued);
 export const interrupt = (c, id, force) => cmd(c, id, { type: force ? "force_interrupt" : "interrupt" });
 export const cancel = (c, id, uuid) => cmd(c, id, { type: "cancel", uuid });
 export const setModel = (c, id, model) => cmd(c, id, { type: "set_model", model });
 export const setMode = (c, id, mode) => cmd(c, id, { type: "set_mode", mode });
 export const close = (c, id) => cmd(c, id, { type: "close" });
-export const resume = (c, id) => cmd(c, id, { type: "resume" }).then((r) => r.session || r);
+export const resume = (c, id, onQueued) => cmd(c, id, { type: "resume" }, onQueued).then((r) => r.session || r);
 export const changes = (c, id) => cmd(c, id, { type: "changes" });
 export const slashCommands = (c, id) => cmd(c, id, { type: "slash_commands" });
-export const wake = (c, id) => cmd(c, id, { type: "wake" });
+export const wake = (c, id, onQueued) => cmd(c, id, { type: "wake" }, onQueued);
 export const revertChanges = (c, id, paths) => cmd(c, id, paths ? { type: "revert_changes", paths } : { type: "revert_changes" });
 export const answer = (c, id, approval, reply) => cmd(c, id, { type: "answer", approval, ...reply });
