@@ -716,9 +716,10 @@ const slashMenu = new SlashMenu($("prompt"), $("slash-menu"), {
 // command of the session has ended, also when the session is left and
 // opened again meanwhile, with the prompts that wait (the box was
 // emptied: they must show somewhere).
-function roomWait(id, text) {
+function roomWait(id, text, resuming) {
   const w = app.roomWaits.get(id) || { n: 0, pos: 0, texts: [] };
   app.roomWaits.set(id, w);
+  w.resuming = !!resuming; // a resume of a session whose agent is gone, not a wake
   w.n++;
   const mine = text ? { text } : null;
   if (mine) {
@@ -755,7 +756,9 @@ function showRoomWait() {
   if (!note) note = v.transcript.root.appendChild(el("div", "note room-wait", ""));
   const waiting = w.texts.map((t) => "“" + (t.text.length > 80 ? t.text.slice(0, 79) + "…" : t.text) + "”");
   note.textContent =
-    "Every agent is busy: this session wakes when one has room (" +
+    "Every agent is busy: this session " +
+    (w.resuming ? "resumes" : "wakes") +
+    " when one has room (" +
     (w.pos === 1 ? "next in line" : "position " + w.pos) +
     ")." +
     (waiting.length ? " Then it takes " + (waiting.length > 1 ? "your prompts " : "your prompt ") + waiting.join(", ") + "." : "");
@@ -865,7 +868,7 @@ $("revive-btn").onclick = async () => {
   const v = app.view;
   if (!v) return;
   $("revive-btn").disabled = true;
-  const w = roomWait(v.id);
+  const w = roomWait(v.id, "", true);
   try {
     const info = await proto.resume(conn, v.id, w.onQueued);
     handlers.session(info);
