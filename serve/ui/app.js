@@ -73,7 +73,7 @@ const app = {
   current: null, // id of the open session
   view: null, // the open session's view state
   defaultCwd: "", // where a session without a cwd starts (the hello frame)
-  roomWaits: new Map(), // id -> its commands waiting for room to wake it: {n, pos}
+  roomWaits: new Map(), // id -> its commands that may wait for room to wake it (roomWait)
 };
 
 function badge(state, tool) {
