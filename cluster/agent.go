@@ -547,6 +547,7 @@ func (a *Agent) startSession(ctx context.Context, req *startRequest, msg jetstre
 				a.failRecord(req.ID, rev, &rec, err)
 				return nil, err
 			}
+			a.opts.Team.Woke(ctx, req.ID) // who woke it (the hook had no session to record)
 		}
 	} else {
 		rec = SessionInfo{ID: req.ID, Agent: a.id, State: host.StateStarting.String(), Cwd: req.Cwd, Model: req.Model,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,6 +379,16 @@ func TestTeamSessionSleepsAndWakes(t *testing.T) {
 	f.wait(t, "the recall", resultContaining("remember: plums"))
 	if s, err := c.Session(actx, info.ID); err != nil || s.Person != alice.Subject || s.Agent != "a1" {
 		t.Errorf("woken: %+v, %v", s, err)
+	}
+	// The audit log says who woke it, once; the refused wakes woke nothing.
+	var wakes []string
+	for _, ev := range tt.audit(team.ActionStart) {
+		if strings.HasSuffix(ev, " wake") {
+			wakes = append(wakes, ev)
+		}
+	}
+	if want := []string{alice.Subject + " " + info.ID + " wake"}; !slices.Equal(wakes, want) {
+		t.Errorf("wakes recorded %q, want %q", wakes, want)
 	}
 	checkSeqs(t, f.list(), 1)
 }

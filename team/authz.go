@@ -436,6 +436,23 @@ func (a *Authorizer) Created(ctx context.Context, sessionID, cwd string) error {
 	return nil
 }
 
+// Woke records that the person in ctx woke the session (session_start,
+// detail "wake"): a sleeping session's CLI starts again at their command,
+// as the owner's (SessionPolicy.Wake), and costs what a start costs, so
+// the log says who caused it (the command that woke it is recorded as
+// well, by its own action). SessionPolicy's OnWake calls it for a host
+// session once the wake's checks passed; a cluster agent that wakes a
+// session asleep by failover (no host session to hand the hook) calls it
+// itself.
+func (a *Authorizer) Woke(ctx context.Context, sessionID string) {
+	id, _ := FromContext(ctx)
+	a.record(ctx, id, &AuditEvent{Action: ActionStart, Session: sessionID, Detail: "wake"})
+}
+
+// recordWake is Woke for a host session (under its id for the team:
+// AuthorizerOptions.SessionID).
+func (a *Authorizer) recordWake(ctx context.Context, s *host.Session) { a.Woke(ctx, a.sessionID(s)) }
+
 // needed is the access a command needs: a command that only reads
 // (host.CommandType.ReadOnly: changes, slash_commands) is a viewer's,
 // closing the owner's, the rest a collaborator's (reverting files and

@@ -59,6 +59,13 @@ type SessionAuthorizer interface {
 	SessionOptions(ctx context.Context, o *host.Options) *host.Options
 }
 
+// wakeRecorder is what a SessionPolicy's Authorizer may do besides:
+// record who woke a session (*Authorizer: Woke). Not part of
+// SessionAuthorizer, which others implement.
+type wakeRecorder interface {
+	recordWake(ctx context.Context, s *host.Session)
+}
+
 // SessionConfig is what a SessionPolicy asks of the team's configuration
 // (*Config).
 type SessionConfig interface {
@@ -135,7 +142,13 @@ func (p *SessionPolicy) OptionsWithin(ctx context.Context, owner *Identity, cwd,
 		} else if w := s.Worktree(); w != nil {
 			dir = w.Repo // the worktree and the git directory, as at the start
 		}
-		return p.wake(ctx, owner, &tmpl, cli, dir)
+		if err := p.wake(ctx, owner, &tmpl, cli, dir); err != nil {
+			return err
+		}
+		if r, ok := p.Authorizer.(wakeRecorder); ok && s != nil {
+			r.recordWake(ctx, s)
+		}
+		return nil
 	}
 	return out, nil
 }

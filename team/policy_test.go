@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -197,5 +198,51 @@ func TestSessionPolicy(t *testing.T) {
 	}
 	if bare.CLI.Transport != base || bare.CLI.Env[claude.EnvConfigDir] != "/srv/operator/.claude" || bare.CLI.Cwd != sub {
 		t.Errorf("unconfined: transport %#v, env %v, cwd %q", bare.CLI.Transport, bare.CLI.Env, bare.CLI.Cwd)
+	}
+}
+
+// TestWakeRecorded: a session asleep that a collaborator's command wakes
+// is recorded as session_start "wake" by the collaborator (the owner's
+// CLI starts at their word); a command to the awake session records no
+// wake.
+func TestWakeRecorded(t *testing.T) {
+	f := newFixture(t, false)
+	p := f.az.SessionPolicy(nil)
+	owner, _ := team.FromContext(f.as("owner"))
+	ws := filepath.Join(f.root, "owner")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, err := p.Options(f.as("owner"), owner, ws, &host.Options{CLI: &claude.Options{Transport: &claudetest.FakeCLI{Script: claudetest.Echo}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := host.NewManager(nil)
+	defer m.Close()
+	s, err := m.Start(f.ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.shared(s.ID())
+	wakes := func() []string {
+		var out []string
+		for _, ev := range f.rec.all() {
+			if ev.Action == team.ActionStart && ev.Detail == "wake" {
+				out = append(out, ev.Actor+" "+ev.Session)
+			}
+		}
+		return out
+	}
+	if err := s.Sleep(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do(f.as("collab"), &host.Command{Type: host.CommandWake}); err != nil {
+		t.Fatalf("wake: %v", err)
+	}
+	if _, err := s.Do(f.as("owner"), &host.Command{Type: host.CommandWake}); err != nil {
+		t.Fatalf("wake of a session awake: %v", err)
+	}
+	if got, want := wakes(), []string{"collab@x.com " + s.ID()}; !slices.Equal(got, want) {
+		t.Errorf("wakes recorded %q, want %q", got, want)
 	}
 }
