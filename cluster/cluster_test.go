@@ -1278,6 +1278,60 @@ func TestFailoverWithoutTranscript(t *testing.T) {
 	}
 }
 
+// TestResumeWaitsForRoom: a resume through Backend.Do (as tether serve
+// sends it) of a session whose agent is gone, while every live agent is
+// full, tells the caller its place in the queue (host.Command.OnQueued),
+// and goes through once a slot frees.
+func TestResumeWaitsForRoom(t *testing.T) {
+	ctx := testCtx(t)
+	ns := newNATS(t, nil)
+	a1 := newAgent(t, ns.URL(), "a1", 1)
+	c := newClient(t, ns.URL())
+	info, err := c.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, c, info.ID, 0)
+	send(t, c, info.ID, "dates")
+	f.wait(t, "the turn", result("echo: dates"))
+	waitFor(t, "the transcript mirrored", mirrored(t, ns.URL(), info.ID, "dates"))
+	cluster.Crash(a1)
+	newAgent(t, ns.URL(), "a2", 1)
+	other, err := c.Start(ctx, nil) // a2's one slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session disconnected", func() bool {
+		s, err := c.Session(ctx, info.ID)
+		return err == nil && s.State == "disconnected"
+	})
+	b := cluster.NewBackend(c, nil)
+	places := make(chan int, 16)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Do(ctx, info.ID, &host.Command{Type: host.CommandResume, OnQueued: func(pos int) { places <- pos }})
+		done <- err
+	}()
+	select {
+	case pos := <-places:
+		if pos != 1 {
+			t.Errorf("the resume's place in the queue: %d, want 1", pos)
+		}
+	case err := <-done:
+		t.Fatalf("the resume returned while no agent had room: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no place in the queue reported while no agent had room")
+	}
+	if _, err := c.Command(ctx, other.ID, &host.Command{Type: host.CommandClose}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the resume once a slot freed: %v", err)
+	}
+	send(t, c, info.ID, "figs")
+	f.wait(t, "a turn after the resume", result("echo: figs"))
+}
+
 // TestStartReplyLost: a start reply lost on its way (the NATS server
 // stalled under load, a reconnect) does not leave the caller waiting out
 // its deadline to be told that no agent had room while the session runs:
