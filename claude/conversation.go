@@ -313,7 +313,8 @@ var ErrNoToolUseResult = errors.New("claude: message has no tool_use_result")
 // DecodeToolUseResult decodes m's structured tool result into a value of
 // type T, e.g. BashResult for a Bash call. When the tool failed, the CLI
 // sends the string "Error: …" instead: the error returned then is a
-// *ToolUseError with that text.
+// *ToolUseError with that text. A number with a fraction where T holds
+// an integer (a timestamp the CLI computed) is rounded, not refused.
 func DecodeToolUseResult[T any](m *UserMessage) (T, error) {
 	var v T
 	raw := m.ToolUseResult
@@ -327,7 +328,7 @@ func DecodeToolUseResult[T any](m *UserMessage) (T, error) {
 		}
 		return v, &ToolUseError{Message: s}
 	}
-	if err := unmarshal(raw, &v); err != nil {
+	if err := jsonv2.Unmarshal(raw, &v, toolResultOptions); err != nil {
 		return v, jsonError("tool_use_result", err)
 	}
 	return v, nil

@@ -161,6 +161,38 @@ func TestToolUseResults(t *testing.T) {
 	}
 }
 
+// TestToolUseResultWholeNumbers: a number the CLI computed with a
+// fraction (CLI 2.1.337's nextFireAt, Unix milliseconds) where the
+// result's type holds an integer is rounded; one out of range, or a
+// value that is no number, still fails, naming the member.
+func TestToolUseResultWholeNumbers(t *testing.T) {
+	result := func(v string) *claude.UserMessage {
+		t.Helper()
+		m, err := claude.DecodeMessage([]byte(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":"ok"}]},"tool_use_result":` + v + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.(*claude.UserMessage)
+	}
+	cc, err := claude.DecodeToolUseResult[claude.CronCreateResult](result(`{"id":"j1","humanSchedule":"Every Monday at 9:00 AM","recurring":true,"nextFireAt":1796634390349.6116,"maxAgeMs":2e3}`))
+	if err != nil || cc.ID != "j1" || cc.NextFireAt != 1796634390350 || cc.MaxAgeMS != 2000 {
+		t.Errorf("CronCreate = %+v, %v", cc, err)
+	}
+	cl, err := claude.DecodeToolUseResult[claude.CronListResult](result(`{"jobs":[{"id":"j1","cron":"0 9 * * 1","humanSchedule":"h","prompt":"p","nextFireAt":-1.4}]}`))
+	if err != nil || len(cl.Jobs) != 1 || cl.Jobs[0].NextFireAt != -1 {
+		t.Errorf("CronList = %+v, %v", cl, err)
+	}
+	for _, bad := range []string{`1e300`, `"soon"`, `true`, `99999999999999999999`} {
+		_, err := claude.DecodeToolUseResult[claude.CronCreateResult](result(`{"id":"j1","humanSchedule":"h","recurring":true,"nextFireAt":` + bad + `}`))
+		if err == nil || !strings.Contains(err.Error(), "nextFireAt") {
+			t.Errorf("nextFireAt %s: %v, want an error naming it", bad, err)
+		}
+	}
+	if cc, err := claude.DecodeToolUseResult[claude.CronCreateResult](result(`{"id":"j1","humanSchedule":"h","recurring":true,"nextFireAt":null}`)); err != nil || cc.NextFireAt != 0 {
+		t.Errorf("nextFireAt null: %+v, %v", cc, err)
+	}
+}
+
 // FuzzDecode feeds arbitrary stdout through the line reader and the
 // decoder: neither may panic, a decoded message keeps its line, a line
 // that fails to decode is reported, never fatal to the lines after it, and

@@ -2,7 +2,10 @@ package claude
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"math"
+	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -24,6 +27,58 @@ var decodeOptions = jsonv2.JoinOptions(
 // unmarshal decodes one JSON value into v.
 func unmarshal(b []byte, v any) error {
 	return jsonv2.Unmarshal(b, v, decodeOptions)
+}
+
+// toolResultOptions decode a tool_use_result (DecodeToolUseResult). The
+// CLI writes JavaScript numbers, and one it computes may carry a fraction
+// where Tether's type, as the SDK's declaration means it, holds a whole
+// number: CLI 2.1.337 wrote a cron job's nextFireAt (Unix milliseconds)
+// as 1796634390349.4116, and the whole result failed to decode. A
+// number with a fraction or an exponent going into an int or int64 is
+// rounded to the nearest integer; one out of range, or a value that is
+// not a number, still fails. Only tool results, which a program decodes
+// when it asks: the read loop's messages keep the strict, faster path.
+var toolResultOptions = jsonv2.JoinOptions(decodeOptions, jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+	jsonv2.UnmarshalFunc(func(b []byte, v *int64) error {
+		n, err := wholeNumber(b, 64)
+		if err == nil {
+			*v = n
+		}
+		return err
+	}),
+	jsonv2.UnmarshalFunc(func(b []byte, v *int) error {
+		n, err := wholeNumber(b, strconv.IntSize)
+		if err == nil {
+			*v = int(n)
+		}
+		return err
+	}),
+)))
+
+// wholeNumber reads a JSON value as a signed integer of bits bits:
+// null is 0 (as the decoder has it), a number with a fraction or an
+// exponent is rounded.
+func wholeNumber(b []byte, bits int) (int64, error) {
+	s := string(b)
+	if s == "null" {
+		return 0, nil
+	}
+	if len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return 0, fmt.Errorf("cannot unmarshal %s into an integer", jsontext.Value(b).Kind())
+	}
+	n, err := strconv.ParseInt(s, 10, bits)
+	if err == nil {
+		return n, nil
+	}
+	f, ferr := strconv.ParseFloat(s, 64)
+	if ferr != nil {
+		return 0, err
+	}
+	f = math.Round(f)
+	if limit := math.Ldexp(1, bits-1); f < -limit || f >= limit {
+		return 0, fmt.Errorf("number %s out of range for a %d-bit integer", s, bits)
+	}
+	return int64(f), nil
 }
 
 // isTypeError reports a JSON value of an unexpected type (a field that
