@@ -840,10 +840,7 @@ func TestAgentCrashFailover(t *testing.T) {
 
 	crashed := time.Now()
 	cluster.Crash(a1)
-	waitFor(t, "the session disconnected", func() bool {
-		s, err := c.Session(ctx, info.ID)
-		return err == nil && s.State == "disconnected"
-	})
+	waitDisconnected(t, ctx, c, info.ID)
 	elapsed := time.Since(crashed)
 	// The promise is 3 heartbeats from the last beat; it is logged, not
 	// asserted, since a loaded machine fails a clock. An agent that never
@@ -1262,10 +1259,7 @@ func TestFailoverWithoutTranscript(t *testing.T) {
 	}
 	cluster.Crash(a1)
 	newAgent(t, ns.URL(), "a2", 1)
-	waitFor(t, "a1 gone", func() bool {
-		s, err := c.Session(ctx, info.ID)
-		return err == nil && s.State == "disconnected"
-	})
+	waitDisconnected(t, ctx, c, info.ID)
 	if _, err := c.Resume(ctx, info.ID); !errors.Is(err, cluster.ErrNoTranscript) {
 		t.Fatalf("resume without a transcript: %v", err)
 	}
@@ -1301,31 +1295,16 @@ func TestResumeWaitsForRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the session disconnected", func() bool {
-		s, err := c.Session(ctx, info.ID)
-		return err == nil && s.State == "disconnected"
-	})
+	waitDisconnected(t, ctx, c, info.ID)
 	b := cluster.NewBackend(c, nil)
-	places := make(chan int, 16)
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Do(ctx, info.ID, &host.Command{Type: host.CommandResume, OnQueued: func(pos int) { places <- pos }})
-		done <- err
-	}()
-	select {
-	case pos := <-places:
-		if pos != 1 {
-			t.Errorf("the resume's place in the queue: %d, want 1", pos)
-		}
-	case err := <-done:
-		t.Fatalf("the resume returned while no agent had room: %v", err)
-	case <-ctx.Done():
-		t.Fatal("no place in the queue reported while no agent had room")
-	}
+	wait := queuedFirst(t, "the resume", func(onQueued func(int)) error {
+		_, err := b.Do(ctx, info.ID, &host.Command{Type: host.CommandResume, OnQueued: onQueued})
+		return err
+	})
 	if _, err := c.Command(ctx, other.ID, &host.Command{Type: host.CommandClose}); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err := wait(); err != nil {
 		t.Fatalf("the resume once a slot freed: %v", err)
 	}
 	send(t, c, info.ID, "figs")

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -40,6 +41,39 @@ func waitAsleep(t *testing.T, c *cluster.Client, id string) cluster.SessionInfo 
 		t.Fatalf("asleep: %+v", s)
 	}
 	return s
+}
+
+// waitDisconnected waits until the registry lists the session
+// disconnected (its agent judged gone). ctx carries the identity a team
+// needs to read it.
+func waitDisconnected(t *testing.T, ctx context.Context, c *cluster.Client, id string) {
+	t.Helper()
+	waitFor(t, "the session disconnected", func() bool {
+		s, err := c.Session(ctx, id)
+		return err == nil && s.State == "disconnected"
+	})
+}
+
+// queuedFirst runs call, a command that must wait for an agent with
+// room, in the background with an OnQueued of its own; it fails the test
+// unless call reports place 1 before it returns, and returns the wait
+// for call's error (once the test has made room).
+func queuedFirst(t *testing.T, what string, call func(onQueued func(int)) error) (wait func() error) {
+	t.Helper()
+	places := make(chan int, 16)
+	done := make(chan error, 1)
+	go func() { done <- call(func(pos int) { places <- pos }) }()
+	select {
+	case pos := <-places:
+		if pos != 1 {
+			t.Errorf("%s: place %d in the queue, want 1", what, pos)
+		}
+	case err := <-done:
+		t.Fatalf("%s returned while no agent had room: %v", what, err)
+	case <-testCtx(t).Done():
+		t.Fatalf("%s: no place in the queue reported while no agent had room", what)
+	}
+	return func() error { return <-done }
 }
 
 // sleptAfterTurn starts a session on a1, an agent of one slot that puts
@@ -587,30 +621,17 @@ func TestWakeWaitsForRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	places := make(chan int, 16)
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "medlar",
-			OnQueued: func(pos int) { places <- pos }})
-		done <- err
-	}()
-	select {
-	case pos := <-places:
-		if pos != 1 {
-			t.Errorf("the wake's place in the queue: %d, want 1", pos)
-		}
-	case err := <-done:
-		t.Fatalf("the prompt returned while no agent had room: %v", err)
-	case <-ctx.Done():
-		t.Fatal("no place in the queue reported while no agent had room")
-	}
+	wait := queuedFirst(t, "the prompt", func(onQueued func(int)) error {
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "medlar", OnQueued: onQueued})
+		return err
+	})
 	if s, err := c.Session(ctx, info.ID); err != nil || s.State != "asleep" {
 		t.Fatalf("while it waits for room: %+v, %v", s, err)
 	}
 	if _, err := c.Command(ctx, other.ID, &host.Command{Type: host.CommandClose}); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err := wait(); err != nil {
 		t.Fatalf("the prompt once a slot freed: %v", err)
 	}
 	f.wait(t, "the prompt's turn, after the wake", result("echo: medlar"))

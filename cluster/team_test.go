@@ -567,10 +567,7 @@ func TestTeamAgentFailoverBillsTheOwner(t *testing.T) {
 	before := spent(actx)
 
 	cluster.Crash(a1)
-	waitFor(t, "the session disconnected", func() bool {
-		s, err := c.Session(actx, info.ID)
-		return err == nil && s.State == "disconnected"
-	})
+	waitDisconnected(t, actx, c, info.ID)
 	teamAgent(t, ns.URL(), "a2", tt)
 	if _, err := c.Resume(cctx, info.ID); err != nil {
 		t.Fatalf("carol's failover: %v", err)

@@ -164,10 +164,7 @@ func TestWorktreeOverTheCluster(t *testing.T) {
 		return err == nil && s.Worktree != nil
 	})
 	cluster.Crash(a1)
-	waitFor(t, "the session disconnected", func() bool {
-		s, err := c.Session(ctx, hi.ID)
-		return err == nil && s.State == "disconnected"
-	})
+	waitDisconnected(t, ctx, c, hi.ID)
 	res, err := b.Do(ctx, hi.ID, &host.Command{Type: host.CommandResume})
 	if err != nil {
 		t.Fatal(err)
