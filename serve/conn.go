@@ -372,6 +372,12 @@ func (c *client) runLane(key string, l *lane) {
 	}
 }
 
+// queued tells the client its request id waits for room, at position
+// (the protocol's queued frame).
+func (c *client) queued(id json.RawMessage, position int) {
+	c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
+}
+
 // queuedInLane tells the running request of a session's lane, and those
 // behind it, their place in the queue for room (host.Command.OnQueued):
 // they all wait for it.
@@ -389,7 +395,7 @@ func (c *client) queuedInLane(key string, position int) {
 	}
 	c.mu.Unlock()
 	for _, id := range ids {
-		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
+		c.queued(id, position)
 	}
 }
 
@@ -560,7 +566,7 @@ func (c *client) enqueue(id json.RawMessage, key string, f func()) bool {
 	c.mu.Unlock()
 	if pos > 0 {
 		// Behind a command waiting for room: so does this one.
-		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: pos}))
+		c.queued(id, pos)
 	}
 	return true
 }
@@ -590,10 +596,10 @@ func (c *client) start(req *request) {
 	position := len(c.startsWaiting)
 	c.mu.Unlock()
 	if w != nil {
-		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
+		c.queued(id, position)
 	}
 	sr.OnQueued = func(position int) {
-		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: id, Position: position}))
+		c.queued(id, position)
 	}
 	c.wg.Add(1)
 	go func() {
@@ -640,7 +646,7 @@ func (c *client) startDone() {
 	c.mu.Unlock()
 	close(next.ready)
 	for i, w := range rest {
-		c.push(c.ctx, rawJSON(queuedFrame{Type: "queued", ID: w.id, Position: i + 1}))
+		c.queued(w.id, i+1)
 	}
 }
 
