@@ -328,7 +328,7 @@ func DecodeToolUseResult[T any](m *UserMessage) (T, error) {
 		}
 		return v, &ToolUseError{Message: s}
 	}
-	if err := jsonv2.Unmarshal(raw, &v, toolResultOptions); err != nil {
+	if err := unmarshal(raw, &v); err != nil {
 		return v, jsonError("tool_use_result", err)
 	}
 	return v, nil

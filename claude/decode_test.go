@@ -193,6 +193,48 @@ func TestToolUseResultWholeNumbers(t *testing.T) {
 	}
 }
 
+// TestMessagesWholeNumbers: a number with a fraction where a message's
+// type holds an integer (CLI 2.1.337 wrote such numbers in tool results)
+// is rounded on every message the read loop decodes, not turned into an
+// UnknownMessage: a result that became unknown would leave a turn
+// without its end.
+func TestMessagesWholeNumbers(t *testing.T) {
+	decode := func(line string) claude.Message {
+		t.Helper()
+		m, err := claude.DecodeMessage([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return m
+	}
+	r, ok := decode(`{"type":"result","subtype":"success","is_error":false,"duration_ms":1234.6,"duration_api_ms":1e3,"num_turns":2.0,"result":"ok","session_id":"s","total_cost_usd":0.5,"usage":{"input_tokens":3.2,"output_tokens":7}}`).(*claude.ResultMessage)
+	if !ok || r.DurationMS != 1235 || r.DurationAPIMS != 1000 || r.NumTurns != 2 || r.Result != "ok" || r.Usage.InputTokens != 3 || r.Usage.OutputTokens != 7 {
+		t.Errorf("result = %#v", r)
+	}
+	a, ok := decode(`{"type":"assistant","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1,"output_tokens":2.5}},"session_id":"s"}`).(*claude.AssistantMessage)
+	if !ok || a.Message.Usage == nil || a.Message.Usage.OutputTokens != 3 || len(a.Message.Content) != 1 {
+		t.Errorf("assistant = %#v", a)
+	}
+	e, ok := decode(`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9.4}},"session_id":"s"}`).(*claude.StreamEvent)
+	if !ok {
+		t.Fatalf("message_delta = %#v", e)
+	}
+	if d, _ := e.Event.(*claude.MessageDeltaEvent); d == nil || d.StopReason != "end_turn" || d.Usage == nil || d.Usage.OutputTokens != 9 {
+		t.Errorf("message_delta = %#v", e)
+	}
+	p, ok := decode(`{"type":"system","subtype":"task_progress","task_id":"t","description":"d","usage":{"total_tokens":10.5,"tool_uses":1,"duration_ms":99.9},"session_id":"s"}`).(*claude.TaskProgressMessage)
+	if !ok || p.Usage.TotalTokens != 11 || p.Usage.DurationMS != 100 {
+		t.Errorf("task_progress = %#v", p)
+	}
+	// What no rounding mends still makes the message unknown, its line kept.
+	for _, bad := range []string{`"soon"`, `1e300`} {
+		line := `{"type":"result","subtype":"success","is_error":false,"duration_ms":` + bad + `,"num_turns":1,"session_id":"s"}`
+		if u, ok := decode(line).(*claude.UnknownMessage); !ok || string(u.Raw) != line {
+			t.Errorf("duration_ms %s: %#v, want an UnknownMessage", bad, u)
+		}
+	}
+}
+
 // FuzzDecode feeds arbitrary stdout through the line reader and the
 // decoder: neither may panic, a decoded message keeps its line, a line
 // that fails to decode is reported, never fatal to the lines after it, and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -24,21 +25,43 @@ var decodeOptions = jsonv2.JoinOptions(
 	jsontext.AllowInvalidUTF8(true),
 )
 
-// unmarshal decodes one JSON value into v.
+// unmarshal decodes one JSON value into v. The CLI writes JavaScript
+// numbers, and one it computes may carry a fraction where Tether's type,
+// as the SDK's declaration means it, holds a whole number: CLI 2.1.337
+// wrote a cron job's nextFireAt (Unix milliseconds) as
+// 1796634390349.4116, and the whole message failed to decode. So when
+// the strict decode fails on a number going into an integer, v is
+// decoded again with wholeNumberOptions, which round such a number to
+// the nearest integer; one out of range, or a value that is not a
+// number, still fails. The retry costs nothing on the common path: the
+// decode plans and the strict decoder run first, and only a line that
+// fails them is read twice.
 func unmarshal(b []byte, v any) error {
-	return jsonv2.Unmarshal(b, v, decodeOptions)
+	err := jsonv2.Unmarshal(b, v, decodeOptions)
+	if err != nil && isFractionError(err) {
+		reflect.ValueOf(v).Elem().SetZero() // what the first pass filled
+		err = jsonv2.Unmarshal(b, v, wholeNumberOptions)
+	}
+	return err
 }
 
-// toolResultOptions decode a tool_use_result (DecodeToolUseResult). The
-// CLI writes JavaScript numbers, and one it computes may carry a fraction
-// where Tether's type, as the SDK's declaration means it, holds a whole
-// number: CLI 2.1.337 wrote a cron job's nextFireAt (Unix milliseconds)
-// as 1796634390349.4116, and the whole result failed to decode. A
-// number with a fraction or an exponent going into an int or int64 is
-// rounded to the nearest integer; one out of range, or a value that is
-// not a number, still fails. Only tool results, which a program decodes
-// when it asks: the read loop's messages keep the strict, faster path.
-var toolResultOptions = jsonv2.JoinOptions(decodeOptions, jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+// isFractionError reports a JSON number that an integer could not hold,
+// the one failure a second decode with wholeNumberOptions may mend.
+func isFractionError(err error) bool {
+	var sem *jsonv2.SemanticError
+	if !errors.As(err, &sem) || sem.JSONKind != '0' || sem.GoType == nil {
+		return false
+	}
+	switch sem.GoType.Kind() {
+	case reflect.Int, reflect.Int64:
+		return true
+	}
+	return false
+}
+
+// wholeNumberOptions decode like decodeOptions but round a number with a
+// fraction or an exponent going into an int or int64 (see unmarshal).
+var wholeNumberOptions = jsonv2.JoinOptions(decodeOptions, jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFunc(func(b []byte, v *int64) error {
 		n, err := wholeNumber(b, 64)
 		if err == nil {
