@@ -59,7 +59,9 @@ type MCPSSEServer struct {
 	// Timeout and AlwaysLoad are as for MCPStdioServer.
 	Timeout    time.Duration
 	AlwaysLoad bool
-	// Tools is the host's permission policy per tool of the server.
+	// Tools is the host's permission policy per tool of the server. The
+	// CLI applies it from SetMCPServers only: in Options.MCPServers it
+	// reaches the CLI and is ignored there (see MCPToolPolicy).
 	Tools []MCPToolPolicy
 }
 
@@ -70,7 +72,9 @@ type MCPHTTPServer struct {
 	// Timeout and AlwaysLoad are as for MCPStdioServer.
 	Timeout    time.Duration
 	AlwaysLoad bool
-	// Tools is the host's permission policy per tool of the server.
+	// Tools is the host's permission policy per tool of the server. The
+	// CLI applies it from SetMCPServers only: in Options.MCPServers it
+	// reaches the CLI and is ignored there (see MCPToolPolicy).
 	Tools []MCPToolPolicy
 }
 
@@ -140,9 +144,23 @@ const (
 )
 
 // MCPToolPolicy is the host's permission policy for one tool of an MCP
-// server (the TypeScript SDK's McpServerToolPolicy). The CLI reads it
-// for remote servers and in-process ones (initialize's
-// sdkMcpServerConfigs and SetMCPServers), not for stdio servers.
+// server (the TypeScript SDK's McpServerToolPolicy). What the real CLI
+// does with it (TestRealCLIMCPToolPolicy, CLI 2.1.197 to 2.1.337):
+//
+//   - In-process servers (MCPSDKServer): from 2.1.330 on, at Connect and
+//     in SetMCPServers, always_ask and always_deny hold and always_allow
+//     is ignored; 2.1.197 ignores all three.
+//   - Remote servers (MCPHTTPServer, MCPSSEServer): applied when they come
+//     through SetMCPServers, on every version. In Options.MCPServers the
+//     CLI ignores them, however MCPServersDelivery sends the servers
+//     (2.1.337 reads them at start only in its own remote sessions). To
+//     have them hold from the first turn, call SetMCPServers with the
+//     same servers right after Connect; the CLI then connects to the
+//     remote servers afresh.
+//   - Stdio servers carry none.
+//
+// Tether sends the policies as given and does not apply them itself: the
+// CLI decides, and a later CLI may read them at start.
 type MCPToolPolicy struct {
 	// Name is the tool's name on its server (not mcp__server__tool).
 	Name             string            `json:"name"`
