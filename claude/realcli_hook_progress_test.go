@@ -1,0 +1,72 @@
+package claude_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// TestRealCLIHookProgress: with IncludeHookEvents, a settings command hook
+// that runs a while is reported as it runs: the CLI looks at its output
+// every second and writes a hook_progress line when it changed, before
+// the hook's hook_response. The hook prints a line and then waits for the
+// test to release it, so the test acts on the state it sees, not on time.
+func TestRealCLIHookProgress(t *testing.T) {
+	t.Parallel()
+	release := filepath.Join(t.TempDir(), "release")
+	// Waits at most a minute, so a broken test cannot leave it behind.
+	hook := `echo first-line; i=0; while [ ! -e ` + release + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo second-line`
+	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{claudetest.TextReply("done")}})
+	run.Options.IncludeHookEvents = true
+	run.Options.Settings = `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"` + hook + `"}]}]}}`
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := claude.Connect(ctx, run.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(ctx, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	var progress *claude.HookProgressMessage
+	var response *claude.HookResponseMessage
+	var msgs []claude.Message
+	for m, err := range s.ReceiveTurn(ctx) {
+		var re *claude.ResultError
+		if err != nil && !errors.As(err, &re) {
+			t.Fatalf("ReceiveTurn: %v", err)
+		}
+		msgs = append(msgs, m)
+		switch m := m.(type) {
+		case *claude.HookProgressMessage:
+			if m.HookEvent == "UserPromptSubmit" && progress == nil {
+				progress = m
+				if err := os.WriteFile(release, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *claude.HookResponseMessage:
+			if m.HookEvent == "UserPromptSubmit" {
+				response = m
+			}
+		}
+	}
+	switch {
+	case progress == nil:
+		t.Fatalf("no hook_progress for UserPromptSubmit in %v", types(msgs))
+	case !strings.Contains(progress.Stdout, "first-line") || strings.Contains(progress.Stdout, "second-line") || progress.HookID == "":
+		t.Errorf("hook_progress = %+v, want the first line only, with the hook's id", progress)
+	case response == nil:
+		t.Errorf("no hook_response after the progress in %v", types(msgs))
+	case response.HookID != progress.HookID || !strings.Contains(response.Stdout, "second-line"):
+		t.Errorf("hook_response = %+v, want the same hook with both lines", response)
+	}
+}
