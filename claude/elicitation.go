@@ -20,6 +20,13 @@ func init() {
 
 // ElicitationFunc answers an MCP server's request for user input
 // (Options.OnElicitation). Returning nil, nil declines.
+//
+// Which servers the CLI lets ask (TestRealCLIMCPRemoteElicitation and
+// the elicitation scenario, on every pinned CLI): remote servers (http,
+// sse), in form mode, and from 2.1.336 on in URL mode too; not
+// in-process servers in stream-json mode, whose request fails in the
+// server ("client does not support elicitation") without reaching the
+// callback. Stdio servers were not tried.
 type ElicitationFunc func(ctx context.Context, req *ElicitationRequest) (*ElicitationResult, error)
 
 // ElicitationRequest is an MCP server asking the user for input: a form

@@ -72,6 +72,22 @@ func newRemoteServer(t *testing.T, transport string) *remoteServer {
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"] + " in French"}}}}, nil
 		})
+	rs := &remoteServer{}
+	rs.URL = serveMCP(t, srv, transport, func(r *http.Request) {
+		rs.mu.Lock()
+		rs.secrets = append(rs.secrets, r.Header.Get("X-Tether-Secret"))
+		rs.mu.Unlock()
+	}, func() { close(stop) })
+	return rs
+}
+
+// serveMCP serves srv over transport ("http" or "sse") until the test
+// ends, calling onRequest (if not nil) with every request, and returns
+// its URL. At cleanup it calls onCleanup (if not nil), then cuts what is
+// left: the CLI's SSE stream is open until the CLI goes, and the
+// session, whose cleanup is registered later, closes first.
+func serveMCP(t *testing.T, srv *mcp.Server, transport string, onRequest func(*http.Request), onCleanup func()) string {
+	t.Helper()
 	var h http.Handler
 	switch transport {
 	case "http":
@@ -81,18 +97,16 @@ func newRemoteServer(t *testing.T, transport string) *remoteServer {
 	default:
 		t.Fatalf("transport %q", transport)
 	}
-	rs := &remoteServer{}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rs.mu.Lock()
-		rs.secrets = append(rs.secrets, r.Header.Get("X-Tether-Secret"))
-		rs.mu.Unlock()
+		if onRequest != nil {
+			onRequest(r)
+		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
-		// The CLI's SSE stream is open until the CLI goes; the session
-		// closes first (its cleanup is registered later), and this cuts
-		// whatever is left.
-		close(stop)
+		if onCleanup != nil {
+			onCleanup()
+		}
 		hs.CloseClientConnections()
 		hs.Close()
 		// A streamable HTTP session lives until the client deletes it,
@@ -101,8 +115,7 @@ func newRemoteServer(t *testing.T, transport string) *remoteServer {
 			ss.Close()
 		}
 	})
-	rs.URL = hs.URL
-	return rs
+	return hs.URL
 }
 
 // headers returns the secret header of every request so far.

@@ -1,0 +1,110 @@
+package claude_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// TestRealCLIMCPRemoteElicitation: a remote (streamable HTTP) server's
+// elicitation reaches Options.OnElicitation through the real CLI, and the
+// answer reaches the tool, where an in-process server's is refused in -p
+// mode (the elicitation scenario). Form mode on every pinned CLI; URL
+// mode from 2.1.336 on (2.1.197 declares no URL capability, so the
+// server's request fails and OnElicitation is not called), and the
+// server's notifications/elicitation/complete then reaches the session as
+// an ElicitationCompleteMessage.
+func TestRealCLIMCPRemoteElicitation(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+				Message: "Which environment?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+					"env": map[string]any{"type": "string"}}},
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "signin", Description: "Sign in through a page"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Sign in to deploy",
+				URL: "https://deploy.invalid/signin", ElicitationID: "el-1"})
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: "el-1"}); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signin " + res.Action}}}, nil, nil
+		})
+	url := serveMCP(t, srv, "http", nil, nil)
+	var mu sync.Mutex
+	asked := map[string]*claude.ElicitationRequest{}
+	r := newMCPRun(t, []*claudetest.Reply{
+		claudetest.TextReply("hi"),
+		claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
+		claudetest.ToolUseReply("toolu_signin", "mcp__deploy__signin", map[string]any{}),
+		claudetest.TextReply("deployed"),
+	}, func(o *claude.Options) {
+		o.MCPServers = map[string]claude.MCPServerConfig{"deploy": &claude.MCPHTTPServer{URL: url + "/"}}
+		o.AllowedTools = []string{"mcp__deploy"}
+		o.OnElicitation = func(ctx context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
+			mu.Lock()
+			asked[cmp.Or(req.Mode, "form")] = req
+			mu.Unlock()
+			if req.Mode == "url" {
+				return &claude.ElicitationResult{Action: claude.ElicitationAccept}, nil
+			}
+			return &claude.ElicitationResult{Action: claude.ElicitationAccept, Content: json.RawMessage(`{"env":"staging"}`)}, nil
+		}
+	})
+	turnOf(t, r.Ctx, r.S, "hello")
+	waitMCPConnected(t, r.Ctx, r.S, "deploy")
+	msgs := turnOf(t, r.Ctx, r.S, "deploy it")
+
+	text := func(id string) string {
+		tr := toolResultOf(msgs, id)
+		if tr == nil {
+			return ""
+		}
+		return string(tr.Content)
+	}
+	if got := text("toolu_pick"); !strings.Contains(got, "accept map[env:staging]") {
+		t.Errorf("pick's result = %s, want the form's answer", got)
+	}
+	mu.Lock()
+	form, byURL := asked["form"], asked["url"]
+	mu.Unlock()
+	if form == nil || form.ServerName != "deploy" || form.Message != "Which environment?" || !strings.Contains(string(form.RequestedSchema), `"env"`) {
+		t.Errorf("form elicitation = %+v", form)
+	}
+	completed := find[*claude.ElicitationCompleteMessage](msgs)
+	if !r.atLeast("2.1.336") {
+		if byURL != nil || !strings.Contains(text("toolu_signin"), `does not support \"url\" elicitation`) {
+			t.Errorf("CLI %s: url elicitation asked %+v, signin's result %s; want it refused before OnElicitation", r.Version, byURL, text("toolu_signin"))
+		}
+		return
+	}
+	if byURL == nil || byURL.URL != "https://deploy.invalid/signin" || byURL.ElicitationID != "el-1" || byURL.ServerName != "deploy" {
+		t.Errorf("CLI %s: url elicitation = %+v", r.Version, byURL)
+	}
+	if got := text("toolu_signin"); !strings.Contains(got, "signin accept") {
+		t.Errorf("CLI %s: signin's result = %s", r.Version, got)
+	}
+	if len(completed) != 1 || completed[0].MCPServerName != "deploy" || completed[0].ElicitationID != "el-1" {
+		t.Errorf("CLI %s: elicitation_complete = %+v in %v", r.Version, completed, types(msgs))
+	}
+}
