@@ -31,19 +31,7 @@ client ("client does not support elicitation") without calling OnElicitation: ne
 			}}
 		},
 		opts: func(o *claude.Options) {
-			srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
-			mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
-				func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-					res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
-						Message: "Which environment?",
-						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-							"env": map[string]any{"type": "string"}}},
-					})
-					if err != nil {
-						return nil, nil, err
-					}
-					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
-				})
+			srv := newDeployServer()
 			o.MCPServers = map[string]claude.MCPServerConfig{"deploy": claude.SDKServer(srv)}
 			o.AllowedTools = []string{"mcp__deploy__pick"}
 			o.OnElicitation = func(ctx context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
@@ -75,4 +63,24 @@ client ("client does not support elicitation") without calling OnElicitation: ne
 			}
 		},
 	})
+}
+
+// newDeployServer is an MCP server named deploy whose tool pick asks
+// "Which environment?" with a form (elicitation) and answers with the
+// action and the values it got.
+func newDeployServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+				Message: "Which environment?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+					"env": map[string]any{"type": "string"}}},
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
+		})
+	return srv
 }

@@ -1,11 +1,9 @@
 package claude_test
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -22,7 +20,7 @@ func TestRealCLIGoalLoop(t *testing.T) {
 	t.Parallel()
 	const cond = "the reply names the tether-goal"
 	var asked atomic.Int32
-	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{
+	r := newRealSession(t, &claudetest.MessagesOptions{
 		Replies: []*claudetest.Reply{claudetest.TextReply("working on it"), claudetest.TextReply("tether-goal")},
 		RespondSide: func(r *claudetest.Request) *claudetest.Reply {
 			if r.Params == nil || !r.Params.Contains(cond) {
@@ -33,15 +31,8 @@ func TestRealCLIGoalLoop(t *testing.T) {
 			}
 			return claudetest.TextReply(`{"ok": true, "reason": "named"}`)
 		},
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := claude.Connect(ctx, run.Options)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	msgs := turnOf(t, ctx, s, "/goal "+cond)
+	}, nil)
+	msgs := turnOf(t, r.Ctx, r.S, "/goal "+cond)
 
 	if res := result(t, msgs); res.IsError || res.Result != "tether-goal" {
 		t.Errorf("result = %+v, want success with the second reply", res)
@@ -49,7 +40,7 @@ func TestRealCLIGoalLoop(t *testing.T) {
 	if n := asked.Load(); n != 2 {
 		t.Errorf("the condition was checked %d times, want 2", n)
 	}
-	if n := len(run.API.MessagesRequests()); n != 2 {
+	if n := len(r.API.MessagesRequests()); n != 2 {
 		t.Errorf("%d main-loop requests, want 2 (one per model stop)", n)
 	}
 	var feedback bool

@@ -1,13 +1,11 @@
 package claude_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -23,16 +21,11 @@ func TestRealCLIHookProgress(t *testing.T) {
 	release := filepath.Join(t.TempDir(), "release")
 	// Waits at most a minute, so a broken test cannot leave it behind.
 	hook := `echo first-line; i=0; while [ ! -e ` + release + ` ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo second-line`
-	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{claudetest.TextReply("done")}})
-	run.Options.IncludeHookEvents = true
-	run.Options.Settings = `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"` + hook + `"}]}]}}`
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := claude.Connect(ctx, run.Options)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	r := newRealSession(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{claudetest.TextReply("done")}}, func(o *claude.Options) {
+		o.IncludeHookEvents = true
+		o.Settings = `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"` + hook + `"}]}]}}`
+	})
+	s, ctx := r.S, r.Ctx
 	if err := s.Send(ctx, "hi"); err != nil {
 		t.Fatal(err)
 	}

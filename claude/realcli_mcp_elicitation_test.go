@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -25,19 +24,7 @@ import (
 // an ElicitationCompleteMessage.
 func TestRealCLIMCPRemoteElicitation(t *testing.T) {
 	t.Parallel()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
-				Message: "Which environment?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-					"env": map[string]any{"type": "string"}}},
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
-		})
+	srv := newDeployServer()
 	mcp.AddTool(srv, &mcp.Tool{Name: "signin", Description: "Sign in through a page"},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Sign in to deploy",

@@ -105,6 +105,13 @@ type mcpRun struct {
 
 func newMCPRun(t *testing.T, replies []*claudetest.Reply, set func(o *claude.Options)) *mcpRun {
 	t.Helper()
+	return newRealSession(t, &claudetest.MessagesOptions{Replies: replies}, set)
+}
+
+// newRealSession connects a session to the real CLI, the fake API
+// answering as api says, after set (if not nil) changed the options.
+func newRealSession(t *testing.T, api *claudetest.MessagesOptions, set func(o *claude.Options)) *mcpRun {
+	t.Helper()
 	path, err := claudetest.FindCLI("")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -113,8 +120,10 @@ func newMCPRun(t *testing.T, replies []*claudetest.Reply, set func(o *claude.Opt
 		t.Skip(err)
 	}
 	version := realCLIVersion(t, path)
-	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Replies: replies})
-	set(run.Options)
+	run := claudetest.NewRealRun(t, api)
+	if set != nil {
+		set(run.Options)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	s, err := claude.Connect(ctx, run.Options)
