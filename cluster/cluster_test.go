@@ -1001,9 +1001,7 @@ func TestTakenBackUnmarked(t *testing.T) {
 	id, f := echoed(t, c, "one")
 	f.wait(t, "idle", state("idle"))
 	cluster.FailMarkerAppends(c, 1<<20)
-	if err := cluster.Reap(ctx, c, id); err != nil {
-		t.Fatal(err)
-	}
+	reapOnce(t, c, id)
 	stateAfterMarker(t, f, "idle")
 	waitFor(t, "the session taken back", func() bool {
 		s, err := c.Session(ctx, id)

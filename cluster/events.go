@@ -812,16 +812,26 @@ func stranded(r SessionInfo, agents map[string]agentRecord, ttl time.Duration) b
 // reports whether the event is there: false when the registry was marked
 // but the event could not be appended yet, which the monitor tries again.
 func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64) bool {
-	now := time.Now()
-	r.State = host.StateDisconnected.String()
-	r.Orphaned = true
-	r.Updated = now
-	if _, err := c.b.putSession(ctx, &r, rev, false); err != nil {
+	if !c.markOrphaned(ctx, id, &r, rev) {
 		return false // someone else did, or the session was taken over
 	}
-	c.noteReaped(id, r.Agent)
-	c.log.Info("session has no agent; marked disconnected", "session", id, "agent", lastAgent(r), "moving", r.Moving)
 	return c.appendMarker(id, r)
+}
+
+// markOrphaned writes the registry entry r, read at revision rev, as
+// orphaned and disconnected, and reports whether it was written: false
+// when the entry changed since (an agent rewrote it, or another client
+// marked it).
+func (c *Client) markOrphaned(ctx context.Context, id string, r *SessionInfo, rev uint64) bool {
+	r.State = host.StateDisconnected.String()
+	r.Orphaned = true
+	r.Updated = time.Now()
+	if _, err := c.b.putSession(ctx, r, rev, false); err != nil {
+		return false
+	}
+	c.noteReaped(id, r.Agent)
+	c.log.Info("session has no agent; marked disconnected", "session", id, "agent", lastAgent(*r), "moving", r.Moving)
+	return true
 }
 
 // appendMarker appends the "disconnected" state event of a session its

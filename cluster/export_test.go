@@ -26,6 +26,21 @@ func Reap(ctx context.Context, c *Client, id string) error {
 	return nil
 }
 
+// ReapMarked is Reap reporting whether the registry took the mark: false
+// when the entry changed between the read and the write (the agent
+// rewrote it at that moment), and nothing was done.
+func ReapMarked(ctx context.Context, c *Client, id string) (bool, error) {
+	r, rev, err := c.record(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if !c.markOrphaned(ctx, id, &r, rev) {
+		return false, nil
+	}
+	c.appendMarker(id, r)
+	return true, nil
+}
+
 // LoseReplies makes the agent lose its next n command replies on their
 // way (they are kept for the commands' copies), as a reconnect would.
 func LoseReplies(a *Agent, n int) { a.lostReplies.Store(int32(n)) }
