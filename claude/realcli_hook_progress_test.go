@@ -1,7 +1,6 @@
 package claude_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,19 +24,9 @@ func TestRealCLIHookProgress(t *testing.T) {
 		o.IncludeHookEvents = true
 		o.Settings = `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"` + hook + `"}]}]}}`
 	})
-	s, ctx := r.S, r.Ctx
-	if err := s.Send(ctx, "hi"); err != nil {
-		t.Fatal(err)
-	}
 	var progress *claude.HookProgressMessage
 	var response *claude.HookResponseMessage
-	var msgs []claude.Message
-	for m, err := range s.ReceiveTurn(ctx) {
-		var re *claude.ResultError
-		if err != nil && !errors.As(err, &re) {
-			t.Fatalf("ReceiveTurn: %v", err)
-		}
-		msgs = append(msgs, m)
+	msgs := turnWith(t, r.Ctx, r.S, "hi", func(m claude.Message) {
 		switch m := m.(type) {
 		case *claude.HookProgressMessage:
 			if m.HookEvent == "UserPromptSubmit" && progress == nil {
@@ -51,7 +40,7 @@ func TestRealCLIHookProgress(t *testing.T) {
 				response = m
 			}
 		}
-	}
+	})
 	switch {
 	case progress == nil:
 		t.Fatalf("no hook_progress for UserPromptSubmit in %v", types(msgs))

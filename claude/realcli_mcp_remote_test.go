@@ -238,6 +238,13 @@ func realSession(t *testing.T, replies []*claudetest.Reply, set func(o *claude.O
 
 func turnOf(t *testing.T, ctx context.Context, s *claude.Session, prompt string) []claude.Message {
 	t.Helper()
+	return turnWith(t, ctx, s, prompt, nil)
+}
+
+// turnWith is turnOf calling each (if not nil) with every message as it
+// arrives, for a test that acts on what it sees before the turn ends.
+func turnWith(t *testing.T, ctx context.Context, s *claude.Session, prompt string, each func(claude.Message)) []claude.Message {
+	t.Helper()
 	if err := s.Send(ctx, prompt); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -249,6 +256,9 @@ func turnOf(t *testing.T, ctx context.Context, s *claude.Session, prompt string)
 		}
 		if m != nil {
 			msgs = append(msgs, m)
+			if each != nil {
+				each(m)
+			}
 		}
 	}
 	return msgs
