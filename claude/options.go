@@ -360,8 +360,13 @@ type Options struct {
 	// first prompt. A resumed session keeps its own; use RenameSession.
 	Title string
 	// PromptSuggestions asks for a *PromptSuggestionMessage after each
-	// turn (from the second on) predicting the user's next prompt; it
-	// arrives after the result.
+	// turn (from the second on) predicting the user's next prompt. It
+	// arrives after the turn's result, so Receive between turns reads it
+	// (else the next ReceiveTurn yields it first); a new prompt sent before
+	// it arrives cancels it. The CLI guesses only while its prompt cache is
+	// warm (the last reply's uncached input and output under about 10,000
+	// tokens), so a turn may end with no suggestion. Each guess is one more
+	// model request on the session's bill.
 	PromptSuggestions bool
 	// AgentProgressSummaries makes subagents report a short summary of
 	// what they are doing about every 30 seconds, in

@@ -76,7 +76,13 @@ type MessagesOptions struct {
 //   - a request whose last message is the side-question prompt
 //     ("<system-reminder>This is a side question from the user…"): the
 //     side_question control request, which otherwise looks exactly like
-//     the next main-loop call.
+//     the next main-loop call;
+//   - a request whose last message is the prompt-suggestion prompt
+//     ("[SUGGESTION MODE: …"): the next-prompt guess the CLI makes after a
+//     turn with Options.PromptSuggestions on, once the conversation has
+//     two replies and the last one's Usage reads as a warm prompt cache
+//     (input and output under 10,000 tokens: the estimated defaults of a
+//     long system prompt are over that, so it needs CacheReadInputTokens).
 //
 // With the environment CLIEnv gives, neither version sent any side request
 // on its own, for plain turns, tool loops, thinking, subagents or
@@ -94,7 +100,8 @@ func IsSideRequest(r *Request) bool {
 		return true
 	}
 	if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == "user" &&
-		strings.HasPrefix(p.Messages[n-1].Text(), sideQuestionMarker) {
+		(strings.HasPrefix(p.Messages[n-1].Text(), sideQuestionMarker) ||
+			strings.HasPrefix(p.Messages[n-1].Text(), suggestionMarker)) {
 		return true
 	}
 	return IsModelProbe(r)
@@ -112,7 +119,10 @@ func IsModelProbe(r *Request) bool {
 	return u != nil && strings.TrimSpace(u.Text()) == "Hi"
 }
 
-const sideQuestionMarker = "<system-reminder>This is a side question from the user"
+const (
+	sideQuestionMarker = "<system-reminder>This is a side question from the user"
+	suggestionMarker   = "[SUGGESTION MODE:"
+)
 
 // hasKey reports whether raw is a JSON object with the key.
 func hasKey(raw json.RawMessage, key string) bool {

@@ -594,21 +594,23 @@ func TestMessagesServerSideRequests(t *testing.T) {
 		},
 	})
 	defer s.Close()
-	// As sent on generate_session_title, then side_question, then the
-	// agent loop.
+	// As sent on generate_session_title, then side_question, then a
+	// prompt suggestion after a turn, then the agent loop.
 	title := `{"model":"m","max_tokens":64000,"stream":true,"tools":[],"system":[{"type":"text","text":"Generate a concise, sentence-case title"}],` +
 		`"output_config":{"format":{"type":"json_schema","schema":{}}},"messages":[{"role":"user","content":"<session>x</session>"}]}`
 	side := `{"model":"m","max_tokens":64000,"stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},` +
 		`{"role":"user","content":"<system-reminder>This is a side question from the user. You must answer"}]}`
+	suggest := `{"model":"m","max_tokens":64000,"stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},` +
+		`{"role":"user","content":"[SUGGESTION MODE: Suggest what the user might naturally type next into Claude Code.]"}]}`
 	var got []string
-	for _, body := range []string{title, side, streamBody} {
+	for _, body := range []string{title, side, suggest, streamBody} {
 		got = append(got, reassemble(t, readSSE(t, post(t, s.URL+"/v1/messages", body).Body))[0].Text)
 	}
-	if diff := cmp.Diff([]string{`{"title":"Fake title"}`, "ok", "main"}, got); diff != "" {
+	if diff := cmp.Diff([]string{`{"title":"Fake title"}`, "ok", "ok", "main"}, got); diff != "" {
 		t.Errorf("replies (-want +got):\n%s", diff)
 	}
-	if n, m := len(s.SideRequests()), len(s.MessagesRequests()); n != 2 || m != 1 {
-		t.Errorf("side = %d, main = %d; want 2 and 1", n, m)
+	if n, m := len(s.SideRequests()), len(s.MessagesRequests()); n != 3 || m != 1 {
+		t.Errorf("side = %d, main = %d; want 3 and 1", n, m)
 	}
 	if n := len(s.Unexpected()); n != 0 {
 		t.Errorf("side requests reported unexpected: %d", n)
