@@ -111,15 +111,29 @@ func testStores(t *testing.T, b *browser) {
 		ri.push(si.apply({ seq: 4, kind: "items" }, [{ id: "s", kind: "system", subtype: "status", permission_mode: "acceptEdits" }, { id: "t", kind: "text", text: "hi" }]).length);
 		ri.push(si.apply({ seq: 6, kind: "items" }, []));
 		out.items = ri.join(" ") + " | " + [si.lastSeq, si.model, si.mode, si.cwd].join(" ");
+		// The CLI's suggestion stands until a prompt or a new turn.
+		const sg = new SessionStore("z");
+		sg.load({ seq: 1, state: { state: "idle" }, items: [{ id: "r", kind: "result" }, { id: "g", kind: "suggestion", text: "run the tests" }] });
+		const sq = [sg.suggestion];
+		sg.apply({ seq: 2, kind: "items" }, [{ id: "p", kind: "prompt", texts: ["x"] }]);
+		sq.push(sg.suggestion || "-");
+		sg.apply({ seq: 3, kind: "items" }, [{ id: "g2", kind: "suggestion", text: "commit it" }, { id: "n", kind: "notice", text: "a note" }]);
+		sq.push(sg.suggestion);
+		sg.apply({ seq: 4, kind: "items" }, [{ id: "i", kind: "system", subtype: "init" }]);
+		sq.push(sg.suggestion || "-");
+		sg.load({ seq: 9, state: { state: "idle" }, items: [{ id: "g", kind: "suggestion", text: "a" }, { id: "p", kind: "prompt" }] });
+		sq.push(sg.suggestion || "-");
+		out.suggestion = sq.join(" | ");
 		return out;`, &got)
 	want := map[string]string{
-		"stale":   "thinking 0.2 older read",
-		"fresh":   "idle 0.3",
-		"heard":   "all a a a a a",
-		"results": "dup system gap assistant true",
-		"facts":   "8 m2 plan /w true closed",
-		"changes": "cost+cwd+ended+mode+model+snapshot+state mode+model ended+state",
-		"items":   "1 0 2 gap | 4 m3 acceptEdits /v",
+		"stale":      "thinking 0.2 older read",
+		"fresh":      "idle 0.3",
+		"heard":      "all a a a a a",
+		"results":    "dup system gap assistant true",
+		"facts":      "8 m2 plan /w true closed",
+		"changes":    "cost+cwd+ended+mode+model+snapshot+state+suggestion mode+model ended+state",
+		"items":      "1 0 2 gap | 4 m3 acceptEdits /v",
+		"suggestion": "run the tests | - | commit it | - | -",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -342,6 +342,7 @@ func TestBrowser(t *testing.T) {
 		t.Run("SleepWake", func(t *testing.T) { testSleepWake(t, cb) })
 		t.Run("WakeWaitsForRoom", func(t *testing.T) { testWakeWaitsForRoom(t, cb) })
 		t.Run("ResumeDisconnected", func(t *testing.T) { testResumeDisconnected(t, cb) })
+		t.Run("PromptSuggestion", func(t *testing.T) { testPromptSuggestion(t, cb) })
 	})
 }
 
@@ -368,9 +369,27 @@ func newUIEnv(t *testing.T, b *browser, replies ...*claudetest.Reply) *uiEnv {
 // capacity slots (0 = clustertest's default).
 func newUIEnvWith(t *testing.T, b *browser, capacity int, replies ...*claudetest.Reply) *uiEnv {
 	t.Helper()
-	api := claudetest.NewMessagesServer(&claudetest.MessagesOptions{Replies: replies})
+	return newUIEnvOpts(t, b, &uiEnvOptions{Capacity: capacity, API: &claudetest.MessagesOptions{Replies: replies}})
+}
+
+// uiEnvOptions change a scenario's world from newUIEnv's.
+type uiEnvOptions struct {
+	Capacity int                         // the cluster agent's slots (0: clustertest's default)
+	API      *claudetest.MessagesOptions // the fake API's script
+	CLI      func(o *claude.Options)     // changes the sessions' CLI options (nil: none)
+}
+
+// newUIEnvOpts is newUIEnv with its options.
+func newUIEnvOpts(t *testing.T, b *browser, o *uiEnvOptions) *uiEnv {
+	t.Helper()
+	api := claudetest.NewMessagesServer(o.API)
 	t.Cleanup(api.Close) // first, so it closes after the CLIs
 	cli := claudetest.NewRealCLI(t, api)
+	co := cli.Options()
+	if o.CLI != nil {
+		o.CLI(co)
+	}
+	capacity := o.Capacity
 	var (
 		backend      serve.Backend
 		m, agentM    *host.Manager
@@ -379,12 +398,12 @@ func newUIEnvWith(t *testing.T, b *browser, capacity int, replies ...*claudetest
 	if b.cluster {
 		// SleepAfter: agents hand off what host puts to sleep (no
 		// session idles that long here).
-		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: cli.Options()}, SleepAfter: time.Hour, Capacity: capacity})
+		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: co}, SleepAfter: time.Hour, Capacity: capacity})
 		backend = c.Backend(nil)
 		agentM = c.Agents[0].Manager()
 	} else {
 		m = host.NewManager(nil)
-		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: cli.Options()}, DefaultCwd: cli.Dir})
+		backend = serve.NewLocalBackend(m, &serve.LocalOptions{Session: &host.Options{CLI: co}, DefaultCwd: cli.Dir})
 		closeBackend = func() { m.Close() }
 	}
 	srv := serve.NewServer(backend, nil)
@@ -394,7 +413,7 @@ func newUIEnvWith(t *testing.T, b *browser, capacity int, replies ...*claudetest
 		srv.Close()
 		closeBackend()
 	})
-	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api, m: m, agentM: agentM, cli: cli.Options()}
+	return &uiEnv{url: srv.LoginURL(hs.URL), origin: hs.URL, cwd: cli.Dir, api: api, m: m, agentM: agentM, cli: co}
 }
 
 // recorded returns the CLI's stdout lines of a recorded transcript.

@@ -41,6 +41,11 @@ const (
 	ItemSystem ItemKind = "system"
 	// ItemResult: a turn ended.
 	ItemResult ItemKind = "result"
+	// ItemSuggestion: the CLI's guess at the person's next prompt, in
+	// Text, made after a turn's result when the session asked for
+	// suggestions (tether serve --prompt-suggestions). It is not part of
+	// the conversation: a front end offers it until the next prompt.
+	ItemSuggestion ItemKind = "suggestion"
 )
 
 // Item statuses of assistant blocks.
@@ -82,7 +87,8 @@ type Item struct {
 	// or "interrupted" (cut off).
 	Status string `json:"status,omitempty"`
 
-	// Text: a text or thinking block's text so far, a notice's text.
+	// Text: a text or thinking block's text so far, a notice's text, a
+	// suggestion's prompt.
 	Text string `json:"text,omitempty"`
 	// Append: Text is what a text or thinking block grew by since the
 	// version sent before (in an earlier frame of this subscription): the
@@ -312,6 +318,12 @@ func (z *Itemizer) Add(line json.RawMessage) []Item {
 		return append(out, z.result(r, &env))
 	case "system":
 		return z.system(&env, line)
+	case "prompt_suggestion":
+		var ps claude.PromptSuggestionMessage
+		if json.Unmarshal(line, &ps) != nil || strings.TrimSpace(ps.Suggestion) == "" {
+			return nil
+		}
+		return []Item{{ID: z.lineID(&env), Kind: ItemSuggestion, Text: ps.Suggestion}}
 	}
 	return nil
 }

@@ -23,7 +23,9 @@ import (
 // and prompts queued during a turn, echoed alone and then merged, each
 // given once (items_queued); the CLI's warning that auto mode cannot
 // check anything and a turn that ends failed because of it, with the
-// CLI's words as its reason, not its final text (items_auto_unchecked).
+// CLI's words as its reason, not its final text (items_auto_unchecked);
+// the CLI's guess at the next prompt after a result, and a blank guess
+// that gives nothing (items_suggestion).
 //
 // The recorded sessions of claude/testdata/transcripts (real CLI output)
 // are derived too, into testdata/items_recorded_<name>.golden.

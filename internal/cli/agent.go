@@ -118,6 +118,7 @@ Flags:
 	model := fs.String("model", "", "the model of sessions that do not ask for one")
 	mode := fs.String("permission-mode", "", "the permission mode of sessions that do not ask for one")
 	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
+	suggest := fs.Bool("prompt-suggestions", false, promptSuggestionsUsage)
 	verbose := fs.Bool("v", false, "log what the agent does to stderr (ids and states, never prompts or secrets)")
 	drainTimeout := fs.Duration("drain-timeout", 5*time.Minute, "on SIGTERM: how long running turns may take to finish before the sessions are handed to other agents anyway")
 	drainID := fs.String("drain", "", "ask the running agent with this id to drain (its sessions move to other agents, then it exits), and wait until it has left")
@@ -204,6 +205,7 @@ Flags:
 	signal.Notify(term, syscall.SIGTERM)
 	defer signal.Stop(term)
 	tmpl := agentTemplate(path, dir, *model, *mode)
+	tmpl.CLI.PromptSuggestions = *suggest
 	tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: *allowBypass}
 	// The operations port is bound first: a port in use is refused
 	// before the agent takes any work.

@@ -62,6 +62,11 @@ func (nsf *serveNATSFlags) check(fs *flag.FlagSet) error {
 			if nsf.url != "" && !nsf.embedded {
 				err = fmt.Errorf("--sleep-after has no effect with --nats: the agents put sessions to sleep (tether agent --sleep-after)")
 			}
+		case "prompt-suggestions":
+			// The agents start the CLIs, with their own flag.
+			if nsf.url != "" && !nsf.embedded {
+				err = fmt.Errorf("--prompt-suggestions has no effect with --nats: the agents start the CLIs (tether agent --prompt-suggestions)")
+			}
 		case "nats-creds", "nats-nkey", "nats-user", "nats-ca", "nats-cert", "nats-key", "replicas", "heartbeat":
 			if !nsf.enabled() {
 				err = fmt.Errorf("--%s goes with --nats or --nats-embedded", f.Name)
@@ -114,6 +119,7 @@ func serveNATS(ctx context.Context, sf *serveFlags, nsf *serveNATSFlags, cliPath
 			dir, _ = os.Getwd()
 		}
 		tmpl := agentTemplate(path, dir, model, mode)
+		tmpl.CLI.PromptSuggestions = sf.suggest
 		tmpl.Commands = &host.CommandPolicy{AllowBypassPermissions: sf.allowBypass}
 		ao := &cluster.AgentOptions{URL: url, NATS: nopts, Capacity: nsf.capacity, SleepAfter: sf.sleepAfter,
 			Limits: nsf.limits(), Session: tmpl, Registerer: sf.registry(), TracerProvider: sf.tp}

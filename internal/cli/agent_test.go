@@ -42,6 +42,8 @@ func TestAgentUsageErrors(t *testing.T) {
 		{[]string{"serve", "--heartbeat", "2s"}, "--heartbeat goes with --nats or --nats-embedded"},
 		{[]string{"serve", "--replicas", "3"}, "--replicas goes with --nats or --nats-embedded"},
 		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--sleep-after", "20m"}, "--sleep-after has no effect with --nats"},
+		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--prompt-suggestions"}, "--prompt-suggestions has no effect with --nats"},
+		{[]string{"demo", "--serve", "--prompt-suggestions"}, "flag provided but not defined: -prompt-suggestions"},
 		{[]string{"agent", "--sleep-after", "10s"}, "too short"},
 		{[]string{"agent", "--sleep-after", "-1m"}, "give 0 (never)"},
 		{[]string{"serve", "--permission-mode", "acceptedits"}, `--permission-mode "acceptedits": want one of default, acceptEdits, plan, dontAsk, auto, bypassPermissions`},

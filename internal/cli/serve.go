@@ -56,6 +56,7 @@ Flags:
 	model := fs.String("model", "", "the model of new sessions by default")
 	mode := fs.String("permission-mode", "", "the permission mode of new sessions by default: "+strings.Join(host.PermissionModes, ", "))
 	cliPath := fs.String("cli", "", "the Claude Code CLI (default: discovery: PATH, the usual install places)")
+	fs.BoolVar(&sf.suggest, "prompt-suggestions", false, promptSuggestionsUsage)
 	sf.team = addTeamFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -106,7 +107,7 @@ Flags:
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	o := &claude.Options{CLIPath: path, Model: *model, PermissionMode: claude.PermissionMode(*mode)}
+	o := &claude.Options{CLIPath: path, Model: *model, PermissionMode: claude.PermissionMode(*mode), PromptSuggestions: sf.suggest}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return runServe(ctx, sf, &serve.LocalOptions{
@@ -140,6 +141,7 @@ type serveFlags struct {
 	team            *teamFlags           // tether serve only; nil or no --team: the token login
 	clusterTeam     *teamServe           // serve --nats --team: the team on the cluster's JetStream (setupClusterTeam)
 	notify          bool
+	suggest         bool // tether serve --prompt-suggestions (not demo: its fake CLI makes none)
 	notifyDir       string
 	ntfyURL         string
 }
@@ -171,6 +173,11 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
 	return sf
 }
+
+// promptSuggestionsUsage is the help of serve's and agent's
+// --prompt-suggestions. Off by default: each guess is one more model
+// request after every turn, billed to the session.
+const promptSuggestionsUsage = "after each turn (from the second on) have the CLI guess the person's next prompt, offered above the prompt box to take or ignore; each guess is one more model request, on the session's cost"
 
 // defaultSleepAfter is --sleep-after's default. A sleeping session costs
 // no process, a woken one a CLI start (one to three seconds): 15 minutes

@@ -376,6 +376,7 @@ function newView(id) {
     if (app.view !== v) return;
     if (changed.has("cost") || changed.has("state")) renderCost();
     if (changed.has("state") || changed.has("model") || changed.has("mode") || changed.has("cwd") || changed.has("ended")) renderHead();
+    if (changed.has("suggestion") || changed.has("state") || changed.has("ended")) renderSuggestion();
   });
   return v;
 }
@@ -394,6 +395,7 @@ function openSession(id, push = true) {
   if (push && location.hash !== "#s=" + id) history.replaceState(null, "", "#s=" + id);
   renderList();
   renderHead();
+  renderSuggestion();
   if (conn.live) subscribe(id);
   $("prompt").focus();
 }
@@ -788,6 +790,29 @@ $("prompt").addEventListener("input", () => {
     .finally(w.end);
 });
 
+// The CLI's guess at the next prompt (tether serve --prompt-suggestions),
+// offered while the session waits for one and the box is empty: a click
+// puts it in the box, to send as it is or edit first. A prompt, a new
+// turn or typing puts it away (emptying the box brings it back).
+function renderSuggestion() {
+  const v = app.view;
+  const text = (v && v.store.suggestion) || "";
+  const b = $("suggestion");
+  b.hidden = !text || v.ended || busyStates.has(v.state.state) || v.turnPending || $("prompt").value !== "";
+  $("suggestion-text").textContent = text;
+  b.title = text ? "Put this suggestion in the prompt box, to send or edit: " + text : "";
+}
+$("suggestion").onclick = () => {
+  const v = app.view;
+  if (!v || !v.store.suggestion) return;
+  const ta = $("prompt");
+  ta.value = v.store.suggestion;
+  v.store.set({ suggestion: "" });
+  ta.focus();
+  ta.setSelectionRange(ta.value.length, ta.value.length);
+};
+$("prompt").addEventListener("input", renderSuggestion);
+
 $("prompt").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
@@ -803,6 +828,7 @@ $("prompt-form").addEventListener("submit", async (e) => {
   if (!v || (!text && !attachments.length)) return;
   const imgs = attachments.splice(0);
   ta.value = "";
+  v.store.set({ suggestion: "" });
   renderAttachments();
   const w = roomWait(v.id, text || "(images)");
   try {

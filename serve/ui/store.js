@@ -77,12 +77,23 @@ export class SessionsStore extends Map {
 }
 
 /** The facts of a session a subscriber of SessionStore can ask about. */
-const facts = ["state", "model", "mode", "cwd", "cost", "ended"];
+const facts = ["state", "model", "mode", "cwd", "cost", "ended", "suggestion"];
+
+/**
+ * suggestionAfter is what the suggestion becomes after an item: the CLI's
+ * guess at the next prompt, until a prompt or a new turn makes it moot.
+ */
+function suggestionAfter(cur, it) {
+  if (it.kind === "suggestion") return it.text || "";
+  if (it.kind === "prompt" || (it.kind === "system" && it.subtype === "init")) return "";
+  return cur;
+}
 
 /**
  * SessionStore is one session's facts as the page follows it: the last
  * event applied (lastSeq, lastEvent), its state, model, permission mode,
- * working directory, cost and whether it ended. load takes a snapshot,
+ * working directory, cost, whether it ended, and the CLI's suggestion for
+ * the next prompt ("" when none stands). load takes a snapshot,
  * apply each event in order; subscribers hear which facts changed.
  */
 export class SessionStore {
@@ -96,6 +107,7 @@ export class SessionStore {
     this.cwd = "";
     this.cost = null;
     this.ended = false;
+    this.suggestion = "";
     this.subs = new Set();
   }
 
@@ -130,6 +142,8 @@ export class SessionStore {
     this.cwd = snap.cwd || "";
     this.ended = !!snap.ended;
     this.cost = snap.cost || null;
+    this.suggestion = "";
+    for (const it of snap.items || []) this.suggestion = suggestionAfter(this.suggestion, it);
     this.notify(new Set(["snapshot", ...facts]));
   }
 
@@ -167,6 +181,7 @@ export class SessionStore {
       case "items":
         // The transcript items of a message event (a subscription with items).
         for (const it of d || []) {
+          put("suggestion", suggestionAfter(this.suggestion, it));
           if (it.kind !== "system") continue;
           if (it.subtype === "init") {
             put("model", it.model || this.model);
