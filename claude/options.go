@@ -391,8 +391,11 @@ type Options struct {
 	// model's listing and the Skill tool, not the files.
 	Skills []string
 	// PerTaskStopAffordance declares that this host stops background
-	// tasks one at a time (StopTask): an interrupt then spares running
-	// background agents instead of killing them with the turn.
+	// tasks one at a time (StopTask): an interrupt then ends the turn only,
+	// and agents the model started in the background run on to their end.
+	// Without it an interrupt stops them with the turn (a
+	// TaskNotificationMessage with Status "stopped"), which is what a host
+	// whose only stop is the turn's wants. Needs CLI 2.1.330 or later.
 	PerTaskStopAffordance bool
 
 	// OnElicitation answers MCP servers that ask the user for input
