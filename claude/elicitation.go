@@ -26,7 +26,12 @@ func init() {
 // sse), in form mode, and from 2.1.336 on in URL mode too; not
 // in-process servers in stream-json mode, whose request fails in the
 // server ("client does not support elicitation") without reaching the
-// callback. Stdio servers were not tried.
+// callback. Stdio servers too (TestRealCLIMCPStdioElicitation), with one
+// difference from 2.1.336 on: the CLI speaks MCP 2026-07-28 to them, where
+// a tool may no longer send elicitation/create in the middle of its call;
+// it returns the form as an input request instead, and the CLI asks this
+// callback and calls the tool again with the answer (the Go MCP SDK's
+// CallToolResult.InputRequests, which also asks an older CLI itself).
 type ElicitationFunc func(ctx context.Context, req *ElicitationRequest) (*ElicitationResult, error)
 
 // ElicitationRequest is an MCP server asking the user for input: a form

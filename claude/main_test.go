@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv("TETHER_HUGE_LINE_HOST"); v != "" {
 		hugeLineHost(v)
 	}
+	if os.Getenv(envStdioDeploy) != "" {
+		serveDeployStdio()
+	}
 	goleak.VerifyTestMain(m)
 }
 
