@@ -19,10 +19,10 @@ func TestRealCLIPromptSuggestion(t *testing.T) {
 	t.Parallel()
 	const guess = "now run the tests"
 	r := newRealSession(t, &claudetest.MessagesOptions{
-		Replies: []*claudetest.Reply{cachedReply("one"), cachedReply("two")},
+		Replies: []*claudetest.Reply{claudetest.CachedTextReply("one"), claudetest.CachedTextReply("two")},
 		RespondSide: func(q *claudetest.Request) *claudetest.Reply {
 			if u := q.Params.LastUser(); u != nil && strings.HasPrefix(u.Text(), "[SUGGESTION MODE:") {
-				return cachedReply(guess)
+				return claudetest.CachedTextReply(guess)
 			}
 			return nil
 		},
@@ -68,12 +68,4 @@ func TestRealCLIPromptSuggestion(t *testing.T) {
 	if u := r.API.Unexpected(); len(u) != 0 {
 		t.Errorf("%d unscripted main-loop requests; the suggestion took a turn's reply", len(u))
 	}
-}
-
-// cachedReply is a text reply whose usage reads as a warm prompt cache:
-// a few fresh input tokens, the rest read from the cache.
-func cachedReply(text string) *claudetest.Reply {
-	r := claudetest.TextReply(text)
-	r.Usage = claudetest.Usage{InputTokens: 3, CacheReadInputTokens: 12000, OutputTokens: 5}
-	return r
 }

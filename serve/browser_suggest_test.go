@@ -24,10 +24,10 @@ func testPromptSuggestion(t *testing.T, b *browser) {
 	const guess = "Now add a test for the parser"
 	e := newUIEnvOpts(t, b, &uiEnvOptions{
 		API: &claudetest.MessagesOptions{
-			Replies: []*claudetest.Reply{warmReply("The parser is fixed."), warmReply("The docs are written."), warmReply("The test is added.")},
+			Replies: []*claudetest.Reply{claudetest.CachedTextReply("The parser is fixed."), claudetest.CachedTextReply("The docs are written."), claudetest.CachedTextReply("The test is added.")},
 			RespondSide: func(r *claudetest.Request) *claudetest.Reply {
 				if u := r.Params.LastUser(); u != nil && strings.HasPrefix(u.Text(), "[SUGGESTION MODE:") {
-					return warmReply(guess)
+					return claudetest.CachedTextReply(guess)
 				}
 				return nil
 			},
@@ -74,12 +74,4 @@ func testPromptSuggestion(t *testing.T, b *browser) {
 	if n := len(e.api.Unexpected()); n != 0 {
 		t.Errorf("%d unscripted requests", n)
 	}
-}
-
-// warmReply is a text reply whose usage reads as a warm prompt cache,
-// as the CLI needs to make suggestions.
-func warmReply(text string) *claudetest.Reply {
-	r := claudetest.TextReply(text)
-	r.Usage = claudetest.Usage{InputTokens: 3, CacheReadInputTokens: 12000, OutputTokens: 5}
-	return r
 }

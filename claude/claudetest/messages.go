@@ -82,7 +82,7 @@ type MessagesOptions struct {
 //     turn with Options.PromptSuggestions on, once the conversation has
 //     two replies and the last one's Usage reads as a warm prompt cache
 //     (input and output under 10,000 tokens: the estimated defaults of a
-//     long system prompt are over that, so it needs CacheReadInputTokens).
+//     long system prompt are over that; CachedTextReply is under).
 //
 // With the environment CLIEnv gives, neither version sent any side request
 // on its own, for plain turns, tool loops, thinking, subagents or

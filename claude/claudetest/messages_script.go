@@ -186,6 +186,17 @@ func TextReply(text string) *Reply {
 	return &Reply{Content: []ContentBlock{TextBlock(text)}}
 }
 
+// CachedTextReply is TextReply with usage that reads as a warm prompt
+// cache: a few fresh input tokens, the rest read from the cache. The
+// estimated usage of a plain reply reads as a cold one (the CLI's system
+// prompt, uncached), and the CLI skips what it does only on a warm cache,
+// such as prompt suggestions (Options.PromptSuggestions).
+func CachedTextReply(text string) *Reply {
+	r := TextReply(text)
+	r.Usage = Usage{InputTokens: 3, OutputTokens: 5, CacheReadInputTokens: 12000}
+	return r
+}
+
 // ToolUseReply returns a reply asking for one tool call. The CLI runs the
 // tool (if permitted) and sends its result in the next request.
 func ToolUseReply(id, name string, input any) *Reply {
