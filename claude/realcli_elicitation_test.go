@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -36,10 +37,10 @@ client ("client does not support elicitation") without calling OnElicitation: ne
 			o.AllowedTools = []string{"mcp__deploy__pick"}
 			o.OnElicitation = func(ctx context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
 				elicited.Store(true)
-				if req.ServerName != "deploy" || req.Message != "Which environment?" || !strings.Contains(string(req.RequestedSchema), `"env"`) {
+				if !isDeployForm(req) {
 					return nil, fmt.Errorf("unexpected request %+v", req)
 				}
-				return &claude.ElicitationResult{Action: claude.ElicitationAccept, Content: json.RawMessage(`{"env":"staging"}`)}, nil
+				return acceptElicitation(req), nil
 			}
 		},
 		run: func(t *testing.T, h *harness) {
@@ -72,15 +73,68 @@ func newDeployServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
-				Message: "Which environment?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-					"env": map[string]any{"type": "string"}}},
-			})
+			res, err := req.Session.Elicit(ctx, deployForm())
 			if err != nil {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
 		})
 	return srv
+}
+
+// deployForm is the deploy server's question: which environment, as a
+// form with one string field.
+func deployForm() *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Message: "Which environment?",
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"env": map[string]any{"type": "string"}}},
+	}
+}
+
+// isDeployForm reports whether req is deployForm as the CLI forwarded
+// it from the server named deploy.
+func isDeployForm(req *claude.ElicitationRequest) bool {
+	return req != nil && req.ServerName == "deploy" && req.Message == "Which environment?" && strings.Contains(string(req.RequestedSchema), `"env"`)
+}
+
+// acceptElicitation accepts req: a form with env=staging (deployForm's
+// answer), a URL with nothing.
+func acceptElicitation(req *claude.ElicitationRequest) *claude.ElicitationResult {
+	if req.Mode == "url" {
+		return &claude.ElicitationResult{Action: claude.ElicitationAccept}
+	}
+	return &claude.ElicitationResult{Action: claude.ElicitationAccept, Content: json.RawMessage(`{"env":"staging"}`)}
+}
+
+// elicitRecorder is an Options.OnElicitation (answer) that keeps every
+// request and accepts it (acceptElicitation).
+type elicitRecorder struct {
+	mu   sync.Mutex
+	reqs []*claude.ElicitationRequest
+}
+
+func (l *elicitRecorder) answer(_ context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, req)
+	l.mu.Unlock()
+	return acceptElicitation(req), nil
+}
+
+// all returns the requests so far, in order.
+func (l *elicitRecorder) all() []*claude.ElicitationRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reqs)
+}
+
+// lastOf returns the last request in mode ("" for a form), or nil.
+func (l *elicitRecorder) lastOf(mode string) *claude.ElicitationRequest {
+	var last *claude.ElicitationRequest
+	for _, r := range l.all() {
+		if r.Mode == mode || (mode == "" && r.Mode == "form") {
+			last = r
+		}
+	}
+	return last
 }

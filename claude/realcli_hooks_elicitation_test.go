@@ -43,11 +43,7 @@ func init() {
 			elicitMCP = mcp.NewServer(&mcp.Implementation{Name: "ext", Version: "1.0.0"}, nil)
 			mcp.AddTool(elicitMCP, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
 				func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-					res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
-						Message: "Which environment?",
-						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-							"env": map[string]any{"type": "string"}}},
-					})
+					res, err := req.Session.Elicit(ctx, deployForm())
 					text := ""
 					if err != nil {
 						text = "elicit failed: " + err.Error()

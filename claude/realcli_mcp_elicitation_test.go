@@ -1,11 +1,8 @@
 package claude_test
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,8 +35,7 @@ func TestRealCLIMCPRemoteElicitation(t *testing.T) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signin " + res.Action}}}, nil, nil
 		})
 	url := serveMCP(t, srv, "http", nil, nil)
-	var mu sync.Mutex
-	asked := map[string]*claude.ElicitationRequest{}
+	var asked elicitRecorder
 	r := newMCPRun(t, []*claudetest.Reply{
 		claudetest.TextReply("hi"),
 		claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
@@ -48,34 +44,18 @@ func TestRealCLIMCPRemoteElicitation(t *testing.T) {
 	}, func(o *claude.Options) {
 		o.MCPServers = map[string]claude.MCPServerConfig{"deploy": &claude.MCPHTTPServer{URL: url + "/"}}
 		o.AllowedTools = []string{"mcp__deploy"}
-		o.OnElicitation = func(ctx context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
-			mu.Lock()
-			asked[cmp.Or(req.Mode, "form")] = req
-			mu.Unlock()
-			if req.Mode == "url" {
-				return &claude.ElicitationResult{Action: claude.ElicitationAccept}, nil
-			}
-			return &claude.ElicitationResult{Action: claude.ElicitationAccept, Content: json.RawMessage(`{"env":"staging"}`)}, nil
-		}
+		o.OnElicitation = asked.answer
 	})
 	turnOf(t, r.Ctx, r.S, "hello")
 	waitMCPConnected(t, r.Ctx, r.S, "deploy")
 	msgs := turnOf(t, r.Ctx, r.S, "deploy it")
 
-	text := func(id string) string {
-		tr := toolResultOf(msgs, id)
-		if tr == nil {
-			return ""
-		}
-		return string(tr.Content)
-	}
+	text := func(id string) string { return toolResultText(msgs, id) }
 	if got := text("toolu_pick"); !strings.Contains(got, "accept map[env:staging]") {
 		t.Errorf("pick's result = %s, want the form's answer", got)
 	}
-	mu.Lock()
-	form, byURL := asked["form"], asked["url"]
-	mu.Unlock()
-	if form == nil || form.ServerName != "deploy" || form.Message != "Which environment?" || !strings.Contains(string(form.RequestedSchema), `"env"`) {
+	form, byURL := asked.lastOf(""), asked.lastOf("url")
+	if !isDeployForm(form) {
 		t.Errorf("form elicitation = %+v", form)
 	}
 	completed := find[*claude.ElicitationCompleteMessage](msgs)

@@ -2,11 +2,9 @@ package claude_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,11 +30,7 @@ func serveDeployStdio() {
 			if res, ok := req.Params.InputResponses["env"].(*mcp.ElicitResult); ok {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("asked: %s %v", res.Action, res.Content)}}}, nil, nil
 			}
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"env": &mcp.ElicitParams{
-				Message: "Which environment?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-					"env": map[string]any{"type": "string"}}},
-			}}}, nil, nil
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"env": deployForm()}}, nil, nil
 		})
 	err := srv.Run(context.Background(), &mcp.StdioTransport{})
 	if err != nil && !strings.Contains(err.Error(), "EOF") {
@@ -60,8 +54,7 @@ func TestRealCLIMCPStdioElicitation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var asked []*claude.ElicitationRequest
+	var asked elicitRecorder
 	r := newMCPRun(t, []*claudetest.Reply{
 		claudetest.TextReply("hi"),
 		claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
@@ -70,23 +63,13 @@ func TestRealCLIMCPStdioElicitation(t *testing.T) {
 	}, func(o *claude.Options) {
 		o.MCPServers = map[string]claude.MCPServerConfig{"deploy": &claude.MCPStdioServer{Command: self, Env: map[string]string{envStdioDeploy: "1"}}}
 		o.AllowedTools = []string{"mcp__deploy"}
-		o.OnElicitation = func(ctx context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
-			mu.Lock()
-			asked = append(asked, req)
-			mu.Unlock()
-			return &claude.ElicitationResult{Action: claude.ElicitationAccept, Content: json.RawMessage(`{"env":"staging"}`)}, nil
-		}
+		o.OnElicitation = asked.answer
 	})
 	turnOf(t, r.Ctx, r.S, "hello")
 	waitMCPConnected(t, r.Ctx, r.S, "deploy")
 	msgs := turnOf(t, r.Ctx, r.S, "deploy it")
 
-	text := func(id string) string {
-		if tr := toolResultOf(msgs, id); tr != nil {
-			return string(tr.Content)
-		}
-		return ""
-	}
+	text := func(id string) string { return toolResultText(msgs, id) }
 	if got := text("toolu_ask"); !strings.Contains(got, "asked: accept map[env:staging]") {
 		t.Errorf("ask's result = %s, want the form's answer", got)
 	}
@@ -102,13 +85,12 @@ func TestRealCLIMCPStdioElicitation(t *testing.T) {
 	} else if !strings.Contains(got, "accept map[env:staging]") {
 		t.Errorf("CLI %s: pick's result = %s, want the form's answer", r.Version, got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(asked) != wantAsked {
-		t.Errorf("CLI %s: %d elicitations, want %d", r.Version, len(asked), wantAsked)
+	all := asked.all()
+	if len(all) != wantAsked {
+		t.Errorf("CLI %s: %d elicitations, want %d", r.Version, len(all), wantAsked)
 	}
-	for _, a := range asked {
-		if a.ServerName != "deploy" || a.Message != "Which environment?" || !strings.Contains(string(a.RequestedSchema), `"env"`) {
+	for _, a := range all {
+		if !isDeployForm(a) {
 			t.Errorf("elicitation = %+v", a)
 		}
 	}

@@ -61,6 +61,15 @@ func toolResultOf(msgs []claude.Message, id string) *claude.ToolResultBlock {
 	return nil
 }
 
+// toolResultText is the content of the tool result answering id, as
+// JSON, or "" when there is none.
+func toolResultText(msgs []claude.Message, id string) string {
+	if tr := toolResultOf(msgs, id); tr != nil {
+		return string(tr.Content)
+	}
+	return ""
+}
+
 // waitForMCPTool polls MCPStatus until server lists tool. The number of
 // polls is part of the transcript, and replay gives the same answers in
 // the same order, so it polls exactly as often as the recording did.

@@ -1,7 +1,6 @@
 package claude_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/tetherhq/tether/claude"
@@ -21,7 +20,7 @@ func TestRealCLIPromptSuggestion(t *testing.T) {
 	r := newRealSession(t, &claudetest.MessagesOptions{
 		Replies: []*claudetest.Reply{claudetest.CachedTextReply("one"), claudetest.CachedTextReply("two")},
 		RespondSide: func(q *claudetest.Request) *claudetest.Reply {
-			if u := q.Params.LastUser(); u != nil && strings.HasPrefix(u.Text(), "[SUGGESTION MODE:") {
+			if claudetest.IsPromptSuggestion(q) {
 				return claudetest.CachedTextReply(guess)
 			}
 			return nil
@@ -55,7 +54,7 @@ func TestRealCLIPromptSuggestion(t *testing.T) {
 
 	var asked []*claudetest.Request
 	for _, q := range r.API.SideRequests() {
-		if u := q.Params.LastUser(); u != nil && strings.HasPrefix(u.Text(), "[SUGGESTION MODE:") {
+		if claudetest.IsPromptSuggestion(q) {
 			asked = append(asked, q)
 		}
 	}

@@ -26,7 +26,7 @@ func testPromptSuggestion(t *testing.T, b *browser) {
 		API: &claudetest.MessagesOptions{
 			Replies: []*claudetest.Reply{claudetest.CachedTextReply("The parser is fixed."), claudetest.CachedTextReply("The docs are written."), claudetest.CachedTextReply("The test is added.")},
 			RespondSide: func(r *claudetest.Request) *claudetest.Reply {
-				if u := r.Params.LastUser(); u != nil && strings.HasPrefix(u.Text(), "[SUGGESTION MODE:") {
+				if claudetest.IsPromptSuggestion(r) {
 					return claudetest.CachedTextReply(guess)
 				}
 				return nil

@@ -99,12 +99,28 @@ func IsSideRequest(r *Request) bool {
 	if len(p.Tools) == 0 && hasKey(p.OutputConfig, "format") {
 		return true
 	}
-	if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == "user" &&
-		(strings.HasPrefix(p.Messages[n-1].Text(), sideQuestionMarker) ||
-			strings.HasPrefix(p.Messages[n-1].Text(), suggestionMarker)) {
+	if lastUserOpens(p, sideQuestionMarker) || IsPromptSuggestion(r) {
 		return true
 	}
 	return IsModelProbe(r)
+}
+
+// IsPromptSuggestion reports the CLI's request for a guess at the next
+// prompt (Options.PromptSuggestions): its last message opens with
+// "[SUGGESTION MODE:". IsSideRequest counts it as a side request; a
+// RespondSide that scripts the guess tells it apart with this.
+func IsPromptSuggestion(r *Request) bool {
+	return r.Kind == RequestKindMessages && lastUserOpens(r.Params, suggestionMarker)
+}
+
+// lastUserOpens reports whether the last message is a user message whose
+// text opens with prefix.
+func lastUserOpens(p *MessageParams, prefix string) bool {
+	if p == nil {
+		return false
+	}
+	n := len(p.Messages)
+	return n > 0 && p.Messages[n-1].Role == "user" && strings.HasPrefix(p.Messages[n-1].Text(), prefix)
 }
 
 // IsModelProbe reports the request CLI 2.1.330 makes when set_model
