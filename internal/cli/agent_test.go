@@ -44,6 +44,7 @@ func TestAgentUsageErrors(t *testing.T) {
 		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--sleep-after", "20m"}, "--sleep-after has no effect with --nats"},
 		{[]string{"serve", "--nats", "nats://127.0.0.1:1", "--prompt-suggestions"}, "--prompt-suggestions has no effect with --nats"},
 		{[]string{"demo", "--serve", "--prompt-suggestions"}, "flag provided but not defined: -prompt-suggestions"},
+		{[]string{"run", "--prompt-suggestions", "hello"}, "--prompt-suggestions needs -i"},
 		{[]string{"agent", "--sleep-after", "10s"}, "too short"},
 		{[]string{"agent", "--sleep-after", "-1m"}, "give 0 (never)"},
 		{[]string{"serve", "--permission-mode", "acceptedits"}, `--permission-mode "acceptedits": want one of default, acceptEdits, plan, dontAsk, auto, bypassPermissions`},

@@ -73,6 +73,12 @@ func (r *renderer) showApproval(k *asking) {
 
 func (r *renderer) prompt() { r.write(r.style(styleBold, "> ")) }
 
+// suggest shows the CLI's guess at the next prompt on a line of its own,
+// above the prompt that follows.
+func (r *renderer) suggest(text string) {
+	r.println("", styleDim, "↳ suggested: "+text+"   (Enter on an empty line sends it)")
+}
+
 // inputLines shows the input of a tool call that is not a file edit
 // (those show as diffs: toolDiff): the command for Bash, else the JSON,
 // indented.

@@ -80,6 +80,7 @@ func (j *jsonView) showApproval(k *asking) {
 func (j *jsonView) note(text string)  { j.emit(jsonEvent{Type: "note", Text: text}) }
 func (j *jsonView) failure(err error) { j.emit(jsonEvent{Type: "error", Error: err.Error()}) }
 func (j *jsonView) prompt()           {}
+func (j *jsonView) suggest(string)    {} // the prompt_suggestion message went out as it came
 func (j *jsonView) drawStatus()       {}
 
 func (j *jsonView) end(c host.Cost) {

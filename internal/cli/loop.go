@@ -28,6 +28,9 @@ type view interface {
 	note(text string)
 	failure(err error)
 	prompt()
+	// suggest offers the CLI's guess at the next prompt (-i with
+	// --prompt-suggestions): an empty line sends it.
+	suggest(text string)
 	drawStatus()
 	end(c host.Cost)
 }
@@ -218,11 +221,17 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 		}
 	}()
 
+	// suggestion is the CLI's guess at the next prompt (a
+	// prompt_suggestion after a result), offered while the loop waits for
+	// one: an empty line sends it. A result or a prompt sent makes it
+	// stale.
+	suggestion := ""
 	pending := 0                  // prompts sent and not yet answered
 	awaiting := map[string]bool{} // results of answered prompts not yet shown
 	shown := map[string]bool{}    // results shown, by uuid
 	var lastResult error
 	send := func(prompt string) {
+		suggestion = ""
 		d, err := s.Send(ctx, prompt)
 		if err != nil {
 			v.failure(err)
@@ -245,6 +254,9 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 	waitingForPrompt := false
 	askPrompt := func() {
 		waitingForPrompt = true
+		if suggestion != "" {
+			v.suggest(suggestion)
+		}
 		v.prompt()
 	}
 	if cfg.prompt != "" {
@@ -334,9 +346,13 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 				v.prompt()
 			}
 		case waitingForPrompt:
-			if line == "" {
+			if line == "" && suggestion == "" {
 				v.prompt()
 				break
+			}
+			if line == "" {
+				line = suggestion
+				v.note("sent the suggestion: " + line)
 			}
 			waitingForPrompt = false
 			send(line)
@@ -368,7 +384,15 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 			}
 			if me.m != nil {
 				v.message(me.m)
+				if ps, ok := me.m.(*claude.PromptSuggestionMessage); ok && cfg.interactive {
+					suggestion = strings.TrimSpace(ps.Suggestion)
+					if suggestion != "" && waitingForPrompt {
+						v.suggest(suggestion)
+						v.prompt()
+					}
+				}
 				if res, ok := me.m.(*claude.ResultMessage); ok {
+					suggestion = ""
 					shown[res.UUID] = true
 					delete(awaiting, res.UUID)
 					lastResult = res.Err()

@@ -53,8 +53,10 @@ Permission requests and questions are asked here; Ctrl-C interrupts the
 turn, a second Ctrl-C quits. With -i the session stays open for more
 prompts; there /diff shows the files the session changed since it
 started, with their diffs, and /revert [path…] puts them back (all
-without a path) after asking. The CLI's environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, …)
-is passed on.
+without a path) after asking; with --prompt-suggestions the CLI's guess
+at the next prompt shows after a turn, and an empty line sends it. The
+CLI's environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, …) is passed
+on.
 
 Flags:
 `)
@@ -83,6 +85,7 @@ Flags:
 	fs.StringVar(&o.Resume, "resume", "", "continue the session with this id")
 	fs.BoolVar(&o.Continue, "continue", false, "continue the most recent session in the working directory")
 	fs.BoolVar(&interactive, "i", false, "interactive: keep the session open for follow-up prompts")
+	fs.BoolVar(&o.PromptSuggestions, "prompt-suggestions", false, "with -i: after each turn (from the second on) have the CLI guess your next prompt, shown before the prompt; an empty line sends it. Each guess is one more model request, on the session's cost")
 	fs.BoolVar(&jsonOut, "json", false, "write Tether's events as newline-delimited JSON, for scripts")
 	fs.StringVar(&thinking, "thinking", "full", "how to show thinking: full, collapsed or hidden")
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +97,10 @@ Flags:
 	prompt := strings.Join(fs.Args(), " ")
 	if prompt == "" && !interactive {
 		fmt.Fprintln(stderr, `tether run: no prompt; usage: tether run [flags] "prompt" (or -i to type prompts)`)
+		return 2
+	}
+	if o.PromptSuggestions && !interactive {
+		fmt.Fprintln(stderr, "tether run: --prompt-suggestions needs -i: without it the run ends after one turn, before any suggestion")
 		return 2
 	}
 	switch thinkingMode(thinking) {

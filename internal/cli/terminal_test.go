@@ -269,3 +269,46 @@ func TestRealCLIRunEditDiff(t *testing.T) {
 	}
 	noProcessIn(t, cli.Dir)
 }
+
+// With -i --prompt-suggestions, the CLI's guess at the next prompt shows
+// above the prompt once a turn has ended, and an empty line sends it as
+// the next turn's prompt. The real CLI guesses from the second turn on,
+// and only when the last reply's usage reads as a warm prompt cache
+// (claude's TestRealCLIPromptSuggestion): the replies report cache reads.
+func TestRealCLIRunPromptSuggestion(t *testing.T) {
+	t.Parallel()
+	requireCLI(t)
+	const guess = "Now add a test for the parser"
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{
+		Replies: []*claudetest.Reply{claudetest.CachedTextReply("The parser is fixed."), claudetest.CachedTextReply("The docs are written."), claudetest.CachedTextReply("The test is added.")},
+		RespondSide: func(r *claudetest.Request) *claudetest.Reply {
+			if claudetest.IsPromptSuggestion(r) {
+				return claudetest.CachedTextReply(guess)
+			}
+			return nil
+		},
+	})
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "-i", "--prompt-suggestions", "Fix the parser")...)
+	term.waitFor("The parser is fixed.")
+	term.waitFor("> ")
+	term.typeLine("Write the docs")
+	term.waitFor("The docs are written.")
+	term.waitFor("↳ suggested: " + guess + "   (Enter on an empty line sends it)")
+	term.waitFor("> ")
+	term.typeLine("")
+	term.waitFor("sent the suggestion: " + guess)
+	term.waitFor("The test is added.")
+	term.waitFor("> ")
+	term.send("\x04") // Ctrl-D: stdin ends, and with it the session
+	if code := term.exitCode(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	reqs := api.MessagesRequests()
+	if len(reqs) != 3 || !reqs[2].Params.Contains(guess) {
+		t.Errorf("the third turn did not send the suggestion as its prompt (%d main-loop requests)", len(reqs))
+	}
+	if n := len(api.Unexpected()); n != 0 {
+		t.Errorf("%d unscripted requests", n)
+	}
+	noProcessIn(t, cli.Dir)
+}
