@@ -80,11 +80,10 @@ type ElicitationResult struct {
 }
 
 func (s *Session) serveElicitation(ctx context.Context, id string, raw json.RawMessage) (any, error) {
-	req := &ElicitationRequest{}
-	if err := unmarshal(raw, req); err != nil {
-		return nil, fmt.Errorf("decoding elicitation: %w", err)
+	req, err := (&ControlEvent{RequestID: id, Request: raw}).ElicitationRequest()
+	if err != nil {
+		return nil, err
 	}
-	req.RequestID, req.Raw = id, raw
 	if s.opts.OnElicitation == nil {
 		return &ElicitationResult{Action: ElicitationDecline}, nil
 	}

@@ -36,6 +36,18 @@ func (e *ControlEvent) PermissionRequest() (*ToolPermissionRequest, error) {
 	return decodePermissionRequest(e.RequestID, e.Request)
 }
 
+// ElicitationRequest decodes the body of an elicitation request (an MCP
+// server asking the user for input), as Options.OnElicitation receives
+// it: a host that lists what waits for a person sees it in stream order.
+func (e *ControlEvent) ElicitationRequest() (*ElicitationRequest, error) {
+	req := &ElicitationRequest{}
+	if err := unmarshal(e.Request, req); err != nil {
+		return nil, fmt.Errorf("decoding elicitation: %w", err)
+	}
+	req.RequestID, req.Raw = e.RequestID, e.Request
+	return req, nil
+}
+
 // ObserveControlFunc receives the control events of a session. See
 // Options.ObserveControl.
 type ObserveControlFunc func(ev *ControlEvent)
