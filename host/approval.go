@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -24,14 +26,19 @@ var (
 	// ErrWithdrawn: the CLI no longer waits for the answer (an interrupt
 	// cancelled the request, the turn or the CLI ended).
 	ErrWithdrawn = errors.New("host: approval withdrawn")
-	// ErrNotAQuestion: Answer was called on a tool approval.
+	// ErrNotAQuestion: the answer is of another kind than the approval:
+	// Answer on a tool approval or an elicitation, Accept on anything
+	// but an elicitation.
 	ErrNotAQuestion = errors.New("host: approval is not a question")
+	// ErrFormIncomplete: an elicitation's answer is not a JSON object,
+	// or lacks a value its form requires (the error names it).
+	ErrFormIncomplete = errors.New("host: the form's answer is incomplete")
 )
 
 // ApprovalError is a refused answer to an approval.
 type ApprovalError struct {
 	ID  string // the approval's id (the CLI's request id)
-	Err error  // ErrNoApproval, ErrAlreadyAnswered, ErrWithdrawn or ErrNotAQuestion
+	Err error  // ErrNoApproval, ErrAlreadyAnswered, ErrWithdrawn, ErrNotAQuestion or ErrFormIncomplete
 }
 
 func (e *ApprovalError) Error() string { return fmt.Sprintf("%v: %s", e.Err, e.ID) }
@@ -48,6 +55,11 @@ const (
 	// ApprovalQuestion is the model asking the user (AskUserQuestion):
 	// Answer it (or Deny to refuse).
 	ApprovalQuestion
+	// ApprovalElicitation is an MCP server asking the user for input
+	// (Options.Elicitations): a form to fill (Accept with its values) or
+	// a page to visit (Mode "url": Accept once done there), or Deny to
+	// decline.
+	ApprovalElicitation
 )
 
 // An Approval is a request from the CLI that waits for a person: a tool
@@ -63,6 +75,11 @@ type Approval struct {
 	Kind    ApprovalKind
 	// Questions are the questions of an ApprovalQuestion.
 	Questions []Question
+	// Elicitation is the server's request of an ApprovalElicitation.
+	// Request then stands in for it where a tool's name is shown: its
+	// ToolName is "mcp__" and the server's name, its Title, DisplayName
+	// and Description the request's (Description its message).
+	Elicitation *claude.ElicitationRequest
 	// Asked is when the request arrived.
 	Asked time.Time
 
@@ -149,6 +166,46 @@ func (a *Approval) answerAs(actor string, answers map[string]string) error {
 	return a.s.respond(a.ID(), &claude.PermissionAllow{UpdatedInput: input}, actor)
 }
 
+// Accept answers an elicitation: content is the form's values, a JSON
+// object of the requested schema's properties (nil for a page to visit,
+// once the person is done there). Content that is not an object, or that
+// lacks a property the schema requires, is refused with
+// ErrFormIncomplete, and the approval stays pending. Allow is Accept(nil);
+// Deny declines.
+func (a *Approval) Accept(content json.RawMessage) error { return a.acceptAs("", content) }
+
+func (a *Approval) acceptAs(actor string, content json.RawMessage) error {
+	if a.Kind != ApprovalElicitation {
+		return &ApprovalError{ID: a.ID(), Err: ErrNotAQuestion}
+	}
+	return a.s.respond(a.ID(), &claude.PermissionAllow{UpdatedInput: content}, actor)
+}
+
+// checkForm refuses content that does not fill req's form: not a JSON
+// object, or without a property the schema requires. A page to visit
+// takes no content.
+func checkForm(req *claude.ElicitationRequest, content json.RawMessage) error {
+	if req.Mode == "url" {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if len(content) > 0 {
+		if err := json.Unmarshal(content, &obj); err != nil || obj == nil {
+			return fmt.Errorf("%w: not a JSON object", ErrFormIncomplete)
+		}
+	}
+	var schema struct {
+		Required []string `json:"required"`
+	}
+	_ = json.Unmarshal(req.RequestedSchema, &schema)
+	for _, k := range schema.Required {
+		if v, ok := obj[k]; !ok || string(v) == "null" {
+			return fmt.Errorf("%w: %q is required", ErrFormIncomplete, k)
+		}
+	}
+	return nil
+}
+
 // Approvals returns the pending approvals, oldest first.
 func (s *Session) Approvals() []*Approval {
 	s.mu.Lock()
@@ -195,13 +252,18 @@ func (s *Session) answerLocked(a *Approval, r claude.PermissionResult, by, actor
 	if err := a.refusal(); err != nil {
 		return err
 	}
+	if al, ok := r.(*claude.PermissionAllow); ok && a.Kind == ApprovalElicitation {
+		if err := checkForm(a.Elicitation, al.UpdatedInput); err != nil {
+			return &ApprovalError{ID: a.ID(), Err: err}
+		}
+	}
 	a.status = approvalAnswered
 	s.metrics.ApprovalEnded(by, time.Since(a.Asked))
 	endApproval(a, r, by)
 	a.answer <- r
 	s.recordResolved(a, r, actor)
 	s.forget(a)
-	if d, ok := r.(*claude.PermissionDeny); ok && d.Interrupt && s.turn {
+	if d, ok := r.(*claude.PermissionDeny); ok && d.Interrupt && s.turn && a.Kind != ApprovalElicitation {
 		s.interrupting = true
 	}
 	s.transition()
@@ -296,6 +358,58 @@ func (s *Session) approvalLocked(req *claude.ToolPermissionRequest) *Approval {
 	return a
 }
 
+// elicitationLocked returns the approval for an elicitation, making it
+// if it is new (the callback and the stream-order event each may come
+// first).
+func (s *Session) elicitationLocked(req *claude.ElicitationRequest) *Approval {
+	if a, ok := s.byID[req.RequestID]; ok {
+		return a
+	}
+	stand := &claude.ToolPermissionRequest{
+		RequestID: req.RequestID, ToolName: "mcp__" + req.ServerName,
+		DisplayName: cmp.Or(req.DisplayName, req.ServerName),
+		Title:       cmp.Or(req.Title, req.ServerName+" asks for input"),
+		Description: req.Message,
+	}
+	a := &Approval{Request: stand, Kind: ApprovalElicitation, Elicitation: req, Asked: time.Now(), s: s, answer: make(chan claude.PermissionResult, 1)}
+	s.byID[req.RequestID] = a
+	s.startApproval(a)
+	return a
+}
+
+// onElicitation is the CLI session's OnElicitation (Options.Elicitations):
+// it makes the request an Approval and waits for its answer.
+func (s *Session) onElicitation(ctx context.Context, req *claude.ElicitationRequest) (*claude.ElicitationResult, error) {
+	s.mu.Lock()
+	a := s.elicitationLocked(req)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		a.withdrawLocked()
+		s.forget(a)
+		s.transition()
+		s.mu.Unlock()
+	}()
+	select {
+	case r := <-a.answer:
+		switch r := r.(type) {
+		case *claude.PermissionAllow:
+			content := r.UpdatedInput
+			if len(content) == 0 && req.Mode != "url" {
+				content = json.RawMessage("{}")
+			}
+			return &claude.ElicitationResult{Action: claude.ElicitationAccept, Content: content}, nil
+		case *claude.PermissionDeny:
+			if r.Interrupt {
+				return &claude.ElicitationResult{Action: claude.ElicitationCancel}, nil
+			}
+		}
+		return &claude.ElicitationResult{Action: claude.ElicitationDecline}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // canUseTool is the CLI session's CanUseTool: it makes the request an
 // Approval and waits for its answer.
 func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
@@ -330,4 +444,94 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// A FormField is one property of an elicitation's form (Approval.Form),
+// as a UI asks for it.
+type FormField struct {
+	// Name is the property's name: its value's key in Accept's content.
+	Name string
+	// Title is what to call it: the schema's title, else Name.
+	Title       string
+	Description string
+	// Type is the value's JSON type: "string", "number", "integer" or
+	// "boolean" (the flat types MCP allows in a form).
+	Type string
+	// Format is a string's: "email", "uri", "date", "date-time" or "".
+	Format   string
+	Required bool
+	// Choices are the values to pick from (the schema's enum, or oneOf
+	// consts with their titles); none means any value of Type.
+	Choices []FormChoice
+	// Default is the schema's default value; nil: none.
+	Default any
+}
+
+// FormChoice is a value offered by a FormField.
+type FormChoice struct {
+	Value any
+	Label string
+}
+
+// Form returns the fields of an elicitation's form, in the server's order
+// (PropertyOrder, then the properties it leaves out, by name); nil for a
+// page to visit or an approval of another kind. Properties the schema
+// describes in ways a form cannot ask (a nested object) come as fields
+// of their Type, to be answered as text.
+func (a *Approval) Form() []FormField {
+	e := a.Elicitation
+	if a.Kind != ApprovalElicitation || e == nil || e.Mode == "url" {
+		return nil
+	}
+	type prop struct {
+		Type        string   `json:"type"`
+		Title       string   `json:"title"`
+		Description string   `json:"description"`
+		Format      string   `json:"format"`
+		Enum        []any    `json:"enum"`
+		EnumNames   []string `json:"enumNames"`
+		OneOf       []struct {
+			Const *any   `json:"const"`
+			Title string `json:"title"`
+		} `json:"oneOf"`
+		Default any `json:"default"`
+	}
+	var schema struct {
+		Properties map[string]prop `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if json.Unmarshal(e.RequestedSchema, &schema) != nil {
+		return nil
+	}
+	names := slices.DeleteFunc(slices.Clone(e.PropertyOrder), func(n string) bool { _, ok := schema.Properties[n]; return !ok })
+	for _, n := range slices.Sorted(maps.Keys(schema.Properties)) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	names = slices.Compact(names)
+	fields := make([]FormField, 0, len(names))
+	for _, n := range names {
+		p := schema.Properties[n]
+		f := FormField{Name: n, Title: cmp.Or(p.Title, n), Description: p.Description, Type: cmp.Or(p.Type, "string"),
+			Format: p.Format, Required: slices.Contains(schema.Required, n), Default: p.Default}
+		for i, v := range p.Enum {
+			label := fmt.Sprint(v)
+			if i < len(p.EnumNames) && p.EnumNames[i] != "" {
+				label = p.EnumNames[i]
+			}
+			f.Choices = append(f.Choices, FormChoice{Value: v, Label: label})
+		}
+		if len(p.Enum) == 0 {
+			for _, o := range p.OneOf {
+				if o.Const == nil {
+					f.Choices = nil
+					break
+				}
+				f.Choices = append(f.Choices, FormChoice{Value: *o.Const, Label: cmp.Or(o.Title, fmt.Sprint(*o.Const))})
+			}
+		}
+		fields = append(fields, f)
+	}
+	return fields
 }

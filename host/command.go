@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,6 +110,9 @@ type Command struct {
 	Message   string            `json:"message,omitempty"`   // answer deny: why, for the model
 	Interrupt bool              `json:"interrupt,omitempty"` // answer deny: end the turn too
 	Answers   map[string]string `json:"answers,omitempty"`   // answer a question: question → label(s)
+	// Content answers an elicitation with behavior "allow" (accept): the
+	// form's values, a JSON object (none for a page to visit).
+	Content json.RawMessage `json:"content,omitempty"`
 
 	Model string `json:"model,omitempty"` // set_model
 	Mode  string `json:"mode,omitempty"`  // set_mode
@@ -225,6 +229,7 @@ const (
 	CodeAlreadyAnswered = "already_answered"
 	CodeWithdrawn       = "withdrawn"
 	CodeNotAQuestion    = "not_a_question"
+	CodeFormIncomplete  = "form_incomplete"
 	CodeNotQueued       = "not_queued"
 	CodeNoSession       = "no_session"
 	CodeUnavailable     = "unavailable"
@@ -265,6 +270,7 @@ var codeSentinels = map[string]error{
 	CodeAlreadyAnswered: ErrAlreadyAnswered,
 	CodeWithdrawn:       ErrWithdrawn,
 	CodeNotAQuestion:    ErrNotAQuestion,
+	CodeFormIncomplete:  ErrFormIncomplete,
 	CodeNotQueued:       ErrNotQueued,
 	CodeBusy:            ErrBusy,
 	CodeTimeout:         context.DeadlineExceeded,
@@ -325,6 +331,8 @@ func ErrorCode(err error) string {
 		return CodeWithdrawn
 	case errors.Is(err, ErrNotAQuestion):
 		return CodeNotAQuestion
+	case errors.Is(err, ErrFormIncomplete):
+		return CodeFormIncomplete
 	case errors.Is(err, ErrNotQueued):
 		return CodeNotQueued
 	case errors.Is(err, ErrSessionClosed), errors.Is(err, ErrManagerClosed), errors.Is(err, claude.ErrClosed):
@@ -406,6 +414,9 @@ func (c *Command) Validate(p *CommandPolicy) error {
 		}
 		if c.Answers == nil && c.Behavior != "allow" && c.Behavior != "deny" {
 			return commandErrorf(CodeBadRequest, `answer needs behavior "allow" or "deny", or answers`)
+		}
+		if c.Content != nil && c.Behavior != "allow" {
+			return commandErrorf(CodeBadRequest, `answer: content goes with behavior "allow"`)
 		}
 	case CommandCancel:
 		if c.UUID == "" {
@@ -616,6 +627,9 @@ func (s *Session) answer(c *Command) error {
 		a, err := s.Approval(c.Approval)
 		if err != nil {
 			return err
+		}
+		if a.Kind == ApprovalElicitation || c.Content != nil {
+			return a.acceptAs(c.Actor, c.Content)
 		}
 		if c.Always {
 			return a.allowAlways(c.Actor, AlwaysUpdates(a.Request.Suggestions)...)

@@ -206,12 +206,14 @@ func (s *Session) observe(ev *claude.ControlEvent) {
 			s.log.Warn("host: undecodable can_use_tool", "err", err)
 			return
 		}
-		a := s.approvalLocked(req)
-		if a.status == approvalPending && !a.announced {
-			a.announced = true
-			s.approvals = append(s.approvals, a)
-			s.record(EventApproval, a.Info())
+		s.announceLocked(s.approvalLocked(req))
+	case ev.Type == claude.ControlEventRequest && ev.Subtype == "elicitation" && s.elicit:
+		req, err := ev.ElicitationRequest()
+		if err != nil {
+			s.log.Warn("host: undecodable elicitation", "err", err)
+			return
 		}
+		s.announceLocked(s.elicitationLocked(req))
 	case ev.Type == claude.ControlEventCancel:
 		if a, ok := s.byID[ev.RequestID]; ok {
 			a.withdrawLocked()
@@ -221,6 +223,16 @@ func (s *Session) observe(ev *claude.ControlEvent) {
 		return
 	}
 	s.transition()
+}
+
+// announceLocked lists a pending approval, in stream order, and
+// journals it (s.mu held).
+func (s *Session) announceLocked(a *Approval) {
+	if a.status == approvalPending && !a.announced {
+		a.announced = true
+		s.approvals = append(s.approvals, a)
+		s.record(EventApproval, a.Info())
+	}
 }
 
 // Messages yields the session's messages, in order, from the moment of

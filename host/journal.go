@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,7 +96,7 @@ func (l Liveness) Info() StateInfo {
 // ApprovalInfo is an Approval as data (EventApproval, Snapshot.Approvals).
 type ApprovalInfo struct {
 	ID          string                    `json:"id"`
-	Kind        string                    `json:"kind"` // "tool" or "question"
+	Kind        string                    `json:"kind"` // "tool", "question" or "elicitation"
 	ToolName    string                    `json:"tool_name"`
 	DisplayName string                    `json:"display_name,omitempty"`
 	Title       string                    `json:"title,omitempty"`
@@ -107,22 +108,44 @@ type ApprovalInfo struct {
 	Reason      string                    `json:"decision_reason,omitempty"`
 	AgentID     string                    `json:"agent_id,omitempty"`
 	Questions   []Question                `json:"questions,omitempty"`
-	Asked       time.Time                 `json:"asked"`
+	// An elicitation's: the MCP server asking, its message, and the form
+	// (RequestedSchema, a JSON schema of flat properties, listed in
+	// PropertyOrder when the CLI says) or the page to visit (Mode "url").
+	Server          string          `json:"server,omitempty"`
+	Message         string          `json:"message,omitempty"`
+	Mode            string          `json:"mode,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
+	PropertyOrder   []string        `json:"property_order,omitempty"`
+	Asked           time.Time       `json:"asked"`
 }
 
 // Info returns a as data.
 func (a *Approval) Info() ApprovalInfo {
 	r := a.Request
-	kind := "tool"
-	if a.Kind == ApprovalQuestion {
-		kind = "question"
-	}
-	return ApprovalInfo{
-		ID: r.RequestID, Kind: kind, ToolName: r.ToolName, DisplayName: r.DisplayName,
+	info := ApprovalInfo{
+		ID: r.RequestID, Kind: a.Kind.String(), ToolName: r.ToolName, DisplayName: r.DisplayName,
 		Title: r.Title, Description: r.Description, Input: r.Input, ToolUseID: r.ToolUseID,
 		Suggestions: r.Suggestions, BlockedPath: r.BlockedPath, Reason: r.DecisionReason,
 		AgentID: r.AgentID, Questions: a.Questions, Asked: a.Asked,
 	}
+	if e := a.Elicitation; e != nil {
+		info.Server, info.Message, info.Mode, info.URL = e.ServerName, e.Message, cmp.Or(e.Mode, "form"), e.URL
+		info.RequestedSchema, info.PropertyOrder = e.RequestedSchema, e.PropertyOrder
+	}
+	return info
+}
+
+// String returns the kind as ApprovalInfo.Kind names it: "tool",
+// "question" or "elicitation".
+func (k ApprovalKind) String() string {
+	switch k {
+	case ApprovalQuestion:
+		return "question"
+	case ApprovalElicitation:
+		return "elicitation"
+	}
+	return "tool"
 }
 
 // ApprovalResolved is the payload of EventApprovalResolved.
@@ -771,7 +794,7 @@ func (s *Session) recordResolved(a *Approval, r claude.PermissionResult, actor s
 	switch r := r.(type) {
 	case *claude.PermissionAllow:
 		ev.Outcome, ev.Always = "allowed", len(r.UpdatedPermissions) > 0
-		if a.Kind == ApprovalQuestion {
+		if a.Kind != ApprovalTool {
 			ev.Outcome = "answered"
 		}
 	case *claude.PermissionDeny:

@@ -57,7 +57,7 @@ func (m *Manager) count(c *telemetry.Counts) {
 		s.mu.Lock()
 		c.States[s.live.State.String()]++
 		for _, a := range s.approvals {
-			if a.Kind == ApprovalQuestion {
+			if a.Kind != ApprovalTool { // a question, or an MCP server's
 				c.Pending[telemetry.KindQuestion]++
 			} else {
 				c.Pending[telemetry.KindTool]++

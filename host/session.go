@@ -40,6 +40,15 @@ type Options struct {
 	// decide shows, and a person may answer it first.
 	CLI *claude.Options
 
+	// Elicitations lists an MCP server's request for input (a form to
+	// fill, or a page to visit) as an Approval of kind
+	// ApprovalElicitation, for a person to Accept or Deny, instead of
+	// declining it as claude does without CLI.OnElicitation. Off by
+	// default, so that a UI that shows tool approvals only is never
+	// handed a form it cannot show. CLI.OnElicitation, when set, answers
+	// instead, and this is ignored.
+	Elicitations bool
+
 	// Restart brings a session back when its CLI ends without Close (a
 	// crash, a kill, an exit after SIGINT): the CLI is started again,
 	// resuming the conversation by its session id. nil means never.
@@ -136,6 +145,7 @@ type Session struct {
 	opts   Options
 	base   claude.Options // the CLI options, with the host's wiring
 	policy claude.CanUseToolFunc
+	elicit bool // Options.Elicitations took effect: OnElicitation is ours
 	log    *slog.Logger
 	tracer trace.Tracer
 
@@ -288,6 +298,9 @@ func newSession(opts *Options) *Session {
 	base.Env = env
 	base.CanUseTool = s.canUseTool
 	base.ObserveControl = s.observe
+	if o.Elicitations && base.OnElicitation == nil {
+		base.OnElicitation, s.elicit = s.onElicitation, true
+	}
 	if base.Resume == "" && !base.Continue && base.SessionID == "" {
 		base.SessionID = newUUID()
 	}
@@ -687,7 +700,7 @@ func (s *Session) derive() Liveness {
 	case len(s.approvals) > 0 && !s.interrupting:
 		a := s.approvals[0]
 		st := StateAwaitingApproval
-		if a.Kind == ApprovalQuestion {
+		if a.Kind != ApprovalTool {
 			st = StateAwaitingAnswer
 		}
 		return Liveness{State: st, Approval: a, Tool: a.Request.ToolName}

@@ -221,6 +221,9 @@ func (s *Session) wake(ctx context.Context) error {
 		}
 		// The host's wiring stays whatever the hook did.
 		o.ReplayUserMessages, o.CanUseTool, o.ObserveControl = true, s.canUseTool, s.observe
+		if s.elicit {
+			o.OnElicitation = s.onElicitation
+		}
 		if o.Env == nil {
 			o.Env = map[string]string{}
 		}

@@ -96,10 +96,7 @@ func endTool(t toolRun, r *claude.ToolResultBlock) {
 
 // startApproval opens an approval's span under the turn (s.mu held).
 func (s *Session) startApproval(a *Approval) {
-	kind := "tool"
-	if a.Kind == ApprovalQuestion {
-		kind = "question"
-	}
+	kind := a.Kind.String()
 	_, a.span = s.tracer.Start(s.turnContextLocked(), "approval", trace.WithAttributes(
 		attrSession.String(s.id), attrApproval.String(a.ID()), attrKind.String(kind), attrTool.String(a.Request.ToolName)))
 }

@@ -33,7 +33,8 @@ type AuditEvent struct {
 	Tool        string `json:"tool,omitempty"`
 	InputDigest string `json:"input_digest,omitempty"`
 	// Rule is the rule applied: the policy rule that refused, or for an
-	// approval "allow", "allow_always" or "deny".
+	// approval "allow", "allow_always", "deny" or "answer" (the values of
+	// a question or of an MCP server's form).
 	Rule string `json:"rule,omitempty"`
 	// Detail is free text: a mode or model chosen, a share's grant, a
 	// refusal's message, a prompt's length ("chars=123"), and the prompt

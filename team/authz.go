@@ -563,7 +563,7 @@ func (a *Authorizer) recordCommand(ctx context.Context, id *Identity, s *host.Se
 	case host.CommandAnswer:
 		ev.Action = ActionApproval
 		switch {
-		case c.Answers != nil:
+		case c.Answers != nil, c.Content != nil:
 			ev.Rule = "answer"
 		case c.Behavior == "allow" && c.Always:
 			ev.Rule = "allow_always"

@@ -1,0 +1,203 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+)
+
+// deployForm is an MCP server's request for input, as the CLI forwards
+// it: a form whose env the server requires.
+var deployForm = map[string]any{
+	"mcp_server_name": "deploy", "message": "Which environment?", "mode": "form",
+	"requested_schema": map[string]any{"type": "object", "required": []string{"env"}, "properties": map[string]any{
+		"env": map[string]any{"type": "string", "enum": []string{"staging", "production"}}, "note": map[string]any{"type": "string"}}},
+	"property_order": []string{"env", "note"},
+}
+
+// elicitTurn plays a turn whose MCP tool asks for input once per body,
+// and sends the host's answers to answers.
+func elicitTurn(answers chan<- string, bodies ...any) claudetest.Script {
+	return func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		c.Write(c.SystemInit(), c.AssistantToolUse("toolu_1", "mcp__deploy__pick", map[string]any{}))
+		for _, b := range bodies {
+			raw, err := c.Request(ctx, "elicitation", b)
+			if err != nil {
+				return err
+			}
+			answers <- string(raw)
+		}
+		c.Write(c.ToolResult("toolu_1", "ok", false), c.AssistantText("done"), c.ResultSuccess("done"))
+		_, err := c.ReadUser(ctx)
+		return err
+	}
+}
+
+// Without Options.Elicitations a server's request for input is declined
+// at once, as claude does, and nobody is asked.
+func TestElicitationDeclinedByDefault(t *testing.T) {
+	ctx := testCtx(t)
+	answers := make(chan string, 1)
+	s, l := start(t, nil, elicitTurn(answers, deployForm))
+	s.Send(ctx, "deploy")
+	if got := <-answers; got != `{"action":"decline"}` {
+		t.Errorf("CLI got %s", got)
+	}
+	l.waitState(t, ctx, host.StateIdle)
+	for _, st := range l.strings() {
+		if st == "awaiting_answer mcp__deploy" {
+			t.Error("the session waited for an answer nobody was asked")
+		}
+	}
+}
+
+// With Options.Elicitations the request is an approval: the session
+// awaits an answer, the approval lists the form, answers of another kind
+// or that leave a required value out are refused while it stays pending,
+// and Accept sends the values; Deny declines the next request, a deny
+// that interrupts cancels the third. Each answer is journaled.
+func TestElicitationApproval(t *testing.T) {
+	ctx := testCtx(t)
+	answers := make(chan string, 3)
+	s, l := start(t, &host.Options{Elicitations: true}, elicitTurn(answers, deployForm, deployForm, deployForm))
+	s.Send(ctx, "deploy")
+	lv := l.waitState(t, ctx, host.StateAwaitingAnswer)
+	a := lv.Approval
+	if a.Kind != host.ApprovalElicitation || lv.Tool != "mcp__deploy" || a.Elicitation.Message != "Which environment?" {
+		t.Fatalf("approval = %+v (tool %q)", a, lv.Tool)
+	}
+	info := a.Info()
+	if info.Kind != "elicitation" || info.Server != "deploy" || info.Message != "Which environment?" || info.Mode != "form" ||
+		info.Title != "deploy asks for input" || len(info.PropertyOrder) != 2 || !json.Valid(info.RequestedSchema) {
+		t.Errorf("info = %+v", info)
+	}
+	wantForm := []host.FormField{
+		{Name: "env", Title: "env", Type: "string", Required: true, Choices: []host.FormChoice{{Value: "staging", Label: "staging"}, {Value: "production", Label: "production"}}},
+		{Name: "note", Title: "note", Type: "string"},
+	}
+	if diff := cmp.Diff(wantForm, a.Form()); diff != "" {
+		t.Errorf("Form (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"answer", a.Answer(map[string]string{"env": "staging"}), host.ErrNotAQuestion},
+		{"allow", a.Allow(), host.ErrFormIncomplete},
+		{"not an object", a.Accept(json.RawMessage(`["staging"]`)), host.ErrFormIncomplete},
+		{"without env", a.Accept(json.RawMessage(`{"note":"x"}`)), host.ErrFormIncomplete},
+		{"env null", a.Accept(json.RawMessage(`{"env":null}`)), host.ErrFormIncomplete},
+	} {
+		var ae *host.ApprovalError
+		if !errors.Is(c.err, c.want) || !errors.As(c.err, &ae) || ae.ID != a.ID() {
+			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow", Content: json.RawMessage(`{}`)}); host.ErrorCode(err) != host.CodeFormIncomplete {
+		t.Errorf("Do without env: %v (code %q)", err, host.ErrorCode(err))
+	}
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "deny", Content: json.RawMessage(`{}`)}); host.ErrorCode(err) != host.CodeBadRequest {
+		t.Errorf("Do deny with content: %v", err)
+	}
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow", Content: json.RawMessage(`{"env":"staging"}`), Actor: "Ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-answers; got != `{"action":"accept","content":{"env":"staging"}}` {
+		t.Errorf("CLI got %s", got)
+	}
+	if err := a.Accept(json.RawMessage(`{"env":"production"}`)); !errors.Is(err, host.ErrAlreadyAnswered) {
+		t.Errorf("a second answer: %v", err)
+	}
+
+	b := l.waitFor(t, ctx, "a second request", func(v host.Liveness) bool { return v.Approval != nil && v.Approval != a }).Approval
+	if err := b.Deny("not now"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-answers; got != `{"action":"decline"}` {
+		t.Errorf("CLI got %s", got)
+	}
+	c := l.waitFor(t, ctx, "a third request", func(v host.Liveness) bool { return v.Approval != nil && v.Approval != a && v.Approval != b }).Approval
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: c.ID(), Behavior: "deny", Interrupt: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-answers; got != `{"action":"cancel"}` {
+		t.Errorf("CLI got %s", got)
+	}
+	l.waitState(t, ctx, host.StateIdle)
+
+	var outcomes []string
+	for _, r := range s.Snapshot().Resolved {
+		outcomes = append(outcomes, r.Kind+" "+r.Outcome+" by "+r.AnsweredBy)
+	}
+	if want := []string{"elicitation answered by Ann", "elicitation denied by ", "elicitation denied by "}; !slices.Equal(outcomes, want) {
+		t.Errorf("journaled outcomes %q, want %q", outcomes, want)
+	}
+}
+
+// Form reads the flat schemas MCP allows: the server's order first (names
+// it lists that are no property are dropped), then the rest by name;
+// choices from enum (with enumNames) or oneOf consts; types, formats,
+// defaults. A page to visit has no form, and takes no content.
+func TestElicitationForm(t *testing.T) {
+	ctx := testCtx(t)
+	form := map[string]any{
+		"mcp_server_name": "shop", "message": "Your order", "title": "Order form",
+		"requested_schema": map[string]any{"type": "object", "required": []string{"qty"}, "properties": map[string]any{
+			"qty":   map[string]any{"type": "integer", "default": 1},
+			"gift":  map[string]any{"type": "boolean", "title": "A gift?"},
+			"email": map[string]any{"type": "string", "format": "email"},
+			"size":  map[string]any{"type": "string", "enum": []string{"s", "m"}, "enumNames": []string{"Small", "Medium"}},
+			"speed": map[string]any{"type": "number", "oneOf": []any{map[string]any{"const": 1, "title": "Slow"}, map[string]any{"const": 2}}},
+		}},
+		"property_order": []string{"size", "gone", "qty"},
+	}
+	page := map[string]any{"mcp_server_name": "shop", "message": "Pay", "mode": "url", "url": "https://pay.invalid/x", "elicitation_id": "e1"}
+	answers := make(chan string, 2)
+	s, l := start(t, &host.Options{Elicitations: true}, elicitTurn(answers, form, page))
+	s.Send(ctx, "order")
+	a := l.waitState(t, ctx, host.StateAwaitingAnswer).Approval
+	want := []host.FormField{
+		{Name: "size", Title: "size", Type: "string", Choices: []host.FormChoice{{Value: "s", Label: "Small"}, {Value: "m", Label: "Medium"}}},
+		{Name: "qty", Title: "qty", Type: "integer", Required: true, Default: 1.0},
+		{Name: "email", Title: "email", Type: "string", Format: "email"},
+		{Name: "gift", Title: "A gift?", Type: "boolean"},
+		{Name: "speed", Title: "speed", Type: "number", Choices: []host.FormChoice{{Value: 1.0, Label: "Slow"}, {Value: 2.0, Label: "2"}}},
+	}
+	if diff := cmp.Diff(want, a.Form()); diff != "" {
+		t.Errorf("Form (-want +got):\n%s", diff)
+	}
+	if a.Info().Title != "Order form" {
+		t.Errorf("title %q", a.Info().Title)
+	}
+	if err := a.Accept(json.RawMessage(`{"qty":2,"gift":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-answers; got != `{"action":"accept","content":{"qty":2,"gift":true}}` {
+		t.Errorf("CLI got %s", got)
+	}
+	b := l.waitFor(t, ctx, "the page", func(v host.Liveness) bool { return v.Approval != nil && v.Approval != a }).Approval
+	if b.Form() != nil || b.Info().Mode != "url" || b.Info().URL != "https://pay.invalid/x" {
+		t.Errorf("page: form %v, info %+v", b.Form(), b.Info())
+	}
+	if err := b.Allow(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-answers; got != `{"action":"accept"}` {
+		t.Errorf("CLI got %s", got)
+	}
+	l.waitState(t, ctx, host.StateIdle)
+}
