@@ -78,8 +78,10 @@ func TestRevision1Shapes(t *testing.T) {
 		// revert_changes names, and what changes, revert_changes and
 		// slash_commands answer (commands an agent of revision 1
 		// refuses anyway; changes_as_of only a client sets, from a
-		// session's answers record).
-		"command":       {"confirm", "paths", "worktree"},
+		// session's answers record). An elicitation's values (an agent
+		// before them declines elicitations unasked: it lists none to
+		// answer).
+		"command":       {"confirm", "content", "paths", "worktree"},
 		"command_reply": {"result.changes", "result.changes_as_of", "result.reverted", "result.slash_commands", "result.worktree"},
 		// Revision 4: a start in a worktree (refused unless every live
 		// agent speaks 4), and the session's worktree in its record

@@ -49,6 +49,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("APIError", func(t *testing.T) { testAPIError(t, b) })
 	t.Run("AutoModeUnchecked", func(t *testing.T) { testAutoModeUnchecked(t, b) })
 	t.Run("PromptSuggestion", func(t *testing.T) { testPromptSuggestion(t, b) })
+	t.Run("Elicitation", func(t *testing.T) { testElicitation(t, b) })
 }
 
 // testAPIError: an API error the CLI gives up on (a 400 is not retried)

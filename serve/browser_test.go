@@ -343,6 +343,7 @@ func TestBrowser(t *testing.T) {
 		t.Run("WakeWaitsForRoom", func(t *testing.T) { testWakeWaitsForRoom(t, cb) })
 		t.Run("ResumeDisconnected", func(t *testing.T) { testResumeDisconnected(t, cb) })
 		t.Run("PromptSuggestion", func(t *testing.T) { testPromptSuggestion(t, cb) })
+		t.Run("Elicitation", func(t *testing.T) { testElicitation(t, cb) })
 	})
 }
 
@@ -398,7 +399,8 @@ func newUIEnvOpts(t *testing.T, b *browser, o *uiEnvOptions) *uiEnv {
 	if b.cluster {
 		// SleepAfter: agents hand off what host puts to sleep (no
 		// session idles that long here).
-		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: co}, SleepAfter: time.Hour, Capacity: capacity})
+		// Elicitations as tether agent's template has them.
+		c := clustertest.New(t, &clustertest.Options{Session: &host.Options{CLI: co, Elicitations: true}, SleepAfter: time.Hour, Capacity: capacity})
 		backend = c.Backend(nil)
 		agentM = c.Agents[0].Manager()
 	} else {

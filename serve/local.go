@@ -25,8 +25,10 @@ type LocalOptions struct {
 	// Session is the template of every session started (the CLI's path,
 	// environment, limits…); nil means defaults. Start sets the working
 	// directory, model, permission mode, system prompt append and resume
-	// from the request, and turns partial messages on (the UI streams
-	// text token by token). It never adds a skip-permissions flag.
+	// from the request, turns partial messages on (the UI streams
+	// text token by token) and lists MCP servers' requests for input as
+	// approvals (host.Options.Elicitations: the UI shows their forms).
+	// It never adds a skip-permissions flag.
 	Session *host.Options
 	// DefaultCwd is the working directory of a start request without
 	// one ("" = such requests are refused).
@@ -57,7 +59,7 @@ type LocalOptions struct {
 }
 
 // SpareTemplate returns the host options every Start shares: the Session
-// template with partial messages on. Give it to the host.Manager as
+// template with partial messages and elicitations on. Give it to the host.Manager as
 // ManagerOptions.Session: where the CLI can be prewarmed (2.1.330 and
 // newer) its spares then serve starts in any folder, with any model,
 // permission mode or appended system prompt (host.ManagerOptions.Spares).
@@ -73,6 +75,7 @@ func (o *LocalOptions) SpareTemplate() *host.Options {
 	co.Resume, co.ForkSession, co.Continue = "", false, false
 	co.IncludePartialMessages = true
 	h.CLI = &co
+	h.Elicitations = true
 	return &h
 }
 
@@ -193,6 +196,7 @@ func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *h
 	}
 	co.IncludePartialMessages = true
 	o.CLI = &co
+	o.Elicitations = true
 	o.Continues = from // a resume: the changes go on
 	if existing != nil {
 		o.Worktree = &host.WorktreeOptions{Existing: existing}

@@ -270,13 +270,19 @@ func (n *notifier) title(id string) string {
 // approval notifies a pending approval or question.
 func (n *notifier) approval(sid string, a *host.ApprovalInfo) {
 	p := notifyPayload{Type: "notify", Tag: "approval:" + sid + ":" + a.ID, Session: sid, Approval: a.ID, Tool: a.ToolName}
-	if a.Kind == "question" {
+	switch a.Kind {
+	case "question":
 		p.Event = NotifyQuestion
 		p.Title = "Question: " + n.title(sid)
 		if len(a.Questions) > 0 {
 			p.Body = a.Questions[0].Question
 		}
-	} else {
+	case "elicitation":
+		// A form has no answer a notification's buttons could give.
+		p.Event = NotifyQuestion
+		p.Title = cmpOr(a.DisplayName, a.Server) + " asks: " + n.title(sid)
+		p.Body = clip(a.Message, 300)
+	default:
 		p.Event = NotifyApproval
 		p.Title = "Allow " + cmpOr(a.DisplayName, a.ToolName) + "? " + n.title(sid)
 		p.Body = approvalSubject(a)

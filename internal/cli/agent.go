@@ -276,13 +276,15 @@ Flags:
 }
 
 // agentTemplate is the session template of an agent: the local CLI, the
-// UI's partial messages (text streams token by token) and restarts of a
-// CLI that died.
+// UI's partial messages (text streams token by token), MCP servers'
+// requests for input listed as approvals (the UI shows their forms) and
+// restarts of a CLI that died.
 func agentTemplate(cliPath, cwd, model, mode string) *host.Options {
 	return &host.Options{
 		CLI: &claude.Options{CLIPath: cliPath, Cwd: cwd, Model: model, PermissionMode: claude.PermissionMode(mode),
 			IncludePartialMessages: true},
-		Restart: &host.RestartPolicy{},
+		Elicitations: true,
+		Restart:      &host.RestartPolicy{},
 	}
 }
 

@@ -11,19 +11,31 @@ import (
 	"github.com/tetherhq/tether/host"
 )
 
-// An asking is the approval the person is answering: a tool call, or a
+// An asking is the approval the person is answering: a tool call, a
 // question of AskUserQuestion (one at a time, answers gathered in
-// answers until the last one).
+// answers until the last one), or an MCP server's form (a field at a
+// time, values gathered in content).
 type asking struct {
 	a       *host.Approval
-	q       int // the question being asked
+	q       int // the question, or the form's field, being asked
 	answers map[string]string
+	form    []host.FormField
+	content map[string]any
+}
+
+// newAsking starts asking a.
+func newAsking(a *host.Approval) *asking {
+	return &asking{a: a, answers: map[string]string{}, form: a.Form(), content: map[string]any{}}
 }
 
 // showApproval prints what the CLI asks and the prompt for the answer.
 func (r *renderer) showApproval(k *asking) {
 	a := k.a
 	req := a.Request
+	if a.Kind == host.ApprovalElicitation {
+		r.showForm(k)
+		return
+	}
 	if a.Kind == host.ApprovalQuestion {
 		q := a.Questions[k.q]
 		head := "? "
@@ -149,6 +161,9 @@ func suggestionString(s claude.PermissionUpdate) string {
 func (k *asking) answer(line string) (done bool, said string, err error) {
 	line = strings.TrimSpace(line)
 	a := k.a
+	if a.Kind == host.ApprovalElicitation {
+		return k.fill(line)
+	}
 	if a.Kind == host.ApprovalQuestion {
 		q := a.Questions[k.q]
 		if line == "" {
@@ -214,4 +229,126 @@ func firstOptions(qs []host.Question) map[string]string {
 // withdrawn reports an answer refused because the CLI stopped waiting.
 func withdrawn(err error) bool {
 	return errors.Is(err, host.ErrWithdrawn) || errors.Is(err, host.ErrAlreadyAnswered) || errors.Is(err, host.ErrNoApproval)
+}
+
+// showForm asks an MCP server's request for input: first what it asks,
+// then the form's fields one at a time (or the page to visit).
+func (r *renderer) showForm(k *asking) {
+	a, e := k.a, k.a.Elicitation
+	if k.q == 0 {
+		r.println("", styleYellow+styleBold, "? "+a.Request.Title+": "+e.Message)
+		switch {
+		case e.Mode == "url":
+			r.println("  ", "", "open "+e.URL)
+			r.println("", styleDim, "  press Enter once done there, or type /decline")
+		case len(k.form) == 0:
+			r.println("", styleDim, "  press Enter to send, or type /decline")
+		default:
+			r.println("", styleDim, "  answer each field (an empty line skips one not marked *); /decline declines")
+		}
+	}
+	if k.q < len(k.form) {
+		f := k.form[k.q]
+		head := "  " + f.Title
+		if f.Required {
+			head += " *"
+		}
+		if f.Description != "" {
+			head += r.style(styleDim, " — "+f.Description)
+		}
+		switch {
+		case len(f.Choices) > 0:
+			r.println("", "", head)
+			for i, c := range f.Choices {
+				r.println("", "", fmt.Sprintf("   %d. %s", i+1, c.Label))
+			}
+		case f.Type == "boolean":
+			r.println("", "", head+" (y/n)")
+		default:
+			r.println("", "", head)
+		}
+	}
+	r.prompt()
+}
+
+// fill takes a line typed for an MCP server's form: the value of the
+// field being asked, /decline, or (a page to visit, a form without
+// fields) the Enter that sends it.
+func (k *asking) fill(line string) (done bool, said string, err error) {
+	a := k.a
+	who := a.Request.DisplayName
+	if line == "/decline" {
+		return true, "declined " + who + "'s request", a.Deny("The user declined.")
+	}
+	if k.q < len(k.form) {
+		f := k.form[k.q]
+		if line == "" {
+			if f.Required {
+				return false, f.Title + " is required", nil
+			}
+		} else {
+			v, err := formValue(f, line)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			k.content[f.Name] = v
+		}
+		k.q++
+		if k.q < len(k.form) {
+			return false, "", nil
+		}
+	}
+	if a.Elicitation.Mode == "url" {
+		return true, "told " + who + " the page is done", a.Accept(nil)
+	}
+	b, err := json.Marshal(k.content)
+	if err != nil {
+		return true, "", err
+	}
+	var parts []string
+	for _, f := range k.form {
+		if v, ok := k.content[f.Name]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%v", f.Name, v))
+		}
+	}
+	return true, "sent " + who + ": " + strings.Join(parts, ", "), a.Accept(b)
+}
+
+// formValue is the value typed for f: a choice by its number or label, a
+// number, yes or no, else the text.
+func formValue(f host.FormField, text string) (any, error) {
+	if len(f.Choices) > 0 {
+		if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(f.Choices) {
+			return f.Choices[n-1].Value, nil
+		}
+		for _, c := range f.Choices {
+			if strings.EqualFold(c.Label, text) || strings.EqualFold(fmt.Sprint(c.Value), text) {
+				return c.Value, nil
+			}
+		}
+		return nil, fmt.Errorf("pick 1 to %d", len(f.Choices))
+	}
+	switch f.Type {
+	case "boolean":
+		switch strings.ToLower(text) {
+		case "y", "yes", "true":
+			return true, nil
+		case "n", "no", "false":
+			return false, nil
+		}
+		return nil, errors.New("answer y or n")
+	case "integer":
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return nil, errors.New("type a whole number")
+		}
+		return n, nil
+	case "number":
+		n, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, errors.New("type a number")
+		}
+		return n, nil
+	}
+	return text, nil
 }

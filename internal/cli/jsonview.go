@@ -42,6 +42,12 @@ type jsonEvent struct {
 	Turns       *int                      `json:"turns,omitempty"`
 	Tokens      *host.Tokens              `json:"tokens,omitempty"`
 	Changes     []host.FileChange         `json:"changes,omitempty"` // /diff
+	// An elicitation's (kind "elicitation"; Text is its message).
+	Server        string          `json:"server,omitempty"`
+	Mode          string          `json:"mode,omitempty"`
+	URL           string          `json:"url,omitempty"`
+	Schema        json.RawMessage `json:"requested_schema,omitempty"`
+	PropertyOrder []string        `json:"property_order,omitempty"`
 }
 
 func (j *jsonView) emit(e jsonEvent) { _ = j.enc.Encode(e) }
@@ -71,8 +77,14 @@ func (j *jsonView) showApproval(k *asking) {
 		return // asked once, with every question
 	}
 	e := jsonEvent{Type: "approval", ID: a.ID(), Kind: "tool", Tool: a.Request.ToolName, Input: a.Request.Input, Suggestions: a.Request.Suggestions}
-	if a.Kind == host.ApprovalQuestion {
+	switch a.Kind {
+	case host.ApprovalQuestion:
 		e.Kind, e.Questions = "question", a.Questions
+	case host.ApprovalElicitation:
+		// Its fields are answered a line each, in Form's order.
+		info := a.Info()
+		e.Kind, e.Schema, e.Text = "elicitation", info.RequestedSchema, info.Message
+		e.Server, e.Mode, e.URL, e.PropertyOrder = info.Server, info.Mode, info.URL, info.PropertyOrder
 	}
 	j.emit(e)
 }

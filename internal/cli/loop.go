@@ -156,6 +156,9 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 		}
 	}
 	opts.CLI = &cliOpts
+	// An MCP server's request for input is asked here like a question;
+	// an unattended run (--yes) declines it, as claude does unasked.
+	opts.Elicitations = !cfg.yes
 
 	if cfg.starting != "" && !cfg.json {
 		r.note(cfg.starting)
@@ -494,7 +497,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 						_ = a.Deny("The question had no questions in it.")
 						continue
 					}
-					cur = &asking{a: a, answers: map[string]string{}}
+					cur = newAsking(a)
 					v.showApproval(cur)
 					for cur != nil && len(typed) > 0 {
 						line := typed[0]

@@ -40,6 +40,17 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// repeatFlag is a flag that may be repeated, each value taken whole: a
+// path or a JSON string may hold commas.
+type repeatFlag []string
+
+func (l *repeatFlag) String() string { return strings.Join(*l, " ") }
+
+func (l *repeatFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
 // run is `tether run [flags] "prompt"`: an agent in the terminal.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tether run", flag.ContinueOnError)
@@ -49,9 +60,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 Runs Claude Code on the prompt and shows the turn as it happens: text,
 thinking, tool calls and their results, subagents, and a status line.
-Permission requests and questions are asked here; Ctrl-C interrupts the
-turn, a second Ctrl-C quits. With -i the session stays open for more
-prompts; there /diff shows the files the session changed since it
+Permission requests, questions and MCP servers' forms are asked here;
+Ctrl-C interrupts the turn, a second Ctrl-C quits. With -i the session
+stays open for more prompts; there /diff shows the files the session changed since it
 started, with their diffs, and /revert [path…] puts them back (all
 without a path) after asking; with --prompt-suggestions the CLI's guess
 at the next prompt shows after a turn, and an empty line sends it. The
@@ -63,11 +74,12 @@ Flags:
 		fs.PrintDefaults()
 	}
 	var (
-		o                              claude.Options
-		allow, deny, addDirs, mcpFiles listFlag
-		interactive, jsonOut, yes      bool
-		thinking                       string
-		permMode                       string
+		o                         claude.Options
+		allow, deny               listFlag
+		addDirs, mcpFiles         repeatFlag
+		interactive, jsonOut, yes bool
+		thinking                  string
+		permMode                  string
 	)
 	fs.StringVar(&o.CLIPath, "cli", "", "the Claude Code CLI binary (default: $TETHER_CLI_PATH, PATH, the usual places)")
 	fs.StringVar(&o.Model, "model", "", "the model, e.g. sonnet or claude-sonnet-4-5")

@@ -18,6 +18,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/mcptest"
 )
 
 // The tether binary, built once (on first use) from ./cmd/tether: the
@@ -309,6 +310,52 @@ func TestRealCLIRunPromptSuggestion(t *testing.T) {
 	}
 	if n := len(api.Unexpected()); n != 0 {
 		t.Errorf("%d unscripted requests", n)
+	}
+	noProcessIn(t, cli.Dir)
+}
+
+// An MCP server's request for input is asked in the terminal like a
+// question: what the server asks, then the form's fields one at a time
+// (a choice by its number, a wrong one asked again, free text), and the
+// values reach the server's tool.
+func TestRealCLIRunElicitation(t *testing.T) {
+	t.Parallel()
+	requireCLI(t)
+	url, listed := mcptest.ServeHTTP(t, mcptest.Deploy())
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.TextReply("Ready."),
+		claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
+		claudetest.TextReply("Deployed."),
+	}})
+	mcpConfig := `{"mcpServers":{"deploy":{"type":"http","url":"` + url + `/"}}}`
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "-i", "--mcp-config", mcpConfig, "--allow", "mcp__deploy", "hello")...)
+	term.waitFor("Ready.")
+	term.waitFor("> ")
+	select {
+	case <-listed:
+	case <-ctx.Done():
+		t.Fatal("the CLI never listed the deploy server's tools")
+	}
+	term.typeLine("deploy it")
+	term.waitFor("? deploy asks for input: " + mcptest.DeployMessage)
+	term.waitFor("Environment *")
+	term.waitFor("1. staging")
+	term.waitFor("2. production")
+	term.typeLine("3")
+	term.waitFor("pick 1 to 2")
+	term.typeLine("1")
+	term.waitFor("note — Why now")
+	term.typeLine("smoke test")
+	term.waitFor("sent deploy: env=staging, note=smoke test")
+	term.waitFor("Deployed.")
+	term.waitFor("> ")
+	term.send("\x04")
+	if code := term.exitCode(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	reqs := api.MessagesRequests()
+	if tr := reqs[len(reqs)-1].Params.ToolResult("toolu_pick"); tr == nil || len(tr.Content) == 0 || tr.Content[0].Text != "accept map[env:staging note:smoke test]" {
+		t.Errorf("the tool's result = %+v", tr)
 	}
 	noProcessIn(t, cli.Dir)
 }

@@ -110,7 +110,10 @@ export class ApprovalPanel {
     const focused = done.a.el.contains(document.activeElement);
     done.a.el.remove();
     if (!this.o.shown()) return;
-    this.record(done.r, done.a.info.tool_use_id, done.a.info.tool_name, parseInput(done.a.info.input));
+    const info = done.a.info;
+    // An MCP server's form names its server and what it asked.
+    const what = info.kind === "elicitation" ? (info.display_name || info.server) + ": " + (info.message || "").slice(0, 120) : info.tool_name;
+    this.record(done.r, info.tool_use_id, what, parseInput(info.input));
     if (focused) this.o.prompt.focus({ preventScroll: true });
   }
 

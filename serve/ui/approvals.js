@@ -1,8 +1,9 @@
-// approvals.js: approval cards and question forms.
+// approvals.js: approval cards, question forms and MCP servers' forms.
 //
 // A card calls answer(reply) with one of
 //   {behavior:"allow"} | {behavior:"allow", always:true} |
-//   {behavior:"deny", message} | {answers:{question: label}}
+//   {behavior:"deny", message} | {answers:{question: label}} |
+//   {behavior:"allow", content:{property: value}} (an elicitation)
 // and shows the outcome when the server says the approval was resolved
 // (here or in another tab), so an approval is never answered twice.
 
@@ -51,6 +52,7 @@ function destName(d) {
 export function card(a, answer, toolInput_) {
   const input = parse(a.input);
   if (a.kind === "question") return questionCard(a, input, answer);
+  if (a.kind === "elicitation") return elicitationCard(a, answer);
   const plan = a.tool_name === "ExitPlanMode";
   const c = el("section", "approval" + (plan ? " plan-approval" : ""));
   c.dataset.id = a.id;
@@ -271,6 +273,169 @@ function questionCard(a, input, answer) {
 }
 
 /**
+ * elicitationCard is an MCP server asking for input: a form built from
+ * its requested schema (flat properties: text, numbers, yes/no, a choice
+ * of values), or a page to visit (mode "url"). Submit accepts with the
+ * values, Decline declines.
+ */
+function elicitationCard(a, answer) {
+  const c = el("section", "approval elicitation");
+  c.dataset.id = a.id;
+  c.tabIndex = -1;
+  c.setAttribute("role", "alertdialog");
+  const who = a.display_name || a.server || "An MCP server";
+  c.setAttribute("aria-label", who + " asks for input");
+  c.appendChild(el("h3", null, a.title || who + " asks for input"));
+  if (a.message) c.appendChild(el("p", "message", a.message));
+  const form = el("form");
+  const fields = [];
+  const byURL = a.mode === "url";
+  if (byURL) {
+    const p = el("p", "visit");
+    if (/^https?:\/\//i.test(a.url || "")) {
+      const link = el("a", null, a.url);
+      link.href = a.url;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      p.appendChild(document.createTextNode("Open "));
+      p.appendChild(link);
+      p.appendChild(document.createTextNode(", then press Done."));
+    } else {
+      p.textContent = "The server asks you to visit a page it did not give as a web address: " + (a.url || "none") + ".";
+    }
+    form.appendChild(p);
+  } else {
+    let schema = a.requested_schema;
+    if (typeof schema === "string") {
+      try {
+        schema = JSON.parse(schema);
+      } catch {
+        schema = {};
+      }
+    }
+    const props = (schema && schema.properties) || {};
+    const required = new Set((schema && schema.required) || []);
+    const names = [...(a.property_order || []).filter((k) => k in props), ...Object.keys(props).filter((k) => !(a.property_order || []).includes(k))];
+    for (const name of names) {
+      const f = formField(name, props[name] || {}, required.has(name));
+      form.appendChild(f.row);
+      fields.push(f);
+    }
+  }
+  const acts = el("div", "acts");
+  const submit = el("button", "primary", byURL ? "Done" : "Submit");
+  submit.type = "submit";
+  submit.title = "Enter";
+  acts.appendChild(submit);
+  const decline = el("button", "danger deny", "Decline");
+  decline.type = "button";
+  decline.title = "Esc";
+  acts.appendChild(decline);
+  form.appendChild(acts);
+  const err = el("p", "err");
+  form.appendChild(err);
+  c.appendChild(form);
+
+  const go = async (reply) => {
+    if (c.classList.contains("answered")) return;
+    submit.disabled = decline.disabled = true;
+    err.textContent = "";
+    try {
+      await answer(reply);
+      c.answeredHere = true;
+    } catch (e) {
+      if (refused(c)) return;
+      err.textContent = e.message;
+      submit.disabled = decline.disabled = false;
+    }
+  };
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (byURL) return go({ behavior: "allow" });
+    const content = {};
+    for (const f of fields) {
+      const v = f.value();
+      if (v !== undefined) content[f.name] = v;
+    }
+    go({ behavior: "allow", content });
+  });
+  decline.onclick = () => go({ behavior: "deny" });
+  c.keys = (e) => {
+    if (e.key === "Escape") {
+      go({ behavior: "deny" });
+      return true;
+    }
+    if (e.key === "Enter") {
+      form.requestSubmit();
+      return true;
+    }
+    return false;
+  };
+  return c;
+}
+
+/**
+ * formField is one property of an elicitation's form: its row (label,
+ * control, description) and value(), the property's JSON value, or
+ * undefined when left empty.
+ */
+function formField(name, p, required) {
+  const row = el("label", "field");
+  row.appendChild(el("span", "fname", (p.title || name) + (required ? " *" : "")));
+  const choices = Array.isArray(p.enum)
+    ? p.enum.map((v, i) => ({ value: v, label: (p.enumNames && p.enumNames[i]) || String(v) }))
+    : Array.isArray(p.oneOf) && p.oneOf.every((o) => o && "const" in o)
+      ? p.oneOf.map((o) => ({ value: o.const, label: o.title || String(o.const) }))
+      : null;
+  let value;
+  if (choices) {
+    const sel = el("select");
+    sel.name = name;
+    sel.required = required;
+    sel.appendChild(el("option", null, required ? "Choose…" : "—")).value = "";
+    choices.forEach((ch, i) => {
+      const o = el("option", null, ch.label);
+      o.value = String(i);
+      if (p.default !== undefined && ch.value === p.default) o.selected = true;
+      sel.appendChild(o);
+    });
+    row.appendChild(sel);
+    value = () => (sel.value === "" ? undefined : choices[Number(sel.value)].value);
+  } else if (p.type === "boolean") {
+    const box = el("input");
+    box.type = "checkbox";
+    box.name = name;
+    box.checked = p.default === true;
+    row.classList.add("check");
+    row.appendChild(box);
+    value = () => box.checked;
+  } else {
+    const inp = el("input");
+    inp.name = name;
+    inp.required = required;
+    if (p.type === "number" || p.type === "integer") {
+      inp.type = "number";
+      inp.step = p.type === "integer" ? "1" : "any";
+      if (typeof p.minimum === "number") inp.min = String(p.minimum);
+      if (typeof p.maximum === "number") inp.max = String(p.maximum);
+    } else {
+      inp.type = { email: "email", uri: "url", date: "date" }[p.format] || "text";
+      if (typeof p.minLength === "number") inp.minLength = p.minLength;
+      if (typeof p.maxLength === "number") inp.maxLength = p.maxLength;
+    }
+    if (p.default !== undefined) inp.value = String(p.default);
+    row.appendChild(inp);
+    value = () => {
+      const v = inp.value.trim();
+      if (v === "") return undefined;
+      return inp.type === "number" ? Number(v) : v;
+    };
+  }
+  if (p.description) row.appendChild(el("span", "desc", p.description));
+  return { name, row, value };
+}
+
+/**
  * resolved marks a card answered with its outcome. mine says this tab
  * answered it (its answer was sent, whether or not the reply has come
  * yet: the resolved event and the reply race); otherwise the card says
@@ -278,7 +443,7 @@ function questionCard(a, input, answer) {
  */
 export function resolved(c, r, mine) {
   c.classList.add("answered");
-  c.querySelectorAll("button, input").forEach((b) => (b.disabled = true));
+  c.querySelectorAll("button, input, select").forEach((b) => (b.disabled = true));
   let text = r.outcome;
   if (r.outcome === "allowed") text = r.always ? "Allowed always" : "Allowed";
   else if (r.outcome === "answered") text = "Answered";

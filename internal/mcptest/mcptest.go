@@ -1,0 +1,71 @@
+// Package mcptest is the test kit of MCP servers that Tether's tests give
+// the real CLI: a server whose tool asks the person for input
+// (elicitation), served over streamable HTTP in the test's process.
+package mcptest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DeployMessage is what the Deploy server's tool asks.
+const DeployMessage = "Which environment, and why?"
+
+// Deploy is an MCP server named deploy whose tool pick asks DeployMessage
+// with a form: env, titled Environment, a required choice of staging or
+// production, and note, free text described "Why now". The tool's result
+// is the action and the values it got ("accept map[env:staging note:x]",
+// "decline map[]").
+func Deploy() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+				Message: DeployMessage,
+				RequestedSchema: map[string]any{"type": "object", "required": []string{"env"}, "properties": map[string]any{
+					"env":  map[string]any{"type": "string", "title": "Environment", "enum": []string{"staging", "production"}},
+					"note": map[string]any{"type": "string", "description": "Why now"},
+				}},
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
+		})
+	return srv
+}
+
+// ServeHTTP serves srv over streamable HTTP until t ends. It returns the
+// URL and a channel closed once a client has listed the tools: the CLI
+// connects to remote servers in the background, and a turn that calls
+// one of their tools must wait for that.
+func ServeHTTP(t testing.TB, srv *mcp.Server) (url string, listed <-chan struct{}) {
+	ch := make(chan struct{})
+	var once sync.Once
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				once.Do(func() { close(ch) })
+			}
+			return res, err
+		}
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		// A streamable HTTP session lives until the client deletes it,
+		// which the CLI does not do on exit.
+		for ss := range srv.Sessions() {
+			ss.Close()
+		}
+	})
+	return hs.URL, ch
+}

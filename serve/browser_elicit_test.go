@@ -1,0 +1,104 @@
+package serve_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/mcptest"
+)
+
+// testElicitation: an MCP server's tool asks the person for input (an
+// elicitation, through the real CLI): the browser shows its form as a
+// card (the server, its message, a field per property, the required one
+// marked), the session waits for an answer, Submit sends the values to
+// the server's tool, whose result the model gets; a second request
+// declined with Decline reaches the tool as a decline.
+//
+// The server is remote (mcptest: streamable HTTP, in this process): the CLI lets
+// remote servers ask in form mode on every pinned CLI (claude's
+// TestRealCLIMCPRemoteElicitation). The CLI connects to it in the
+// background; the test waits for it to list the tools before the turn
+// that calls one.
+func testElicitation(t *testing.T, b *browser) {
+	url, listed := mcptest.ServeHTTP(t, mcptest.Deploy())
+	e := newUIEnvOpts(t, b, &uiEnvOptions{
+		API: &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+			claudetest.TextReply("Ready."),
+			claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
+			claudetest.ToolUseReply("toolu_pick2", "mcp__deploy__pick", map[string]any{}),
+			claudetest.TextReply("Deployed to staging."),
+		}},
+		CLI: func(o *claude.Options) {
+			o.MCPServers = map[string]claude.MCPServerConfig{"deploy": &claude.MCPHTTPServer{URL: url + "/"}}
+			o.AllowedTools = []string{"mcp__deploy"}
+		},
+	})
+	tb := b.newTab(t, e.origin, "elicit")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("hello")
+	tb.waitText("Ready.")
+	tb.waitTurns(1)
+	select {
+	case <-listed:
+	case <-tb.ctx.Done():
+		t.Fatal("the CLI never listed the deploy server's tools")
+	}
+
+	tb.prompt("deploy it")
+	const card = `.approval.elicitation:not(.answered)`
+	tb.waitJS("the form", `document.querySelector("`+card+` select[name=env]")`)
+	tb.waitState("awaiting_answer")
+	var view struct {
+		Title, Message, Env, Note string
+		Options                   []string
+		Required                  bool
+	}
+	tb.eval(`(() => { const c = document.querySelector("`+card+`");
+		return {title: c.querySelector("h3").textContent, message: c.querySelector(".message").textContent,
+			env: c.querySelector("label.field").querySelector(".fname").textContent,
+			note: c.querySelectorAll("label.field")[1].querySelector(".fname").textContent,
+			options: [...c.querySelectorAll("select[name=env] option")].map((o) => o.textContent),
+			required: c.querySelector("select[name=env]").required}; })()`, &view)
+	if view.Title != "deploy asks for input" || view.Message != mcptest.DeployMessage || view.Env != "Environment *" || view.Note != "note" ||
+		strings.Join(view.Options, ",") != "Choose…,staging,production" || !view.Required {
+		t.Errorf("the card shows %+v", view)
+	}
+	tb.shots("form")
+	tb.run(
+		chromedp.SetValue(card+` select[name=env]`, "0", chromedp.ByQuery),
+		chromedp.SendKeys(card+` input[name=note]`, "smoke test", chromedp.ByQuery),
+	)
+	tb.shot("filled")
+	var first string
+	tb.eval(`document.querySelector("`+card+`").dataset.id`, &first)
+	tb.run(chromedp.Click(card+` button[type=submit]`, chromedp.ByQuery))
+	tb.waitJS("the second form", `[...document.querySelectorAll("`+card+`")].some((c) => c.dataset.id !== "`+first+`")`)
+	tb.run(chromedp.Click(card+` button.deny`, chromedp.ByQuery))
+	tb.waitText("Deployed to staging.")
+	tb.waitTurns(2)
+	tb.waitJS("the answers' records", `document.querySelectorAll(".approval-record").length === 2`)
+	var records []string
+	tb.eval(`[...document.querySelectorAll(".approval-record")].map((r) => r.textContent)`, &records)
+	if strings.Join(records, "|") != "Answered · deploy: "+mcptest.DeployMessage+"|Denied · deploy: "+mcptest.DeployMessage {
+		t.Errorf("the transcript's records of the answers: %q", records)
+	}
+	tb.shots("answered")
+
+	// The last request carries the conversation's every tool result.
+	reqs := e.api.MessagesRequests()
+	var results []string
+	for _, id := range []string{"toolu_pick", "toolu_pick2"} {
+		if tr := reqs[len(reqs)-1].Params.ToolResult(id); tr != nil && len(tr.Content) > 0 {
+			results = append(results, id+": "+tr.Content[0].Text)
+		}
+	}
+	want := "toolu_pick: accept map[env:staging note:smoke test]|toolu_pick2: decline map[]"
+	if got := strings.Join(results, "|"); got != want {
+		t.Errorf("the tool's results = %q, want %q", got, want)
+	}
+}
