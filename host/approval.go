@@ -475,16 +475,40 @@ type FormChoice struct {
 
 // Form returns the fields of an elicitation's form, in the server's order
 // (PropertyOrder, then the properties it leaves out, by name); nil for a
-// page to visit or an approval of another kind. Properties the schema
-// describes in ways a form cannot ask (a nested object) come as fields
-// of their Type, to be answered as text.
+// page to visit or an approval of another kind. The schema is the
+// server's: a property it describes in a way a form cannot ask (a nested
+// object, a malformed enum) comes as a field of its type, or a string,
+// to be answered as text.
 func (a *Approval) Form() []FormField {
 	e := a.Elicitation
 	if a.Kind != ApprovalElicitation || e == nil || e.Mode == "url" {
 		return nil
 	}
-	type prop struct {
-		Type        string   `json:"type"`
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	// A member of the wrong type is skipped, the rest read (encoding/json
+	// goes on past it).
+	_ = json.Unmarshal(e.RequestedSchema, &schema)
+	var names []string
+	for _, n := range slices.Concat(e.PropertyOrder, slices.Sorted(maps.Keys(schema.Properties))) {
+		if _, ok := schema.Properties[n]; ok && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	fields := make([]FormField, 0, len(names))
+	for _, n := range names {
+		fields = append(fields, formField(n, schema.Properties[n], slices.Contains(schema.Required, n)))
+	}
+	return fields
+}
+
+// formField reads one property of a form's schema.
+func formField(name string, raw json.RawMessage, required bool) FormField {
+	f := FormField{Name: name, Title: name, Type: "string", Required: required}
+	var p struct {
+		Type        any      `json:"type"`
 		Title       string   `json:"title"`
 		Description string   `json:"description"`
 		Format      string   `json:"format"`
@@ -496,42 +520,26 @@ func (a *Approval) Form() []FormField {
 		} `json:"oneOf"`
 		Default any `json:"default"`
 	}
-	var schema struct {
-		Properties map[string]prop `json:"properties"`
-		Required   []string        `json:"required"`
+	_ = json.Unmarshal(raw, &p) // as much as is of the expected types
+	if t, ok := p.Type.(string); ok && t != "" {
+		f.Type = t
 	}
-	if json.Unmarshal(e.RequestedSchema, &schema) != nil {
-		return nil
-	}
-	names := slices.DeleteFunc(slices.Clone(e.PropertyOrder), func(n string) bool { _, ok := schema.Properties[n]; return !ok })
-	for _, n := range slices.Sorted(maps.Keys(schema.Properties)) {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
+	f.Title, f.Description, f.Format, f.Default = cmp.Or(p.Title, name), p.Description, p.Format, p.Default
+	for i, v := range p.Enum {
+		label := fmt.Sprint(v)
+		if i < len(p.EnumNames) && p.EnumNames[i] != "" {
+			label = p.EnumNames[i]
 		}
+		f.Choices = append(f.Choices, FormChoice{Value: v, Label: label})
 	}
-	names = slices.Compact(names)
-	fields := make([]FormField, 0, len(names))
-	for _, n := range names {
-		p := schema.Properties[n]
-		f := FormField{Name: n, Title: cmp.Or(p.Title, n), Description: p.Description, Type: cmp.Or(p.Type, "string"),
-			Format: p.Format, Required: slices.Contains(schema.Required, n), Default: p.Default}
-		for i, v := range p.Enum {
-			label := fmt.Sprint(v)
-			if i < len(p.EnumNames) && p.EnumNames[i] != "" {
-				label = p.EnumNames[i]
+	if len(p.Enum) == 0 {
+		for _, o := range p.OneOf {
+			if o.Const == nil {
+				f.Choices = nil
+				break
 			}
-			f.Choices = append(f.Choices, FormChoice{Value: v, Label: label})
+			f.Choices = append(f.Choices, FormChoice{Value: *o.Const, Label: cmp.Or(o.Title, fmt.Sprint(*o.Const))})
 		}
-		if len(p.Enum) == 0 {
-			for _, o := range p.OneOf {
-				if o.Const == nil {
-					f.Choices = nil
-					break
-				}
-				f.Choices = append(f.Choices, FormChoice{Value: *o.Const, Label: cmp.Or(o.Title, fmt.Sprint(*o.Const))})
-			}
-		}
-		fields = append(fields, f)
 	}
-	return fields
+	return f
 }

@@ -149,9 +149,9 @@ func TestElicitationApproval(t *testing.T) {
 }
 
 // Form reads the flat schemas MCP allows: the server's order first (names
-// it lists that are no property are dropped), then the rest by name;
-// choices from enum (with enumNames) or oneOf consts; types, formats,
-// defaults. A page to visit has no form, and takes no content.
+// it lists that are no property, and repeats, are dropped), then the rest
+// by name; choices from enum (with enumNames) or oneOf consts; types,
+// formats, defaults. A page to visit has no form, and takes no content.
 func TestElicitationForm(t *testing.T) {
 	ctx := testCtx(t)
 	form := map[string]any{
@@ -163,7 +163,7 @@ func TestElicitationForm(t *testing.T) {
 			"size":  map[string]any{"type": "string", "enum": []string{"s", "m"}, "enumNames": []string{"Small", "Medium"}},
 			"speed": map[string]any{"type": "number", "oneOf": []any{map[string]any{"const": 1, "title": "Slow"}, map[string]any{"const": 2}}},
 		}},
-		"property_order": []string{"size", "gone", "qty"},
+		"property_order": []string{"size", "gone", "qty", "size"},
 	}
 	page := map[string]any{"mcp_server_name": "shop", "message": "Pay", "mode": "url", "url": "https://pay.invalid/x", "elicitation_id": "e1"}
 	answers := make(chan string, 2)

@@ -113,20 +113,7 @@ export function card(a, answer, toolInput_) {
   const err = el("p", "err");
   c.appendChild(err);
 
-  const buttons = [allow, always, deny].filter(Boolean);
-  const go = async (reply) => {
-    if (c.classList.contains("answered")) return;
-    buttons.forEach((b) => (b.disabled = true));
-    err.textContent = "";
-    try {
-      await answer(reply);
-      c.answeredHere = true;
-    } catch (e) {
-      if (refused(c)) return;
-      err.textContent = e.message;
-      buttons.forEach((b) => (b.disabled = false));
-    }
-  };
+  const go = sender(c, [allow, always, deny].filter(Boolean), err, answer);
   const denyReply = () => ({ behavior: "deny", message: reason.value.trim() || (plan ? "Keep planning: the user did not approve the plan yet." : "") });
   allow.onclick = () => go({ behavior: "allow" });
   if (always) always.onclick = () => go({ behavior: "allow", always: true });
@@ -215,19 +202,7 @@ function questionCard(a, input, answer) {
   form.appendChild(err);
   c.appendChild(form);
 
-  const go = async (reply) => {
-    if (c.classList.contains("answered")) return;
-    submit.disabled = skip.disabled = true;
-    err.textContent = "";
-    try {
-      await answer(reply);
-      c.answeredHere = true;
-    } catch (e) {
-      if (refused(c)) return;
-      err.textContent = e.message;
-      submit.disabled = skip.disabled = false;
-    }
-  };
+  const go = sender(c, [submit, skip], err, answer);
   const collect = () => {
     const answers = {};
     for (const f of fields) {
@@ -336,19 +311,7 @@ function elicitationCard(a, answer) {
   form.appendChild(err);
   c.appendChild(form);
 
-  const go = async (reply) => {
-    if (c.classList.contains("answered")) return;
-    submit.disabled = decline.disabled = true;
-    err.textContent = "";
-    try {
-      await answer(reply);
-      c.answeredHere = true;
-    } catch (e) {
-      if (refused(c)) return;
-      err.textContent = e.message;
-      submit.disabled = decline.disabled = false;
-    }
-  };
+  const go = sender(c, [submit, decline], err, answer);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     if (byURL) return go({ behavior: "allow" });
@@ -485,6 +448,25 @@ export function record(r, tool, input) {
   if (r.answered_by) e.dataset.answeredBy = r.answered_by;
   e.textContent = recordText(r, tool, input);
   return e;
+}
+
+// sender is how a card answers: its buttons are off while the answer is
+// on its way, and back on with the reason when it fails (unless another
+// tab answered first: refused).
+function sender(c, buttons, err, answer) {
+  return async (reply) => {
+    if (c.classList.contains("answered")) return;
+    buttons.forEach((b) => (b.disabled = true));
+    err.textContent = "";
+    try {
+      await answer(reply);
+      c.answeredHere = true;
+    } catch (e) {
+      if (refused(c)) return;
+      err.textContent = e.message;
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  };
 }
 
 // refused handles our answer failing after the card was resolved as
