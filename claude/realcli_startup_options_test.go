@@ -3,8 +3,6 @@ package claude_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/mcptest"
 )
 
 // Rows of docs/parity.md that had no real-CLI proof: FallbackModel,
@@ -166,18 +165,11 @@ func TestRealCLIReadMCPResourceControl(t *testing.T) {
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "remember the milk"}}}, nil
 		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		for ss := range srv.Sessions() {
-			ss.Close()
-		}
-	})
+	url, _ := mcptest.ServeHTTP(t, srv)
 	inproc := mcp.NewServer(&mcp.Implementation{Name: "local", Version: "1.0.0"}, nil)
 	r := parityRun(t, nil, func(o *claude.Options) {
 		o.MCPServers = map[string]claude.MCPServerConfig{
-			"apps":  &claude.MCPHTTPServer{URL: hs.URL + "/"},
+			"apps":  &claude.MCPHTTPServer{URL: url + "/"},
 			"local": claude.SDKServer(inproc),
 		}
 	})

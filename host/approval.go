@@ -383,13 +383,7 @@ func (s *Session) onElicitation(ctx context.Context, req *claude.ElicitationRequ
 	s.mu.Lock()
 	a := s.elicitationLocked(req)
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		a.withdrawLocked()
-		s.forget(a)
-		s.transition()
-		s.mu.Unlock()
-	}()
+	defer s.settle(a)
 	select {
 	case r := <-a.answer:
 		switch r := r.(type) {
@@ -410,19 +404,23 @@ func (s *Session) onElicitation(ctx context.Context, req *claude.ElicitationRequ
 	}
 }
 
+// settle ends the wait of a callback for a: withdrawn unless answered,
+// and no longer listed.
+func (s *Session) settle(a *Approval) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.withdrawLocked()
+	s.forget(a)
+	s.transition()
+}
+
 // canUseTool is the CLI session's CanUseTool: it makes the request an
 // Approval and waits for its answer.
 func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
 	s.mu.Lock()
 	a := s.approvalLocked(req)
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		a.withdrawLocked()
-		s.forget(a)
-		s.transition()
-		s.mu.Unlock()
-	}()
+	defer s.settle(a)
 	if s.policy != nil {
 		r, err := s.policy(ctx, req)
 		if err != nil {

@@ -188,21 +188,7 @@ function questionCard(a, input, answer) {
     form.appendChild(fs);
     fields.push({ q, name, multi, other, fs });
   });
-  const acts = el("div", "acts");
-  const submit = el("button", "primary", "Answer");
-  submit.type = "submit";
-  submit.title = "Enter";
-  acts.appendChild(submit);
-  const skip = el("button", "danger deny", "Decline");
-  skip.type = "button";
-  skip.title = "Esc";
-  acts.appendChild(skip);
-  form.appendChild(acts);
-  const err = el("p", "err");
-  form.appendChild(err);
-  c.appendChild(form);
-
-  const go = sender(c, [submit, skip], err, answer);
+  const { decline: skip, err, go } = formEnd(c, form, "Answer", answer);
   const collect = () => {
     const answers = {};
     for (const f of fields) {
@@ -297,21 +283,7 @@ function elicitationCard(a, answer) {
       fields.push(f);
     }
   }
-  const acts = el("div", "acts");
-  const submit = el("button", "primary", byURL ? "Done" : "Submit");
-  submit.type = "submit";
-  submit.title = "Enter";
-  acts.appendChild(submit);
-  const decline = el("button", "danger deny", "Decline");
-  decline.type = "button";
-  decline.title = "Esc";
-  acts.appendChild(decline);
-  form.appendChild(acts);
-  const err = el("p", "err");
-  form.appendChild(err);
-  c.appendChild(form);
-
-  const go = sender(c, [submit, decline], err, answer);
+  const { decline, go } = formEnd(c, form, byURL ? "Done" : "Submit", answer);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     if (byURL) return go({ behavior: "allow" });
@@ -448,6 +420,26 @@ export function record(r, tool, input) {
   if (r.answered_by) e.dataset.answeredBy = r.answered_by;
   e.textContent = recordText(r, tool, input);
   return e;
+}
+
+// formEnd ends a card's form with its buttons (submit, with Enter;
+// Decline, with Esc) and the line for errors, puts the form in the card,
+// and returns the Decline button, the error line and the card's sender.
+function formEnd(c, form, label, answer) {
+  const acts = el("div", "acts");
+  const submit = el("button", "primary", label);
+  submit.type = "submit";
+  submit.title = "Enter";
+  acts.appendChild(submit);
+  const decline = el("button", "danger deny", "Decline");
+  decline.type = "button";
+  decline.title = "Esc";
+  acts.appendChild(decline);
+  form.appendChild(acts);
+  const err = el("p", "err");
+  form.appendChild(err);
+  c.appendChild(form);
+  return { decline, err, go: sender(c, [submit, decline], err, answer) };
 }
 
 // sender is how a card answers: its buttons are off while the answer is
