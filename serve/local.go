@@ -173,14 +173,8 @@ func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *h
 		// worktree is another folder.
 		return SessionInfo{}, errorf(CodeBadRequest, "a conversation resumed from disk continues in the folder it ran in, not in a new worktree; start a new session in a worktree instead")
 	}
-	var o host.Options
-	if b.opts.Session != nil {
-		o = *b.opts.Session
-	}
-	var co claude.Options
-	if o.CLI != nil {
-		co = *o.CLI
-	}
+	o := *b.opts.SpareTemplate() // the template with the UI's wiring
+	co := *o.CLI
 	co.Env = maps.Clone(co.Env)
 	co.Cwd = cwd
 	co.Model = cmpOr(req.Model, co.Model)
@@ -194,9 +188,7 @@ func (b *LocalBackend) start(ctx context.Context, req *StartRequest, existing *h
 	if req.Resume != "" {
 		co.SessionID = ""
 	}
-	co.IncludePartialMessages = true
 	o.CLI = &co
-	o.Elicitations = true
 	o.Continues = from // a resume: the changes go on
 	if existing != nil {
 		o.Worktree = &host.WorktreeOptions{Existing: existing}
