@@ -445,30 +445,39 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 }
 
 // A FormField is one property of an elicitation's form (Approval.Form),
-// as a UI asks for it.
+// as a UI asks for it. It crosses process boundaries in ApprovalInfo.Form,
+// so a browser or a program renders the form from these fields rather
+// than reading the server's schema a second way.
 type FormField struct {
 	// Name is the property's name: its value's key in Accept's content.
-	Name string
+	Name string `json:"name"`
 	// Title is what to call it: the schema's title, else Name.
-	Title       string
-	Description string
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
 	// Type is the value's JSON type: "string", "number", "integer" or
 	// "boolean" (the flat types MCP allows in a form).
-	Type string
+	Type string `json:"type"`
 	// Format is a string's: "email", "uri", "date", "date-time" or "".
-	Format   string
-	Required bool
+	Format   string `json:"format,omitempty"`
+	Required bool   `json:"required,omitempty"`
 	// Choices are the values to pick from (the schema's enum, or oneOf
 	// consts with their titles); none means any value of Type.
-	Choices []FormChoice
+	Choices []FormChoice `json:"choices,omitempty"`
 	// Default is the schema's default value; nil: none.
-	Default any
+	Default any `json:"default,omitempty"`
+	// Minimum and Maximum bound a number's value, MinLength and MaxLength
+	// a string's length in characters; nil: no bound. A UI asks within
+	// them; the server has the last word.
+	Minimum   *float64 `json:"minimum,omitempty"`
+	Maximum   *float64 `json:"maximum,omitempty"`
+	MinLength *int     `json:"min_length,omitempty"`
+	MaxLength *int     `json:"max_length,omitempty"`
 }
 
 // FormChoice is a value offered by a FormField.
 type FormChoice struct {
-	Value any
-	Label string
+	Value any    `json:"value"`
+	Label string `json:"label"`
 }
 
 // Form returns the fields of an elicitation's form, in the server's order
@@ -516,13 +525,23 @@ func formField(name string, raw json.RawMessage, required bool) FormField {
 			Const *any   `json:"const"`
 			Title string `json:"title"`
 		} `json:"oneOf"`
-		Default any `json:"default"`
+		Default   any      `json:"default"`
+		Minimum   *float64 `json:"minimum"`
+		Maximum   *float64 `json:"maximum"`
+		MinLength *int     `json:"minLength"`
+		MaxLength *int     `json:"maxLength"`
 	}
 	_ = json.Unmarshal(raw, &p) // as much as is of the expected types
 	if t, ok := p.Type.(string); ok && t != "" {
 		f.Type = t
 	}
 	f.Title, f.Description, f.Format, f.Default = cmp.Or(p.Title, name), p.Description, p.Format, p.Default
+	switch f.Type {
+	case "number", "integer":
+		f.Minimum, f.Maximum = p.Minimum, p.Maximum
+	case "string":
+		f.MinLength, f.MaxLength = p.MinLength, p.MaxLength
+	}
 	for i, v := range p.Enum {
 		label := fmt.Sprint(v)
 		if i < len(p.EnumNames) && p.EnumNames[i] != "" {

@@ -91,6 +91,9 @@ func TestElicitationApproval(t *testing.T) {
 	if diff := cmp.Diff(wantForm, a.Form()); diff != "" {
 		t.Errorf("Form (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(wantForm, info.Form); diff != "" {
+		t.Errorf("Info().Form (-want +got):\n%s", diff)
+	}
 	for _, c := range []struct {
 		name string
 		err  error
@@ -151,15 +154,16 @@ func TestElicitationApproval(t *testing.T) {
 // Form reads the flat schemas MCP allows: the server's order first (names
 // it lists that are no property, and repeats, are dropped), then the rest
 // by name; choices from enum (with enumNames) or oneOf consts; types,
-// formats, defaults. A page to visit has no form, and takes no content.
+// formats, defaults, and the bounds of the field's type (a number's
+// minimum and maximum, a string's length). A page to visit has no form, and takes no content.
 func TestElicitationForm(t *testing.T) {
 	ctx := testCtx(t)
 	form := map[string]any{
 		"mcp_server_name": "shop", "message": "Your order", "title": "Order form",
 		"requested_schema": map[string]any{"type": "object", "required": []string{"qty"}, "properties": map[string]any{
-			"qty":   map[string]any{"type": "integer", "default": 1},
+			"qty":   map[string]any{"type": "integer", "default": 1, "minimum": 1, "maximum": 9, "maxLength": 3},
 			"gift":  map[string]any{"type": "boolean", "title": "A gift?"},
-			"email": map[string]any{"type": "string", "format": "email"},
+			"email": map[string]any{"type": "string", "format": "email", "minLength": 3, "maximum": 5},
 			"size":  map[string]any{"type": "string", "enum": []string{"s", "m"}, "enumNames": []string{"Small", "Medium"}},
 			"speed": map[string]any{"type": "number", "oneOf": []any{map[string]any{"const": 1, "title": "Slow"}, map[string]any{"const": 2}}},
 		}},
@@ -172,8 +176,8 @@ func TestElicitationForm(t *testing.T) {
 	a := l.waitState(t, ctx, host.StateAwaitingAnswer).Approval
 	want := []host.FormField{
 		{Name: "size", Title: "size", Type: "string", Choices: []host.FormChoice{{Value: "s", Label: "Small"}, {Value: "m", Label: "Medium"}}},
-		{Name: "qty", Title: "qty", Type: "integer", Required: true, Default: 1.0},
-		{Name: "email", Title: "email", Type: "string", Format: "email"},
+		{Name: "qty", Title: "qty", Type: "integer", Required: true, Default: 1.0, Minimum: new(1.0), Maximum: new(9.0)},
+		{Name: "email", Title: "email", Type: "string", Format: "email", MinLength: new(3)},
 		{Name: "gift", Title: "A gift?", Type: "boolean"},
 		{Name: "speed", Title: "speed", Type: "number", Choices: []host.FormChoice{{Value: 1.0, Label: "Slow"}, {Value: 2.0, Label: "2"}}},
 	}

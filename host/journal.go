@@ -117,7 +117,10 @@ type ApprovalInfo struct {
 	URL             string          `json:"url,omitempty"`
 	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
 	PropertyOrder   []string        `json:"property_order,omitempty"`
-	Asked           time.Time       `json:"asked"`
+	// Form is the form's fields as Approval.Form reads them from
+	// RequestedSchema: what a UI renders.
+	Form  []FormField `json:"form,omitempty"`
+	Asked time.Time   `json:"asked"`
 }
 
 // Info returns a as data.
@@ -131,7 +134,7 @@ func (a *Approval) Info() ApprovalInfo {
 	}
 	if e := a.Elicitation; e != nil {
 		info.Server, info.Message, info.Mode, info.URL = e.ServerName, e.Message, cmp.Or(e.Mode, "form"), e.URL
-		info.RequestedSchema, info.PropertyOrder = e.RequestedSchema, e.PropertyOrder
+		info.RequestedSchema, info.PropertyOrder, info.Form = e.RequestedSchema, e.PropertyOrder, a.Form()
 	}
 	return info
 }

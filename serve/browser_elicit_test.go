@@ -57,15 +57,17 @@ func testElicitation(t *testing.T, b *browser) {
 		Title, Message, Env, Note string
 		Options                   []string
 		Required                  bool
+		NoteMax                   int
 	}
 	tb.eval(`(() => { const c = document.querySelector("`+card+`");
 		return {title: c.querySelector("h3").textContent, message: c.querySelector(".message").textContent,
 			env: c.querySelector("label.field").querySelector(".fname").textContent,
 			note: c.querySelectorAll("label.field")[1].querySelector(".fname").textContent,
 			options: [...c.querySelectorAll("select[name=env] option")].map((o) => o.textContent),
-			required: c.querySelector("select[name=env]").required}; })()`, &view)
+			required: c.querySelector("select[name=env]").required,
+			noteMax: c.querySelector("input[name=note]").maxLength}; })()`, &view)
 	if view.Title != "deploy asks for input" || view.Message != mcptest.DeployMessage || view.Env != "Environment *" || view.Note != "note" ||
-		strings.Join(view.Options, ",") != "Choose…,staging,production" || !view.Required {
+		strings.Join(view.Options, ",") != "Choose…,staging,production" || !view.Required || view.NoteMax != 200 {
 		t.Errorf("the card shows %+v", view)
 	}
 	tb.shots("form")

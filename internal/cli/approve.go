@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
@@ -315,7 +316,7 @@ func (k *asking) fill(line string) (done bool, said string, err error) {
 }
 
 // formValue is the value typed for f: a choice by its number or label, a
-// number, yes or no, else the text.
+// number, yes or no, else the text; a number or a text within f's bounds.
 func formValue(f host.FormField, text string) (any, error) {
 	if len(f.Choices) > 0 {
 		if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(f.Choices) {
@@ -337,18 +338,41 @@ func formValue(f host.FormField, text string) (any, error) {
 			return false, nil
 		}
 		return nil, errors.New("answer y or n")
-	case "integer":
-		n, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return nil, errors.New("type a whole number")
-		}
-		return n, nil
-	case "number":
+	case "integer", "number":
+		var v any
 		n, err := strconv.ParseFloat(text, 64)
-		if err != nil {
+		if f.Type == "integer" {
+			i, ierr := strconv.ParseInt(text, 10, 64)
+			if ierr != nil {
+				return nil, errors.New("type a whole number")
+			}
+			v, n = i, float64(i)
+		} else if err != nil {
 			return nil, errors.New("type a number")
+		} else {
+			v = n
 		}
-		return n, nil
+		if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
+			return nil, fmt.Errorf("type a number %s", within(f.Minimum, f.Maximum))
+		}
+		return v, nil
+	}
+	if n := utf8.RuneCountInString(text); f.MinLength != nil && n < *f.MinLength || f.MaxLength != nil && n > *f.MaxLength {
+		return nil, fmt.Errorf("type %s characters (that was %d)", within(f.MinLength, f.MaxLength), n)
 	}
 	return text, nil
+}
+
+// within says a form field's bounds: "from 1 to 10", "at least 1" or
+// "at most 10".
+func within[T int | float64](lo, hi *T) string {
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("from %v to %v", *lo, *hi)
+	case lo != nil:
+		return fmt.Sprintf("at least %v", *lo)
+	case hi != nil:
+		return fmt.Sprintf("at most %v", *hi)
+	}
+	return ""
 }

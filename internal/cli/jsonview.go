@@ -43,11 +43,12 @@ type jsonEvent struct {
 	Tokens      *host.Tokens              `json:"tokens,omitempty"`
 	Changes     []host.FileChange         `json:"changes,omitempty"` // /diff
 	// An elicitation's (kind "elicitation"; Text is its message).
-	Server        string          `json:"server,omitempty"`
-	Mode          string          `json:"mode,omitempty"`
-	URL           string          `json:"url,omitempty"`
-	Schema        json.RawMessage `json:"requested_schema,omitempty"`
-	PropertyOrder []string        `json:"property_order,omitempty"`
+	Server        string           `json:"server,omitempty"`
+	Mode          string           `json:"mode,omitempty"`
+	URL           string           `json:"url,omitempty"`
+	Schema        json.RawMessage  `json:"requested_schema,omitempty"`
+	PropertyOrder []string         `json:"property_order,omitempty"`
+	Form          []host.FormField `json:"form,omitempty"`
 }
 
 func (j *jsonView) emit(e jsonEvent) { _ = j.enc.Encode(e) }
@@ -84,7 +85,7 @@ func (j *jsonView) showApproval(k *asking) {
 		// Its fields are answered a line each, in Form's order.
 		info := a.Info()
 		e.Kind, e.Schema, e.Text = "elicitation", info.RequestedSchema, info.Message
-		e.Server, e.Mode, e.URL, e.PropertyOrder = info.Server, info.Mode, info.URL, info.PropertyOrder
+		e.Server, e.Mode, e.URL, e.PropertyOrder, e.Form = info.Server, info.Mode, info.URL, info.PropertyOrder, info.Form
 	}
 	j.emit(e)
 }

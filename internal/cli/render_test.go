@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -86,6 +87,43 @@ func TestAnswerParsing(t *testing.T) {
 		hq := hostQuestion(c.multi, "A", "B", "C")
 		if got := pickOptions(hq, c.line); got != c.want {
 			t.Errorf("pickOptions(%q, multi=%v) = %q, want %q", c.line, c.multi, got, c.want)
+		}
+	}
+}
+
+// A form's field typed in the terminal: a choice by number or label, yes
+// or no, whole numbers and numbers within their bounds, text within its
+// length; anything else is asked again with what to type.
+func TestFormValue(t *testing.T) {
+	one, ten, two := 1.0, 10.0, 2
+	choice := host.FormField{Type: "string", Choices: []host.FormChoice{{Value: "s", Label: "Small"}, {Value: "m", Label: "Medium"}}}
+	count := host.FormField{Type: "integer", Minimum: &one, Maximum: &ten}
+	ratio := host.FormField{Type: "number", Maximum: &one}
+	code := host.FormField{Type: "string", MaxLength: &two}
+	for _, c := range []struct {
+		f    host.FormField
+		text string
+		want any
+		err  string
+	}{
+		{choice, "2", "m", ""},
+		{choice, "small", "s", ""},
+		{choice, "3", nil, "pick 1 to 2"},
+		{host.FormField{Type: "boolean"}, "Yes", true, ""},
+		{host.FormField{Type: "boolean"}, "maybe", nil, "answer y or n"},
+		{count, "4", int64(4), ""},
+		{count, "4.5", nil, "type a whole number"},
+		{count, "11", nil, "type a number from 1 to 10"},
+		{count, "99999999999999999999", nil, "type a whole number"},
+		{ratio, "0.5", 0.5, ""},
+		{ratio, "1.5", nil, "type a number at most 1"},
+		{ratio, "x", nil, "type a number"},
+		{code, "ab", "ab", ""},
+		{code, "äöü", nil, "type at most 2 characters (that was 3)"},
+	} {
+		got, err := formValue(c.f, c.text)
+		if msg := fmt.Sprint(err); c.err != "" && msg != c.err || c.err == "" && (err != nil || got != c.want) {
+			t.Errorf("formValue(%+v, %q) = %v, %v; want %v, %q", c.f, c.text, got, err, c.want, c.err)
 		}
 	}
 }

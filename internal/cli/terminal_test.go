@@ -316,8 +316,8 @@ func TestRealCLIRunPromptSuggestion(t *testing.T) {
 
 // An MCP server's request for input is asked in the terminal like a
 // question: what the server asks, then the form's fields one at a time
-// (a choice by its number, a wrong one asked again, free text), and the
-// values reach the server's tool.
+// (a choice by its number, a wrong one asked again, free text over its
+// bound asked again), and the values reach the server's tool.
 func TestRealCLIRunElicitation(t *testing.T) {
 	t.Parallel()
 	requireCLI(t)
@@ -345,6 +345,8 @@ func TestRealCLIRunElicitation(t *testing.T) {
 	term.waitFor("pick 1 to 2")
 	term.typeLine("1")
 	term.waitFor("note — Why now")
+	term.typeLine(strings.Repeat("x", 201))
+	term.waitFor("type at most 200 characters (that was 201)")
 	term.typeLine("smoke test")
 	term.waitFor("sent deploy: env=staging, note=smoke test")
 	term.waitFor("Deployed.")

@@ -19,7 +19,8 @@ const DeployMessage = "Which environment, and why?"
 
 // Deploy is an MCP server named deploy whose tool pick asks DeployMessage
 // with a form: env, titled Environment, a required choice of staging or
-// production, and note, free text described "Why now". The tool's result
+// production, and note, free text described "Why now" of at most 200
+// characters. The tool's result
 // is the action and the values it got ("accept map[env:staging note:x]",
 // "decline map[]").
 func Deploy() *mcp.Server {
@@ -30,7 +31,7 @@ func Deploy() *mcp.Server {
 				Message: DeployMessage,
 				RequestedSchema: map[string]any{"type": "object", "required": []string{"env"}, "properties": map[string]any{
 					"env":  map[string]any{"type": "string", "title": "Environment", "enum": []string{"staging", "production"}},
-					"note": map[string]any{"type": "string", "description": "Why now"},
+					"note": map[string]any{"type": "string", "description": "Why now", "maxLength": 200},
 				}},
 			})
 			if err != nil {

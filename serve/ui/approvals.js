@@ -266,21 +266,11 @@ function elicitationCard(a, answer) {
     }
     form.appendChild(p);
   } else {
-    let schema = a.requested_schema;
-    if (typeof schema === "string") {
-      try {
-        schema = JSON.parse(schema);
-      } catch {
-        schema = {};
-      }
-    }
-    const props = (schema && schema.properties) || {};
-    const required = new Set((schema && schema.required) || []);
-    const names = [...(a.property_order || []).filter((k) => k in props), ...Object.keys(props).filter((k) => !(a.property_order || []).includes(k))];
-    for (const name of names) {
-      const f = formField(name, props[name] || {}, required.has(name));
-      form.appendChild(f.row);
-      fields.push(f);
+    // The server's schema, read once by the host (ApprovalInfo.form).
+    for (const f of a.form || []) {
+      const field = formField(f);
+      form.appendChild(field.row);
+      fields.push(field);
     }
   }
   const { decline, go } = formEnd(c, form, byURL ? "Done" : "Submit", answer);
@@ -310,55 +300,53 @@ function elicitationCard(a, answer) {
 }
 
 /**
- * formField is one property of an elicitation's form: its row (label,
- * control, description) and value(), the property's JSON value, or
- * undefined when left empty.
+ * formField is one field of an elicitation's form, as the host lists it
+ * (host.FormField: name, title, type, format, required, choices, default,
+ * bounds): its row (label, control, description) and value(), the
+ * field's JSON value, or undefined when left empty.
  */
-function formField(name, p, required) {
+function formField(f) {
+  const { name, required } = f;
   const row = el("label", "field");
-  row.appendChild(el("span", "fname", (p.title || name) + (required ? " *" : "")));
-  const choices = Array.isArray(p.enum)
-    ? p.enum.map((v, i) => ({ value: v, label: (p.enumNames && p.enumNames[i]) || String(v) }))
-    : Array.isArray(p.oneOf) && p.oneOf.every((o) => o && "const" in o)
-      ? p.oneOf.map((o) => ({ value: o.const, label: o.title || String(o.const) }))
-      : null;
+  row.appendChild(el("span", "fname", (f.title || name) + (required ? " *" : "")));
+  const choices = f.choices && f.choices.length ? f.choices : null;
   let value;
   if (choices) {
     const sel = el("select");
     sel.name = name;
-    sel.required = required;
+    sel.required = !!required;
     sel.appendChild(el("option", null, required ? "Choose…" : "—")).value = "";
     choices.forEach((ch, i) => {
       const o = el("option", null, ch.label);
       o.value = String(i);
-      if (p.default !== undefined && ch.value === p.default) o.selected = true;
+      if (f.default !== undefined && ch.value === f.default) o.selected = true;
       sel.appendChild(o);
     });
     row.appendChild(sel);
     value = () => (sel.value === "" ? undefined : choices[Number(sel.value)].value);
-  } else if (p.type === "boolean") {
+  } else if (f.type === "boolean") {
     const box = el("input");
     box.type = "checkbox";
     box.name = name;
-    box.checked = p.default === true;
+    box.checked = f.default === true;
     row.classList.add("check");
     row.appendChild(box);
     value = () => box.checked;
   } else {
     const inp = el("input");
     inp.name = name;
-    inp.required = required;
-    if (p.type === "number" || p.type === "integer") {
+    inp.required = !!required;
+    if (f.type === "number" || f.type === "integer") {
       inp.type = "number";
-      inp.step = p.type === "integer" ? "1" : "any";
-      if (typeof p.minimum === "number") inp.min = String(p.minimum);
-      if (typeof p.maximum === "number") inp.max = String(p.maximum);
+      inp.step = f.type === "integer" ? "1" : "any";
+      if (typeof f.minimum === "number") inp.min = String(f.minimum);
+      if (typeof f.maximum === "number") inp.max = String(f.maximum);
     } else {
-      inp.type = { email: "email", uri: "url", date: "date" }[p.format] || "text";
-      if (typeof p.minLength === "number") inp.minLength = p.minLength;
-      if (typeof p.maxLength === "number") inp.maxLength = p.maxLength;
+      inp.type = { email: "email", uri: "url", date: "date" }[f.format] || "text";
+      if (typeof f.min_length === "number") inp.minLength = f.min_length;
+      if (typeof f.max_length === "number") inp.maxLength = f.max_length;
     }
-    if (p.default !== undefined) inp.value = String(p.default);
+    if (f.default !== undefined && f.default !== null) inp.value = String(f.default);
     row.appendChild(inp);
     value = () => {
       const v = inp.value.trim();
@@ -366,7 +354,7 @@ function formField(name, p, required) {
       return inp.type === "number" ? Number(v) : v;
     };
   }
-  if (p.description) row.appendChild(el("span", "desc", p.description));
+  if (f.description) row.appendChild(el("span", "desc", f.description));
   return { name, row, value };
 }
 
