@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -631,5 +633,72 @@ func TestSessionOptionsForOwner(t *testing.T) {
 	}
 	if !reflect.DeepEqual(m, map[string]float64{"owner@x.com": 0.25}) {
 		t.Errorf("spend %v, want only the owner's 0.25", m)
+	}
+}
+
+// An MCP server's form is answered through the same authorization point
+// as any approval: a viewer's values are refused and never reach the
+// server, a collaborator's do, and the audit log records the answer as
+// rule "answer" with the server's tool, but not the values typed.
+func TestSessionElicitation(t *testing.T) {
+	f := newFixture(t, false)
+	o := f.az.SessionOptions(f.as("owner"), &host.Options{Elicitations: true})
+	got := make(chan string, 1)
+	o.CLI.Transport = &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		c.Write(c.SystemInit(), c.AssistantToolUse("toolu_1", "mcp__deploy__pick", map[string]any{}))
+		raw, err := c.Request(ctx, "elicitation", map[string]any{"mcp_server_name": "deploy", "message": "Which environment?",
+			"requested_schema": map[string]any{"type": "object", "required": []string{"env"}, "properties": map[string]any{
+				"env": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return err
+		}
+		got <- string(raw)
+		c.Write(c.ToolResult("toolu_1", "ok", false), c.AssistantText("done"), c.ResultSuccess("done"))
+		<-ctx.Done()
+		return nil
+	}}
+	s, err := host.Start(f.ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f.shared(s.ID())
+	if _, err := s.Do(f.as("collab"), &host.Command{Type: host.CommandSend, Text: "deploy"}); err != nil {
+		t.Fatal(err)
+	}
+	var ap *host.Approval
+	for l := range s.Watch(f.ctx) {
+		if l.State == host.StateAwaitingAnswer && l.Approval != nil {
+			ap = l.Approval
+			break
+		}
+	}
+	if ap == nil || ap.Kind != host.ApprovalElicitation {
+		t.Fatalf("approval %+v, want an elicitation (%v)", ap, f.ctx.Err())
+	}
+	const secret = "staging-7f3a"
+	answer := &host.Command{Type: host.CommandAnswer, Approval: ap.ID(), Behavior: "allow", Content: json.RawMessage(`{"env":"` + secret + `"}`)}
+	if _, err := s.Do(f.as("viewer"), answer); !errors.Is(err, team.ErrForbidden) {
+		t.Errorf("viewer's answer: %v", err)
+	}
+	if ev := f.rec.last(t); ev.Action != team.ActionRefused || ev.Actor != "viewer@x.com" {
+		t.Errorf("viewer's answer recorded as %+v", ev)
+	}
+	if _, err := s.Do(f.as("collab"), answer); err != nil {
+		t.Fatal(err)
+	}
+	if raw := <-got; raw != `{"action":"accept","content":{"env":"`+secret+`"}}` {
+		t.Errorf("the server got %s", raw)
+	}
+	ev := f.rec.last(t)
+	if ev.Action != team.ActionApproval || ev.Rule != "answer" || ev.Tool != "mcp__deploy" || ev.ActorName != "Colin" ||
+		strings.Contains(fmt.Sprintf("%+v", ev), secret) {
+		t.Errorf("answer recorded as %+v", ev)
 	}
 }
