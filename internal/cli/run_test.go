@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/mcptest"
 )
 
 func fileBash(name string) *claudetest.Reply {
@@ -261,4 +263,115 @@ func TestRealCLIRunJSON(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(cli.Dir, "json.txt")); err != nil || string(b) != "made-by-tether\n" {
 		t.Errorf("json.txt = %q, %v", b, err)
 	}
+}
+
+// With --json an MCP server's form comes as one approval event of kind
+// elicitation carrying the host's reading of the form (fields, choices,
+// bounds), and a script answers it a line per field, in that order.
+func TestRealCLIRunJSONElicitation(t *testing.T) {
+	t.Parallel()
+	url, listed := mcptest.ServeHTTP(t, mcptest.Deploy())
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
+		claudetest.TextReply("Ready."),
+		claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
+		claudetest.TextReply("Deployed."),
+	}})
+	mcpConfig := `{"mcpServers":{"deploy":{"type":"http","url":"` + url + `/"}}}`
+	cmd := exec.CommandContext(ctx, tetherBinary(t), runArgs(cli, "--json", "-i", "--mcp-config", mcpConfig, "--allow", "mcp__deploy", "hello")...)
+	cmd.Env, cmd.Dir = cli.Environ(), cli.Dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan map[string]any)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var ev map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				ev = map[string]any{"type": "not JSON", "text": sc.Text()}
+			}
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	// await reads events until one that ok accepts.
+	await := func(what string, ok func(map[string]any) bool) map[string]any {
+		t.Helper()
+		for {
+			select {
+			case ev, open := <-events:
+				if !open {
+					t.Fatalf("the output ended before %s\n%s", what, errb.String())
+				}
+				if ev["type"] == "not JSON" {
+					t.Errorf("not JSON: %q", ev["text"])
+				}
+				if ok(ev) {
+					return ev
+				}
+			case <-ctx.Done():
+				t.Fatalf("no %s: %v", what, ctx.Err())
+			}
+		}
+	}
+	result := func(ev map[string]any) bool {
+		m, _ := ev["message"].(map[string]any)
+		return ev["type"] == "message" && m["type"] == "result"
+	}
+	await("the first turn's result", result)
+	select {
+	case <-listed:
+	case <-ctx.Done():
+		t.Fatal("the CLI never listed the deploy server's tools")
+	}
+	io.WriteString(stdin, "deploy it\n")
+	ap := await("the elicitation", func(ev map[string]any) bool { return ev["type"] == "approval" })
+	type field struct {
+		Name      string
+		Required  bool
+		Choices   []struct{ Value, Label string }
+		MaxLength *int `json:"max_length"`
+	}
+	var got struct {
+		Kind, Server, Text string
+		Form               []field
+	}
+	if b, err := json.Marshal(ap); err != nil || json.Unmarshal(b, &got) != nil {
+		t.Fatalf("approval %v", ap)
+	}
+	if got.Kind != "elicitation" || got.Server != "deploy" || got.Text != mcptest.DeployMessage || len(got.Form) != 2 ||
+		got.Form[0].Name != "env" || !got.Form[0].Required || len(got.Form[0].Choices) != 2 || got.Form[0].Choices[1].Value != "production" ||
+		got.Form[1].Name != "note" || got.Form[1].MaxLength == nil || *got.Form[1].MaxLength != 200 {
+		t.Errorf("the approval event: %+v", got)
+	}
+	io.WriteString(stdin, "1\nsmoke test\n")
+	await("the answer's note", func(ev map[string]any) bool {
+		return ev["type"] == "note" && ev["text"] == "sent deploy: env=staging, note=smoke test"
+	})
+	await("the second turn's result", result)
+	stdin.Close()
+	await("the cost", func(ev map[string]any) bool { return ev["type"] == "cost" })
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("%v\n%s", err, errb.String())
+	}
+	reqs := api.MessagesRequests()
+	if tr := reqs[len(reqs)-1].Params.ToolResult("toolu_pick"); tr == nil || len(tr.Content) == 0 || tr.Content[0].Text != "accept map[env:staging note:smoke test]" {
+		t.Errorf("the tool's result = %+v", tr)
+	}
+	noProcessIn(t, cli.Dir)
 }
