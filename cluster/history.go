@@ -111,7 +111,8 @@ func (a *answers) add(ev host.Event) {
 		if a.asked == nil || len(a.asked) >= 4*maxResolved {
 			a.asked = map[string]host.ApprovalInfo{} // never answered (a crash): forget
 		}
-		a.asked[ai.ID] = host.ApprovalInfo{Kind: ai.Kind, ToolName: ai.ToolName, ToolUseID: ai.ToolUseID}
+		// What the record of its answer needs, not the whole request.
+		a.asked[ai.ID] = host.ApprovalInfo{Kind: ai.Kind, ToolName: ai.ToolName, ToolUseID: ai.ToolUseID, Server: ai.Server, Message: ai.Message}
 	case host.EventApprovalResolved:
 		var r host.ApprovalResolved
 		if json.Unmarshal(ev.Data, &r) != nil || r.ID == "" {
@@ -122,7 +123,7 @@ func (a *answers) add(ev host.Event) {
 		if !ok || r.Outcome == "withdrawn" {
 			return
 		}
-		a.keep(host.ResolvedApproval{ApprovalResolved: r, Kind: ai.Kind, ToolName: ai.ToolName, ToolUseID: ai.ToolUseID, Resolved: ev.Time})
+		a.keep(ai.Resolved(r, ev.Time))
 	}
 }
 

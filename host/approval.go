@@ -78,7 +78,11 @@ type Approval struct {
 	// Elicitation is the server's request of an ApprovalElicitation.
 	// Request then stands in for it where a tool's name is shown: its
 	// ToolName is "mcp__" and the server's name, its Title, DisplayName
-	// and Description the request's (Description its message).
+	// and Description the request's (Description its message), and its
+	// ToolUseID the call of the server's tool that asks, when the session
+	// can tell: the CLI does not say, so it is the one call to that
+	// server's tools running when the request passes in stream order
+	// (none when several are).
 	Elicitation *claude.ElicitationRequest
 	// Asked is when the request arrived.
 	Asked time.Time

@@ -81,7 +81,7 @@ func TestElicitationApproval(t *testing.T) {
 	}
 	info := a.Info()
 	if info.Kind != "elicitation" || info.Server != "deploy" || info.Message != "Which environment?" || info.Mode != "form" ||
-		info.Title != "deploy asks for input" || len(info.PropertyOrder) != 2 || !json.Valid(info.RequestedSchema) {
+		info.Title != "deploy asks for input" || len(info.PropertyOrder) != 2 || !json.Valid(info.RequestedSchema) || info.ToolUseID != "toolu_1" {
 		t.Errorf("info = %+v", info)
 	}
 	wantForm := []host.FormField{
@@ -144,9 +144,10 @@ func TestElicitationApproval(t *testing.T) {
 
 	var outcomes []string
 	for _, r := range s.Snapshot().Resolved {
-		outcomes = append(outcomes, r.Kind+" "+r.Outcome+" by "+r.AnsweredBy)
+		outcomes = append(outcomes, r.Kind+" "+r.Outcome+" by "+r.AnsweredBy+" ("+r.ToolUseID+" "+r.Server+": "+r.ServerMessage+")")
 	}
-	if want := []string{"elicitation answered by Ann", "elicitation denied by ", "elicitation denied by "}; !slices.Equal(outcomes, want) {
+	const on = " (toolu_1 deploy: Which environment?)"
+	if want := []string{"elicitation answered by Ann" + on, "elicitation denied by " + on, "elicitation denied by " + on}; !slices.Equal(outcomes, want) {
 		t.Errorf("journaled outcomes %q, want %q", outcomes, want)
 	}
 }
@@ -204,4 +205,51 @@ func TestElicitationForm(t *testing.T) {
 		t.Errorf("CLI got %s", got)
 	}
 	l.waitState(t, ctx, host.StateIdle)
+}
+
+// An elicitation is tied to the call of its server's tool that is
+// running, the only one; with two calls to that server running, or
+// none, it is tied to no call rather than to a guess.
+func TestElicitationToolCall(t *testing.T) {
+	ctx := testCtx(t)
+	answers := make(chan string, 3)
+	s, l := start(t, &host.Options{Elicitations: true}, func(ctx context.Context, c *claudetest.CLI) error {
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		c.Write(c.SystemInit(), c.AssistantToolUse("toolu_other", "mcp__other__pick", map[string]any{}))
+		for _, tu := range []string{"toolu_1", "toolu_2", ""} {
+			if tu != "" {
+				c.Write(c.AssistantToolUse(tu, "mcp__deploy__pick", map[string]any{}))
+			} else {
+				c.Write(c.ToolResult("toolu_1", "ok", false), c.ToolResult("toolu_2", "ok", false))
+			}
+			raw, err := c.Request(ctx, "elicitation", deployForm)
+			if err != nil {
+				return err
+			}
+			answers <- string(raw)
+		}
+		c.Write(c.ToolResult("toolu_other", "ok", false), c.AssistantText("done"), c.ResultSuccess("done"))
+		_, err := c.ReadUser(ctx)
+		return err
+	})
+	s.Send(ctx, "deploy")
+	var ids []string
+	seen := map[*host.Approval]bool{}
+	for range 3 {
+		a := l.waitFor(t, ctx, "a request", func(v host.Liveness) bool { return v.Approval != nil && !seen[v.Approval] }).Approval
+		ids = append(ids, a.Info().ToolUseID)
+		if err := a.Deny("no"); err != nil {
+			t.Fatal(err)
+		}
+		<-answers
+		seen[a] = true
+	}
+	if want := []string{"toolu_1", "", ""}; !slices.Equal(ids, want) {
+		t.Errorf("tied to %q, want %q", ids, want)
+	}
 }

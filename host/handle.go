@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
@@ -213,7 +214,11 @@ func (s *Session) observe(ev *claude.ControlEvent) {
 			s.log.Warn("host: undecodable elicitation", "err", err)
 			return
 		}
-		s.announceLocked(s.elicitationLocked(req))
+		a := s.elicitationLocked(req)
+		if a.Request.ToolUseID == "" && !a.announced {
+			a.Request.ToolUseID = s.askingToolLocked(req.ServerName)
+		}
+		s.announceLocked(a)
 	case ev.Type == claude.ControlEventCancel:
 		if a, ok := s.byID[ev.RequestID]; ok {
 			a.withdrawLocked()
@@ -223,6 +228,23 @@ func (s *Session) observe(ev *claude.ControlEvent) {
 		return
 	}
 	s.transition()
+}
+
+// askingToolLocked returns the id of the one call to server's tools
+// running on the main thread, "" when there is none or there are several
+// (s.mu held): the tool call an elicitation comes from, as far as the
+// stream tells.
+func (s *Session) askingToolLocked(server string) string {
+	id := ""
+	for _, t := range s.tools {
+		if strings.HasPrefix(t.name, "mcp__"+server+"__") {
+			if id != "" {
+				return ""
+			}
+			id = t.id
+		}
+	}
+	return id
 }
 
 // announceLocked lists a pending approval, in stream order, and

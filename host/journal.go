@@ -175,12 +175,24 @@ type ApprovalResolved struct {
 // on that call.
 type ResolvedApproval struct {
 	ApprovalResolved
-	// Kind ("tool" or "question"), ToolName and ToolUseID: as in the
-	// ApprovalInfo of the request.
-	Kind      string    `json:"kind"`
-	ToolName  string    `json:"tool_name"`
-	ToolUseID string    `json:"tool_use_id,omitempty"`
-	Resolved  time.Time `json:"resolved"`
+	// Kind ("tool", "question" or "elicitation"), ToolName and
+	// ToolUseID: as in the ApprovalInfo of the request.
+	Kind      string `json:"kind"`
+	ToolName  string `json:"tool_name"`
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	// An elicitation's server and what it asked (ApprovalInfo's Server
+	// and Message), for the record of the answer.
+	Server        string    `json:"server,omitempty"`
+	ServerMessage string    `json:"server_message,omitempty"`
+	Resolved      time.Time `json:"resolved"`
+}
+
+// Resolved returns the entry of Snapshot.Resolved for info's approval
+// answered with r at the time at: what a reader of the events rebuilds
+// from an EventApproval and its EventApprovalResolved.
+func (info ApprovalInfo) Resolved(r ApprovalResolved, at time.Time) ResolvedApproval {
+	return ResolvedApproval{ApprovalResolved: r, Kind: info.Kind, ToolName: info.ToolName, ToolUseID: info.ToolUseID,
+		Server: info.Server, ServerMessage: info.Message, Resolved: at}
 }
 
 // maxResolved bounds Snapshot.Resolved: the most recent answers are kept.
@@ -809,7 +821,7 @@ func (s *Session) recordResolved(a *Approval, r claude.PermissionResult, actor s
 		if len(s.resolved) >= maxResolved {
 			s.resolved = slices.Delete(s.resolved, 0, len(s.resolved)-maxResolved+1)
 		}
-		s.resolved = append(s.resolved, ResolvedApproval{ApprovalResolved: ev, Kind: info.Kind, ToolName: info.ToolName, ToolUseID: info.ToolUseID, Resolved: time.Now()})
+		s.resolved = append(s.resolved, info.Resolved(ev, time.Now()))
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // card (the server, its message, a field per property, the required one
 // marked), the session waits for an answer, Submit sends the values to
 // the server's tool, whose result the model gets; a second request
-// declined with Decline reaches the tool as a decline.
+// declined with Decline reaches the tool as a decline. A reload finds
+// the pending form again, and after the answers their records.
 //
 // The server is remote (mcptest: streamable HTTP, in this process): the CLI lets
 // remote servers ask in form mode on every pinned CLI (claude's
@@ -53,6 +54,15 @@ func testElicitation(t *testing.T, b *browser) {
 	const card = `.approval.elicitation:not(.answered)`
 	tb.waitJS("the form", `document.querySelector("`+card+` select[name=env]")`)
 	tb.waitState("awaiting_answer")
+	// Someone who comes back to the page later (a reload, a
+	// notification opened) finds the form again, from the snapshot.
+	reopen := func() {
+		tb.run(chromedp.Reload())
+		tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+		tb.waitJS("the session reopened", `window.tether.view && window.tether.view.lastSeq > 0`)
+	}
+	reopen()
+	tb.waitJS("the form after a reload", `document.querySelector("`+card+` select[name=env]")`)
 	var view struct {
 		Title, Message, Env, Note string
 		Options                   []string
@@ -86,10 +96,20 @@ func testElicitation(t *testing.T, b *browser) {
 	tb.waitJS("the answers' records", `document.querySelectorAll(".approval-record").length === 2`)
 	var records []string
 	tb.eval(`[...document.querySelectorAll(".approval-record")].map((r) => r.textContent)`, &records)
-	if strings.Join(records, "|") != "Answered · deploy: "+mcptest.DeployMessage+"|Denied · deploy: "+mcptest.DeployMessage {
+	if strings.Join(records, "|") != "Answered · deploy: "+mcptest.DeployMessage+"|Declined · deploy: "+mcptest.DeployMessage {
 		t.Errorf("the transcript's records of the answers: %q", records)
 	}
 	tb.shots("answered")
+	reopen()
+	tb.waitTurns(2)
+	tb.waitJS("the answers' records after a reload", `document.querySelectorAll(".approval-record").length === 2`)
+	tb.eval(`[...document.querySelectorAll(".approval-record")].map((r) => r.textContent)`, &records)
+	if strings.Join(records, "|") != "Answered · deploy: "+mcptest.DeployMessage+"|Declined · deploy: "+mcptest.DeployMessage {
+		t.Errorf("after a reload, the transcript's records of the answers: %q", records)
+	}
+	if n := tb.count(card); n != 0 {
+		t.Errorf("after a reload, %d forms wait for an answer", n)
+	}
 
 	// The last request carries the conversation's every tool result.
 	reqs := e.api.MessagesRequests()

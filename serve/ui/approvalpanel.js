@@ -71,7 +71,7 @@ export class ApprovalPanel {
       c.appendChild(el("p", "muted small", "Waiting for the owner or a collaborator to answer."));
     }
     this.pending.set(a.id, { info: a, el: c });
-    if (a.tool_use_id) o.transcript.awaiting(a.tool_use_id, true, a.kind === "question");
+    if (a.tool_use_id) o.transcript.awaiting(a.tool_use_id, true, a.kind !== "tool");
     this.box.appendChild(c);
     o.scroll();
     // Keyboard-first: the new card takes the keys unless the user is typing.
@@ -87,7 +87,9 @@ export class ApprovalPanel {
     this.pending.delete(r.id);
     if (a.info.tool_use_id) {
       o.transcript.awaiting(a.info.tool_use_id, false);
-      if (r.outcome === "denied") o.transcript.denied(a.info.tool_use_id);
+      // A declined form is an answer the server's tool goes on with,
+      // not a call denied.
+      if (r.outcome === "denied" && a.info.kind !== "elicitation") o.transcript.denied(a.info.tool_use_id);
     }
     approvals.resolved(a.el, r, this.mine.has(r.id));
     if (r.answered_by && a.info.tool_use_id) o.transcript.answeredBy(a.info.tool_use_id, r.outcome, r.answered_by);
@@ -110,10 +112,7 @@ export class ApprovalPanel {
     const focused = done.a.el.contains(document.activeElement);
     done.a.el.remove();
     if (!this.o.shown()) return;
-    const info = done.a.info;
-    // An MCP server's form names its server and what it asked.
-    const what = info.kind === "elicitation" ? (info.display_name || info.server) + ": " + (info.message || "").slice(0, 120) : info.tool_name;
-    this.record(done.r, info.tool_use_id, what, parseInput(info.input));
+    this.record(done.r, done.a.info);
     if (focused) this.o.prompt.focus({ preventScroll: true });
   }
 
@@ -126,18 +125,27 @@ export class ApprovalPanel {
     const tr = this.o.transcript;
     for (const r of list) {
       if (!r.tool_use_id || !tr.tools.has(r.tool_use_id)) continue;
-      if (r.outcome === "denied") tr.denied(r.tool_use_id);
+      if (r.outcome === "denied" && r.kind !== "elicitation") tr.denied(r.tool_use_id);
       if (r.answered_by) tr.answeredBy(r.tool_use_id, r.outcome, r.answered_by);
-      this.record(r, r.tool_use_id, r.tool_name);
+      this.record(r, { ...r, message: r.server_message });
     }
   }
 
-  // record puts an answered approval's line after its tool call's card
-  // (or at the end of the transcript when the card is not shown).
-  record(r, toolUseID, tool, input) {
+  /**
+   * record puts the line of an approval a (its ApprovalInfo, or as much
+   * of it as a resolved entry holds) answered with r after its tool
+   * call's card, or at the end of the transcript when the card is not
+   * shown. An MCP server's form is named by its server and what it
+   * asked, not by its tool's input, and a form not answered was
+   * declined (the server's tool goes on), not denied.
+   */
+  record(r, a) {
     const tr = this.o.transcript;
-    const card = toolUseID && tr.tools.get(toolUseID);
-    const rec = approvals.record(r, tool, input ?? card?.inputValue);
+    const card = a.tool_use_id && tr.tools.get(a.tool_use_id);
+    const rec =
+      a.kind === "elicitation"
+        ? approvals.record({ ...r, outcome: r.outcome === "denied" ? "declined" : r.outcome }, (a.server || a.tool_name) + ": " + (a.message || "").slice(0, 120))
+        : approvals.record(r, a.tool_name, parseInput(a.input) ?? card?.inputValue);
     if (card) card.el.after(rec);
     else tr.root.appendChild(rec);
   }

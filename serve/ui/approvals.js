@@ -390,9 +390,9 @@ export function resolved(c, r, mine) {
  * resolved entry), tool the tool's name, input its input when known.
  */
 export function recordText(r, tool, input) {
-  let what = { allowed: r.always ? "Allowed always" : "Allowed", answered: "Answered", denied: "Denied", withdrawn: "Withdrawn by Claude" }[r.outcome] || r.outcome || "";
+  let what = { allowed: r.always ? "Allowed always" : "Allowed", answered: "Answered", denied: "Denied", declined: "Declined", withdrawn: "Withdrawn by Claude" }[r.outcome] || r.outcome || "";
   if (r.answered_by && r.outcome !== "withdrawn") what += " by " + r.answered_by;
-  if (r.outcome === "denied" && r.message) what += ": " + r.message;
+  if ((r.outcome === "denied" || r.outcome === "declined") && r.message) what += ": " + r.message;
   let gist = "";
   if (input && typeof input === "object") gist = tool === "Bash" ? input.command || "" : toolSummary(tool, input);
   gist = String(gist).replace(/\s+/g, " ").trim();
