@@ -156,7 +156,8 @@ func TestElicitationApproval(t *testing.T) {
 // it lists that are no property, and repeats, are dropped), then the rest
 // by name; choices from enum (with enumNames) or oneOf consts; types,
 // formats, defaults, and the bounds of the field's type (a number's
-// minimum and maximum, a string's length). A page to visit has no form, and takes no content.
+// minimum and maximum, a string's length). A page to visit has no form,
+// and takes no content.
 func TestElicitationForm(t *testing.T) {
 	ctx := testCtx(t)
 	form := map[string]any{

@@ -338,29 +338,37 @@ func formValue(f host.FormField, text string) (any, error) {
 			return false, nil
 		}
 		return nil, errors.New("answer y or n")
-	case "integer", "number":
-		var v any
+	case "number":
 		n, err := strconv.ParseFloat(text, 64)
-		if f.Type == "integer" {
-			i, ierr := strconv.ParseInt(text, 10, 64)
-			if ierr != nil {
-				return nil, errors.New("type a whole number")
-			}
-			v, n = i, float64(i)
-		} else if err != nil {
+		if err != nil {
 			return nil, errors.New("type a number")
-		} else {
-			v = n
 		}
-		if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
-			return nil, fmt.Errorf("type a number %s", within(f.Minimum, f.Maximum))
+		if err := inRange(f, n); err != nil {
+			return nil, err
 		}
-		return v, nil
+		return n, nil
+	case "integer":
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return nil, errors.New("type a whole number")
+		}
+		if err := inRange(f, float64(n)); err != nil {
+			return nil, err
+		}
+		return n, nil
 	}
 	if n := utf8.RuneCountInString(text); f.MinLength != nil && n < *f.MinLength || f.MaxLength != nil && n > *f.MaxLength {
 		return nil, fmt.Errorf("type %s characters (that was %d)", within(f.MinLength, f.MaxLength), n)
 	}
 	return text, nil
+}
+
+// inRange refuses a number outside f's bounds.
+func inRange(f host.FormField, n float64) error {
+	if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
+		return fmt.Errorf("type a number %s", within(f.Minimum, f.Maximum))
+	}
+	return nil
 }
 
 // within says a form field's bounds: "from 1 to 10", "at least 1" or

@@ -142,10 +142,13 @@ export class ApprovalPanel {
   record(r, a) {
     const tr = this.o.transcript;
     const card = a.tool_use_id && tr.tools.get(a.tool_use_id);
-    const rec =
-      a.kind === "elicitation"
-        ? approvals.record({ ...r, outcome: r.outcome === "denied" ? "declined" : r.outcome }, (a.server || a.tool_name) + ": " + (a.message || "").slice(0, 120))
-        : approvals.record(r, a.tool_name, parseInput(a.input) ?? card?.inputValue);
+    let rec;
+    if (a.kind === "elicitation") {
+      const outcome = r.outcome === "denied" ? "declined" : r.outcome;
+      rec = approvals.record({ ...r, outcome }, (a.server || a.tool_name) + ": " + (a.message || "").slice(0, 120));
+    } else {
+      rec = approvals.record(r, a.tool_name, parseInput(a.input) ?? card?.inputValue);
+    }
     if (card) card.el.after(rec);
     else tr.root.appendChild(rec);
   }
