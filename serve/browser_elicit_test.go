@@ -1,6 +1,10 @@
 package serve_test
 
 import (
+	"cmp"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +13,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/internal/mcptest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // testElicitation: an MCP server's tool asks the person for input (an
@@ -16,8 +21,9 @@ import (
 // card (the server, its message, a field per property, the required one
 // marked), the session waits for an answer, Submit sends the values to
 // the server's tool, whose result the model gets; a second request
-// declined with Decline reaches the tool as a decline. A reload finds
-// the pending form again, and after the answers their records.
+// declined with Decline reaches the tool as a decline; a page to visit
+// shows as its link, and Done accepts. A reload finds the pending form
+// again, and after the answers their records.
 //
 // The server is remote (mcptest: streamable HTTP, in this process): the CLI lets
 // remote servers ask in form mode on every pinned CLI (claude's
@@ -31,6 +37,7 @@ func testElicitation(t *testing.T, b *browser) {
 			claudetest.TextReply("Ready."),
 			claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
 			claudetest.ToolUseReply("toolu_pick2", "mcp__deploy__pick", map[string]any{}),
+			claudetest.ToolUseReply("toolu_signin", "mcp__deploy__signin", map[string]any{}),
 			claudetest.TextReply("Deployed to staging."),
 		}},
 		CLI: func(o *claude.Options) {
@@ -91,22 +98,41 @@ func testElicitation(t *testing.T, b *browser) {
 	tb.run(chromedp.Click(card+` button[type=submit]`, chromedp.ByQuery))
 	tb.waitJS("the second form", `[...document.querySelectorAll("`+card+`")].some((c) => c.dataset.id !== "`+first+`")`)
 	tb.run(chromedp.Click(card+` button.deny`, chromedp.ByQuery))
+	// A page to visit (from CLI 2.1.336; before, the CLI refuses the
+	// server's request itself): the card links to it, opening a new tab
+	// that cannot reach back, and Done says the visit is over.
+	byURL := proc.CompareVersions(cmp.Or(os.Getenv(claudetest.EnvCLIVersion), claudetest.DefaultCLIVersion), "2.1.336") >= 0
+	want := []string{"Answered · deploy: " + mcptest.DeployMessage, "Declined · deploy: " + mcptest.DeployMessage}
+	if byURL {
+		want = append(want, "Answered · deploy: "+mcptest.SignInMessage)
+		tb.waitJS("the page to visit", `document.querySelector("`+card+` p.visit a")`)
+		var link struct{ Href, Target, Rel, Text, Message, Button string }
+		tb.eval(`(() => { const c = document.querySelector("`+card+`"), a = c.querySelector("p.visit a");
+			return {href: a.href, target: a.target, rel: a.rel, text: c.querySelector("p.visit").textContent,
+				message: c.querySelector(".message").textContent, button: c.querySelector("button[type=submit]").textContent}; })()`, &link)
+		if link.Href != mcptest.SignInURL || link.Target != "_blank" || !strings.Contains(link.Rel, "noopener") ||
+			link.Text != "Open "+mcptest.SignInURL+", then press Done." || link.Message != mcptest.SignInMessage || link.Button != "Done" {
+			t.Errorf("the page card shows %+v", link)
+		}
+		tb.shots("visit")
+		tb.run(chromedp.Click(card+` button[type=submit]`, chromedp.ByQuery))
+	}
 	tb.waitText("Deployed to staging.")
 	tb.waitTurns(2)
-	tb.waitJS("the answers' records", `document.querySelectorAll(".approval-record").length === 2`)
-	var records []string
-	tb.eval(`[...document.querySelectorAll(".approval-record")].map((r) => r.textContent)`, &records)
-	if strings.Join(records, "|") != "Answered · deploy: "+mcptest.DeployMessage+"|Declined · deploy: "+mcptest.DeployMessage {
-		t.Errorf("the transcript's records of the answers: %q", records)
+	records := func(when string) {
+		t.Helper()
+		tb.waitJS("the answers' records"+when, fmt.Sprintf(`document.querySelectorAll(".approval-record").length === %d`, len(want)))
+		var got []string
+		tb.eval(`[...document.querySelectorAll(".approval-record")].map((r) => r.textContent)`, &got)
+		if !slices.Equal(got, want) {
+			t.Errorf("the transcript's records of the answers%s: %q, want %q", when, got, want)
+		}
 	}
+	records("")
 	tb.shots("answered")
 	reopen()
 	tb.waitTurns(2)
-	tb.waitJS("the answers' records after a reload", `document.querySelectorAll(".approval-record").length === 2`)
-	tb.eval(`[...document.querySelectorAll(".approval-record")].map((r) => r.textContent)`, &records)
-	if strings.Join(records, "|") != "Answered · deploy: "+mcptest.DeployMessage+"|Declined · deploy: "+mcptest.DeployMessage {
-		t.Errorf("after a reload, the transcript's records of the answers: %q", records)
-	}
+	records(" after a reload")
 	if n := tb.count(card); n != 0 {
 		t.Errorf("after a reload, %d forms wait for an answer", n)
 	}
@@ -119,8 +145,12 @@ func testElicitation(t *testing.T, b *browser) {
 			results = append(results, id+": "+tr.Content[0].Text)
 		}
 	}
-	want := "toolu_pick: accept map[env:staging note:smoke test]|toolu_pick2: decline map[]"
-	if got := strings.Join(results, "|"); got != want {
-		t.Errorf("the tool's results = %q, want %q", got, want)
+	wantResults := "toolu_pick: accept map[env:staging note:smoke test]|toolu_pick2: decline map[]"
+	if got := strings.Join(results, "|"); got != wantResults {
+		t.Errorf("the tool's results = %q, want %q", got, wantResults)
+	}
+	signin := reqs[len(reqs)-1].Params.ToolResult("toolu_signin")
+	if signin == nil || len(signin.Content) == 0 || byURL != (signin.Content[0].Text == "signin accept") {
+		t.Errorf("signin's result = %+v (CLI asks for pages: %v)", signin, byURL)
 	}
 }

@@ -14,15 +14,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DeployMessage is what the Deploy server's tool asks.
+// DeployMessage is what the Deploy server's tool pick asks.
 const DeployMessage = "Which environment, and why?"
+
+// SignInMessage and SignInURL are what the Deploy server's tool signin
+// asks: a page to visit (an elicitation in URL mode).
+const (
+	SignInMessage = "Sign in to deploy"
+	SignInURL     = "https://deploy.invalid/signin"
+)
 
 // Deploy is an MCP server named deploy whose tool pick asks DeployMessage
 // with a form: env, titled Environment, a required choice of staging or
 // production, and note, free text described "Why now" of at most 200
-// characters. The tool's result
-// is the action and the values it got ("accept map[env:staging note:x]",
-// "decline map[]").
+// characters. The tool's result is the action and the values it got
+// ("accept map[env:staging note:x]", "decline map[]"). Its tool signin asks SignInMessage with the page
+// SignInURL to visit, tells the CLI the visit is complete once answered,
+// and its result is the action ("signin accept"). The CLI lets servers
+// ask for a page from 2.1.336 on; before, the request fails and the
+// result is that error.
 func Deploy() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
@@ -38,6 +48,17 @@ func Deploy() *mcp.Server {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", res.Action, res.Content)}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "signin", Description: "Sign in through a page"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: SignInMessage, URL: SignInURL, ElicitationID: "signin-1"})
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: "signin-1"}); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signin " + res.Action}}}, nil, nil
 		})
 	return srv
 }
