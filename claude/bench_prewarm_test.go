@@ -28,8 +28,8 @@ func BenchmarkSessionStart(b *testing.B) {
 		})
 	})
 	b.Run("claimed", func(b *testing.B) {
-		if proc.CompareVersions(cliVersionUnderTest(), claude.ClaimVersion) < 0 {
-			b.Skipf("CLI %s cannot be prewarmed", cliVersionUnderTest())
+		if proc.CompareVersions(claudetest.CLIVersion(), claude.ClaimVersion) < 0 {
+			b.Skipf("CLI %s cannot be prewarmed", claudetest.CLIVersion())
 		}
 		run := claudetest.NewRealRun(b, nil)
 		o := run.Options

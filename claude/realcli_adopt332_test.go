@@ -32,7 +32,7 @@ func TestRealCLISessionFields2_1_332(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	v := cliVersionUnderTest()
+	v := claudetest.CLIVersion()
 	since331 := proc.CompareVersions(v, "2.1.331") >= 0
 	if got := s.Initialize().SandboxEnabled; since331 != (got != nil) || (got != nil && *got) {
 		t.Errorf("initialize sandbox_enabled = %v on %s, want false from 2.1.331, absent before", got, v)
@@ -88,8 +88,8 @@ func TestRealCLISessionFields2_1_332(t *testing.T) {
 // approval withdrawn (ctx cancelled; host.ErrWithdrawn, tested with the
 // fake CLI in host's TestApprovalReleasedByModeChange).
 func TestRealCLIPermissionModeChangeKeepsAsk(t *testing.T) {
-	if proc.CompareVersions(cliVersionUnderTest(), "2.1.332") < 0 {
-		t.Skipf("CLI %s predates the release said to change this (2.1.332)", cliVersionUnderTest())
+	if proc.CompareVersions(claudetest.CLIVersion(), "2.1.332") < 0 {
+		t.Skipf("CLI %s predates the release said to change this (2.1.332)", claudetest.CLIVersion())
 	}
 	var file string
 	run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Respond: func(r *claudetest.Request) *claudetest.Reply {

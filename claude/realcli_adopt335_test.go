@@ -53,7 +53,7 @@ func TestRealCLIInterruptHook2_1_335(t *testing.T) {
 	if res := result(t, msgs); res.Subtype != claude.ResultErrorDuringExecution {
 		t.Errorf("interrupted turn ended %s", res.Subtype)
 	}
-	v := cliVersionUnderTest()
+	v := claudetest.CLIVersion()
 	if proc.CompareVersions(v, "2.1.335") < 0 {
 		if got := log.get(claude.HookEventInterrupt); len(got) != 0 {
 			t.Errorf("CLI %s called the Interrupt hook %d times; it predates the event", v, len(got))

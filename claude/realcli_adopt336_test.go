@@ -59,7 +59,7 @@ func TestRealCLIDecisionConfig2_1_336(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"toolu_auto_allow": "config", "toolu_auto_deny": "config", "toolu_person": "user_temporary"}
-	switch v := cliVersionUnderTest(); {
+	switch v := claudetest.CLIVersion(); {
 	case proc.CompareVersions(v, "2.1.332") < 0:
 		want = map[string]string{} // no record of the decisions
 	case proc.CompareVersions(v, "2.1.336") < 0:

@@ -46,7 +46,7 @@ func TestRealCLIAutoModeUnchecked2_1_337(t *testing.T) {
 	if len(r.PermissionDenials) != 1 || r.PermissionDenials[0].ToolUseID != "toolu_unchecked" {
 		t.Errorf("permission_denials %+v, want the Bash call", r.PermissionDenials)
 	}
-	v := cliVersionUnderTest()
+	v := claudetest.CLIVersion()
 	var warned bool
 	for _, im := range find[*claude.InformationalMessage](msgs) {
 		warned = warned || im.Tag == "auto_mode_no_server_check" && im.Level == "warning" && im.Content != ""

@@ -64,7 +64,7 @@ func init() {
 				}
 				// Nobody answered: CLI 2.1.336 and later record the deny as
 				// the host's own (DecisionConfig).
-				if proc.CompareVersions(cliVersionUnderTest(), "2.1.336") >= 0 {
+				if proc.CompareVersions(claudetest.CLIVersion(), "2.1.336") >= 0 {
 					if got, err := h.CLI.PermissionSources(); err != nil || got["toolu_wait"] != "config" {
 						t.Errorf("the CLI recorded the deny as %q (%v), want config", got["toolu_wait"], err)
 					}

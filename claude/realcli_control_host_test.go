@@ -38,7 +38,7 @@ task's output (2.1.330); SetHasSubscribers is accepted (2.1.330); SetColor is un
 				claudetest.ToolUseReply("toolu_seeded", "Edit", map[string]string{"file_path": "hello.txt", "old_string": "hello", "new_string": "seeded"}),
 				claudetest.TextReply("edited"),
 			}
-			if proc.CompareVersions(cliVersionUnderTest(), "2.1.330") >= 0 {
+			if proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") >= 0 {
 				// A background task for TaskOutput, which 2.1.197 lacks.
 				replies = append(replies,
 					claudetest.ToolUseReply("toolu_bg", "Bash", map[string]any{"command": "echo task-line-one; sleep 120", "description": "Start a task", "run_in_background": true}),
@@ -308,7 +308,7 @@ func TestRealCLIProjectConfigRoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := claude.Connect(ctx, o)
-	if proc.CompareVersions(cliVersionUnderTest(), "2.1.330") < 0 {
+	if proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") < 0 {
 		if err == nil {
 			s.Close()
 			t.Fatal("2.1.197 started with --project-config-root")
@@ -349,7 +349,7 @@ through (2.1.330); one that declares another UUID is refused with "Resume reject
 2.1.197 refuses to start with the flag.`,
 		api: func() *claudetest.MessagesOptions {
 			replies := []*claudetest.Reply{claudetest.TextReply("First answer: apples."), claudetest.TextReply("Second answer: bananas.")}
-			if proc.CompareVersions(cliVersionUnderTest(), "2.1.330") >= 0 {
+			if proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") >= 0 {
 				replies = append(replies, claudetest.TextReply("Resumed."))
 			}
 			return &claudetest.MessagesOptions{Replies: replies}

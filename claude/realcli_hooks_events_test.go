@@ -153,15 +153,6 @@ func cliAtLeast(t *testing.T, msgs []claude.Message, min string) bool {
 	return proc.CompareVersions(inits[0].ClaudeCodeVersion, min) >= 0
 }
 
-// cliVersionUnderTest is the version the real-CLI suite runs, for checks
-// made before the first turn.
-func cliVersionUnderTest() string {
-	if v := os.Getenv(claudetest.EnvCLIVersion); v != "" {
-		return v
-	}
-	return claudetest.DefaultCLIVersion
-}
-
 // isCompactRequest tells the CLI's request for a compaction summary.
 func isCompactRequest(r *claudetest.Request) bool {
 	last := r.Params.LastUser()
@@ -709,7 +700,7 @@ func init() {
 			opts: func(o *claude.Options) {
 				notifLog = newEventLog()
 				notifWaited = make(chan bool, 1)
-				newer := proc.CompareVersions(cliVersionUnderTest(), "2.1.330") >= 0
+				newer := proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") >= 0
 				o.CanUseTool = func(ctx context.Context, r *claude.ToolPermissionRequest) (claude.PermissionResult, error) {
 					// 2.1.330 notifies after 6 to 10 s of an open prompt:
 					// hold the prompt until it does. 2.1.197 never does;
@@ -779,9 +770,9 @@ func TestRealCLIHookOnFailureBlock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := claude.Connect(ctx, o)
-	if proc.CompareVersions(cliVersionUnderTest(), "2.1.330") < 0 {
+	if proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") < 0 {
 		if !errors.Is(err, claude.ErrHookOnFailureUnsupported) {
-			t.Fatalf("Connect on CLI %s: %v, want ErrHookOnFailureUnsupported", cliVersionUnderTest(), err)
+			t.Fatalf("Connect on CLI %s: %v, want ErrHookOnFailureUnsupported", claudetest.CLIVersion(), err)
 		}
 		return
 	}

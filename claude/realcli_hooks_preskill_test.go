@@ -74,8 +74,8 @@ func init() {
 			}, claude.HookEventPreSkillShellCommand)
 		},
 		run: func(t *testing.T, h *harness) {
-			if proc.CompareVersions(cliVersionUnderTest(), preSkillSince) < 0 {
-				t.Skipf("CLI %s has no PreSkillShellCommand event (%s and later)", cliVersionUnderTest(), preSkillSince)
+			if proc.CompareVersions(claudetest.CLIVersion(), preSkillSince) < 0 {
+				t.Skipf("CLI %s has no PreSkillShellCommand event (%s and later)", claudetest.CLIVersion(), preSkillSince)
 			}
 			msgs := h.turn(t, "load the skills")
 			if r := result(t, msgs); r.IsError {

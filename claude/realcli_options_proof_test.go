@@ -234,8 +234,8 @@ func TestRealCLIStrictMCPConfig(t *testing.T) {
 // CLI 2.1.330 or newer.
 func TestRealCLIClaimSettings(t *testing.T) {
 	t.Parallel()
-	if proc.CompareVersions(cliVersionUnderTest(), claude.ClaimVersion) < 0 {
-		t.Skipf("CLI %s cannot be prewarmed (TestPrewarmRealCLI checks the error)", cliVersionUnderTest())
+	if proc.CompareVersions(claudetest.CLIVersion(), claude.ClaimVersion) < 0 {
+		t.Skipf("CLI %s cannot be prewarmed (TestPrewarmRealCLI checks the error)", claudetest.CLIVersion())
 	}
 	for _, deny := range []bool{true, false} {
 		run := claudetest.NewRealRun(t, &claudetest.MessagesOptions{Respond: func(req *claudetest.Request) *claudetest.Reply {
@@ -279,7 +279,7 @@ func TestRealCLIClaimSettings(t *testing.T) {
 			}
 		}
 		if ran := strings.Contains(res, "CLAIM-RAN-42"); ran == deny {
-			t.Errorf("overlay denying Bash %v: Bash ran = %v; tool result %s (CLI %s)", deny, ran, res, cliVersionUnderTest())
+			t.Errorf("overlay denying Bash %v: Bash ran = %v; tool result %s (CLI %s)", deny, ran, res, claudetest.CLIVersion())
 		}
 	}
 }

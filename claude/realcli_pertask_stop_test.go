@@ -24,7 +24,7 @@ func TestRealCLIPerTaskStopAffordance(t *testing.T) {
 		name := map[bool]string{false: "Without", true: "With"}[spare]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if v := cliVersionUnderTest(); spare && proc.CompareVersions(v, "2.1.330") < 0 {
+			if v := claudetest.CLIVersion(); spare && proc.CompareVersions(v, "2.1.330") < 0 {
 				t.Skipf("CLI %s does not take PerTaskStopAffordance (TestRealCLINeedsNewerCLI)", v)
 			}
 			agentAsked, turnHeld := make(chan struct{}), make(chan struct{})

@@ -32,10 +32,10 @@ func TestPrewarmRealCLI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sp, err := claude.Prewarm(ctx, o)
-	if proc.CompareVersions(cliVersionUnderTest(), claude.ClaimVersion) < 0 {
+	if proc.CompareVersions(claudetest.CLIVersion(), claude.ClaimVersion) < 0 {
 		var fe *claude.CLIFeatureError
 		if !errors.Is(err, claude.ErrNeedsNewerCLI) || !errors.As(err, &fe) || fe.Option != "Prewarm" {
-			t.Fatalf("Prewarm on CLI %s: err = %v, want a *CLIFeatureError for Prewarm", cliVersionUnderTest(), err)
+			t.Fatalf("Prewarm on CLI %s: err = %v, want a *CLIFeatureError for Prewarm", claudetest.CLIVersion(), err)
 		}
 		return
 	}
@@ -109,8 +109,8 @@ func TestPrewarmRealCLI(t *testing.T) {
 // does not exist) is a *ClaimError with the CLI's reason, and the spare's
 // CLI is gone.
 func TestPrewarmClaimRefusedRealCLI(t *testing.T) {
-	if proc.CompareVersions(cliVersionUnderTest(), claude.ClaimVersion) < 0 {
-		t.Skipf("CLI %s cannot be prewarmed (TestPrewarmRealCLI checks the error)", cliVersionUnderTest())
+	if proc.CompareVersions(claudetest.CLIVersion(), claude.ClaimVersion) < 0 {
+		t.Skipf("CLI %s cannot be prewarmed (TestPrewarmRealCLI checks the error)", claudetest.CLIVersion())
 	}
 	run := claudetest.NewRealRun(t, nil)
 	run.Options.Cwd = t.TempDir()

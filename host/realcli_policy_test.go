@@ -60,7 +60,7 @@ func TestRealCLIPolicyAnswersRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"toolu_policy": "config", "toolu_person": "user_temporary"}
-	switch v := cliVersion(); {
+	switch v := claudetest.CLIVersion(); {
 	case proc.CompareVersions(v, "2.1.332") < 0:
 		want = map[string]string{}
 	case proc.CompareVersions(v, "2.1.336") < 0:

@@ -76,8 +76,8 @@ func TestManagerClaimsWarmSpareRealCLI(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	warm := slices.Contains(before, s.Claude().PID())
-	if canClaim := proc.CompareVersions(cliVersion(), claude.ClaimVersion) >= 0; warm != canClaim {
-		t.Fatalf("CLI %s: session on a pre-started CLI = %v, want %v", cliVersion(), warm, canClaim)
+	if canClaim := proc.CompareVersions(claudetest.CLIVersion(), claude.ClaimVersion) >= 0; warm != canClaim {
+		t.Fatalf("CLI %s: session on a pre-started CLI = %v, want %v", claudetest.CLIVersion(), warm, canClaim)
 	}
 	if got := s.Snapshot().Cwd; got != target {
 		t.Errorf("Snapshot().Cwd = %q, want %q", got, target)
@@ -109,9 +109,3 @@ func TestManagerClaimsWarmSpareRealCLI(t *testing.T) {
 	}
 }
 
-func cliVersion() string {
-	if v := os.Getenv(claudetest.EnvCLIVersion); v != "" {
-		return v
-	}
-	return claudetest.DefaultCLIVersion
-}

@@ -141,8 +141,8 @@ func TestManagerWorktreeFromSpareRealCLI(t *testing.T) {
 		t.Fatalf("worktree %+v, cwd %s", w, s.Snapshot().Cwd)
 	}
 	warm := slices.Contains(before, s.Claude().PID())
-	if canClaim := proc.CompareVersions(cliVersion(), claude.ClaimVersion) >= 0; warm != canClaim {
-		t.Fatalf("CLI %s: worktree session on a pre-started CLI = %v, want %v", cliVersion(), warm, canClaim)
+	if canClaim := proc.CompareVersions(claudetest.CLIVersion(), claude.ClaimVersion) >= 0; warm != canClaim {
+		t.Fatalf("CLI %s: worktree session on a pre-started CLI = %v, want %v", claudetest.CLIVersion(), warm, canClaim)
 	}
 	d, err := s.Send(ctx, "hi")
 	if err != nil {

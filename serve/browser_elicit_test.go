@@ -1,9 +1,7 @@
 package serve_test
 
 import (
-	"cmp"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -101,7 +99,7 @@ func testElicitation(t *testing.T, b *browser) {
 	// A page to visit (from CLI 2.1.336; before, the CLI refuses the
 	// server's request itself): the card links to it, opening a new tab
 	// that cannot reach back, and Done says the visit is over.
-	byURL := proc.CompareVersions(cmp.Or(os.Getenv(claudetest.EnvCLIVersion), claudetest.DefaultCLIVersion), "2.1.336") >= 0
+	byURL := proc.CompareVersions(claudetest.CLIVersion(), "2.1.336") >= 0
 	want := []string{"Answered · deploy: " + mcptest.DeployMessage, "Declined · deploy: " + mcptest.DeployMessage}
 	if byURL {
 		want = append(want, "Answered · deploy: "+mcptest.SignInMessage)

@@ -103,7 +103,7 @@ func testAutoModeUnchecked(t *testing.T, b *browser) {
 	if n := tb.count(".approval"); n != 0 {
 		t.Errorf("%d approval cards; auto mode asks nobody", n)
 	}
-	v := cmp.Or(os.Getenv(claudetest.EnvCLIVersion), claudetest.DefaultCLIVersion)
+	v := claudetest.CLIVersion()
 	warned := strings.Contains(tb.text("#transcript"), "Auto mode can't check actions in this session")
 	if want := proc.CompareVersions(v, "2.1.336") >= 0; warned != want {
 		t.Errorf("CLI %s: the CLI's warning shown %v, want %v", v, warned, want)

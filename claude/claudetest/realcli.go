@@ -70,6 +70,12 @@ func FindCLI(version string) (string, error) {
 	return p, nil
 }
 
+// CLIVersion is the version of the pinned CLI the real-CLI tests run
+// (FindCLI("")): $TETHER_CLI_VERSION, else DefaultCLIVersion. A test that
+// checks what a release changed asks it which side it is on. (With
+// TETHER_CLI_PATH set the binary is the developer's, whatever this says.)
+func CLIVersion() string { return cliVersion("") }
+
 func cliVersion(version string) string {
 	if version != "" {
 		return version

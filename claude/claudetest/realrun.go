@@ -100,6 +100,5 @@ func (r *RealRun) SaveTranscript(t testing.TB, path, comment string) bool {
 // (no TETHER_CLI_PATH, TETHER_CLI_VERSION unset or DefaultCLIVersion), the
 // one transcripts are recorded from.
 func RecordingVersion() bool {
-	v := os.Getenv("TETHER_CLI_VERSION")
-	return (v == "" || v == DefaultCLIVersion) && os.Getenv("TETHER_CLI_PATH") == ""
+	return CLIVersion() == DefaultCLIVersion && os.Getenv(claude.EnvCLIPath) == ""
 }

@@ -209,10 +209,7 @@ func demoCLI(ctx context.Context, flagPath string, install bool, stderr io.Write
 	if path, _, err := proc.Find("", os.Getenv); err == nil && !install {
 		return path, nil
 	}
-	version := os.Getenv(claudetest.EnvCLIVersion)
-	if version == "" {
-		version = claudetest.DefaultCLIVersion
-	}
+	version := claudetest.CLIVersion()
 	if !install {
 		return "", fmt.Errorf("the Claude Code CLI is not installed; run `tether demo --install` to install version %s into %s, "+
 			"or scripts/install-cli.sh %s from the repository, or `npm install -g @anthropic-ai/claude-code`", version, cacheDirOr(), version)

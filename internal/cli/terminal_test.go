@@ -19,6 +19,7 @@ import (
 
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/internal/mcptest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // The tether binary, built once (on first use) from ./cmd/tether: the
@@ -317,7 +318,8 @@ func TestRealCLIRunPromptSuggestion(t *testing.T) {
 // An MCP server's request for input is asked in the terminal like a
 // question: what the server asks, then the form's fields one at a time
 // (a choice by its number, a wrong one asked again, free text over its
-// bound asked again), and the values reach the server's tool.
+// bound asked again), and the values reach the server's tool; a page to
+// visit is named, and Enter says the visit is done.
 func TestRealCLIRunElicitation(t *testing.T) {
 	t.Parallel()
 	requireCLI(t)
@@ -325,6 +327,7 @@ func TestRealCLIRunElicitation(t *testing.T) {
 	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{Replies: []*claudetest.Reply{
 		claudetest.TextReply("Ready."),
 		claudetest.ToolUseReply("toolu_pick", "mcp__deploy__pick", map[string]any{}),
+		claudetest.ToolUseReply("toolu_signin", "mcp__deploy__signin", map[string]any{}),
 		claudetest.TextReply("Deployed."),
 	}})
 	mcpConfig := `{"mcpServers":{"deploy":{"type":"http","url":"` + url + `/"}}}`
@@ -349,6 +352,15 @@ func TestRealCLIRunElicitation(t *testing.T) {
 	term.waitFor("type at most 200 characters (that was 201)")
 	term.typeLine("smoke test")
 	term.waitFor("sent deploy: env=staging, note=smoke test")
+	// A page to visit, where the CLI lets a server ask for one.
+	byURL := proc.CompareVersions(claudetest.CLIVersion(), "2.1.336") >= 0
+	if byURL {
+		term.waitFor("? deploy asks for input: " + mcptest.SignInMessage)
+		term.waitFor("open " + mcptest.SignInURL)
+		term.waitFor("press Enter once done there")
+		term.typeLine("")
+		term.waitFor("told deploy the page is done")
+	}
 	term.waitFor("Deployed.")
 	term.waitFor("> ")
 	term.send("\x04")
@@ -358,6 +370,9 @@ func TestRealCLIRunElicitation(t *testing.T) {
 	reqs := api.MessagesRequests()
 	if tr := reqs[len(reqs)-1].Params.ToolResult("toolu_pick"); tr == nil || len(tr.Content) == 0 || tr.Content[0].Text != "accept map[env:staging note:smoke test]" {
 		t.Errorf("the tool's result = %+v", tr)
+	}
+	if tr := reqs[len(reqs)-1].Params.ToolResult("toolu_signin"); tr == nil || len(tr.Content) == 0 || byURL != (tr.Content[0].Text == "signin accept") {
+		t.Errorf("signin's result = %+v (CLI asks for pages: %v)", tr, byURL)
 	}
 	noProcessIn(t, cli.Dir)
 }
