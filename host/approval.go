@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"reflect"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -30,15 +33,17 @@ var (
 	// Answer on a tool approval or an elicitation, Accept on anything
 	// but an elicitation.
 	ErrNotAQuestion = errors.New("host: approval is not a question")
-	// ErrFormIncomplete: an elicitation's answer is not a JSON object,
-	// or lacks a value its form requires (the error names it).
-	ErrFormIncomplete = errors.New("host: the form's answer is incomplete")
+	// ErrFormInvalid: an elicitation's answer does not fit its form:
+	// not a JSON object, a value the form requires left out, a field the
+	// form does not have, or a value not of its field's type, choices or
+	// bounds (the error names the field).
+	ErrFormInvalid = errors.New("host: the answer does not fit the form")
 )
 
 // ApprovalError is a refused answer to an approval.
 type ApprovalError struct {
 	ID  string // the approval's id (the CLI's request id)
-	Err error  // ErrNoApproval, ErrAlreadyAnswered, ErrWithdrawn, ErrNotAQuestion or ErrFormIncomplete
+	Err error  // ErrNoApproval, ErrAlreadyAnswered, ErrWithdrawn, ErrNotAQuestion or ErrFormInvalid
 }
 
 func (e *ApprovalError) Error() string { return fmt.Sprintf("%v: %s", e.Err, e.ID) }
@@ -172,9 +177,9 @@ func (a *Approval) answerAs(actor string, answers map[string]string) error {
 
 // Accept answers an elicitation: content is the form's values, a JSON
 // object of the requested schema's properties (nil for a page to visit,
-// once the person is done there). Content that is not an object, or that
-// lacks a property the schema requires, is refused with
-// ErrFormIncomplete, and the approval stays pending. Allow is Accept(nil);
+// once the person is done there). Content that does not fit the form
+// (Form: its fields, their types, choices and bounds; the required ones)
+// is refused with ErrFormInvalid, and the approval stays pending. Allow is Accept(nil);
 // Deny declines.
 func (a *Approval) Accept(content json.RawMessage) error { return a.acceptAs("", content) }
 
@@ -185,9 +190,12 @@ func (a *Approval) acceptAs(actor string, content json.RawMessage) error {
 	return a.s.respond(a.ID(), &claude.PermissionAllow{UpdatedInput: content}, actor)
 }
 
-// checkForm refuses content that does not fill req's form: not a JSON
-// object, or without a property the schema requires. A page to visit
-// takes no content.
+// checkForm refuses content that does not fit req's form, as Form reads
+// it: not a JSON object, a required field left out (or null), a field
+// the form does not have, or a value not of its field's type, choices or
+// bounds. A page to visit takes no content. The server has the last
+// word; this refuses what it would have to, while the person can still
+// put it right.
 func checkForm(req *claude.ElicitationRequest, content json.RawMessage) error {
 	if req.Mode == "url" {
 		return nil
@@ -195,16 +203,66 @@ func checkForm(req *claude.ElicitationRequest, content json.RawMessage) error {
 	var obj map[string]json.RawMessage
 	if len(content) > 0 {
 		if err := json.Unmarshal(content, &obj); err != nil || obj == nil {
-			return fmt.Errorf("%w: not a JSON object", ErrFormIncomplete)
+			return fmt.Errorf("%w: not a JSON object", ErrFormInvalid)
 		}
 	}
-	var schema struct {
-		Required []string `json:"required"`
+	fields := formFields(req)
+	for _, f := range fields {
+		raw, ok := obj[f.Name]
+		if !ok || string(raw) == "null" {
+			if f.Required {
+				return fmt.Errorf("%w: %q is required", ErrFormInvalid, f.Name)
+			}
+			continue
+		}
+		if err := f.check(raw); err != nil {
+			return fmt.Errorf("%w: %q %v", ErrFormInvalid, f.Name, err)
+		}
 	}
-	_ = json.Unmarshal(req.RequestedSchema, &schema)
-	for _, k := range schema.Required {
-		if v, ok := obj[k]; !ok || string(v) == "null" {
-			return fmt.Errorf("%w: %q is required", ErrFormIncomplete, k)
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.ContainsFunc(fields, func(f FormField) bool { return f.Name == k }) {
+			return fmt.Errorf("%w: %q is not a field of the form", ErrFormInvalid, k)
+		}
+	}
+	return nil
+}
+
+// check refuses a value (JSON, not null) that is not of f's type, one of
+// its choices, within its bounds.
+func (f FormField) check(raw json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return errors.New("is not JSON")
+	}
+	if len(f.Choices) > 0 {
+		if !slices.ContainsFunc(f.Choices, func(c FormChoice) bool { return reflect.DeepEqual(c.Value, v) }) {
+			return errors.New("is not one of its choices")
+		}
+		return nil
+	}
+	switch f.Type {
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return errors.New("is not true or false")
+		}
+	case "number", "integer":
+		n, ok := v.(float64)
+		if !ok {
+			return errors.New("is not a number")
+		}
+		if f.Type == "integer" && n != math.Trunc(n) {
+			return errors.New("is not a whole number")
+		}
+		if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
+			return errors.New("is out of its bounds")
+		}
+	default:
+		t, ok := v.(string)
+		if !ok {
+			return errors.New("is not text")
+		}
+		if n := utf8.RuneCountInString(t); f.MinLength != nil && n < *f.MinLength || f.MaxLength != nil && n > *f.MaxLength {
+			return errors.New("is too short or too long")
 		}
 	}
 	return nil
@@ -491,8 +549,15 @@ type FormChoice struct {
 // object, a malformed enum) comes as a field of its type, or a string,
 // to be answered as text.
 func (a *Approval) Form() []FormField {
-	e := a.Elicitation
-	if a.Kind != ApprovalElicitation || e == nil || e.Mode == "url" {
+	if a.Kind != ApprovalElicitation || a.Elicitation == nil {
+		return nil
+	}
+	return formFields(a.Elicitation)
+}
+
+// formFields reads e's form (Form); nil for a page to visit.
+func formFields(e *claude.ElicitationRequest) []FormField {
+	if e.Mode == "url" {
 		return nil
 	}
 	var schema struct {

@@ -229,7 +229,7 @@ const (
 	CodeAlreadyAnswered = "already_answered"
 	CodeWithdrawn       = "withdrawn"
 	CodeNotAQuestion    = "not_a_question"
-	CodeFormIncomplete  = "form_incomplete"
+	CodeFormInvalid     = "form_invalid"
 	CodeNotQueued       = "not_queued"
 	CodeNoSession       = "no_session"
 	CodeUnavailable     = "unavailable"
@@ -270,7 +270,7 @@ var codeSentinels = map[string]error{
 	CodeAlreadyAnswered: ErrAlreadyAnswered,
 	CodeWithdrawn:       ErrWithdrawn,
 	CodeNotAQuestion:    ErrNotAQuestion,
-	CodeFormIncomplete:  ErrFormIncomplete,
+	CodeFormInvalid:     ErrFormInvalid,
 	CodeNotQueued:       ErrNotQueued,
 	CodeBusy:            ErrBusy,
 	CodeTimeout:         context.DeadlineExceeded,
@@ -331,8 +331,8 @@ func ErrorCode(err error) string {
 		return CodeWithdrawn
 	case errors.Is(err, ErrNotAQuestion):
 		return CodeNotAQuestion
-	case errors.Is(err, ErrFormIncomplete):
-		return CodeFormIncomplete
+	case errors.Is(err, ErrFormInvalid):
+		return CodeFormInvalid
 	case errors.Is(err, ErrNotQueued):
 		return CodeNotQueued
 	case errors.Is(err, ErrSessionClosed), errors.Is(err, ErrManagerClosed), errors.Is(err, claude.ErrClosed):

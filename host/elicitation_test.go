@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -100,17 +101,20 @@ func TestElicitationApproval(t *testing.T) {
 		want error
 	}{
 		{"answer", a.Answer(map[string]string{"env": "staging"}), host.ErrNotAQuestion},
-		{"allow", a.Allow(), host.ErrFormIncomplete},
-		{"not an object", a.Accept(json.RawMessage(`["staging"]`)), host.ErrFormIncomplete},
-		{"without env", a.Accept(json.RawMessage(`{"note":"x"}`)), host.ErrFormIncomplete},
-		{"env null", a.Accept(json.RawMessage(`{"env":null}`)), host.ErrFormIncomplete},
+		{"allow", a.Allow(), host.ErrFormInvalid},
+		{"not an object", a.Accept(json.RawMessage(`["staging"]`)), host.ErrFormInvalid},
+		{"without env", a.Accept(json.RawMessage(`{"note":"x"}`)), host.ErrFormInvalid},
+		{"env null", a.Accept(json.RawMessage(`{"env":null}`)), host.ErrFormInvalid},
+		{"env not a choice", a.Accept(json.RawMessage(`{"env":"qa"}`)), host.ErrFormInvalid},
+		{"note a number", a.Accept(json.RawMessage(`{"env":"staging","note":5}`)), host.ErrFormInvalid},
+		{"a field the form lacks", a.Accept(json.RawMessage(`{"env":"staging","notes":"x"}`)), host.ErrFormInvalid},
 	} {
 		var ae *host.ApprovalError
 		if !errors.Is(c.err, c.want) || !errors.As(c.err, &ae) || ae.ID != a.ID() {
 			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
 		}
 	}
-	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow", Content: json.RawMessage(`{}`)}); host.ErrorCode(err) != host.CodeFormIncomplete {
+	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow", Content: json.RawMessage(`{}`)}); host.ErrorCode(err) != host.CodeFormInvalid {
 		t.Errorf("Do without env: %v (code %q)", err, host.ErrorCode(err))
 	}
 	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "deny", Content: json.RawMessage(`{}`)}); host.ErrorCode(err) != host.CodeBadRequest {
@@ -189,10 +193,20 @@ func TestElicitationForm(t *testing.T) {
 	if a.Info().Title != "Order form" {
 		t.Errorf("title %q", a.Info().Title)
 	}
-	if err := a.Accept(json.RawMessage(`{"qty":2,"gift":true}`)); err != nil {
+	// What does not fit the form is refused, naming the field, and the
+	// approval waits on.
+	for content, field := range map[string]string{
+		`{"qty":10}`: "qty", `{"qty":2.5}`: "qty", `{"qty":"2"}`: "qty", `{"qty":2,"email":"ab"}`: "email",
+		`{"qty":2,"size":"l"}`: "size", `{"qty":2,"speed":3}`: "speed", `{"qty":2,"gift":"yes"}`: "gift", `{"qty":2,"colour":"red"}`: "colour",
+	} {
+		if err := a.Accept(json.RawMessage(content)); !errors.Is(err, host.ErrFormInvalid) || !strings.Contains(err.Error(), `"`+field+`"`) {
+			t.Errorf("Accept(%s) = %v, want ErrFormInvalid naming %s", content, err, field)
+		}
+	}
+	if err := a.Accept(json.RawMessage(`{"qty":2,"gift":true,"size":"m","speed":1,"email":"a@b.c"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-answers; got != `{"action":"accept","content":{"qty":2,"gift":true}}` {
+	if got := <-answers; got != `{"action":"accept","content":{"qty":2,"gift":true,"size":"m","speed":1,"email":"a@b.c"}}` {
 		t.Errorf("CLI got %s", got)
 	}
 	b := l.waitFor(t, ctx, "the page", func(v host.Liveness) bool { return v.Approval != nil && v.Approval != a }).Approval

@@ -38,7 +38,7 @@ const (
 	CodeAlreadyAnswered    = host.CodeAlreadyAnswered
 	CodeWithdrawn          = host.CodeWithdrawn
 	CodeNotAQuestion       = host.CodeNotAQuestion
-	CodeFormIncomplete     = host.CodeFormIncomplete
+	CodeFormInvalid        = host.CodeFormInvalid
 	CodeNotQueued          = host.CodeNotQueued
 	CodeForbidden          = host.CodeForbidden
 	CodeBusy               = host.CodeBusy
