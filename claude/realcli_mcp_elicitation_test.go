@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/mcptest"
 )
 
 // TestRealCLIMCPRemoteElicitation: a remote (streamable HTTP) server's
@@ -34,7 +35,7 @@ func TestRealCLIMCPRemoteElicitation(t *testing.T) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signin " + res.Action}}}, nil, nil
 		})
-	url := serveMCP(t, srv, "http", nil, nil)
+	url, _ := mcptest.ServeHTTP(t, srv)
 	var asked elicitRecorder
 	r := newMCPRun(t, []*claudetest.Reply{
 		claudetest.TextReply("hi"),

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/mcptest"
 	"github.com/tetherhq/tether/internal/proc"
 )
 
@@ -73,49 +73,12 @@ func newRemoteServer(t *testing.T, transport string) *remoteServer {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"] + " in French"}}}}, nil
 		})
 	rs := &remoteServer{}
-	rs.URL = serveMCP(t, srv, transport, func(r *http.Request) {
+	rs.URL, _ = mcptest.Serve(t, srv, &mcptest.ServeOptions{SSE: transport == "sse", OnRequest: func(r *http.Request) {
 		rs.mu.Lock()
 		rs.secrets = append(rs.secrets, r.Header.Get("X-Tether-Secret"))
 		rs.mu.Unlock()
-	}, func() { close(stop) })
+	}, OnCleanup: func() { close(stop) }})
 	return rs
-}
-
-// serveMCP serves srv over transport ("http" or "sse") until the test
-// ends, calling onRequest (if not nil) with every request, and returns
-// its URL. At cleanup it calls onCleanup (if not nil), then cuts what is
-// left: the CLI's SSE stream is open until the CLI goes, and the
-// session, whose cleanup is registered later, closes first.
-func serveMCP(t *testing.T, srv *mcp.Server, transport string, onRequest func(*http.Request), onCleanup func()) string {
-	t.Helper()
-	var h http.Handler
-	switch transport {
-	case "http":
-		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	case "sse":
-		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	default:
-		t.Fatalf("transport %q", transport)
-	}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if onRequest != nil {
-			onRequest(r)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		if onCleanup != nil {
-			onCleanup()
-		}
-		hs.CloseClientConnections()
-		hs.Close()
-		// A streamable HTTP session lives until the client deletes it,
-		// which the CLI does not do on exit.
-		for ss := range srv.Sessions() {
-			ss.Close()
-		}
-	})
-	return hs.URL
 }
 
 // headers returns the secret header of every request so far.

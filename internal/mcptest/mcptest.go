@@ -63,11 +63,34 @@ func Deploy() *mcp.Server {
 	return srv
 }
 
-// ServeHTTP serves srv over streamable HTTP until t ends. It returns the
-// URL and a channel closed once a client has listed the tools: the CLI
-// connects to remote servers in the background, and a turn that calls
-// one of their tools must wait for that.
+// ServeHTTP serves srv over streamable HTTP until t ends: Serve with no
+// options.
 func ServeHTTP(t testing.TB, srv *mcp.Server) (url string, listed <-chan struct{}) {
+	return Serve(t, srv, nil)
+}
+
+// ServeOptions are Serve's; nil means streamable HTTP and nothing more.
+type ServeOptions struct {
+	// SSE serves MCP's older HTTP+SSE transport instead.
+	SSE bool
+	// OnRequest, when set, sees each HTTP request before the server does
+	// (its headers, say).
+	OnRequest func(*http.Request)
+	// OnCleanup, when set, runs first when t ends: to end tool calls
+	// still in flight, which the server's Close waits for.
+	OnCleanup func()
+}
+
+// Serve serves srv until t ends. It returns the URL and a channel closed
+// once a client has listed the tools: the CLI connects to remote servers
+// in the background, and a turn that calls one of their tools must wait
+// for that. At cleanup it cuts what is left: the CLI's SSE stream stays
+// open until the CLI goes, and a streamable HTTP session until the client
+// deletes it, which the CLI does not do on exit.
+func Serve(t testing.TB, srv *mcp.Server, o *ServeOptions) (url string, listed <-chan struct{}) {
+	if o == nil {
+		o = &ServeOptions{}
+	}
 	ch := make(chan struct{})
 	var once sync.Once
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -79,12 +102,22 @@ func ServeHTTP(t testing.TB, srv *mcp.Server) (url string, listed <-chan struct{
 			return res, err
 		}
 	})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	if o.SSE {
+		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.OnRequest != nil {
+			o.OnRequest(r)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
+		if o.OnCleanup != nil {
+			o.OnCleanup()
+		}
 		hs.CloseClientConnections()
 		hs.Close()
-		// A streamable HTTP session lives until the client deletes it,
-		// which the CLI does not do on exit.
 		for ss := range srv.Sessions() {
 			ss.Close()
 		}
