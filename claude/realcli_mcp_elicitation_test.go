@@ -1,11 +1,8 @@
 package claude_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
@@ -22,20 +19,8 @@ import (
 // an ElicitationCompleteMessage.
 func TestRealCLIMCPRemoteElicitation(t *testing.T) {
 	t.Parallel()
-	srv := newDeployServer()
-	mcp.AddTool(srv, &mcp.Tool{Name: "signin", Description: "Sign in through a page"},
-		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Sign in to deploy",
-				URL: "https://deploy.invalid/signin", ElicitationID: "el-1"})
-			if err != nil {
-				return nil, nil, err
-			}
-			if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: "el-1"}); err != nil {
-				return nil, nil, err
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signin " + res.Action}}}, nil, nil
-		})
-	url, _ := mcptest.ServeHTTP(t, srv)
+	// mcptest's deploy server: pick asks a form, signin a page.
+	url, _ := mcptest.ServeHTTP(t, mcptest.Deploy())
 	var asked elicitRecorder
 	r := newMCPRun(t, []*claudetest.Reply{
 		claudetest.TextReply("hi"),
@@ -56,7 +41,7 @@ func TestRealCLIMCPRemoteElicitation(t *testing.T) {
 		t.Errorf("pick's result = %s, want the form's answer", got)
 	}
 	form, byURL := asked.lastOf(""), asked.lastOf("url")
-	if !isDeployForm(form) {
+	if form == nil || form.ServerName != "deploy" || form.Message != mcptest.DeployMessage || !strings.Contains(string(form.RequestedSchema), `"env"`) {
 		t.Errorf("form elicitation = %+v", form)
 	}
 	completed := find[*claude.ElicitationCompleteMessage](msgs)
@@ -66,13 +51,13 @@ func TestRealCLIMCPRemoteElicitation(t *testing.T) {
 		}
 		return
 	}
-	if byURL == nil || byURL.URL != "https://deploy.invalid/signin" || byURL.ElicitationID != "el-1" || byURL.ServerName != "deploy" {
+	if byURL == nil || byURL.URL != mcptest.SignInURL || byURL.ElicitationID != "signin-1" || byURL.ServerName != "deploy" {
 		t.Errorf("CLI %s: url elicitation = %+v", r.Version, byURL)
 	}
 	if got := text("toolu_signin"); !strings.Contains(got, "signin accept") {
 		t.Errorf("CLI %s: signin's result = %s", r.Version, got)
 	}
-	if len(completed) != 1 || completed[0].MCPServerName != "deploy" || completed[0].ElicitationID != "el-1" {
+	if len(completed) != 1 || completed[0].MCPServerName != "deploy" || completed[0].ElicitationID != "signin-1" {
 		t.Errorf("CLI %s: elicitation_complete = %+v in %v", r.Version, completed, types(msgs))
 	}
 }
