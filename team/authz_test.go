@@ -118,6 +118,19 @@ func (f *fixture) shared(id string) {
 }
 
 // state is what a refusal must leave as it was.
+// startShared starts a host session with o, closed when the test ends,
+// and shares it (shared).
+func (f *fixture) startShared(o *host.Options) *host.Session {
+	f.t.Helper()
+	s, err := host.Start(f.ctx, o)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { s.Close() })
+	f.shared(s.ID())
+	return s
+}
+
 func (f *fixture) state(session string) (*team.ACL, map[string]float64) {
 	f.t.Helper()
 	a, err := f.st.ACL(f.ctx, session)
@@ -539,12 +552,7 @@ func TestSessionOptions(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	}}
-	s, err := host.Start(f.ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	f.shared(s.ID())
+	s := f.startShared(o)
 	acl, spend := f.state(s.ID())
 	send := &host.Command{Type: host.CommandSend, Text: "héllo"}
 	for ctx, sentinel := range map[context.Context]error{f.ctx: team.ErrUnauthenticated, f.as("viewer"): team.ErrForbidden} {
@@ -663,12 +671,7 @@ func TestSessionElicitation(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	}}
-	s, err := host.Start(f.ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	f.shared(s.ID())
+	s := f.startShared(o)
 	if _, err := s.Do(f.as("collab"), &host.Command{Type: host.CommandSend, Text: "deploy"}); err != nil {
 		t.Fatal(err)
 	}
