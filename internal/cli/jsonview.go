@@ -14,12 +14,14 @@ import (
 //	{"type":"state","state":"running_tool","tool":"Bash","seq":4}
 //	{"type":"approval","id":"…","kind":"tool","tool":"Bash","input":{…},"suggestions":[…]}
 //	{"type":"approval","id":"…","kind":"question","questions":[…]}
+//	{"type":"approval","id":"…","kind":"elicitation","server":"deploy","text":"…","mode":"form","form":[…]}
 //	{"type":"note","text":"allowed Bash"}
 //	{"type":"error","error":"…"}
 //	{"type":"cost","usd":0.0123,"turns":1,"tokens":{…}}
 //
 // Approvals are answered on stdin with the same words as in a terminal
-// (y, a, n <reason>, or an option number), or by --yes.
+// (y, a, n <reason>, or an option number; a form's fields a line each),
+// or by --yes. README.md's tether run section is the reference.
 type jsonView struct {
 	enc *json.Encoder
 }
