@@ -73,6 +73,10 @@ export class ApprovalPanel {
     this.pending.set(a.id, { info: a, el: c });
     if (a.tool_use_id) o.transcript.awaiting(a.tool_use_id, true, a.kind !== "tool");
     this.box.appendChild(c);
+    // Cards answered a moment ago stay above it until they fold; the one
+    // that waits now must not start out of view (on a phone the box is
+    // half the screen).
+    if (this.pending.size === 1) c.scrollIntoView({ block: "start" });
     o.scroll();
     // Keyboard-first: the new card takes the keys unless the user is typing.
     const ta = o.prompt;

@@ -370,7 +370,7 @@ export function resolved(c, r, mine) {
   let text = r.outcome;
   if (r.outcome === "allowed") text = r.always ? "Allowed always" : "Allowed";
   else if (r.outcome === "answered") text = "Answered";
-  else if (r.outcome === "denied") text = "Denied" + (r.message ? ": " + r.message : "");
+  else if (r.outcome === "denied") text = (c.classList.contains("elicitation") ? "Declined" : "Denied") + (r.message ? ": " + r.message : "");
   else if (r.outcome === "withdrawn") text = "Withdrawn by Claude";
   const here = mine || c.answeredHere;
   // On a team server the event names who answered; that says more than
