@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -545,6 +547,16 @@ func (a *Authorizer) hostCheck(ctx context.Context, s *host.Session, c *host.Com
 	return a.check(ctx, a.sessionID(s), c)
 }
 
+// formFields lists the names of a form's answer (an elicitation's
+// content), sorted and joined by commas; "" for none.
+func formFields(content json.RawMessage) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(content, &obj) != nil {
+		return ""
+	}
+	return strings.Join(slices.Sorted(maps.Keys(obj)), ",")
+}
+
 // recordCommand records an authorized command.
 func (a *Authorizer) recordCommand(ctx context.Context, id *Identity, s *host.Session, c *host.Command) {
 	ev := &AuditEvent{Session: a.sessionID(s)}
@@ -576,6 +588,10 @@ func (a *Authorizer) recordCommand(ctx context.Context, id *Identity, s *host.Se
 			ev.InputDigest = hex.EncodeToString(sum[:])
 		}
 		ev.Detail = "approval " + c.Approval
+		if names := formFields(c.Content); names != "" {
+			// Which fields a form's answer filled, never what it said.
+			ev.Detail += " fields=" + names
+		}
 	case host.CommandInterrupt, host.CommandForceInterrupt:
 		ev.Action, ev.Detail = ActionInterrupt, string(c.Type)
 	case host.CommandSetMode:

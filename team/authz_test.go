@@ -647,7 +647,8 @@ func TestSessionOptionsForOwner(t *testing.T) {
 // An MCP server's form is answered through the same authorization point
 // as any approval: a viewer's values are refused and never reach the
 // server, a collaborator's do, and the audit log records the answer as
-// rule "answer" with the server's tool, but not the values typed.
+// rule "answer" with the server's tool and the fields filled, but not the
+// values typed.
 func TestSessionElicitation(t *testing.T) {
 	f := newFixture(t, false)
 	o := f.az.SessionOptions(f.as("owner"), &host.Options{Elicitations: true})
@@ -701,7 +702,7 @@ func TestSessionElicitation(t *testing.T) {
 	}
 	ev := f.rec.last(t)
 	if ev.Action != team.ActionApproval || ev.Rule != "answer" || ev.Tool != "mcp__deploy" || ev.ActorName != "Colin" ||
-		strings.Contains(fmt.Sprintf("%+v", ev), secret) {
+		!strings.HasSuffix(ev.Detail, " fields=env") || strings.Contains(fmt.Sprintf("%+v", ev), secret) {
 		t.Errorf("answer recorded as %+v", ev)
 	}
 }
