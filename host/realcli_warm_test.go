@@ -108,4 +108,3 @@ func TestManagerClaimsWarmSpareRealCLI(t *testing.T) {
 		t.Errorf("request model = %q, want claude-sonnet-4-5", r.Params.Model)
 	}
 }
-
