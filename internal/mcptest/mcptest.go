@@ -28,11 +28,12 @@ const (
 // with a form: env, titled Environment, a required choice of staging or
 // production, and note, free text described "Why now" of at most 200
 // characters. The tool's result is the action and the values it got
-// ("accept map[env:staging note:x]", "decline map[]"). Its tool signin asks SignInMessage with the page
-// SignInURL to visit, tells the CLI the visit is complete once answered,
-// and its result is the action ("signin accept"). The CLI lets servers
-// ask for a page from 2.1.336 on; before, the request fails and the
-// result is that error.
+// ("accept map[env:staging note:x]", "decline map[]").
+//
+// Its tool signin asks SignInMessage with the page SignInURL to visit,
+// tells the CLI the visit is complete once answered, and its result is
+// the action ("signin accept"). The CLI lets servers ask for a page from
+// 2.1.336 on; before, the request fails and the result is that error.
 func Deploy() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "deploy", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "pick", Description: "Ask which environment"},
