@@ -6,12 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"math"
-	"reflect"
-	"slices"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -35,15 +30,15 @@ var (
 	ErrNotAQuestion = errors.New("host: approval is not a question")
 	// ErrFormInvalid: an elicitation's answer does not fit its form:
 	// not a JSON object, a value the form requires left out, a field the
-	// form does not have, or a value not of its field's type, choices or
-	// bounds (the error names the field).
+	// form does not have, or a value not of its field's type, choices,
+	// bounds or format. A *FormError names the field and says what fits.
 	ErrFormInvalid = errors.New("host: the answer does not fit the form")
 )
 
 // ApprovalError is a refused answer to an approval.
 type ApprovalError struct {
 	ID  string // the approval's id (the CLI's request id)
-	Err error  // ErrNoApproval, ErrAlreadyAnswered, ErrWithdrawn, ErrNotAQuestion or ErrFormInvalid
+	Err error  // ErrNoApproval, ErrAlreadyAnswered, ErrWithdrawn, ErrNotAQuestion or a *FormError
 }
 
 func (e *ApprovalError) Error() string { return fmt.Sprintf("%v: %s", e.Err, e.ID) }
@@ -178,9 +173,10 @@ func (a *Approval) answerAs(actor string, answers map[string]string) error {
 // Accept answers an elicitation: content is the form's values, a JSON
 // object of the requested schema's properties (nil for a page to visit,
 // once the person is done there). Content that does not fit the form
-// (Form: its fields, their types, choices and bounds; the required ones)
-// is refused with ErrFormInvalid, and the approval stays pending. Allow is Accept(nil);
-// Deny declines.
+// (Form: its fields, their types, choices, bounds and formats; the
+// required ones) is refused with an *ApprovalError holding a *FormError,
+// which says what would fit (errors.Is ErrFormInvalid), and the approval
+// stays pending. Allow is Accept(nil); Deny declines.
 func (a *Approval) Accept(content json.RawMessage) error { return a.acceptAs("", content) }
 
 func (a *Approval) acceptAs(actor string, content json.RawMessage) error {
@@ -188,84 +184,6 @@ func (a *Approval) acceptAs(actor string, content json.RawMessage) error {
 		return &ApprovalError{ID: a.ID(), Err: ErrNotAQuestion}
 	}
 	return a.s.respond(a.ID(), &claude.PermissionAllow{UpdatedInput: content}, actor)
-}
-
-// checkForm refuses content that does not fit req's form, as Form reads
-// it: not a JSON object, a required field left out (or null), a field
-// the form does not have, or a value not of its field's type, choices or
-// bounds. A page to visit takes no content. The server has the last
-// word; this refuses what it would have to, while the person can still
-// put it right.
-func checkForm(req *claude.ElicitationRequest, content json.RawMessage) error {
-	if req.Mode == "url" {
-		return nil
-	}
-	var obj map[string]json.RawMessage
-	if len(content) > 0 {
-		if err := json.Unmarshal(content, &obj); err != nil || obj == nil {
-			return fmt.Errorf("%w: not a JSON object", ErrFormInvalid)
-		}
-	}
-	fields := formFields(req)
-	for _, f := range fields {
-		raw, ok := obj[f.Name]
-		if !ok || string(raw) == "null" {
-			if f.Required {
-				return fmt.Errorf("%w: %q is required", ErrFormInvalid, f.Name)
-			}
-			continue
-		}
-		if err := f.check(raw); err != nil {
-			return fmt.Errorf("%w: %q %v", ErrFormInvalid, f.Name, err)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if !slices.ContainsFunc(fields, func(f FormField) bool { return f.Name == k }) {
-			return fmt.Errorf("%w: %q is not a field of the form", ErrFormInvalid, k)
-		}
-	}
-	return nil
-}
-
-// check refuses a value (JSON, not null) that is not of f's type, one of
-// its choices, within its bounds.
-func (f FormField) check(raw json.RawMessage) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return errors.New("is not JSON")
-	}
-	if len(f.Choices) > 0 {
-		if !slices.ContainsFunc(f.Choices, func(c FormChoice) bool { return reflect.DeepEqual(c.Value, v) }) {
-			return errors.New("is not one of its choices")
-		}
-		return nil
-	}
-	switch f.Type {
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return errors.New("is not true or false")
-		}
-	case "number", "integer":
-		n, ok := v.(float64)
-		if !ok {
-			return errors.New("is not a number")
-		}
-		if f.Type == "integer" && n != math.Trunc(n) {
-			return errors.New("is not a whole number")
-		}
-		if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
-			return errors.New("is out of its bounds")
-		}
-	default:
-		t, ok := v.(string)
-		if !ok {
-			return errors.New("is not text")
-		}
-		if n := utf8.RuneCountInString(t); f.MinLength != nil && n < *f.MinLength || f.MaxLength != nil && n > *f.MaxLength {
-			return errors.New("is too short or too long")
-		}
-	}
-	return nil
 }
 
 // Approvals returns the pending approvals, oldest first.
@@ -504,128 +422,4 @@ func (s *Session) canUseTool(ctx context.Context, req *claude.ToolPermissionRequ
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// A FormField is one property of an elicitation's form (Approval.Form),
-// as a UI asks for it. It crosses process boundaries in ApprovalInfo.Form,
-// so a browser or a program renders the form from these fields rather
-// than reading the server's schema a second way.
-type FormField struct {
-	// Name is the property's name: its value's key in Accept's content.
-	Name string `json:"name"`
-	// Title is what to call it: the schema's title, else Name.
-	Title       string `json:"title"`
-	Description string `json:"description,omitempty"`
-	// Type is the value's JSON type: "string", "number", "integer" or
-	// "boolean" (the flat types MCP allows in a form).
-	Type string `json:"type"`
-	// Format is a string's: "email", "uri", "date", "date-time" or "".
-	Format   string `json:"format,omitempty"`
-	Required bool   `json:"required,omitempty"`
-	// Choices are the values to pick from (the schema's enum, or oneOf
-	// consts with their titles); none means any value of Type.
-	Choices []FormChoice `json:"choices,omitempty"`
-	// Default is the schema's default value; nil: none.
-	Default any `json:"default,omitempty"`
-	// Minimum and Maximum bound a number's value, MinLength and MaxLength
-	// a string's length in characters; nil: no bound. A UI asks within
-	// them; the server has the last word.
-	Minimum   *float64 `json:"minimum,omitempty"`
-	Maximum   *float64 `json:"maximum,omitempty"`
-	MinLength *int     `json:"min_length,omitempty"`
-	MaxLength *int     `json:"max_length,omitempty"`
-}
-
-// FormChoice is a value offered by a FormField.
-type FormChoice struct {
-	Value any    `json:"value"`
-	Label string `json:"label"`
-}
-
-// Form returns the fields of an elicitation's form, in the server's order
-// (PropertyOrder, then the properties it leaves out, by name); nil for a
-// page to visit or an approval of another kind. The schema is the
-// server's: a property it describes in a way a form cannot ask (a nested
-// object, a malformed enum) comes as a field of its type, or a string,
-// to be answered as text.
-func (a *Approval) Form() []FormField {
-	if a.Kind != ApprovalElicitation || a.Elicitation == nil {
-		return nil
-	}
-	return formFields(a.Elicitation)
-}
-
-// formFields reads e's form (Form); nil for a page to visit.
-func formFields(e *claude.ElicitationRequest) []FormField {
-	if e.Mode == "url" {
-		return nil
-	}
-	var schema struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	// A member of the wrong type is skipped, the rest read (encoding/json
-	// goes on past it).
-	_ = json.Unmarshal(e.RequestedSchema, &schema)
-	var names []string
-	for _, n := range slices.Concat(e.PropertyOrder, slices.Sorted(maps.Keys(schema.Properties))) {
-		if _, ok := schema.Properties[n]; ok && !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	fields := make([]FormField, 0, len(names))
-	for _, n := range names {
-		fields = append(fields, formField(n, schema.Properties[n], slices.Contains(schema.Required, n)))
-	}
-	return fields
-}
-
-// formField reads one property of a form's schema.
-func formField(name string, raw json.RawMessage, required bool) FormField {
-	f := FormField{Name: name, Title: name, Type: "string", Required: required}
-	var p struct {
-		Type        any      `json:"type"`
-		Title       string   `json:"title"`
-		Description string   `json:"description"`
-		Format      string   `json:"format"`
-		Enum        []any    `json:"enum"`
-		EnumNames   []string `json:"enumNames"`
-		OneOf       []struct {
-			Const *any   `json:"const"`
-			Title string `json:"title"`
-		} `json:"oneOf"`
-		Default   any      `json:"default"`
-		Minimum   *float64 `json:"minimum"`
-		Maximum   *float64 `json:"maximum"`
-		MinLength *int     `json:"minLength"`
-		MaxLength *int     `json:"maxLength"`
-	}
-	_ = json.Unmarshal(raw, &p) // as much as is of the expected types
-	if t, ok := p.Type.(string); ok && t != "" {
-		f.Type = t
-	}
-	f.Title, f.Description, f.Format, f.Default = cmp.Or(p.Title, name), p.Description, p.Format, p.Default
-	switch f.Type {
-	case "number", "integer":
-		f.Minimum, f.Maximum = p.Minimum, p.Maximum
-	case "string":
-		f.MinLength, f.MaxLength = p.MinLength, p.MaxLength
-	}
-	for i, v := range p.Enum {
-		label := fmt.Sprint(v)
-		if i < len(p.EnumNames) && p.EnumNames[i] != "" {
-			label = p.EnumNames[i]
-		}
-		f.Choices = append(f.Choices, FormChoice{Value: v, Label: label})
-	}
-	if len(p.Enum) == 0 {
-		for _, o := range p.OneOf {
-			if o.Const == nil {
-				f.Choices = nil
-				break
-			}
-			f.Choices = append(f.Choices, FormChoice{Value: *o.Const, Label: cmp.Or(o.Title, fmt.Sprint(*o.Const))})
-		}
-	}
-	return f
 }

@@ -198,9 +198,23 @@ func TestElicitationForm(t *testing.T) {
 	for content, field := range map[string]string{
 		`{"qty":10}`: "qty", `{"qty":2.5}`: "qty", `{"qty":"2"}`: "qty", `{"qty":2,"email":"ab"}`: "email",
 		`{"qty":2,"size":"l"}`: "size", `{"qty":2,"speed":3}`: "speed", `{"qty":2,"gift":"yes"}`: "gift", `{"qty":2,"colour":"red"}`: "colour",
+		`{"qty":2,"email":"a b"}`: "email", `{}`: "qty", `{"qty":null}`: "qty",
 	} {
-		if err := a.Accept(json.RawMessage(content)); !errors.Is(err, host.ErrFormInvalid) || !strings.Contains(err.Error(), `"`+field+`"`) {
-			t.Errorf("Accept(%s) = %v, want ErrFormInvalid naming %s", content, err, field)
+		err := a.Accept(json.RawMessage(content))
+		var fe *host.FormError
+		if !errors.Is(err, host.ErrFormInvalid) || !errors.As(err, &fe) || fe.Field != field || !strings.Contains(err.Error(), `"`+field+`"`) {
+			t.Errorf("Accept(%s) = %v, want a FormError naming %s", content, err, field)
+		}
+	}
+	// The reason says what would fit.
+	for content, reason := range map[string]string{
+		`{"qty":10}`: "must be from 1 to 9", `{"qty":2.5}`: "must be a whole number", `{"qty":2,"size":"l"}`: "must be one of: Small, Medium",
+		`{"qty":2,"email":"ab"}`: "must be at least 3 characters (that was 2)", `{"qty":2,"email":"abc"}`: "must be an email address, as ann@example.com",
+		`{}`: "is required", `[1]`: "must be a JSON object",
+	} {
+		var fe *host.FormError
+		if err := a.Accept(json.RawMessage(content)); !errors.As(err, &fe) || fe.Reason != reason {
+			t.Errorf("Accept(%s) = %v, want the reason %q", content, err, reason)
 		}
 	}
 	if err := a.Accept(json.RawMessage(`{"qty":2,"gift":true,"size":"m","speed":1,"email":"a@b.c"}`)); err != nil {

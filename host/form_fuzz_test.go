@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 
 // An MCP server's form schema and a person's answer to it are read
 // without a panic, whatever they hold: every field Form lists is a
-// property of the schema, once.
+// property of the schema, once; an answer refused is refused with a
+// *FormError.
 func FuzzForm(f *testing.F) {
 	f.Add([]byte(`{"type":"object","required":["env"],"properties":{"env":{"type":"string","enum":["a","b"]},"n":{"type":"integer","oneOf":[{"const":1}]}}}`), "env,n,env", []byte(`{"env":"a"}`))
 	f.Add([]byte(`{"properties":{"x":{"type":5,"enum":"no","title":7}},"required":"x"}`), "", []byte(`[1]`))
@@ -29,6 +31,9 @@ func FuzzForm(f *testing.F) {
 			}
 			seen[fl.Name] = true
 		}
-		_ = checkForm(req, content)
+		var fe *FormError
+		if err := checkForm(req, content); err != nil && !errors.As(err, &fe) {
+			t.Fatalf("checkForm: %v, not a *FormError", err)
+		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/host"
@@ -316,8 +315,23 @@ func (k *asking) fill(line string) (done bool, said string, err error) {
 }
 
 // formValue is the value typed for f: a choice by its number or label, a
-// number, yes or no, else the text; a number or a text within f's bounds.
+// number, yes or no, else the text. What cannot be read as f's type is
+// asked again with what to type; a value f does not take (out of its
+// bounds, not of its format) with the host's reason (host.FormField.Check).
 func formValue(f host.FormField, text string) (any, error) {
+	v, err := typedValue(f, text)
+	if err != nil {
+		return nil, err
+	}
+	var fe *host.FormError
+	if err := f.Check(v); errors.As(err, &fe) {
+		return nil, errors.New(f.Title + " " + fe.Reason)
+	}
+	return v, nil
+}
+
+// typedValue reads text as a value of f's type (formValue).
+func typedValue(f host.FormField, text string) (any, error) {
 	if len(f.Choices) > 0 {
 		if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(f.Choices) {
 			return f.Choices[n-1].Value, nil
@@ -343,44 +357,13 @@ func formValue(f host.FormField, text string) (any, error) {
 		if err != nil {
 			return nil, errors.New("type a number")
 		}
-		if err := inRange(f, n); err != nil {
-			return nil, err
-		}
 		return n, nil
 	case "integer":
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
 			return nil, errors.New("type a whole number")
 		}
-		if err := inRange(f, float64(n)); err != nil {
-			return nil, err
-		}
 		return n, nil
 	}
-	if n := utf8.RuneCountInString(text); f.MinLength != nil && n < *f.MinLength || f.MaxLength != nil && n > *f.MaxLength {
-		return nil, fmt.Errorf("type %s characters (that was %d)", within(f.MinLength, f.MaxLength), n)
-	}
 	return text, nil
-}
-
-// inRange refuses a number outside f's bounds.
-func inRange(f host.FormField, n float64) error {
-	if f.Minimum != nil && n < *f.Minimum || f.Maximum != nil && n > *f.Maximum {
-		return fmt.Errorf("type a number %s", within(f.Minimum, f.Maximum))
-	}
-	return nil
-}
-
-// within says a form field's bounds: "from 1 to 10", "at least 1" or
-// "at most 10".
-func within[T int | float64](lo, hi *T) string {
-	switch {
-	case lo != nil && hi != nil:
-		return fmt.Sprintf("from %v to %v", *lo, *hi)
-	case lo != nil:
-		return fmt.Sprintf("at least %v", *lo)
-	case hi != nil:
-		return fmt.Sprintf("at most %v", *hi)
-	}
-	return ""
 }

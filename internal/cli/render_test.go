@@ -93,13 +93,16 @@ func TestAnswerParsing(t *testing.T) {
 
 // A form's field typed in the terminal: a choice by number or label, yes
 // or no, whole numbers and numbers within their bounds, text within its
-// length; anything else is asked again with what to type.
+// length and of its format; anything else is asked again with what to
+// type, or with the host's reason (the field's title first).
 func TestFormValue(t *testing.T) {
 	one, ten, two := 1.0, 10.0, 2
-	choice := host.FormField{Type: "string", Choices: []host.FormChoice{{Value: "s", Label: "Small"}, {Value: "m", Label: "Medium"}}}
-	count := host.FormField{Type: "integer", Minimum: &one, Maximum: &ten}
-	ratio := host.FormField{Type: "number", Maximum: &one}
-	code := host.FormField{Type: "string", MaxLength: &two}
+	choice := host.FormField{Title: "Size", Type: "string", Choices: []host.FormChoice{{Value: "s", Label: "Small"}, {Value: "m", Label: "Medium"}}}
+	count := host.FormField{Title: "Count", Type: "integer", Minimum: &one, Maximum: &ten}
+	ratio := host.FormField{Title: "Ratio", Type: "number", Maximum: &one}
+	code := host.FormField{Title: "Code", Type: "string", MaxLength: &two}
+	mail := host.FormField{Title: "Mail", Type: "string", Format: "email"}
+	day := host.FormField{Title: "Day", Type: "string", Format: "date"}
 	for _, c := range []struct {
 		f    host.FormField
 		text string
@@ -113,13 +116,18 @@ func TestFormValue(t *testing.T) {
 		{host.FormField{Type: "boolean"}, "maybe", nil, "answer y or n"},
 		{count, "4", int64(4), ""},
 		{count, "4.5", nil, "type a whole number"},
-		{count, "11", nil, "type a number from 1 to 10"},
+		{count, "11", nil, "Count must be from 1 to 10"},
 		{count, "99999999999999999999", nil, "type a whole number"},
 		{ratio, "0.5", 0.5, ""},
-		{ratio, "1.5", nil, "type a number at most 1"},
+		{ratio, "1.5", nil, "Ratio must be at most 1"},
 		{ratio, "x", nil, "type a number"},
+		{ratio, "NaN", nil, "Ratio must be a number"},
 		{code, "ab", "ab", ""},
-		{code, "äöü", nil, "type at most 2 characters (that was 3)"},
+		{code, "äöü", nil, "Code must be at most 2 characters (that was 3)"},
+		{mail, "ann@example.com", "ann@example.com", ""},
+		{mail, "Ann <ann@example.com>", nil, "Mail must be an email address, as ann@example.com"},
+		{day, "2026-12-06", "2026-12-06", ""},
+		{day, "6/12/2026", nil, "Day must be a date, as 2026-12-06"},
 	} {
 		got, err := formValue(c.f, c.text)
 		if msg := fmt.Sprint(err); c.err != "" && msg != c.err || c.err == "" && (err != nil || got != c.want) {

@@ -349,7 +349,7 @@ func TestRealCLIRunElicitation(t *testing.T) {
 	term.typeLine("1")
 	term.waitFor("note — Why now")
 	term.typeLine(strings.Repeat("x", 201))
-	term.waitFor("type at most 200 characters (that was 201)")
+	term.waitFor("note must be at most 200 characters (that was 201)")
 	term.typeLine("smoke test")
 	term.waitFor("sent deploy: env=staging, note=smoke test")
 	// A page to visit, where the CLI lets a server ask for one.

@@ -343,6 +343,8 @@ function formField(f) {
       if (typeof f.maximum === "number") inp.max = String(f.maximum);
     } else {
       inp.type = { email: "email", uri: "url", date: "date" }[f.format] || "text";
+      // No input of the browser's gives RFC 3339 with its offset: show the shape.
+      if (f.format === "date-time") inp.placeholder = new Date().toISOString().replace(/\.\d+Z$/, "Z");
       if (typeof f.min_length === "number") inp.minLength = f.min_length;
       if (typeof f.max_length === "number") inp.maxLength = f.max_length;
     }
@@ -367,11 +369,8 @@ function formField(f) {
 export function resolved(c, r, mine) {
   c.classList.add("answered");
   c.querySelectorAll("button, input, select").forEach((b) => (b.disabled = true));
-  let text = r.outcome;
-  if (r.outcome === "allowed") text = r.always ? "Allowed always" : "Allowed";
-  else if (r.outcome === "answered") text = "Answered";
-  else if (r.outcome === "denied") text = (c.classList.contains("elicitation") ? "Declined" : "Denied") + (r.message ? ": " + r.message : "");
-  else if (r.outcome === "withdrawn") text = "Withdrawn by Claude";
+  let text = outcomeText(r, c.classList.contains("elicitation"));
+  if (r.outcome === "denied" && r.message) text += ": " + r.message;
   const here = mine || c.answeredHere;
   // On a team server the event names who answered; that says more than
   // "elsewhere".
@@ -384,13 +383,24 @@ export function resolved(c, r, mine) {
 }
 
 /**
+ * outcomeText is the word for how an approval ended, r being the
+ * approval_resolved payload or a snapshot's resolved entry. A form (an
+ * MCP server's elicitation) not answered was "Declined", not "Denied":
+ * the server's tool was not refused, it goes on without the values.
+ */
+export function outcomeText(r, form) {
+  if (r.outcome === "denied" || r.outcome === "declined") return form || r.outcome === "declined" ? "Declined" : "Denied";
+  return { allowed: r.always ? "Allowed always" : "Allowed", answered: "Answered", withdrawn: "Withdrawn by Claude" }[r.outcome] || r.outcome || "";
+}
+
+/**
  * recordText is the one line an answered approval leaves in the
  * transcript: "Allowed by Alice · Bash ls", "Denied: not today · Bash
  * rm -rf build". r is the approval_resolved payload (or a snapshot's
  * resolved entry), tool the tool's name, input its input when known.
  */
 export function recordText(r, tool, input) {
-  let what = { allowed: r.always ? "Allowed always" : "Allowed", answered: "Answered", denied: "Denied", declined: "Declined", withdrawn: "Withdrawn by Claude" }[r.outcome] || r.outcome || "";
+  let what = outcomeText(r);
   if (r.answered_by && r.outcome !== "withdrawn") what += " by " + r.answered_by;
   if ((r.outcome === "denied" || r.outcome === "declined") && r.message) what += ": " + r.message;
   let gist = "";
