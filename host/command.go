@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -629,7 +630,7 @@ func (s *Session) answer(c *Command) error {
 			return err
 		}
 		if a.Kind == ApprovalElicitation || c.Content != nil {
-			return a.acceptAs(c.Actor, c.Content)
+			return formRefusal(a, a.acceptAs(c.Actor, c.Content))
 		}
 		if c.Always {
 			return a.allowAlways(c.Actor, AlwaysUpdates(a.Request.Suggestions)...)
@@ -638,6 +639,28 @@ func (s *Session) answer(c *Command) error {
 	default:
 		return s.respond(c.Approval, &claude.PermissionDeny{Message: c.Message, Interrupt: c.Interrupt}, c.Actor)
 	}
+}
+
+// formRefusal gives an answer refused for not fitting a's form
+// (*FormError) a message for the person who filled it, with the field's
+// title ("When must be a date and time, as …"): the browser shows a
+// command's message as it is, and across the bus only the code and the
+// message travel. Other errors pass as they are.
+func formRefusal(a *Approval, err error) error {
+	var fe *FormError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	what := "The answer"
+	if fe.Field != "" {
+		what = strconv.Quote(fe.Field)
+		for _, f := range a.Form() {
+			if f.Name == fe.Field {
+				what = f.Title
+			}
+		}
+	}
+	return &CommandError{Code: CodeFormInvalid, Message: what + " " + fe.Reason, Err: err}
 }
 
 // AlwaysUpdates is what "allow always" applies: the CLI's suggestions as

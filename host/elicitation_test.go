@@ -114,8 +114,14 @@ func TestElicitationApproval(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, c.err, c.want)
 		}
 	}
-	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow", Content: json.RawMessage(`{}`)}); host.ErrorCode(err) != host.CodeFormInvalid {
-		t.Errorf("Do without env: %v (code %q)", err, host.ErrorCode(err))
+	// Over the protocol, the refusal's message is for the person who
+	// filled the form: the field's title and what would fit.
+	for content, msg := range map[string]string{`{}`: "env is required", `{"env":"qa"}`: "env must be one of: staging, production", `"x"`: "The answer must be a JSON object"} {
+		_, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "allow", Content: json.RawMessage(content)})
+		var fe *host.FormError
+		if host.ErrorCode(err) != host.CodeFormInvalid || err.Error() != msg || !errors.As(err, &fe) {
+			t.Errorf("Do(%s): %v (code %q), want %q", content, err, host.ErrorCode(err), msg)
+		}
 	}
 	if _, err := s.Do(ctx, &host.Command{Type: host.CommandAnswer, Approval: a.ID(), Behavior: "deny", Content: json.RawMessage(`{}`)}); host.ErrorCode(err) != host.CodeBadRequest {
 		t.Errorf("Do deny with content: %v", err)

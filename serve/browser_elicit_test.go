@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -86,10 +87,26 @@ func testElicitation(t *testing.T, b *browser) {
 		t.Errorf("the card shows %+v", view)
 	}
 	tb.shots("form")
+	// A date and time has no input of the browser's that gives RFC 3339:
+	// the field shows the shape, and a value not of it is refused by the
+	// host, whose words for what fits come back onto the card.
+	var placeholder string
+	tb.eval(`document.querySelector("`+card+` input[name=when]").placeholder`, &placeholder)
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(placeholder) {
+		t.Errorf("when's placeholder %q", placeholder)
+	}
 	tb.run(
 		chromedp.SetValue(card+` select[name=env]`, "0", chromedp.ByQuery),
 		chromedp.SendKeys(card+` input[name=note]`, "smoke test", chromedp.ByQuery),
+		chromedp.SendKeys(card+` input[name=when]`, "tomorrow", chromedp.ByQuery),
+		chromedp.Click(card+` button[type=submit]`, chromedp.ByQuery),
 	)
+	const refusal = "When must be a date and time, as 2026-12-06T16:30:00Z"
+	tb.waitJS("the refusal on the card", `document.querySelector("`+card+` p.err").textContent === "`+refusal+`" && !document.querySelector("`+card+` button[type=submit]").disabled`)
+	tb.shots("refused")
+	// Select what was typed and type over it, as a person would.
+	tb.eval(`(() => { const i = document.querySelector("`+card+` input[name=when]"); i.select(); return i.selectionEnd; })()`, nil)
+	tb.run(chromedp.SendKeys(card+` input[name=when]`, "2026-12-07T09:00:00Z", chromedp.ByQuery))
 	tb.shot("filled")
 	var first string
 	tb.eval(`document.querySelector("`+card+`").dataset.id`, &first)
@@ -143,7 +160,7 @@ func testElicitation(t *testing.T, b *browser) {
 			results = append(results, id+": "+tr.Content[0].Text)
 		}
 	}
-	wantResults := "toolu_pick: accept map[env:staging note:smoke test]|toolu_pick2: decline map[]"
+	wantResults := "toolu_pick: accept map[env:staging note:smoke test when:2026-12-07T09:00:00Z]|toolu_pick2: decline map[]"
 	if got := strings.Join(results, "|"); got != wantResults {
 		t.Errorf("the tool's results = %q, want %q", got, wantResults)
 	}

@@ -346,6 +346,7 @@ func TestRealCLIRunJSONElicitation(t *testing.T) {
 		Required  bool
 		Choices   []struct{ Value, Label string }
 		MaxLength *int `json:"max_length"`
+		Format    string
 	}
 	var got struct {
 		Kind, Server, Text string
@@ -354,14 +355,19 @@ func TestRealCLIRunJSONElicitation(t *testing.T) {
 	if b, err := json.Marshal(ap); err != nil || json.Unmarshal(b, &got) != nil {
 		t.Fatalf("approval %v", ap)
 	}
-	if got.Kind != "elicitation" || got.Server != "deploy" || got.Text != mcptest.DeployMessage || len(got.Form) != 2 ||
+	if got.Kind != "elicitation" || got.Server != "deploy" || got.Text != mcptest.DeployMessage || len(got.Form) != 3 ||
 		got.Form[0].Name != "env" || !got.Form[0].Required || len(got.Form[0].Choices) != 2 || got.Form[0].Choices[1].Value != "production" ||
-		got.Form[1].Name != "note" || got.Form[1].MaxLength == nil || *got.Form[1].MaxLength != 200 {
+		got.Form[1].Name != "note" || got.Form[1].MaxLength == nil || *got.Form[1].MaxLength != 200 || got.Form[2].Name != "when" || got.Form[2].Format != "date-time" {
 		t.Errorf("the approval event: %+v", got)
 	}
-	io.WriteString(stdin, "1\nsmoke test\n")
+	// A value that does not fit is asked again, with a note saying what fits.
+	io.WriteString(stdin, "1\nsmoke test\nsoon\n")
+	await("the note on when", func(ev map[string]any) bool {
+		return ev["type"] == "note" && ev["text"] == "When must be a date and time, as 2026-12-06T16:30:00Z"
+	})
+	io.WriteString(stdin, "2026-12-07T09:00:00Z\n")
 	await("the answer's note", func(ev map[string]any) bool {
-		return ev["type"] == "note" && ev["text"] == "sent deploy: env=staging, note=smoke test"
+		return ev["type"] == "note" && ev["text"] == "sent deploy: env=staging, note=smoke test, when=2026-12-07T09:00:00Z"
 	})
 	await("the second turn's result", result)
 	stdin.Close()
@@ -370,7 +376,7 @@ func TestRealCLIRunJSONElicitation(t *testing.T) {
 		t.Errorf("%v\n%s", err, errb.String())
 	}
 	reqs := api.MessagesRequests()
-	if tr := reqs[len(reqs)-1].Params.ToolResult("toolu_pick"); tr == nil || len(tr.Content) == 0 || tr.Content[0].Text != "accept map[env:staging note:smoke test]" {
+	if tr := reqs[len(reqs)-1].Params.ToolResult("toolu_pick"); tr == nil || len(tr.Content) == 0 || tr.Content[0].Text != "accept map[env:staging note:smoke test when:2026-12-07T09:00:00Z]" {
 		t.Errorf("the tool's result = %+v", tr)
 	}
 	noProcessIn(t, cli.Dir)

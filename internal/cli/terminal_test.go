@@ -351,6 +351,12 @@ func TestRealCLIRunElicitation(t *testing.T) {
 	term.typeLine(strings.Repeat("x", 201))
 	term.waitFor("note must be at most 200 characters (that was 201)")
 	term.typeLine("smoke test")
+	// A value not of its field's format is asked again, with the host's
+	// words for what fits; an empty line skips a field not required.
+	term.waitFor("When")
+	term.typeLine("tomorrow")
+	term.waitFor("When must be a date and time, as 2026-12-06T16:30:00Z")
+	term.typeLine("")
 	term.waitFor("sent deploy: env=staging, note=smoke test")
 	// A page to visit, where the CLI lets a server ask for one.
 	byURL := proc.CompareVersions(claudetest.CLIVersion(), "2.1.336") >= 0

@@ -26,9 +26,10 @@ const (
 
 // Deploy is an MCP server named deploy whose tool pick asks DeployMessage
 // with a form: env, titled Environment, a required choice of staging or
-// production, and note, free text described "Why now" of at most 200
-// characters. The tool's result is the action and the values it got
-// ("accept map[env:staging note:x]", "decline map[]").
+// production; note, free text described "Why now" of at most 200
+// characters; and when, titled When, an optional RFC 3339 date-time. The
+// tool's result is the action and the values it got ("accept
+// map[env:staging note:x]", "decline map[]").
 //
 // Its tool signin asks SignInMessage with the page SignInURL to visit,
 // tells the CLI the visit is complete once answered, and its result is
@@ -43,6 +44,7 @@ func Deploy() *mcp.Server {
 				RequestedSchema: map[string]any{"type": "object", "required": []string{"env"}, "properties": map[string]any{
 					"env":  map[string]any{"type": "string", "title": "Environment", "enum": []string{"staging", "production"}},
 					"note": map[string]any{"type": "string", "description": "Why now", "maxLength": 200},
+					"when": map[string]any{"type": "string", "title": "When", "format": "date-time"},
 				}},
 			})
 			if err != nil {
