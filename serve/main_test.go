@@ -46,7 +46,8 @@ func testCtx(t testing.TB) context.Context {
 // "burst <n> <size>" streams n text deltas of size bytes; "hold" streams
 // one delta and waits for the next prompt's arrival before ending;
 // "unchecked" ends as a turn whose calls auto mode could not check;
-// anything else is echoed.
+// "form" has the deploy server's tool ask for a form (an elicitation)
+// and reports the action; anything else is echoed.
 func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 	if _, err := c.HandleInitialize(ctx); err != nil {
 		return err
@@ -101,6 +102,18 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 			r := c.ResultSuccess("done")
 			r["is_error"], r["errors"] = true, []string{"Auto mode could not check some actions Claude tried, so they did not run: Bash. [auto_mode_unchecked]"}
 			c.Write(c.AssistantText("done"), r)
+		case text == "form":
+			c.Write(c.AssistantToolUse("toolu_f", "mcp__deploy__pick", map[string]any{}))
+			resp, err := c.Request(ctx, "elicitation", map[string]any{"mcp_server_name": "deploy", "message": "Which environment?", "mode": "form",
+				"requested_schema": map[string]any{"type": "object", "properties": map[string]any{"env": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return err
+			}
+			var r struct {
+				Action string `json:"action"`
+			}
+			_ = json.Unmarshal(resp, &r)
+			c.Write(c.ToolResult("toolu_f", r.Action, false), c.AssistantText("form "+r.Action), c.ResultSuccess("form "+r.Action))
 		case text == "exit-cli":
 			return nil // the CLI ends on its own, as a crash would
 		case text == "partial":
@@ -210,7 +223,8 @@ func newEnv(t testing.TB, eo *envOptions) *env {
 	lo.Session = &host.Options{CLI: cli, Journal: eo.journal}
 	var b serve.Backend = serve.NewLocalBackend(m, &lo)
 	if eo.cluster {
-		c := clustertest.New(t, &clustertest.Options{Capacity: 64, Session: &host.Options{CLI: cli, Journal: eo.journal}})
+		// Elicitations on, as tether agent's template has them.
+		c := clustertest.New(t, &clustertest.Options{Capacity: 64, Session: &host.Options{CLI: cli, Journal: eo.journal, Elicitations: true}})
 		b = c.Backend(&cluster.BackendOptions{DefaultCwd: lo.DefaultCwd})
 	}
 	if eo.wrap != nil {

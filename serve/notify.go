@@ -115,7 +115,7 @@ type notifyPayload struct {
 	Approval string         `json:"approval,omitempty"`
 	Tool     string         `json:"tool,omitempty"`
 	Actions  []notifyAction `json:"actions,omitempty"`
-	Outcome  string         `json:"outcome,omitempty"` // resolved: allowed, denied, answered, withdrawn
+	Outcome  string         `json:"outcome,omitempty"` // resolved: allowed, denied, declined (a form), answered, withdrawn
 	By       string         `json:"by,omitempty"`      // resolved: who answered
 	URL      string         `json:"url,omitempty"`
 	Person   string         `json:"person,omitempty"` // webhook only
@@ -221,6 +221,7 @@ func (n *notifier) follow(id string, after uint64) {
 		}
 		n.mu.Unlock()
 	}()
+	forms := map[string]bool{} // the pending approvals that are forms, by id
 	for ev, err := range n.s.b.Events(n.s.ctx, id, after) {
 		if err != nil {
 			var re *host.ResyncError
@@ -236,11 +237,15 @@ func (n *notifier) follow(id string, after uint64) {
 			var a host.ApprovalInfo
 			if json.Unmarshal(ev.Data, &a) == nil {
 				n.approval(id, &a)
+				if a.Kind == "elicitation" {
+					forms[a.ID] = true
+				}
 			}
 		case host.EventApprovalResolved:
 			var r host.ApprovalResolved
 			if json.Unmarshal(ev.Data, &r) == nil {
-				n.resolved(id, &r)
+				n.resolved(id, &r, forms[r.ID])
+				delete(forms, r.ID)
 			}
 		case host.EventMessage:
 			var m struct {
@@ -304,15 +309,21 @@ func approvalSubject(a *host.ApprovalInfo) string {
 	return clip(cmpOr(a.Description, a.Title), 300)
 }
 
-// resolved replaces an approval's notification wherever it went.
-func (n *notifier) resolved(sid string, r *host.ApprovalResolved) {
+// resolved replaces an approval's notification wherever it went. A form
+// not answered was "declined", as the page says: the server's tool goes
+// on without the values; it was not denied.
+func (n *notifier) resolved(sid string, r *host.ApprovalResolved, form bool) {
 	tag := "approval:" + sid + ":" + r.ID
+	outcome := r.Outcome
+	if form && outcome == "denied" {
+		outcome = "declined"
+	}
 	n.mu.Lock()
 	to := n.sent[tag]
 	delete(n.sent, tag)
 	n.mu.Unlock()
 	for _, sub := range to {
-		n.enqueue(notifyJob{subject: sub, p: notifyPayload{Type: "resolved", Tag: tag, Session: sid, Approval: r.ID, Outcome: r.Outcome, By: r.AnsweredBy}})
+		n.enqueue(notifyJob{subject: sub, p: notifyPayload{Type: "resolved", Tag: tag, Session: sid, Approval: r.ID, Outcome: outcome, By: r.AnsweredBy}})
 	}
 }
 

@@ -259,6 +259,28 @@ func testPushApprovalTokenMode(t *testing.T, overCluster bool) {
 		t.Fatalf("turn push: %+v", d)
 	}
 
+	// An MCP server's form: a notification with what it asks and no
+	// buttons (a form cannot be filled from one). Declined, it is
+	// replaced by one that says "declined", as the page does, not
+	// "denied": the server's tool was not refused.
+	if f := cl.do(ctx, id, map[string]any{"type": "send", "text": "form"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	fm := pe.next(ctx, "the form")
+	if fm.Type != "notify" || fm.Event != "question" || !strings.HasPrefix(fm.Title, "deploy asks: ") ||
+		fm.Body != "Which environment?" || len(fm.Actions) != 0 || fm.Approval == "" {
+		t.Fatalf("form push: %+v", fm)
+	}
+	if f := cl.do(ctx, id, map[string]any{"type": "answer", "approval": fm.Approval, "behavior": "deny"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	if r := pe.next(ctx, "the form resolved"); r.Type != "resolved" || r.Tag != fm.Tag || r.Outcome != "declined" {
+		t.Fatalf("the form's resolved push: %+v", r)
+	}
+	if d := pe.next(ctx, "the form's turn"); d.Body != "form decline" {
+		t.Fatalf("turn push: %+v", d)
+	}
+
 	// Without Origin a cookie may not answer (a cross-site form).
 	req, _ := http.NewRequest("POST", e.http.URL+"/api/notify/action", strings.NewReader(act))
 	req.Header.Set("Cookie", e.cookie.String())

@@ -36,7 +36,7 @@ async function show(m) {
   const reg = self.registration;
   if (m.type === "resolved") {
     const by = m.by ? " by " + m.by : "";
-    const what = { allowed: "Allowed", denied: "Denied", answered: "Answered", withdrawn: "Withdrawn" }[m.outcome] || "Answered";
+    const what = { allowed: "Allowed", denied: "Denied", declined: "Declined", answered: "Answered", withdrawn: "Withdrawn" }[m.outcome] || "Answered";
     return reg.showNotification(what + by, { tag: m.tag, body: "", silent: true, renotify: false, icon: "icon-192.png", data: m });
   }
   return reg.showNotification(m.title || "Tether", {
