@@ -71,6 +71,7 @@ func testElicitation(t *testing.T, b *browser) {
 	tb.waitJS("the form after a reload", `document.querySelector("`+card+` select[name=env]")`)
 	var view struct {
 		Title, Message, Env, Note string
+		Picked                    string // the choice shown: the default's
 		Options                   []string
 		Required                  bool
 		NoteMax                   int
@@ -81,9 +82,10 @@ func testElicitation(t *testing.T, b *browser) {
 			note: c.querySelectorAll("label.field")[1].querySelector(".fname").textContent,
 			options: [...c.querySelectorAll("select[name=env] option")].map((o) => o.textContent),
 			required: c.querySelector("select[name=env]").required,
+			picked: c.querySelector("select[name=env]").selectedOptions[0].textContent,
 			noteMax: c.querySelector("input[name=note]").maxLength}; })()`, &view)
 	if view.Title != "deploy asks for input" || view.Message != mcptest.DeployMessage || view.Env != "Environment *" || view.Note != "note" ||
-		strings.Join(view.Options, ",") != "Choose…,staging,production" || !view.Required || view.NoteMax != 200 {
+		strings.Join(view.Options, ",") != "Choose…,staging,production" || !view.Required || view.NoteMax != 200 || view.Picked != "staging" {
 		t.Errorf("the card shows %+v", view)
 	}
 	tb.shots("form")

@@ -244,7 +244,7 @@ func (r *renderer) showForm(k *asking) {
 		case len(k.form) == 0:
 			r.println("", styleDim, "  press Enter to send, or type /decline")
 		default:
-			r.println("", styleDim, "  answer each field (an empty line skips one not marked *); /decline declines")
+			r.println("", styleDim, "  answer each field (an empty line takes the value shown as Enter's, or skips one not marked *); /decline declines")
 		}
 	}
 	if k.q < len(k.form) {
@@ -256,19 +256,37 @@ func (r *renderer) showForm(k *asking) {
 		if f.Description != "" {
 			head += r.style(styleDim, " — "+f.Description)
 		}
-		switch {
-		case len(f.Choices) > 0:
-			r.println("", "", head)
-			for i, c := range f.Choices {
-				r.println("", "", fmt.Sprintf("   %d. %s", i+1, c.Label))
-			}
-		case f.Type == "boolean":
-			r.println("", "", head+" (y/n)")
-		default:
-			r.println("", "", head)
+		if f.Type == "boolean" && len(f.Choices) == 0 {
+			head += " (y/n)"
+		}
+		if d, ok := defaultText(f); ok {
+			head += r.style(styleDim, " [Enter: "+d+"]")
+		}
+		r.println("", "", head)
+		for i, c := range f.Choices {
+			r.println("", "", fmt.Sprintf("   %d. %s", i+1, c.Label))
 		}
 	}
 	r.prompt()
+}
+
+// defaultText is how the terminal says f's default, the value an empty
+// line takes: a choice's label, yes or no, else the value; false when f
+// has none, or one it would not take.
+func defaultText(f host.FormField) (string, bool) {
+	d := f.Default
+	if d == nil || f.Check(d) != nil {
+		return "", false
+	}
+	for _, c := range f.Choices {
+		if fmt.Sprint(c.Value) == fmt.Sprint(d) {
+			return c.Label, true
+		}
+	}
+	if b, ok := d.(bool); ok {
+		return map[bool]string{true: "yes", false: "no"}[b], true
+	}
+	return fmt.Sprint(d), true
 }
 
 // fill takes a line typed for an MCP server's form: the value of the
@@ -283,7 +301,11 @@ func (k *asking) fill(line string) (done bool, said string, err error) {
 	if k.q < len(k.form) {
 		f := k.form[k.q]
 		if line == "" {
-			if f.Required {
+			// Enter takes the field's default, as the browser shows it
+			// filled in; else it skips a field not required.
+			if d := f.Default; d != nil && f.Check(d) == nil {
+				k.content[f.Name] = d
+			} else if f.Required {
 				return false, f.Title + " is required", nil
 			}
 		} else {

@@ -347,6 +347,7 @@ func TestRealCLIRunJSONElicitation(t *testing.T) {
 		Choices   []struct{ Value, Label string }
 		MaxLength *int `json:"max_length"`
 		Format    string
+		Default   any
 	}
 	var got struct {
 		Kind, Server, Text string
@@ -356,12 +357,13 @@ func TestRealCLIRunJSONElicitation(t *testing.T) {
 		t.Fatalf("approval %v", ap)
 	}
 	if got.Kind != "elicitation" || got.Server != "deploy" || got.Text != mcptest.DeployMessage || len(got.Form) != 3 ||
-		got.Form[0].Name != "env" || !got.Form[0].Required || len(got.Form[0].Choices) != 2 || got.Form[0].Choices[1].Value != "production" ||
+		got.Form[0].Name != "env" || !got.Form[0].Required || len(got.Form[0].Choices) != 2 || got.Form[0].Choices[1].Value != "production" || got.Form[0].Default != "staging" ||
 		got.Form[1].Name != "note" || got.Form[1].MaxLength == nil || *got.Form[1].MaxLength != 200 || got.Form[2].Name != "when" || got.Form[2].Format != "date-time" {
 		t.Errorf("the approval event: %+v", got)
 	}
-	// A value that does not fit is asked again, with a note saying what fits.
-	io.WriteString(stdin, "1\nsmoke test\nsoon\n")
+	// An empty line takes a field's default; a value that does not fit
+	// is asked again, with a note saying what fits.
+	io.WriteString(stdin, "\nsmoke test\nsoon\n")
 	await("the note on when", func(ev map[string]any) bool {
 		return ev["type"] == "note" && ev["text"] == "When must be a date and time, as 2026-12-06T16:30:00Z"
 	})

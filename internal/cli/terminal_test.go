@@ -341,12 +341,12 @@ func TestRealCLIRunElicitation(t *testing.T) {
 	}
 	term.typeLine("deploy it")
 	term.waitFor("? deploy asks for input: " + mcptest.DeployMessage)
-	term.waitFor("Environment *")
+	term.waitFor("Environment * [Enter: staging]")
 	term.waitFor("1. staging")
 	term.waitFor("2. production")
 	term.typeLine("3")
 	term.waitFor("pick 1 to 2")
-	term.typeLine("1")
+	term.typeLine("") // the default
 	term.waitFor("note — Why now")
 	term.typeLine(strings.Repeat("x", 201))
 	term.waitFor("note must be at most 200 characters (that was 201)")

@@ -26,7 +26,7 @@ const (
 
 // Deploy is an MCP server named deploy whose tool pick asks DeployMessage
 // with a form: env, titled Environment, a required choice of staging or
-// production; note, free text described "Why now" of at most 200
+// production, staging by default; note, free text described "Why now" of at most 200
 // characters; and when, titled When, an optional RFC 3339 date-time. The
 // tool's result is the action and the values it got ("accept
 // map[env:staging note:x]", "decline map[]").
@@ -42,7 +42,7 @@ func Deploy() *mcp.Server {
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
 				Message: DeployMessage,
 				RequestedSchema: map[string]any{"type": "object", "required": []string{"env"}, "properties": map[string]any{
-					"env":  map[string]any{"type": "string", "title": "Environment", "enum": []string{"staging", "production"}},
+					"env":  map[string]any{"type": "string", "title": "Environment", "enum": []string{"staging", "production"}, "default": "staging"},
 					"note": map[string]any{"type": "string", "description": "Why now", "maxLength": 200},
 					"when": map[string]any{"type": "string", "title": "When", "format": "date-time"},
 				}},
