@@ -145,7 +145,7 @@ func formatExample(format, s string) string {
 			return "an email address, as ann@example.com"
 		}
 	case "uri":
-		if u, err := url.Parse(s); err != nil || u.Scheme == "" || u.Host == "" && u.Opaque == "" {
+		if u, err := url.Parse(s); err != nil || u.Scheme == "" || u.Host == "" && u.Opaque == "" && u.Path == "" {
 			return "a full address, as https://example.com/"
 		}
 	case "date":

@@ -21,6 +21,8 @@ func TestFormFieldCheck(t *testing.T) {
 	}{
 		{str("uri"), "https://example.com/a b", ""},
 		{str("uri"), "mailto:ops@example.com", ""},
+		{str("uri"), "file:///srv/deploy.yaml", ""},
+		{str("uri"), "https:", "must be a full address, as https://example.com/"},
 		{str("uri"), "example.com", "must be a full address, as https://example.com/"},
 		{str("date"), "2026-02-30", "must be a date, as 2026-12-06"},
 		{str("date-time"), "2026-12-06T16:30:00+01:00", ""},
