@@ -244,7 +244,7 @@ func (r *renderer) showForm(k *asking) {
 		case len(k.form) == 0:
 			r.println("", styleDim, "  press Enter to send, or type /decline")
 		default:
-			r.println("", styleDim, "  answer each field (an empty line takes the value shown as Enter's, or skips one not marked *); /decline declines")
+			r.println("", styleDim, "  answer each field: an empty line takes its [Enter: …] value, or skips one not marked *; /decline declines")
 		}
 	}
 	if k.q < len(k.form) {
