@@ -87,7 +87,7 @@ type notifier struct {
 	titles    map[string]string // session id → title, from the last list
 	budgeted  map[string]string // subject → the UTC day a budget notice went out
 	lanes     [notifyLanes]notifyLane
-	sent      map[string][]string // tag → subjects an open notification went to
+	sent      map[string]*sentTo // approval's tag → where its open notification went
 	dropped   int
 }
 
@@ -120,6 +120,14 @@ type notifyPayload struct {
 	URL      string         `json:"url,omitempty"`
 	Person   string         `json:"person,omitempty"` // webhook only
 	Time     time.Time      `json:"time,omitzero"`    // webhook only
+
+	form bool // an approval's: an MCP server's form (its "resolved" says declined)
+}
+
+// sentTo is where an approval's notification went, for its "resolved".
+type sentTo struct {
+	subjects []string
+	form     bool
 }
 
 type notifyAction struct {
@@ -148,7 +156,7 @@ func newNotifier(s *Server, o NotifyOptions) (*notifier, error) {
 	n := &notifier{
 		s: s, opts: o, store: st, hc: hc, start: time.Now(),
 		following: map[string]bool{}, visible: map[*client]bool{}, titles: map[string]string{},
-		budgeted: map[string]string{}, sent: map[string][]string{},
+		budgeted: map[string]string{}, sent: map[string]*sentTo{},
 	}
 	for i := range n.lanes {
 		n.lanes[i].wake = make(chan struct{}, 1)
@@ -221,7 +229,6 @@ func (n *notifier) follow(id string, after uint64) {
 		}
 		n.mu.Unlock()
 	}()
-	forms := map[string]bool{} // the pending approvals that are forms, by id
 	for ev, err := range n.s.b.Events(n.s.ctx, id, after) {
 		if err != nil {
 			var re *host.ResyncError
@@ -237,15 +244,11 @@ func (n *notifier) follow(id string, after uint64) {
 			var a host.ApprovalInfo
 			if json.Unmarshal(ev.Data, &a) == nil {
 				n.approval(id, &a)
-				if a.Kind == "elicitation" {
-					forms[a.ID] = true
-				}
 			}
 		case host.EventApprovalResolved:
 			var r host.ApprovalResolved
 			if json.Unmarshal(ev.Data, &r) == nil {
-				n.resolved(id, &r, forms[r.ID])
-				delete(forms, r.ID)
+				n.resolved(id, &r)
 			}
 		case host.EventMessage:
 			var m struct {
@@ -287,6 +290,7 @@ func (n *notifier) approval(sid string, a *host.ApprovalInfo) {
 		p.Event = NotifyQuestion
 		p.Title = cmpOr(a.DisplayName, a.Server) + " asks: " + n.title(sid)
 		p.Body = clip(a.Message, 300)
+		p.form = true
 	default:
 		p.Event = NotifyApproval
 		p.Title = "Allow " + cmpOr(a.DisplayName, a.ToolName) + "? " + n.title(sid)
@@ -312,17 +316,20 @@ func approvalSubject(a *host.ApprovalInfo) string {
 // resolved replaces an approval's notification wherever it went. A form
 // not answered was "declined", as the page says: the server's tool goes
 // on without the values; it was not denied.
-func (n *notifier) resolved(sid string, r *host.ApprovalResolved, form bool) {
+func (n *notifier) resolved(sid string, r *host.ApprovalResolved) {
 	tag := "approval:" + sid + ":" + r.ID
-	outcome := r.Outcome
-	if form && outcome == "denied" {
-		outcome = "declined"
-	}
 	n.mu.Lock()
 	to := n.sent[tag]
 	delete(n.sent, tag)
 	n.mu.Unlock()
-	for _, sub := range to {
+	if to == nil {
+		return
+	}
+	outcome := r.Outcome
+	if to.form && outcome == "denied" {
+		outcome = "declined"
+	}
+	for _, sub := range to.subjects {
 		n.enqueue(notifyJob{subject: sub, p: notifyPayload{Type: "resolved", Tag: tag, Session: sid, Approval: r.ID, Outcome: outcome, By: r.AnsweredBy}})
 	}
 }
@@ -452,7 +459,12 @@ func (n *notifier) wanted(subject string, force bool, p notifyPayload) bool {
 		if len(n.sent) >= 4096 { // bounded: forget the lot rather than grow
 			clear(n.sent)
 		}
-		n.sent[p.Tag] = append(n.sent[p.Tag], subject)
+		to := n.sent[p.Tag]
+		if to == nil {
+			to = &sentTo{form: p.form}
+			n.sent[p.Tag] = to
+		}
+		to.subjects = append(to.subjects, subject)
 		n.mu.Unlock()
 	}
 	return true
