@@ -81,8 +81,8 @@ type Approval struct {
 	// and Description the request's (Description its message), and its
 	// ToolUseID the call of the server's tool that asks, when the session
 	// can tell: the CLI does not say, so it is the one call to that
-	// server's tools running when the request passes in stream order
-	// (none when several are).
+	// server's tools running, on the main thread or in a subagent, when
+	// the request passes in stream order (none when several are).
 	Elicitation *claude.ElicitationRequest
 	// Asked is when the request arrived.
 	Asked time.Time

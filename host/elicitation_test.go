@@ -243,11 +243,12 @@ func TestElicitationForm(t *testing.T) {
 }
 
 // An elicitation is tied to the call of its server's tool that is
-// running, the only one; with two calls to that server running, or
-// none, it is tied to no call rather than to a guess.
+// running, the only one, on the main thread or in a subagent; with two
+// calls to that server running, or none, it is tied to no call rather
+// than to a guess.
 func TestElicitationToolCall(t *testing.T) {
 	ctx := testCtx(t)
-	answers := make(chan string, 3)
+	answers := make(chan string, 5)
 	s, l := start(t, &host.Options{Elicitations: true}, func(ctx context.Context, c *claudetest.CLI) error {
 		if _, err := c.HandleInitialize(ctx); err != nil {
 			return err
@@ -256,26 +257,33 @@ func TestElicitationToolCall(t *testing.T) {
 			return err
 		}
 		c.Write(c.SystemInit(), c.AssistantToolUse("toolu_other", "mcp__other__pick", map[string]any{}))
-		for _, tu := range []string{"toolu_1", "toolu_2", ""} {
-			if tu != "" {
-				c.Write(c.AssistantToolUse(tu, "mcp__deploy__pick", map[string]any{}))
-			} else {
-				c.Write(c.ToolResult("toolu_1", "ok", false), c.ToolResult("toolu_2", "ok", false))
-			}
+		inTask := func(m claudetest.Msg) claudetest.Msg { m["parent_tool_use_id"] = "toolu_task"; return m }
+		for _, step := range []func(){
+			func() { c.Write(c.AssistantToolUse("toolu_1", "mcp__deploy__pick", map[string]any{})) },
+			func() { c.Write(c.AssistantToolUse("toolu_2", "mcp__deploy__pick", map[string]any{})) },
+			func() { c.Write(c.ToolResult("toolu_1", "ok", false), c.ToolResult("toolu_2", "ok", false)) },
+			// A subagent's call, the only one of the server's running.
+			func() {
+				c.Write(c.AssistantToolUse("toolu_task", "Task", map[string]any{"prompt": "deploy"}),
+					inTask(c.AssistantToolUse("toolu_sub", "mcp__deploy__pick", map[string]any{})))
+			},
+			func() { c.Write(inTask(c.ToolResult("toolu_sub", "ok", false))) },
+		} {
+			step()
 			raw, err := c.Request(ctx, "elicitation", deployForm)
 			if err != nil {
 				return err
 			}
 			answers <- string(raw)
 		}
-		c.Write(c.ToolResult("toolu_other", "ok", false), c.AssistantText("done"), c.ResultSuccess("done"))
+		c.Write(c.ToolResult("toolu_task", "ok", false), c.ToolResult("toolu_other", "ok", false), c.AssistantText("done"), c.ResultSuccess("done"))
 		_, err := c.ReadUser(ctx)
 		return err
 	})
 	s.Send(ctx, "deploy")
 	var ids []string
 	seen := map[*host.Approval]bool{}
-	for range 3 {
+	for range 5 {
 		a := l.waitFor(t, ctx, "a request", func(v host.Liveness) bool { return v.Approval != nil && !seen[v.Approval] }).Approval
 		ids = append(ids, a.Info().ToolUseID)
 		if err := a.Deny("no"); err != nil {
@@ -284,7 +292,7 @@ func TestElicitationToolCall(t *testing.T) {
 		<-answers
 		seen[a] = true
 	}
-	if want := []string{"toolu_1", "", ""}; !slices.Equal(ids, want) {
+	if want := []string{"toolu_1", "", "", "toolu_sub", ""}; !slices.Equal(ids, want) {
 		t.Errorf("tied to %q, want %q", ids, want)
 	}
 }

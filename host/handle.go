@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +72,15 @@ func (s *Session) handle(m claude.Message, merr error) {
 				}
 			}
 		}
+		if m.ParentToolUseID != "" && !m.Synthetic() {
+			// A subagent's calls: only for telling which call an MCP
+			// server's request for input comes from (askingToolLocked).
+			for _, tu := range uses {
+				if len(s.subTools) < maxSubTools {
+					s.subTools = append(s.subTools, toolRun{id: tu.ID, name: tu.Name})
+				}
+			}
+		}
 		if m.ParentToolUseID != "" || m.Synthetic() {
 			break
 		}
@@ -93,6 +103,9 @@ func (s *Session) handle(m claude.Message, merr error) {
 		}
 		s.noteToolResults(m)
 		if m.ParentToolUseID != "" {
+			for _, r := range m.ToolResults() {
+				s.subTools = slices.DeleteFunc(s.subTools, func(t toolRun) bool { return t.id == r.ToolUseID })
+			}
 			break
 		}
 		done := 0
@@ -230,13 +243,19 @@ func (s *Session) observe(ev *claude.ControlEvent) {
 	s.transition()
 }
 
+// maxSubTools bounds the subagents' calls a session tracks as running:
+// a subagent whose results never come (its CLI lost them) must not grow
+// the list for the rest of the turn. Past it, new calls go untracked, and
+// a form from one of them is tied to no call.
+const maxSubTools = 256
+
 // askingToolLocked returns the id of the one call to server's tools
-// running on the main thread, "" when there is none or there are several
-// (s.mu held): the tool call an elicitation comes from, as far as the
-// stream tells.
+// running, on the main thread or in a subagent, "" when there is none or
+// there are several (s.mu held): the tool call an elicitation comes
+// from, as far as the stream tells.
 func (s *Session) askingToolLocked(server string) string {
 	id := ""
-	for _, t := range s.tools {
+	for _, t := range slices.Concat(s.tools, s.subTools) {
 		if strings.HasPrefix(t.name, "mcp__"+server+"__") {
 			if id != "" {
 				return ""

@@ -168,6 +168,7 @@ type Session struct {
 	attempt      int
 	tool         string
 	tools        []toolRun             // the main thread's tool calls awaiting results
+	subTools     []toolRun             // subagents' tool calls awaiting results (id and name only)
 	approvals    []*Approval           // announced and pending, oldest first
 	resolved     []ResolvedApproval    // the last maxResolved answered, oldest first (Snapshot.Resolved)
 	byID         map[string]*Approval  // every approval not yet forgotten
@@ -681,7 +682,7 @@ func (s *Session) resetTurn() {
 	for _, t := range s.tools {
 		endTool(t, nil)
 	}
-	s.phase, s.attempt, s.tool, s.tools = StateRequesting, 0, "", nil
+	s.phase, s.attempt, s.tool, s.tools, s.subTools = StateRequesting, 0, "", nil, nil
 }
 
 // derive computes the liveness from the session's facts (s.mu held).
