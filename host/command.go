@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -630,7 +631,7 @@ func (s *Session) answer(c *Command) error {
 			return err
 		}
 		if a.Kind == ApprovalElicitation || c.Content != nil {
-			return formRefusal(a, a.acceptAs(c.Actor, c.Content))
+			return formRefusal(a.acceptAs(c.Actor, c.Content))
 		}
 		if c.Always {
 			return a.allowAlways(c.Actor, AlwaysUpdates(a.Request.Suggestions)...)
@@ -641,24 +642,19 @@ func (s *Session) answer(c *Command) error {
 	}
 }
 
-// formRefusal gives an answer refused for not fitting a's form
+// formRefusal gives an answer refused for not fitting its form
 // (*FormError) a message for the person who filled it, with the field's
 // title ("When must be a date and time, as …"): the browser shows a
 // command's message as it is, and across the bus only the code and the
 // message travel. Other errors pass as they are.
-func formRefusal(a *Approval, err error) error {
+func formRefusal(err error) error {
 	var fe *FormError
 	if !errors.As(err, &fe) {
 		return err
 	}
 	what := "The answer"
 	if fe.Field != "" {
-		what = strconv.Quote(fe.Field)
-		for _, f := range a.Form() {
-			if f.Name == fe.Field {
-				what = f.Title
-			}
-		}
+		what = cmp.Or(fe.Title, strconv.Quote(fe.Field))
 	}
 	return &CommandError{Code: CodeFormInvalid, Message: what + " " + fe.Reason, Err: err}
 }

@@ -62,6 +62,9 @@ type FormError struct {
 	// Field is the field's Name; "" when the answer as a whole is wrong
 	// (not a JSON object).
 	Field string
+	// Title is the field's Title, what a UI calls it; "" for a field the
+	// form does not have.
+	Title string
 	// Reason completes a sentence about the field (its Title, in a UI):
 	// "is required", "must be from 1 to 10", "is not a field of the form".
 	Reason string
@@ -84,7 +87,7 @@ func (e *FormError) Unwrap() error { return ErrFormInvalid }
 // checks them all again.
 func (f FormField) Check(v any) error {
 	refuse := func(format string, args ...any) error {
-		return &FormError{Field: f.Name, Reason: fmt.Sprintf(format, args...)}
+		return &FormError{Field: f.Name, Title: f.Title, Reason: fmt.Sprintf(format, args...)}
 	}
 	if v == nil {
 		if f.Required {

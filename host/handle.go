@@ -72,16 +72,13 @@ func (s *Session) handle(m claude.Message, merr error) {
 				}
 			}
 		}
-		if m.ParentToolUseID != "" && !m.Synthetic() {
-			// A subagent's calls: only for telling which call an MCP
-			// server's request for input comes from (askingToolLocked).
-			for _, tu := range uses {
-				if len(s.subTools) < maxSubTools {
-					s.subTools = append(s.subTools, toolRun{id: tu.ID, name: tu.Name})
-				}
-			}
-		}
 		if m.ParentToolUseID != "" || m.Synthetic() {
+			// A subagent's calls (uses: none when synthetic) are kept only
+			// to tell which call an MCP server's request for input comes
+			// from (askingToolLocked).
+			for _, tu := range uses[:min(len(uses), maxSubTools-len(s.subTools))] {
+				s.subTools = append(s.subTools, toolRun{id: tu.ID, name: tu.Name})
+			}
 			break
 		}
 		s.beginTurn()

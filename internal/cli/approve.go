@@ -303,8 +303,8 @@ func (k *asking) fill(line string) (done bool, said string, err error) {
 		if line == "" {
 			// Enter takes the field's default, as the browser shows it
 			// filled in; else it skips a field not required.
-			if d := f.Default; d != nil && f.Check(d) == nil {
-				k.content[f.Name] = d
+			if _, ok := defaultText(f); ok {
+				k.content[f.Name] = f.Default
 			} else if f.Required {
 				return false, f.Title + " is required", nil
 			}
