@@ -758,6 +758,10 @@ func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host
 		// Nobody serves the session, or its agent is putting it to sleep
 		// (the command did not run).
 		err = c.noOwner(ctx, id)
+		if errors.Is(err, errAsleep) && typ == host.CommandStopTask {
+			// A session asleep runs no task: nothing to wake it for.
+			return nil, &host.CommandError{Code: host.CodeNoTask, Message: "session " + id + " is asleep: no background task runs", Err: host.ErrNoTask}
+		}
 		if errors.Is(err, errAsleep) && wakes < maxWakes && !typ.ReadOnly() {
 			wakes++
 			if typ == host.CommandSend && wakes == 1 {

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -662,6 +663,7 @@ func TestCompatMixedVersions(t *testing.T) {
 			everyCommand(t, w, o, id)
 			slashCommands(t, w, id, v.agent == "new" && v.serve == "new")
 			addedCommand(t, w, id, "wake", v.agent == "new" && v.serve == "new") // awake: nothing to do
+			stopTaskAcross(t, w, id, v.agent == "new" && v.serve == "new")
 			floodTurn(t, w, id, 2000, w, o)
 			f.agent(v.next, "a2")
 			failover(t, w, id, a1, "a2", w, o)
@@ -723,6 +725,18 @@ func addedCommand(t *testing.T, w *browser, id, typ string, known bool) json.Raw
 		t.Fatalf("%s: %s: %+v %s", w.name, typ, f.Error, f.Result)
 	}
 	return f.Result
+}
+
+// stopTaskAcross sends a stop_task naming no task: refused with no_task
+// where both sides know the command, as unsupported (or an unknown
+// type) across an older release.
+func stopTaskAcross(t *testing.T, w *browser, id string, known bool) {
+	t.Helper()
+	f := w.call(map[string]any{"type": "do", "session": id, "command": map[string]any{"type": "stop_task", "task_id": "no-such-task"}})
+	want := map[bool][]string{true: {"no_task"}, false: {"unsupported", "unknown_type"}}[known]
+	if f.Error == nil || !slices.Contains(want, f.Error.Code) {
+		t.Fatalf("%s: stop_task (both sides know it: %v): %+v %s", w.name, known, f.Error, f.Result)
+	}
 }
 
 // drainMidTurn starts an agent of version ver, sends a long turn through

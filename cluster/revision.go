@@ -143,7 +143,8 @@ var (
 // commandsAdded are the command types agents run since (an older agent
 // refuses them as unsupported: nothing is done).
 var commandsAdded = []host.CommandType{host.CommandChanges, host.CommandRevertChanges,
-	host.CommandWorktreeMerge, host.CommandWorktreeKeep, host.CommandWorktreeDiscard, host.CommandSlashCommands, host.CommandWake}
+	host.CommandWorktreeMerge, host.CommandWorktreeKeep, host.CommandWorktreeDiscard, host.CommandSlashCommands, host.CommandWake,
+	host.CommandStopTask}
 
 // knownCommand reports whether this release's agents run commands of type
 // t (resume is the client's: a failover).

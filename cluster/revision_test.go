@@ -80,8 +80,9 @@ func TestRevision1Shapes(t *testing.T) {
 		// refuses anyway; changes_as_of only a client sets, from a
 		// session's answers record). An elicitation's values (an agent
 		// before them declines elicitations unasked: it lists none to
-		// answer).
-		"command":       {"confirm", "content", "paths", "worktree"},
+		// answer). The task a stop_task names (a command an agent
+		// before it refuses as unsupported).
+		"command":       {"confirm", "content", "paths", "task_id", "worktree"},
 		"command_reply": {"result.changes", "result.changes_as_of", "result.reverted", "result.slash_commands", "result.worktree"},
 		// Revision 4: a start in a worktree (refused unless every live
 		// agent speaks 4), and the session's worktree in its record

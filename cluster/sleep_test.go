@@ -269,6 +269,13 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 func TestWakeCommand(t *testing.T) {
 	ctx := testCtx(t)
 	ns, _, c, info, f := sleptAfterTurn(t, "plums")
+	// stop_task wakes nothing: a session asleep runs no task.
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandStopTask, TaskID: "bg1"}); !errors.Is(err, host.ErrNoTask) {
+		t.Errorf("stop_task of a session asleep: %v", err)
+	}
+	if si, err := c.Session(ctx, info.ID); err != nil || si.State != "asleep" {
+		t.Errorf("after stop_task: %+v, %v; want it asleep still", si, err)
+	}
 	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandWake}); err != nil {
 		t.Fatalf("wake: %v", err)
 	}

@@ -84,6 +84,13 @@ const (
 	// branch, with every change in them, and ends the session. It needs
 	// Confirm.
 	CommandWorktreeDiscard CommandType = "worktree_discard"
+	// CommandStopTask stops one background task of the session (TaskID,
+	// from Session.Tasks): an agent the model started in the background,
+	// or a backgrounded shell command, which a turn's interrupt may leave
+	// running. It ends as the CLI reports it (EventTasks without it).
+	// Refused with no_task when no such task runs; it wakes no sleeping
+	// session, which has none.
+	CommandStopTask CommandType = "stop_task"
 )
 
 // ReadOnly reports whether commands of type t only read the session
@@ -128,6 +135,8 @@ type Command struct {
 	// Confirm confirms a destructive command: worktree_discard, and a
 	// close with worktree "discard".
 	Confirm bool `json:"confirm,omitempty"`
+	// TaskID is the background task to stop (stop_task).
+	TaskID string `json:"task_id,omitempty"`
 
 	// Actor is the display name of the person the command comes from,
 	// filled by the front end from the identity it established (never
@@ -184,7 +193,7 @@ type Lane int
 const (
 	// LaneOrdered: send, cancel, set_model, set_mode, close, resume.
 	LaneOrdered Lane = iota
-	// LaneQuick: interrupt, force_interrupt, answer, changes,
+	// LaneQuick: interrupt, force_interrupt, stop_task, answer, changes,
 	// slash_commands.
 	LaneQuick
 )
@@ -192,7 +201,7 @@ const (
 // Lane returns the command's lane.
 func (c *Command) Lane() Lane {
 	switch c.Type {
-	case CommandInterrupt, CommandForceInterrupt, CommandAnswer, CommandChanges, CommandSlashCommands:
+	case CommandInterrupt, CommandForceInterrupt, CommandStopTask, CommandAnswer, CommandChanges, CommandSlashCommands:
 		return LaneQuick
 	}
 	return LaneOrdered
@@ -275,6 +284,7 @@ var codeSentinels = map[string]error{
 	CodeFormInvalid:     ErrFormInvalid,
 	CodeNotQueued:       ErrNotQueued,
 	CodeBusy:            ErrBusy,
+	CodeNoTask:          ErrNoTask,
 	CodeTimeout:         context.DeadlineExceeded,
 }
 
@@ -337,6 +347,8 @@ func ErrorCode(err error) string {
 		return CodeFormInvalid
 	case errors.Is(err, ErrNotQueued):
 		return CodeNotQueued
+	case errors.Is(err, ErrNoTask):
+		return CodeNoTask
 	case errors.Is(err, ErrSessionClosed), errors.Is(err, ErrManagerClosed), errors.Is(err, claude.ErrClosed):
 		return CodeSessionClosed
 	case errors.Is(err, ErrBadCommand):
@@ -420,6 +432,10 @@ func (c *Command) Validate(p *CommandPolicy) error {
 		if c.Content != nil && c.Behavior != "allow" {
 			return commandErrorf(CodeBadRequest, `answer: content goes with behavior "allow"`)
 		}
+	case CommandStopTask:
+		if c.TaskID == "" {
+			return commandErrorf(CodeBadRequest, "stop_task needs task_id")
+		}
 	case CommandCancel:
 		if c.UUID == "" {
 			return commandErrorf(CodeBadRequest, "cancel needs uuid")
@@ -502,6 +518,13 @@ func (s *Session) Do(ctx context.Context, c *Command) (*CommandResult, error) {
 		// A session whose CLI is gone keeps its worktree's commands: the
 		// work is still there to merge, keep or discard.
 		return nil, &CommandError{Code: CodeSessionClosed, Message: "the session has ended", Err: ErrSessionClosed}
+	}
+	if c.Type == CommandStopTask {
+		// A session asleep runs no task: nothing to wake for.
+		if err := s.stopTask(ctx, c.TaskID); err != nil {
+			return nil, err
+		}
+		return &CommandResult{}, nil
 	}
 	if c.Type != CommandClose && !c.isWorktree() {
 		// Every command but close wakes a sleeping session first (and

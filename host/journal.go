@@ -53,6 +53,10 @@ const (
 	// EventWorktree: what became of the session's worktree changed (a
 	// merge, a keep). Data: WorktreeInfo.
 	EventWorktree EventKind = "worktree"
+	// EventTasks: the background tasks the CLI runs changed (one
+	// started, ended, or was described anew). Data: the whole list,
+	// []TaskInfo, oldest first; [] when none runs.
+	EventTasks EventKind = "tasks"
 )
 
 // Event is one entry in a session's journal. Seq numbers a session's
@@ -251,6 +255,8 @@ type Snapshot struct {
 	Error string `json:"error,omitempty"`
 	// Worktree is the session's worktree (Options.Worktree); nil: none.
 	Worktree *WorktreeInfo `json:"worktree,omitempty"`
+	// Tasks are the background tasks the CLI runs (Session.Tasks).
+	Tasks []TaskInfo `json:"tasks,omitempty"`
 }
 
 // ErrResync is matched (errors.Is) by the *ResyncError that Events and
@@ -683,6 +689,7 @@ func (s *Session) Snapshot() *Snapshot {
 	if len(s.resolved) > 0 {
 		snap.Resolved = slices.Clone(s.resolved)
 	}
+	snap.Tasks = slices.Clone(s.tasks)
 	if s.ended && s.cause != nil && !errors.Is(s.cause, claude.ErrClosed) {
 		snap.Error = s.cause.Error()
 	}

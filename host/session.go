@@ -186,9 +186,9 @@ type Session struct {
 	replayed     map[string]struct{}
 	acc          claude.Accumulator
 	costs        costTracker
-	restarts     int                 // in a row
-	tasks        map[string]struct{} // background tasks the CLI reported running
-	tasksLevel   bool                // this CLI process sent its set of tasks whole (noteTask)
+	restarts     int        // in a row
+	tasks        []TaskInfo // background tasks the CLI reported running, oldest first (tasks.go)
+	tasksLevel   bool       // this CLI process sent its set of tasks whole (noteTask)
 	// Sleeping (sleep.go): asleep from Sleep until a wake's CLI is
 	// attached; waking while a wake runs; wakeErr is the last failed
 	// wake's; inflight counts commands in progress (none sleeps under
@@ -508,7 +508,8 @@ func (s *Session) disconnected(cs *claude.Session, cause error) {
 	case s.closed && cause == nil:
 		cause = claude.ErrClosed
 	}
-	s.tasks, s.tasksLevel = nil, false
+	s.setTasks(nil)
+	s.tasksLevel = false
 	if s.asleep && !s.closed {
 		// Sleep closed it: the session stays, without a process.
 		s.connected, s.gone = false, false

@@ -466,7 +466,7 @@ func needed(t host.CommandType) Access {
 	}
 	switch t {
 	case host.CommandRevertChanges,
-		host.CommandSend, host.CommandCancel, host.CommandInterrupt, host.CommandForceInterrupt,
+		host.CommandSend, host.CommandCancel, host.CommandInterrupt, host.CommandForceInterrupt, host.CommandStopTask,
 		host.CommandAnswer, host.CommandSetModel, host.CommandSetMode, host.CommandResume, host.CommandWake:
 		return AccessCollaborate
 	}
@@ -594,6 +594,8 @@ func (a *Authorizer) recordCommand(ctx context.Context, id *Identity, s *host.Se
 		}
 	case host.CommandInterrupt, host.CommandForceInterrupt:
 		ev.Action, ev.Detail = ActionInterrupt, string(c.Type)
+	case host.CommandStopTask:
+		ev.Action, ev.Detail = ActionInterrupt, "stop_task "+c.TaskID
 	case host.CommandSetMode:
 		ev.Action, ev.Detail = ActionMode, c.Mode
 		if c.Mode == string(claude.PermissionModeBypassPermissions) {

@@ -1,0 +1,79 @@
+package host_test
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
+)
+
+func init() {
+	var mains atomic.Int32
+	addScenarios(scenario{
+		name: "stop_background_task",
+		guards: "An agent the model starts in the background is listed as a task (EventTasks, Tasks) while the " +
+			"session is idle, with its description and tool call; stop_task ends it, and the list empties.",
+		api: func() *claudetest.MessagesOptions {
+			mains.Store(0)
+			return &claudetest.MessagesOptions{
+				Respond: func(q *claudetest.Request) *claudetest.Reply {
+					if q.Subagent() {
+						// Held until the stop cancels the request (or the
+						// server closes): the agent runs at the stop.
+						return &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("the review is done")}, Delay: time.Hour}
+					}
+					if mains.Add(1) == 1 {
+						return claudetest.ToolUseReply("toolu_bg", "Agent", map[string]any{
+							"description": "Long review", "prompt": "Review everything", "subagent_type": "general-purpose", "run_in_background": true,
+						})
+					}
+					return claudetest.TextReply("started")
+				},
+			}
+		},
+		run: func(t *testing.T, h *harness) {
+			d, err := h.S.Send(h.Ctx, "start a long review in the background")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Wait(h.Ctx); err != nil {
+				t.Fatalf("the turn: %v", err)
+			}
+			var seq uint64
+			var task host.TaskInfo
+			for task.ID == "" {
+				for _, ti := range nextTasks(t, h.Ctx, h.S, &seq) {
+					if ti.ToolUseID == "toolu_bg" {
+						task = ti
+					}
+				}
+			}
+			if task.Description != "Long review" || !strings.Contains(task.Type, "agent") {
+				t.Errorf("the background agent's task %+v", task)
+			}
+			h.states.waitState(t, h.Ctx, host.StateIdle)
+			if got := h.S.Tasks(); len(got) != 1 || got[0].ID != task.ID {
+				t.Errorf("Tasks() while the agent runs = %+v", got)
+			}
+			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); err != nil {
+				t.Fatalf("stop_task: %v", err)
+			}
+			for {
+				list := nextTasks(t, h.Ctx, h.S, &seq)
+				if len(list) == 0 {
+					break
+				}
+			}
+			waitJournaled(t, h.Ctx, h.S, `"stopped"`)
+			if got := h.S.Tasks(); len(got) != 0 {
+				t.Errorf("Tasks() after stop_task = %+v", got)
+			}
+			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); host.ErrorCode(err) != host.CodeNoTask {
+				t.Errorf("stop_task of the stopped task: %v", err)
+			}
+		},
+	})
+}
