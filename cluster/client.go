@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -709,10 +710,17 @@ func (c *Client) encodeCommand(ctx context.Context, id string, cmd *commandMsg) 
 		return data, err
 	}
 	rev := OldestWireRevision
-	if r, _, err := c.record(ctx, id); err == nil && r.Agent != "" {
+	if r, _, err := c.record(ctx, id); err == nil && (r.Agent != "" || isAsleep(&r)) {
 		if agents, err := c.liveAgents(ctx); err == nil {
 			if a, ok := agents[r.Agent]; ok {
 				rev = c.agentWire(ctx, a)
+			} else if r.Agent == "" && len(agents) > 0 {
+				// Asleep: the command wakes it on whichever live agent
+				// has room, so each of them must read it.
+				rev = math.MaxInt
+				for _, a := range agents {
+					rev = min(rev, c.agentWire(ctx, a))
+				}
 			}
 		}
 	}

@@ -647,3 +647,16 @@ func TestWakeWaitsForRoom(t *testing.T) {
 	}
 	storedOnce(t, ns.URL(), info.ID)
 }
+
+// TestAsleepCommandNewFields: a command with a field that revision 1
+// lacks (revert_changes' paths) reaches a session asleep. Its agent is
+// gone, and the live agent that wakes it reads this release's commands,
+// so nothing refuses it as unsupported.
+func TestAsleepCommandNewFields(t *testing.T) {
+	ctx := testCtx(t)
+	_, _, c, info, _ := sleptAfterTurn(t, "pears")
+	_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandRevertChanges, Paths: []string{"nothing.txt"}})
+	if ue := (*cluster.UnsupportedError)(nil); errors.As(err, &ue) {
+		t.Fatalf("revert_changes with paths, asleep: %v", err)
+	}
+}
