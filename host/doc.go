@@ -27,6 +27,10 @@
 //     as data, answerable by id from any goroutine, exactly once;
 //   - Cost: tokens counted once per API message, reconciled with each
 //     turn's result, and the CLI's own dollar figure.
+//   - Tasks: the background tasks the CLI runs (agents started in the
+//     background, backgrounded shell commands), which outlive their turn
+//     so that a session can be idle while work goes on; CommandStopTask
+//     stops one.
 //
 // Messages hands the messages on to any number of subscribers, each with
 // its own bounded queue (one that falls behind is told it missed some);

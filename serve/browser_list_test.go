@@ -124,6 +124,15 @@ func testStores(t *testing.T, b *browser) {
 		sg.load({ seq: 9, state: { state: "idle" }, items: [{ id: "g", kind: "suggestion", text: "a" }, { id: "p", kind: "prompt" }] });
 		sq.push(sg.suggestion || "-");
 		out.suggestion = sq.join(" | ");
+		// The background tasks: the snapshot's list, then each event's.
+		const st = new SessionStore("t");
+		const tc = [];
+		st.subscribe((c) => c.has("tasks") && tc.push(st.tasks.map((t) => t.id).join(",") || "-"));
+		st.load({ seq: 1, state: { state: "idle" }, tasks: [{ id: "t1" }] });
+		st.apply({ seq: 2, kind: "tasks" }, [{ id: "t1" }, { id: "t2" }]);
+		st.apply({ seq: 3, kind: "tasks" }, []);
+		st.load({ seq: 4, state: { state: "idle" } });
+		out.tasks = tc.join(" ");
 		return out;`, &got)
 	want := map[string]string{
 		"stale":      "thinking 0.2 older read",
@@ -131,9 +140,10 @@ func testStores(t *testing.T, b *browser) {
 		"heard":      "all a a a a a",
 		"results":    "dup system gap assistant true",
 		"facts":      "8 m2 plan /w true closed",
-		"changes":    "cost+cwd+ended+mode+model+snapshot+state+suggestion mode+model ended+state",
+		"changes":    "cost+cwd+ended+mode+model+snapshot+state+suggestion+tasks mode+model ended+state",
 		"items":      "1 0 2 gap | 4 m3 acceptEdits /v",
 		"suggestion": "run the tests | - | commit it | - | -",
+		"tasks":      "t1 t1,t2 - -",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -331,8 +331,9 @@ func TestBrowser(t *testing.T) {
 	// The same UI over the cluster (`tether serve --nats`): the scenarios
 	// that cross the bus in every direction — a streamed turn, an approval
 	// answered, a reload mid-turn resuming from the last seq, one
-	// approval in two tabs answered once, a session asleep woken, and one
-	// whose CLI died resumed with its earlier conversation shown.
+	// approval in two tabs answered once, a session asleep woken, one
+	// whose CLI died resumed with its earlier conversation shown, and a
+	// background agent stopped on its own.
 	t.Run("Cluster", func(t *testing.T) {
 		cb := &browser{ctx: b.ctx, shots: b.shots, cluster: true, seen: map[string]bool{}}
 		t.Run("Streams", func(t *testing.T) { testStreams(t, cb) })
@@ -344,6 +345,7 @@ func TestBrowser(t *testing.T) {
 		t.Run("ResumeDisconnected", func(t *testing.T) { testResumeDisconnected(t, cb) })
 		t.Run("PromptSuggestion", func(t *testing.T) { testPromptSuggestion(t, cb) })
 		t.Run("Elicitation", func(t *testing.T) { testElicitation(t, cb) })
+		t.Run("BackgroundTask", func(t *testing.T) { testBackgroundTask(t, cb) })
 	})
 }
 

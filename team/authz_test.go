@@ -208,6 +208,7 @@ var commands = []*host.Command{
 	{Type: host.CommandChanges},
 	{Type: host.CommandSlashCommands},
 	{Type: host.CommandWake},
+	{Type: host.CommandStopTask, TaskID: "bg1"},
 	{Type: host.CommandClose},
 }
 
@@ -237,6 +238,10 @@ func TestCommandAccess(t *testing.T) {
 				if allowed {
 					if err != nil {
 						t.Errorf("%s: %s %s refused: %v", name, who, c.Type, err)
+					}
+					if ev := f.rec.last(t); name == "HostAuthorize" && c.Type == host.CommandStopTask &&
+						(ev.Action != team.ActionInterrupt || ev.Detail != "stop_task bg1" || ev.Actor != who+"@x.com") {
+						t.Errorf("%s's stop_task recorded as %+v", who, ev)
 					}
 					continue
 				}

@@ -26,6 +26,7 @@ import { SessionList } from "./sessions.js";
 import { SlashMenu } from "./slashmenu.js";
 import { DeliveryPanel } from "./deliverypanel.js";
 import { ChangesPanel } from "./changespanel.js";
+import { TasksPanel } from "./taskspanel.js";
 import { WorktreePanel } from "./worktreepanel.js";
 import { el } from "./dom.js";
 import * as notify from "./notify.js";
@@ -359,6 +360,13 @@ function newView(id) {
   // The queued prompts.
   v.prompts = new DeliveryPanel($("deliveries"), { cancel: (uuid) => proto.cancel(conn, id, uuid), shown: () => app.view === v });
   v.deliveries = v.prompts.items; // uuid -> DeliveryInfo
+  // The background tasks, each with its Stop.
+  v.tasks = new TasksPanel($("tasks"), {
+    store,
+    stop: (taskID) => proto.stopTask(conn, id, taskID),
+    canAct: () => tm.canAct(app.sessions.get(id)),
+    shown: () => app.view === v,
+  });
   // The files it changed.
   v.changes = new ChangesPanel({
     store,
@@ -377,6 +385,7 @@ function newView(id) {
     if (changed.has("cost") || changed.has("state")) renderCost();
     if (changed.has("state") || changed.has("model") || changed.has("mode") || changed.has("cwd") || changed.has("ended")) renderHead();
     if (changed.has("suggestion") || changed.has("state") || changed.has("ended")) renderSuggestion();
+    if (changed.has("tasks") || changed.has("snapshot")) v.transcript.background(new Set(store.tasks.map((t) => t.tool_use_id).filter(Boolean)));
   });
   return v;
 }
@@ -391,6 +400,8 @@ function openSession(id, push = true) {
   $("session").hidden = false;
   $("approvals").replaceChildren();
   $("deliveries").replaceChildren();
+  $("tasks").replaceChildren();
+  $("tasks").hidden = true;
   document.body.classList.remove("nav-open");
   if (push && location.hash !== "#s=" + id) history.replaceState(null, "", "#s=" + id);
   renderList();

@@ -114,4 +114,5 @@ export const changes = (c, id) => cmd(c, id, { type: "changes" });
 export const slashCommands = (c, id) => cmd(c, id, { type: "slash_commands" });
 export const wake = (c, id, onQueued) => cmd(c, id, { type: "wake" }, onQueued);
 export const revertChanges = (c, id, paths) => cmd(c, id, paths ? { type: "revert_changes", paths } : { type: "revert_changes" });
+export const stopTask = (c, id, taskID) => cmd(c, id, { type: "stop_task", task_id: taskID });
 export const answer = (c, id, approval, reply) => cmd(c, id, { type: "answer", approval, ...reply });

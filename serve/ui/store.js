@@ -77,7 +77,7 @@ export class SessionsStore extends Map {
 }
 
 /** The facts of a session a subscriber of SessionStore can ask about. */
-const facts = ["state", "model", "mode", "cwd", "cost", "ended", "suggestion"];
+const facts = ["state", "model", "mode", "cwd", "cost", "ended", "suggestion", "tasks"];
 
 /**
  * suggestionAfter is what the suggestion becomes after an item: the CLI's
@@ -92,8 +92,9 @@ function suggestionAfter(cur, it) {
 /**
  * SessionStore is one session's facts as the page follows it: the last
  * event applied (lastSeq, lastEvent), its state, model, permission mode,
- * working directory, cost, whether it ended, and the CLI's suggestion for
- * the next prompt ("" when none stands). load takes a snapshot,
+ * working directory, cost, whether it ended, the CLI's suggestion for
+ * the next prompt ("" when none stands), and the background tasks its CLI
+ * runs (TaskInfo list, oldest first). load takes a snapshot,
  * apply each event in order; subscribers hear which facts changed.
  */
 export class SessionStore {
@@ -108,6 +109,7 @@ export class SessionStore {
     this.cost = null;
     this.ended = false;
     this.suggestion = "";
+    this.tasks = [];
     this.subs = new Set();
   }
 
@@ -142,6 +144,7 @@ export class SessionStore {
     this.cwd = snap.cwd || "";
     this.ended = !!snap.ended;
     this.cost = snap.cost || null;
+    this.tasks = snap.tasks || [];
     this.suggestion = "";
     for (const it of snap.items || []) this.suggestion = suggestionAfter(this.suggestion, it);
     this.notify(new Set(["snapshot", ...facts]));
@@ -192,6 +195,9 @@ export class SessionStore {
         break;
       case "cost":
         put("cost", d);
+        break;
+      case "tasks":
+        put("tasks", d || []);
         break;
       case "files_changed":
         changed.add("files"); // a hint: the changes panel asks again

@@ -17,6 +17,7 @@ export class Transcript {
   /** @param {HTMLElement} root */
   constructor(root) {
     this.root = root;
+    this.bgTools = new Set(); // tool_use ids of the background tasks running (kept across a reset)
     this.reset();
   }
 
@@ -296,8 +297,35 @@ export class Transcript {
     const status = c.is_error ? (b.denied || /denied|rejected|doesn't want/i.test(text(c.content)) ? "denied" : "error") : "done";
     b.el.dataset.status = status;
     b.statusEl.textContent = status;
+    if (status === "done" && this.bgTools.has(it.tool_use_id)) this.markBackground(b, true);
     b.resultEl.replaceChildren(toolResultView(b.name, c, it.structured, b.inputValue));
     if (isAgent(b.name) && !c.is_error) b.el.open = false;
+  }
+
+  /**
+   * background marks the calls that started the background tasks now
+   * running (ids: their tool_use ids): such a call returned at once, and
+   * its work goes on, so its card says "in the background", not "done",
+   * until the task ends.
+   */
+  background(ids) {
+    const was = this.bgTools;
+    this.bgTools = ids;
+    for (const id of new Set([...was, ...ids])) {
+      const b = this.tools.get(id);
+      if (b && b.el) this.markBackground(b, ids.has(id));
+    }
+  }
+
+  markBackground(b, on) {
+    const cur = b.el.dataset.status;
+    if (on && cur === "done") {
+      b.el.dataset.status = "background";
+      b.statusEl.textContent = "in the background";
+    } else if (!on && cur === "background") {
+      b.el.dataset.status = "done";
+      b.statusEl.textContent = "done";
+    }
   }
 
   /** awaiting marks a tool call that waits for a person's approval. */

@@ -1,0 +1,83 @@
+package serve_test
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tetherhq/tether/claude/claudetest"
+)
+
+// testBackgroundTask: an agent the model starts in the background is
+// listed under the transcript while the session is idle, with what it
+// is and its own Stop, and the card of the call that started it says "in
+// the background", not "done"; a reload shows both again (the snapshot);
+// its Stop ends it (the CLI reports it stopped), and the list and the
+// mark go. The agent's API
+// request is held open until the stop, so it is running throughout.
+func testBackgroundTask(t *testing.T, b *browser) {
+	var mains atomic.Int32
+	e := newUIEnvOpts(t, b, &uiEnvOptions{API: &claudetest.MessagesOptions{
+		Respond: func(q *claudetest.Request) *claudetest.Reply {
+			if q.Subagent() {
+				// Held until the stop cancels the request (or the
+				// server closes).
+				return &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("the review is done")}, Delay: time.Hour}
+			}
+			switch mains.Add(1) {
+			case 1:
+				return claudetest.ToolUseReply("toolu_bg", "Agent", map[string]any{
+					"description": "Long review", "prompt": "Review everything", "subagent_type": "general-purpose", "run_in_background": true,
+				})
+			case 2:
+				return claudetest.TextReply("Started the review in the background.")
+			}
+			return claudetest.TextReply("The review was stopped.") // newer CLIs report the stop in a turn of their own
+		},
+	}})
+	tb := b.newTab(t, e.origin, "tasks")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("Review everything, in the background")
+	tb.waitText("Started the review in the background.")
+	tb.waitTurns(1)
+	const listed = `(() => { const li = document.querySelector("#tasks li"); return !document.querySelector("#tasks").hidden && li !== null &&
+		li.querySelector(".ttext").textContent === "Long review" && li.querySelector(".tkind").textContent === "agent" &&
+		li.querySelector("button").textContent === "Stop" &&
+		document.querySelector('#transcript details.tool[data-status="background"] .tool-status')?.textContent === "in the background"; })()`
+	tb.waitJS("the background agent listed", listed)
+	tb.waitState("idle")
+	tb.shots("running")
+
+	// A reload lists it from the snapshot.
+	tb.run(chromedp.Reload())
+	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+	tb.waitJS("the background agent listed after a reload", listed)
+
+	tb.run(chromedp.Click("#tasks li button", chromedp.ByQuery))
+	tb.waitJS("the list gone once the agent stopped", `document.querySelector("#tasks").hidden && document.querySelector("#tasks li") === null &&
+		document.querySelector('#transcript details.tool[data-status="background"]') === null`)
+	tb.shot("stopped")
+	m := e.m
+	if m == nil {
+		m = e.agentM
+	}
+	waitFor(t, "the CLI reporting the agent stopped", func() bool {
+		for _, s := range m.Sessions() {
+			for _, l := range s.Snapshot().Transcript {
+				if strings.Contains(string(l), `"task_notification"`) && strings.Contains(string(l), `"stopped"`) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	for _, s := range m.Sessions() {
+		if ts := s.Tasks(); len(ts) != 0 {
+			t.Errorf("tasks after the stop: %+v", ts)
+		}
+	}
+}
