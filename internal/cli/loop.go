@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -284,11 +285,38 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 
 	// turnOver reports that every prompt sent was answered and shown.
 	turnOver := func() bool { return pending == 0 && len(awaiting) == 0 }
+	// A run ends when the CLI has nothing left running, as claude.Query
+	// does, not at the first result: a background task (an agent the
+	// model started in the background) outlives the turn, and the CLI
+	// starts a turn of its own for its report. A CLI that reports its
+	// states says it is done by going idle with no task left; one that
+	// does not, by a result with no task left. The wait is bounded
+	// (claude.DefaultQueryTaskTimeout); Ctrl-C ends it, and the tasks.
+	sawStates, cliIdle := false, false
+	var tasks []host.TaskInfo // the background tasks, as last noted
+	var taskTimer *time.Timer
+	var taskWait <-chan time.Time
+	defer func() {
+		if taskTimer != nil {
+			taskTimer.Stop()
+		}
+	}()
 	finishTurn := func() {
 		if !turnOver() || waitingForPrompt {
 			return
 		}
 		if !cfg.interactive || stdinClosed {
+			if running := s.Tasks(); len(running) > 0 || (sawStates && !cliIdle) {
+				if taskTimer == nil {
+					taskTimer = time.NewTimer(claude.DefaultQueryTaskTimeout)
+					taskWait = taskTimer.C
+					if n := len(running); n > 0 {
+						v.note(fmt.Sprintf("waiting for %d background %s to end (Ctrl-C stops %s and quits)",
+							n, plural(n, "task", "tasks"), plural(n, "it", "them")))
+					}
+				}
+				return
+			}
 			exit = 0
 			var re *claude.ResultError
 			if errors.As(lastResult, &re) {
@@ -387,6 +415,15 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 			}
 			if me.m != nil {
 				v.message(me.m)
+				switch m := me.m.(type) {
+				case *claude.TaskStartedMessage, *claude.TaskNotificationMessage, *claude.TaskUpdatedMessage, *claude.BackgroundTasksChangedMessage:
+					tasks = noteTasks(v, tasks, s.Tasks())
+				case *claude.SessionStateChangedMessage:
+					sawStates, cliIdle = true, m.State == "idle"
+					if cliIdle && taskWait != nil {
+						finishTurn() // the CLI is done: the run may end
+					}
+				}
 				if ps, ok := me.m.(*claude.PromptSuggestionMessage); ok && cfg.interactive {
 					suggestion = strings.TrimSpace(ps.Suggestion)
 					if suggestion != "" && waitingForPrompt {
@@ -426,6 +463,11 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 				lastResult = err
 			}
 			finishTurn()
+		case <-taskWait:
+			taskWait = nil
+			v.failure(fmt.Errorf("%d background %s still running %v after the result; quitting stops %s",
+				len(tasks), plural(len(tasks), "task", "tasks"), claude.DefaultQueryTaskTimeout, plural(len(tasks), "it", "them")))
+			exit, quitting = 1, true
 		case line, ok := <-lines:
 			if !ok {
 				lines = nil
@@ -539,3 +581,33 @@ func (e errResult) Error() string {
 func (e errResult) Unwrap() error { return e.err }
 
 func asResultError(err error, re **claude.ResultError) bool { return errors.As(err, re) }
+
+// noteTasks tells of the background tasks that started or ended since
+// the list was, and returns the list now.
+func noteTasks(v view, was, now []host.TaskInfo) []host.TaskInfo {
+	has := func(list []host.TaskInfo, id string) bool {
+		return slices.ContainsFunc(list, func(t host.TaskInfo) bool { return t.ID == id })
+	}
+	for _, t := range now {
+		if !has(was, t.ID) {
+			v.note(fmt.Sprintf("in the background: %s %q (it runs on after the turn)", taskKind(t), t.Description))
+		}
+	}
+	for _, t := range was {
+		if !has(now, t.ID) {
+			v.note(fmt.Sprintf("ended in the background: %s %q", taskKind(t), t.Description))
+		}
+	}
+	return now
+}
+
+// taskKind names what a background task is, as a person reads it.
+func taskKind(t host.TaskInfo) string {
+	switch {
+	case strings.Contains(t.Type, "agent"):
+		return "agent"
+	case strings.Contains(t.Type, "bash"), strings.Contains(t.Type, "shell"):
+		return "shell command"
+	}
+	return "task"
+}
