@@ -26,9 +26,7 @@ func init() {
 						return &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("the review is done")}, Delay: time.Hour}
 					}
 					if mains.Add(1) == 1 {
-						return claudetest.ToolUseReply("toolu_bg", "Agent", map[string]any{
-							"description": "Long review", "prompt": "Review everything", "subagent_type": "general-purpose", "run_in_background": true,
-						})
+						return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
 					}
 					return claudetest.TextReply("started")
 				},

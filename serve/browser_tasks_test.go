@@ -29,9 +29,7 @@ func testBackgroundTask(t *testing.T, b *browser) {
 			}
 			switch mains.Add(1) {
 			case 1:
-				return claudetest.ToolUseReply("toolu_bg", "Agent", map[string]any{
-					"description": "Long review", "prompt": "Review everything", "subagent_type": "general-purpose", "run_in_background": true,
-				})
+				return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
 			case 2:
 				return claudetest.TextReply("Started the review in the background.")
 			}

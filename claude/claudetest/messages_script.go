@@ -203,6 +203,18 @@ func ToolUseReply(id, name string, input any) *Reply {
 	return &Reply{Content: []ContentBlock{ToolUseBlock(id, name, input)}}
 }
 
+// BackgroundAgentReply returns a reply that starts a general-purpose
+// agent in the background: an Agent tool call (id) with
+// run_in_background. Its result comes at once and the agent runs on as a
+// background task (a task_started, its end a task_notification); its
+// own requests are main-loop requests with Request.Subagent set, so a
+// script routes them with MessagesOptions.Respond.
+func BackgroundAgentReply(id, description, prompt string) *Reply {
+	return ToolUseReply(id, "Agent", map[string]any{
+		"description": description, "prompt": prompt, "subagent_type": "general-purpose", "run_in_background": true,
+	})
+}
+
 // ErrorReply returns a reply that fails with an HTTP status and an
 // Anthropic-shaped error body. errType may be empty to use the type the
 // real API gives that status (see HTTPError).

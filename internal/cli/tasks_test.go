@@ -31,9 +31,7 @@ func TestRealCLIRunBackgroundTask(t *testing.T) {
 			}
 			switch mains.Add(1) {
 			case 1:
-				return claudetest.ToolUseReply("toolu_bg", "Agent", map[string]any{
-					"description": "Long review", "prompt": "Review everything", "subagent_type": "general-purpose", "run_in_background": true,
-				})
+				return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
 			case 2:
 				return claudetest.TextReply("Started the review.")
 			}
