@@ -17,7 +17,7 @@ import (
 // slashCommand reports whether line is one of the REPL's commands.
 func slashCommand(line string) bool {
 	f := strings.Fields(line)
-	return len(f) > 0 && (f[0] == "/diff" || f[0] == "/revert")
+	return len(f) > 0 && (f[0] == "/diff" || f[0] == "/revert" || f[0] == "/tasks")
 }
 
 // showChanges prints the session's changes.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -368,9 +367,12 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 			}
 		case (waitingForPrompt || cfg.interactive) && slashCommand(line):
 			f := strings.Fields(line)
-			if f[0] == "/diff" {
+			switch f[0] {
+			case "/diff":
 				showChanges(ctx, s, v)
-			} else {
+			case "/tasks":
+				taskCommand(ctx, s, v, f[1:])
+			default:
 				reverting = askRevert(ctx, s, v, f[1:])
 			}
 			if waitingForPrompt {
@@ -581,33 +583,3 @@ func (e errResult) Error() string {
 func (e errResult) Unwrap() error { return e.err }
 
 func asResultError(err error, re **claude.ResultError) bool { return errors.As(err, re) }
-
-// noteTasks tells of the background tasks that started or ended since
-// the list was, and returns the list now.
-func noteTasks(v view, was, now []host.TaskInfo) []host.TaskInfo {
-	has := func(list []host.TaskInfo, id string) bool {
-		return slices.ContainsFunc(list, func(t host.TaskInfo) bool { return t.ID == id })
-	}
-	for _, t := range now {
-		if !has(was, t.ID) {
-			v.note(fmt.Sprintf("in the background: %s %q (it runs on after the turn)", taskKind(t), t.Description))
-		}
-	}
-	for _, t := range was {
-		if !has(now, t.ID) {
-			v.note(fmt.Sprintf("ended in the background: %s %q", taskKind(t), t.Description))
-		}
-	}
-	return now
-}
-
-// taskKind names what a background task is, as a person reads it.
-func taskKind(t host.TaskInfo) string {
-	switch {
-	case strings.Contains(t.Type, "agent"):
-		return "agent"
-	case strings.Contains(t.Type, "bash"), strings.Contains(t.Type, "shell"):
-		return "shell command"
-	}
-	return "task"
-}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/claude/claudetest"
 )
@@ -50,6 +51,52 @@ func TestRealCLIRunBackgroundTask(t *testing.T) {
 	}
 	if strings.Count(term.text(), "cost: $") != 1 {
 		t.Errorf("the run's cost line: %q", term.text())
+	}
+	if n := len(api.Unexpected()); n != 0 {
+		t.Errorf("%d unscripted requests", n)
+	}
+	noProcessIn(t, cli.Dir)
+}
+
+// TestRealCLIRunStopTask: in tether run -i, /tasks lists the background
+// tasks and /tasks stop N stops one (a wrong N refused); the agent ends,
+// stopped, and the session goes on.
+func TestRealCLIRunStopTask(t *testing.T) {
+	t.Parallel()
+	requireCLI(t)
+	var mains atomic.Int32
+	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{
+		Respond: func(q *claudetest.Request) *claudetest.Reply {
+			if q.Subagent() {
+				// Held until the stop cancels the request (or the
+				// server closes): the agent runs at the stop.
+				return &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("Nothing to fix.")}, Delay: time.Hour}
+			}
+			switch mains.Add(1) {
+			case 1:
+				return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
+			case 2:
+				return claudetest.TextReply("Started the review.")
+			}
+			return claudetest.TextReply("The review was stopped.") // newer CLIs report the stop in a turn of their own
+		},
+	})
+	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "-i", "review everything in the background")...)
+	term.waitFor(`in the background: agent "Long review"`)
+	term.waitFor("Started the review.")
+	term.waitFor("> ")
+	term.typeLine("/tasks")
+	term.waitFor(`1. agent "Long review", for `)
+	term.typeLine("/tasks stop 2")
+	term.waitFor(`/tasks stop: "2": not the number of a running task`)
+	term.typeLine("/tasks stop 1")
+	term.waitFor(`stopping agent "Long review"`)
+	term.waitFor(`ended in the background: agent "Long review"`)
+	term.typeLine("/tasks")
+	term.waitFor("no background task runs")
+	term.send("\x04") // Ctrl-D: stdin ends, and with it the session
+	if code := term.exitCode(); code != 0 {
+		t.Errorf("exit code %d\n%s", code, term.text())
 	}
 	if n := len(api.Unexpected()); n != 0 {
 		t.Errorf("%d unscripted requests", n)
