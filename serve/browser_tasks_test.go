@@ -15,8 +15,8 @@ import (
 // listed under the transcript while the session is idle, with what it
 // is and its own Stop, and the card of the call that started it says "in
 // the background", not "done"; a reload shows both again (the snapshot);
-// its Stop ends it (the CLI reports it stopped), and the list and the
-// mark go. The agent's API
+// its Stop ends it (the CLI reports it stopped), the list goes, and the
+// card says "stopped", after a reload too. The agent's API
 // request is held open until the stop, so it is running throughout.
 func testBackgroundTask(t *testing.T, b *browser) {
 	var mains atomic.Int32
@@ -56,9 +56,14 @@ func testBackgroundTask(t *testing.T, b *browser) {
 	tb.waitJS("the background agent listed after a reload", listed)
 
 	tb.run(chromedp.Click("#tasks li button", chromedp.ByQuery))
-	tb.waitJS("the list gone once the agent stopped", `document.querySelector("#tasks").hidden && document.querySelector("#tasks li") === null &&
-		document.querySelector('#transcript details.tool[data-status="background"]') === null`)
+	const stopped = `document.querySelector("#tasks").hidden && document.querySelector("#tasks li") === null &&
+		document.querySelector('#transcript details.tool[data-status="background"]') === null &&
+		document.querySelector('#transcript details.tool[data-status="stopped"] .tool-status')?.textContent === "stopped"`
+	tb.waitJS("the list gone once the agent stopped, and its card saying so", stopped)
 	tb.shot("stopped")
+	tb.run(chromedp.Reload())
+	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
+	tb.waitJS("the card saying the agent stopped after a reload", stopped)
 	m := e.m
 	if m == nil {
 		m = e.agentM

@@ -37,7 +37,8 @@ const (
 	// notification.
 	ItemNotice ItemKind = "notice"
 	// ItemSystem: the CLI said what it runs with (system init, which also
-	// begins a turn; a status with a new permission mode).
+	// begins a turn; a status with a new permission mode), or that a
+	// background task ended (task_notification: ToolUseID, TaskStatus).
 	ItemSystem ItemKind = "system"
 	// ItemResult: a turn ended.
 	ItemResult ItemKind = "result"
@@ -126,7 +127,11 @@ type Item struct {
 	Level string `json:"level,omitempty"`
 
 	// Subtype, PermissionMode, Cwd (and Model above): ItemSystem's.
-	Subtype        string `json:"subtype,omitempty"`
+	Subtype string `json:"subtype,omitempty"`
+	// TaskStatus is how a background task ended (ItemSystem of subtype
+	// task_notification, ToolUseID the call that started it): the CLI's
+	// "completed", "stopped", "failed" or "killed".
+	TaskStatus     string `json:"task_status,omitempty"`
 	PermissionMode string `json:"permission_mode,omitempty"`
 	Cwd            string `json:"cwd,omitempty"`
 
@@ -224,6 +229,8 @@ type envelope struct {
 	MaxRetries     int    `json:"max_retries"`
 	ErrorStatus    any    `json:"error_status"`
 	Text           string `json:"text"`
+	ToolUseID      string `json:"tool_use_id"` // task_notification
+	Status         string `json:"status"`      // task_notification
 
 	anon string // the id lineID made for a line without uuid
 }
@@ -624,6 +631,12 @@ func (z *Itemizer) system(env *envelope, line json.RawMessage) []Item {
 			why = string(b)
 		}
 		it.Level, it.Text = "warn", "API retry "+strconv.Itoa(env.Attempt)+"/"+strconv.Itoa(env.MaxRetries)+": "+why
+	case "task_notification":
+		// How a background task ended: its call's card says so.
+		if env.ToolUseID == "" || env.Status == "" {
+			return nil
+		}
+		it.Kind, it.Level, it.Subtype, it.ToolUseID, it.TaskStatus = ItemSystem, "", "task_notification", env.ToolUseID, env.Status
 	case "compact_boundary":
 		it.Text = "Conversation compacted"
 	case "notification":

@@ -100,7 +100,7 @@ export class Transcript {
         if (it.subtype === "init") {
           this.anchor = null; // a turn begins
           if (it.model) this.model = it.model;
-        }
+        } else if (it.subtype === "task_notification") this.taskEnded(it.tool_use_id, it.task_status);
         break;
     }
   }
@@ -317,7 +317,17 @@ export class Transcript {
     }
   }
 
+  /** taskEnded says on a call's card how the background task it started ended. */
+  taskEnded(toolUseID, status) {
+    const b = this.tools.get(toolUseID);
+    if (!b || !b.el) return;
+    b.taskEnded = status === "completed" ? "done" : status === "stopped" ? "stopped" : "failed";
+    b.el.dataset.status = b.taskEnded;
+    b.statusEl.textContent = b.taskEnded;
+  }
+
   markBackground(b, on) {
+    if (b.taskEnded) return; // it ended: the card says how
     const cur = b.el.dataset.status;
     if (on && cur === "done") {
       b.el.dataset.status = "background";
