@@ -2,34 +2,20 @@ package host_test
 
 import (
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 )
 
 func init() {
-	var mains atomic.Int32
 	addScenarios(scenario{
 		name: "stop_background_task",
 		guards: "An agent the model starts in the background is listed as a task (EventTasks, Tasks) while the " +
 			"session is idle, with its description and tool call; stop_task ends it, and the list empties.",
 		api: func() *claudetest.MessagesOptions {
-			mains.Store(0)
 			return &claudetest.MessagesOptions{
-				Respond: func(q *claudetest.Request) *claudetest.Reply {
-					if q.Subagent() {
-						// Held until the stop cancels the request (or the
-						// server closes): the agent runs at the stop.
-						return &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("the review is done")}, Delay: time.Hour}
-					}
-					if mains.Add(1) == 1 {
-						return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
-					}
-					return claudetest.TextReply("started")
-				},
+				Respond: claudetest.BackgroundAgentScript("toolu_bg", "Long review", "Review everything", claudetest.TextReply("started")),
 			}
 		},
 		run: func(t *testing.T, h *harness) {

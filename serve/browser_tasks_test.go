@@ -2,9 +2,7 @@ package serve_test
 
 import (
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -19,22 +17,10 @@ import (
 // card says "stopped", after a reload too. The agent's API
 // request is held open until the stop, so it is running throughout.
 func testBackgroundTask(t *testing.T, b *browser) {
-	var mains atomic.Int32
 	e := newUIEnvOpts(t, b, &uiEnvOptions{API: &claudetest.MessagesOptions{
-		Respond: func(q *claudetest.Request) *claudetest.Reply {
-			if q.Subagent() {
-				// Held until the stop cancels the request (or the
-				// server closes).
-				return &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("the review is done")}, Delay: time.Hour}
-			}
-			switch mains.Add(1) {
-			case 1:
-				return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
-			case 2:
-				return claudetest.TextReply("Started the review in the background.")
-			}
-			return claudetest.TextReply("The review was stopped.") // newer CLIs report the stop in a turn of their own
-		},
+		Respond: claudetest.BackgroundAgentScript("toolu_bg", "Long review", "Review everything",
+			claudetest.TextReply("Started the review in the background."),
+			claudetest.TextReply("The review was stopped.")), // newer CLIs report the stop in a turn of their own
 	}})
 	tb := b.newTab(t, e.origin, "tasks")
 	tb.open(e)

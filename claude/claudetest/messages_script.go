@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -213,6 +214,32 @@ func BackgroundAgentReply(id, description, prompt string) *Reply {
 	return ToolUseReply(id, "Agent", map[string]any{
 		"description": description, "prompt": prompt, "subagent_type": "general-purpose", "run_in_background": true,
 	})
+}
+
+// BackgroundAgentScript is a MessagesOptions.Respond for a session whose
+// first model step starts an agent in the background
+// (BackgroundAgentReply with id, description and prompt) and whose next
+// steps are then, in order (the last one repeated). Every request of the
+// agent is held open, so the agent runs until it is stopped (its request
+// then ends) or the server closes.
+func BackgroundAgentScript(id, description, prompt string, then ...*Reply) RespondFunc {
+	var mu sync.Mutex
+	n := 0
+	return func(q *Request) *Reply {
+		if q.Subagent() {
+			return &Reply{Content: []ContentBlock{TextBlock("done")}, Delay: 24 * time.Hour}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		switch {
+		case n == 1:
+			return BackgroundAgentReply(id, description, prompt)
+		case len(then) == 0:
+			return nil
+		}
+		return then[min(n-2, len(then)-1)]
+	}
 }
 
 // ErrorReply returns a reply that fails with an HTTP status and an

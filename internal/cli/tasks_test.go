@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tetherhq/tether/claude/claudetest"
 )
@@ -64,22 +63,10 @@ func TestRealCLIRunBackgroundTask(t *testing.T) {
 func TestRealCLIRunStopTask(t *testing.T) {
 	t.Parallel()
 	requireCLI(t)
-	var mains atomic.Int32
 	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{
-		Respond: func(q *claudetest.Request) *claudetest.Reply {
-			if q.Subagent() {
-				// Held until the stop cancels the request (or the
-				// server closes): the agent runs at the stop.
-				return &claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("Nothing to fix.")}, Delay: time.Hour}
-			}
-			switch mains.Add(1) {
-			case 1:
-				return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
-			case 2:
-				return claudetest.TextReply("Started the review.")
-			}
-			return claudetest.TextReply("The review was stopped.") // newer CLIs report the stop in a turn of their own
-		},
+		Respond: claudetest.BackgroundAgentScript("toolu_bg", "Long review", "Review everything",
+			claudetest.TextReply("Started the review."),
+			claudetest.TextReply("The review was stopped.")), // newer CLIs report the stop in a turn of their own
 	})
 	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "-i", "review everything in the background")...)
 	term.waitFor(`in the background: agent "Long review"`)
