@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -62,20 +63,12 @@ func (s *Session) stopTask(ctx context.Context, id string) error {
 	running := slices.ContainsFunc(s.tasks, func(t TaskInfo) bool { return t.ID == id })
 	s.mu.Unlock()
 	if !running {
-		return &CommandError{Code: CodeNoTask, Message: "no background task " + clipID(id) + " is running", Err: ErrNoTask}
+		return &CommandError{Code: CodeNoTask, Message: fmt.Sprintf("no background task %q is running", id), Err: ErrNoTask}
 	}
 	if cs == nil {
 		return &CommandError{Code: CodeSessionClosed, Message: "the session's CLI is gone", Err: ErrSessionClosed}
 	}
 	return cs.StopTask(ctx, id)
-}
-
-// clipID bounds an id quoted in an error message.
-func clipID(id string) string {
-	if len(id) > 64 {
-		id = id[:64] + "…"
-	}
-	return `"` + id + `"`
 }
 
 // noteTask follows the background tasks the CLI reports (s.mu held): a

@@ -42,8 +42,6 @@ func taskIDs(list []host.TaskInfo) []string {
 	return ids
 }
 
-func sameIDs(got []string, want ...string) bool { return slices.Equal(got, want) }
-
 // TestTasks: the background tasks the CLI reports are listed as they
 // start, change and end (EventTasks, Tasks, Snapshot.Tasks), and
 // stop_task asks the CLI to stop the one it names, refusing an id no
@@ -91,7 +89,7 @@ func TestTasks(t *testing.T) {
 	}
 	var seq uint64
 	for _, want := range [][]string{{"bg1:Long review"}, {"bg1:Long review", "bg2:tail -f app.log"}, {"bg1:Long review", "bg2:Follow the log"}} {
-		if got := taskIDs(nextTasks(t, ctx, s, &seq)); !sameIDs(got, want...) {
+		if got := taskIDs(nextTasks(t, ctx, s, &seq)); !slices.Equal(got, want) {
 			t.Fatalf("tasks %q, want %q", got, want)
 		}
 	}
@@ -101,7 +99,7 @@ func TestTasks(t *testing.T) {
 		list[1].Type != "local_bash" || list[0].Started.IsZero() {
 		t.Errorf("Tasks() = %+v", list)
 	}
-	if snap := s.Snapshot(); !sameIDs(taskIDs(snap.Tasks), "bg1:Long review", "bg2:Follow the log") {
+	if snap := s.Snapshot(); !slices.Equal(taskIDs(snap.Tasks), []string{"bg1:Long review", "bg2:Follow the log"}) {
 		t.Errorf("Snapshot().Tasks = %+v", snap.Tasks)
 	}
 
@@ -123,7 +121,7 @@ func TestTasks(t *testing.T) {
 	if id := <-stopAsked; id != "bg1" {
 		t.Errorf("the CLI was asked to stop %q", id)
 	}
-	if got := taskIDs(nextTasks(t, ctx, s, &seq)); !sameIDs(got, "bg2:Follow the log") {
+	if got := taskIDs(nextTasks(t, ctx, s, &seq)); !slices.Equal(got, []string{"bg2:Follow the log"}) {
 		t.Errorf("tasks after the stop %q", got)
 	}
 }
@@ -163,7 +161,7 @@ func TestTasksFollowSet(t *testing.T) {
 	if got := nextTasks(t, ctx, s, &seq); len(got) != 1 || got[0].ID != "w1" || !got[0].Ambient || got[0].Type != "monitor" {
 		t.Fatalf("first set %+v", got)
 	}
-	if got := taskIDs(nextTasks(t, ctx, s, &seq)); !sameIDs(got, "w1:Watch the build", "bg1:Review") {
+	if got := taskIDs(nextTasks(t, ctx, s, &seq)); !slices.Equal(got, []string{"w1:Watch the build", "bg1:Review"}) {
 		t.Fatalf("second set %q", got)
 	}
 	got := nextTasks(t, ctx, s, &seq) // task_started fills in the tool call
@@ -171,7 +169,7 @@ func TestTasksFollowSet(t *testing.T) {
 		t.Fatalf("after task_started %+v", got)
 	}
 	close(release)
-	if got := taskIDs(nextTasks(t, ctx, s, &seq)); !sameIDs(got, "w1:Watch the build") {
+	if got := taskIDs(nextTasks(t, ctx, s, &seq)); !slices.Equal(got, []string{"w1:Watch the build"}) {
 		t.Fatalf("third set %q (a task_started outside the set was listed?)", got)
 	}
 }

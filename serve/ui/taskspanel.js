@@ -8,7 +8,7 @@
 import { el, reorder } from "./dom.js";
 
 /** taskKind is a task's kind as a person reads it. */
-export function taskKind(t) {
+function taskKind(t) {
   const type = t.type || "";
   if (type.includes("agent")) return "agent";
   if (type.includes("bash") || type.includes("shell")) return "shell";
