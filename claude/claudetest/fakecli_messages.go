@@ -235,6 +235,26 @@ func (c *CLI) TextDelta(index int, text string) Msg {
 	}
 }
 
+// TaskStarted is the system line the CLI writes as a background task
+// starts: an agent the model started in the background (taskType
+// "local_agent", toolUseID its Agent call) or a command it backgrounded
+// ("local_bash").
+func (c *CLI) TaskStarted(taskID, toolUseID, description, taskType string) Msg {
+	return Msg{
+		"type": "system", "subtype": "task_started", "task_id": taskID, "tool_use_id": toolUseID,
+		"description": description, "task_type": taskType, "session_id": c.sessionID, "uuid": fakeUUID(),
+	}
+}
+
+// TaskNotification is the system line the CLI writes as a background
+// task ends: status "completed", "failed" or "stopped".
+func (c *CLI) TaskNotification(taskID, status string) Msg {
+	return Msg{
+		"type": "system", "subtype": "task_notification", "task_id": taskID, "status": status,
+		"output_file": "", "summary": "", "session_id": c.sessionID, "uuid": fakeUUID(),
+	}
+}
+
 func (c *CLI) result(subtype string, isError bool) Msg {
 	return Msg{
 		"type": "result", "subtype": subtype, "is_error": isError, "duration_ms": 12, "duration_api_ms": 10,
