@@ -886,7 +886,7 @@ func (a *Agent) restoreFrom(ctx context.Context, req *startRequest, rec *Session
 func (a *Agent) failRecord(id string, rev uint64, rec *SessionInfo, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rec.Updated = time.Now()
+	rec.Updated, rec.Tasks = time.Now(), 0
 	switch {
 	case waking(rec):
 		// A failed wake: asleep still, for the next command to try again

@@ -67,7 +67,7 @@ func serveInfo(s SessionInfo) host.SessionInfo {
 	si := host.SessionInfo{
 		ID: s.ID, SessionID: s.CLISession, Title: s.Title, LastPrompt: s.LastPrompt, Cwd: s.Cwd, Model: s.Model,
 		State: s.State, LastEvent: s.LastEvent, Created: s.Created, Seq: s.Seq, CostUSD: s.CostUSD,
-		Owner: s.Agent, Ended: s.Ended,
+		Owner: s.Agent, Ended: s.Ended, Tasks: s.Tasks,
 	}
 	if s.Worktree != nil {
 		si.Worktree = *s.Worktree

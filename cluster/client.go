@@ -183,7 +183,8 @@ func (c *Client) Sessions(ctx context.Context) ([]SessionInfo, error) {
 			continue
 		}
 		if _, alive := agents[r.Agent]; !alive && !isAsleep(&r) {
-			r.State = host.StateDisconnected.String()
+			// Its CLI went with its agent, and the CLI's tasks with it.
+			r.State, r.Tasks = host.StateDisconnected.String(), 0
 		}
 		out = append(out, r)
 	}
@@ -204,7 +205,7 @@ func (c *Client) Session(ctx context.Context, id string) (SessionInfo, error) {
 			return r, err
 		}
 		if !alive {
-			r.State = host.StateDisconnected.String()
+			r.State, r.Tasks = host.StateDisconnected.String(), 0
 		}
 	}
 	return r, nil

@@ -823,7 +823,7 @@ func (c *Client) reap(ctx context.Context, id string, r SessionInfo, rev uint64)
 // when the entry changed since (an agent rewrote it, or another client
 // marked it).
 func (c *Client) markOrphaned(ctx context.Context, id string, r *SessionInfo, rev uint64) bool {
-	r.State = host.StateDisconnected.String()
+	r.State, r.Tasks = host.StateDisconnected.String(), 0
 	r.Orphaned = true
 	r.Updated = time.Now()
 	if _, err := c.b.putSession(ctx, r, rev, false); err != nil {

@@ -51,6 +51,25 @@ func (b *rawBus) putSession(t *testing.T, r cluster.SessionInfo) {
 	}
 }
 
+// session reads a session's registry entry as stored.
+func (b *rawBus) session(t *testing.T, id string) cluster.SessionInfo {
+	t.Helper()
+	ctx := testCtx(t)
+	kv, err := b.js.KeyValue(ctx, cluster.BucketSessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r cluster.SessionInfo
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func (r *rawBus) publish(t *testing.T, subject string, data []byte, hdr map[string]string) {
 	t.Helper()
 	m := nats.NewMsg(subject)
@@ -320,7 +339,14 @@ func TestUnstampedSessionNotRenumbered(t *testing.T) {
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
 	now := time.Now()
-	raw.putSession(t, cluster.SessionInfo{ID: "old1", Agent: "gone1", State: "idle", CLISession: "cli-1", Created: now, Updated: now})
+	raw.putSession(t, cluster.SessionInfo{ID: "old1", Agent: "gone1", State: "idle", CLISession: "cli-1", Created: now, Updated: now, Tasks: 1})
+	// The tasks its record counts went with its agent's CLI.
+	if s, err := c.Session(ctx, "old1"); err != nil || s.State != "disconnected" || s.Tasks != 0 {
+		t.Fatalf("session of a gone agent: %+v, %v; want disconnected with no task", s, err)
+	}
+	if list, err := c.Sessions(ctx); err != nil || len(list) != 1 || list[0].State != "disconnected" || list[0].Tasks != 0 {
+		t.Fatalf("list with a gone agent's session: %+v, %v; want it disconnected with no task", list, err)
+	}
 	old := host.Event{Seq: 1, Time: now, Kind: host.EventState, Data: json.RawMessage(`{"state":"idle"}`)}
 	raw.publish(t, "tether.v1.ev.old1", eventData(t, old), map[string]string{"Tether-Seq": "1"})
 	f := follow(t, c, "old1", 0)
@@ -328,6 +354,9 @@ func TestUnstampedSessionNotRenumbered(t *testing.T) {
 		s, err := c.Session(ctx, "old1")
 		return err == nil && s.Orphaned
 	})
+	if rec := raw.session(t, "old1"); rec.Tasks != 0 || !rec.Orphaned {
+		t.Fatalf("the record marked orphaned: %+v; want no task", rec)
+	}
 	if _, err := c.Resume(ctx, "old1"); !errors.Is(err, cluster.ErrUnsupported) {
 		t.Fatalf("failover of an unstamped session: %v, want unsupported", err)
 	}

@@ -146,7 +146,7 @@ func (s *agentSession) published(evs []host.Event) {
 	poke, mirror := false, false
 	for _, ev := range evs {
 		switch ev.Kind {
-		case host.EventState, host.EventCost, host.EventClosed:
+		case host.EventState, host.EventCost, host.EventClosed, host.EventTasks:
 			poke = true
 		case host.EventFilesChanged:
 			s.filesChanged.Store(true)

@@ -90,10 +90,11 @@ func TestRevision1Shapes(t *testing.T) {
 		// and in a start's reply; the resume of a session that ended
 		// on its own (an older agent refuses it, as it always did).
 		// The session a session continues (its history), in its
-		// record as the worktree is, and in a start's reply.
+		// record as the worktree is, and in a start's reply; so is the
+		// count of its background tasks.
 		"start":       {"continue", "worktree"},
-		"start_reply": {"session.from", "session.worktree"},
-		"session":     {"from", "worktree"},
+		"start_reply": {"session.from", "session.tasks", "session.worktree"},
+		"session":     {"from", "tasks", "worktree"},
 	}
 	for kind, v := range map[string]any{
 		"command": &commandMsg{}, "command_reply": &commandReply{}, "start": &startRequest{}, "start_reply": &startReply{},
@@ -186,9 +187,9 @@ func TestDecodeRule(t *testing.T) {
 	}
 }
 
-// A session's registry entry carries its worktree (revision 4) only
-// while the agent knows of no reader before revision 3: revision 1
-// decodes records strictly. A client rewriting an entry keeps what the
+// A session's registry entry carries its worktree (revision 4) and its
+// count of background tasks only while the agent knows of no reader
+// before revision 3: revision 1 decodes records strictly. A client rewriting an entry keeps what the
 // agent wrote.
 func TestSessionRecordWorktree(t *testing.T) {
 	r := &SessionInfo{ID: "s1", Agent: "a1", Cwd: "/r/.claude/worktrees/x",
@@ -225,5 +226,17 @@ func TestSessionRecordWorktree(t *testing.T) {
 	plain.Worktree = nil
 	if err := strict(client.encodeSession(&plain)); err != nil {
 		t.Fatal(err)
+	}
+	// Its count of background tasks follows the same rule.
+	busy := plain
+	busy.Tasks = 2
+	oldReader = true
+	if err := strict(agent.encodeSession(&busy)); err != nil {
+		t.Fatalf("tasks with an older reader about: %v", err)
+	}
+	oldReader = false
+	back = SessionInfo{}
+	if data := agent.encodeSession(&busy); decode("s", data, MaxRecordSize, &back) != nil || back.Tasks != 2 {
+		t.Fatalf("tasks without an older reader: %s", data)
 	}
 }

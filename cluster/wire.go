@@ -269,6 +269,10 @@ type SessionInfo struct {
 	// transcript is this session's history (Client.History). An agent of
 	// an earlier release leaves it out; readers of one ignore it.
 	From string `json:"from,omitempty"`
+	// Tasks is how many background tasks the session's CLI runs
+	// (host.SessionInfo.Tasks), in its record as the worktree is; an
+	// agent of an earlier release leaves it out.
+	Tasks int `json:"tasks,omitempty"`
 }
 
 // clone is a copy of r that shares nothing with it.

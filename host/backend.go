@@ -55,6 +55,10 @@ type SessionInfo struct {
 	CostUSD        float64   `json:"cost_usd"`
 	Owner          string    `json:"owner"`
 	Ended          bool      `json:"ended"`
+	// Tasks is how many background tasks the session's CLI runs
+	// (Snapshot.Tasks): an agent or a command that outlives the turn that
+	// started it, so that an idle session can still be at work.
+	Tasks int `json:"tasks,omitempty"`
 
 	// With teams (tether serve's Options.Team): who started the session (Subject and
 	// display name) and what the person reading the list may do on it:

@@ -11,11 +11,13 @@ import (
 
 // testBackgroundTask: an agent the model starts in the background is
 // listed under the transcript while the session is idle, with what it
-// is and its own Stop, and the card of the call that started it says "in
-// the background", not "done"; a reload shows both again (the snapshot);
-// its Stop ends it (the CLI reports it stopped), the list goes, and the
-// card says "stopped", after a reload too. The agent's API
-// request is held open until the stop, so it is running throughout.
+// is and its own Stop, the card of the call that started it says "in
+// the background", not "done", and the session's line in the sessions
+// list says "idle" and "1 in the background"; a reload shows all three
+// again (the snapshot, the backend's list); its Stop ends it (the CLI
+// reports it stopped), the list and the line's count go, and the card
+// says "stopped", after a reload too. The agent's API request is held
+// open until the stop, so it is running throughout.
 func testBackgroundTask(t *testing.T, b *browser) {
 	e := newUIEnvOpts(t, b, &uiEnvOptions{API: &claudetest.MessagesOptions{
 		Respond: claudetest.BackgroundAgentScript("toolu_bg", "Long review", "Review everything",
@@ -31,7 +33,9 @@ func testBackgroundTask(t *testing.T, b *browser) {
 	const listed = `(() => { const li = document.querySelector("#tasks li"); return !document.querySelector("#tasks").hidden && li !== null &&
 		li.querySelector(".ttext").textContent === "Long review" && li.querySelector(".tkind").textContent === "agent" &&
 		li.querySelector("button").textContent === "Stop" &&
-		document.querySelector('#transcript details.tool[data-status="background"] .tool-status')?.textContent === "in the background"; })()`
+		document.querySelector('#transcript details.tool[data-status="background"] .tool-status')?.textContent === "in the background" &&
+		document.querySelector(".sessions li.current .bg")?.textContent === "1 in the background" &&
+		document.querySelector('.sessions li.current .badge[data-state="idle"]') !== null; })()`
 	tb.waitJS("the background agent listed", listed)
 	tb.waitState("idle")
 	tb.shots("running")
@@ -44,7 +48,8 @@ func testBackgroundTask(t *testing.T, b *browser) {
 	tb.run(chromedp.Click("#tasks li button", chromedp.ByQuery))
 	const stopped = `document.querySelector("#tasks").hidden && document.querySelector("#tasks li") === null &&
 		document.querySelector('#transcript details.tool[data-status="background"]') === null &&
-		document.querySelector('#transcript details.tool[data-status="stopped"] .tool-status')?.textContent === "stopped"`
+		document.querySelector('#transcript details.tool[data-status="stopped"] .tool-status')?.textContent === "stopped" &&
+		document.querySelector(".sessions li.current") !== null && document.querySelector(".sessions li.current .bg") === null`
 	tb.waitJS("the list gone once the agent stopped, and its card saying so", stopped)
 	tb.shot("stopped")
 	tb.run(chromedp.Reload())

@@ -200,7 +200,7 @@ const handlers = {
     loadSnapshot(snap);
   },
   event(id, ev) {
-    app.sessions.applyEvent(id, ev, ev.kind === "state" || ev.kind === "cost" ? proto.json(ev.data) : null);
+    app.sessions.applyEvent(id, ev, ev.kind === "state" || ev.kind === "cost" || ev.kind === "tasks" ? proto.json(ev.data) : null);
     if (id !== app.current || !app.view) return;
     applyEvent(ev);
   },
@@ -290,6 +290,12 @@ function fillItem(li, s) {
   li.appendChild(r1);
   const r2 = el("div", "row2");
   r2.appendChild(badge(s.ended ? "closed" : s.state, s.tool));
+  // Work that outlives its turn: "idle" alone would say nothing runs.
+  if (s.tasks > 0 && !s.ended) {
+    const bg = el("span", "bg", s.tasks + " in the background");
+    bg.title = s.tasks === 1 ? "A background task runs: open the session to see or stop it" : "Background tasks run: open the session to see or stop them";
+    r2.appendChild(bg);
+  }
   r2.appendChild(el("span", "spacer"));
   const t = el("span", "ago", ago(s.last_event));
   t.dataset.t = s.last_event || "";

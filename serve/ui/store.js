@@ -43,8 +43,9 @@ export class SessionsStore extends Map {
    */
   update(info) {
     const old = this.get(info.id) || {};
-    const cur = { ...old, ...info };
-    if (old.evSeq > (info.seq || 0)) for (const k of ["state", "tool", "cost_usd", "last_event"]) cur[k] = old[k];
+    // tasks is left out of a line when none runs.
+    const cur = { ...old, ...info, tasks: info.tasks || 0 };
+    if (old.evSeq > (info.seq || 0)) for (const k of ["state", "tool", "cost_usd", "last_event", "tasks"]) cur[k] = old[k];
     super.set(info.id, cur);
     this.notify([info.id]);
     return old;
@@ -57,8 +58,9 @@ export class SessionsStore extends Map {
 
   /**
    * applyEvent moves the line of a session the page follows with its
-   * events: its state at once, and its cost with the turn's result (not
-   * a moment later, with the next list update).
+   * events: its state at once, its cost with the turn's result and its
+   * count of background tasks as they start and end (not a moment later,
+   * with the next list update).
    */
   applyEvent(id, ev, data) {
     const s = this.get(id);
@@ -71,6 +73,9 @@ export class SessionsStore extends Map {
       this.notify([id]);
     } else if (ev.kind === "cost" && typeof data.usd === "number" && data.usd !== s.cost_usd) {
       s.cost_usd = data.usd;
+      this.notify([id]);
+    } else if (ev.kind === "tasks" && Array.isArray(data) && data.length !== (s.tasks || 0)) {
+      s.tasks = data.length;
       this.notify([id]);
     }
   }
