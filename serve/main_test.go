@@ -46,6 +46,9 @@ func testCtx(t testing.TB) context.Context {
 // "burst <n> <size>" streams n text deltas of size bytes; "hold" streams
 // one delta and waits for the next prompt's arrival before ending;
 // "unchecked" ends as a turn whose calls auto mode could not check;
+// "background <description>" starts an agent in the background (task
+// bg1) and ends its turn while it runs, and "background-done" ends it
+// and reports in a turn of its own;
 // "form" has the deploy server's tool ask for a form (an elicitation)
 // and reports the action; anything else is echoed.
 func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
@@ -114,6 +117,13 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 			}
 			_ = json.Unmarshal(resp, &r)
 			c.Write(c.ToolResult("toolu_f", r.Action, false), c.AssistantText("form "+r.Action), c.ResultSuccess("form "+r.Action))
+		case len(f) >= 2 && f[0] == "background":
+			c.Write(c.AssistantToolUse("toolu_bg", "Agent", map[string]any{"description": strings.Join(f[1:], " "), "run_in_background": true}),
+				c.TaskStarted("bg1", "toolu_bg", strings.Join(f[1:], " "), "local_agent"),
+				c.ToolResult("toolu_bg", "Async agent launched", false),
+				c.AssistantText("started in the background"), c.ResultSuccess("started in the background"))
+		case text == "background-done":
+			c.Write(c.TaskNotification("bg1", "completed"), c.AssistantText("the review is done"), c.ResultSuccess("the review is done"))
 		case text == "exit-cli":
 			return nil // the CLI ends on its own, as a crash would
 		case text == "partial":

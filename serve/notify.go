@@ -220,6 +220,7 @@ func (n *notifier) run() {
 func (n *notifier) follow(id string, after uint64) {
 	defer n.s.wg.Done()
 	ended := false
+	var tasks []host.TaskInfo // what runs in the background, as of the last tasks event
 	defer func() {
 		n.mu.Lock()
 		if ended {
@@ -250,6 +251,11 @@ func (n *notifier) follow(id string, after uint64) {
 			if json.Unmarshal(ev.Data, &r) == nil {
 				n.resolved(id, &r)
 			}
+		case host.EventTasks:
+			var ts []host.TaskInfo
+			if json.Unmarshal(ev.Data, &ts) == nil {
+				tasks = ts
+			}
 		case host.EventMessage:
 			var m struct {
 				Type string `json:"type"`
@@ -259,7 +265,7 @@ func (n *notifier) follow(id string, after uint64) {
 			}
 			if dm, err := claude.DecodeMessage(ev.Data); err == nil {
 				if r, ok := dm.(*claude.ResultMessage); ok {
-					n.turn(id, r)
+					n.turn(id, r, tasks)
 				}
 			}
 		case host.EventClosed:
@@ -334,16 +340,47 @@ func (n *notifier) resolved(sid string, r *host.ApprovalResolved) {
 	}
 }
 
-// turn notifies a turn's end, and a budget spent by it (teams).
-func (n *notifier) turn(sid string, r *claude.ResultMessage) {
-	p := notifyPayload{Type: "notify", Tag: "turn:" + sid, Session: sid, Event: NotifyTurnDone, Title: "Done: " + n.title(sid), Body: clip(r.Result, 300)}
+// turn notifies a turn's end, and a budget spent by it (teams). A turn
+// that leaves work running in the background (tasks) says so first: the
+// session is not done with it, and the turn the CLI starts for the
+// task's report ends with a notification of its own, which replaces
+// this one (same tag).
+func (n *notifier) turn(sid string, r *claude.ResultMessage, tasks []host.TaskInfo) {
+	p := notifyPayload{Type: "notify", Tag: "turn:" + sid, Session: sid, Event: NotifyTurnDone, Title: "Done: " + n.title(sid), Body: r.Result}
 	if r.IsError || r.Subtype != claude.ResultSuccess {
 		// Why, not the final text: a turn whose calls auto mode could
 		// not check ends with both.
-		p.Event, p.Title, p.Body = NotifyTurnFailed, "Failed: "+n.title(sid), clip(cmp.Or(turnReason(r), r.Result), 300)
+		p.Event, p.Title, p.Body = NotifyTurnFailed, "Failed: "+n.title(sid), cmp.Or(turnReason(r), r.Result)
 	}
+	if still := stillRunning(tasks); still != "" {
+		p.Body = still + " " + p.Body
+	}
+	p.Body = clip(p.Body, 300)
 	n.notify(sid, p)
 	n.budget(sid)
+}
+
+// stillRunning is what a turn's notification says of the background
+// tasks that outlive it ("" for none): how many, and what the first
+// three are. A watcher (ambient) is no work and goes unmentioned.
+func stillRunning(tasks []host.TaskInfo) string {
+	var names []string
+	for _, t := range tasks {
+		if !t.Ambient {
+			names = append(names, cmp.Or(t.Description, t.ID))
+		}
+	}
+	count := len(names)
+	switch {
+	case count == 0:
+		return ""
+	case count == 1:
+		return "Still running in the background: " + names[0] + "."
+	case count > 3:
+		return "Still running in the background (" + strconv.Itoa(count) + "): " + strings.Join(names[:3], ", ") +
+			" and " + strconv.Itoa(count-3) + " more."
+	}
+	return "Still running in the background (" + strconv.Itoa(count) + "): " + strings.Join(names, ", ") + "."
 }
 
 // budget tells a session's owner, once a day, that their daily budget is

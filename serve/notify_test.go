@@ -192,7 +192,8 @@ func notifyOptions(t *testing.T) *serve.NotifyOptions {
 // pushed encrypted with the tool and its command and Allow/Deny, the
 // action endpoint answers it once, the notification is replaced by a
 // "resolved" one with the same tag, and the turn's end is pushed (and a
-// failed turn's, with why it failed). The same over the cluster (`tether serve --nats`): the server follows the
+// failed turn's, with why it failed; one that leaves a task running in
+// the background says so). The same over the cluster (`tether serve --nats`): the server follows the
 // sessions from the bus, and the action's answer crosses it to the agent.
 func TestPushApprovalTokenMode(t *testing.T) {
 	t.Run("Local", func(t *testing.T) { testPushApprovalTokenMode(t, false) })
@@ -280,6 +281,37 @@ func testPushApprovalTokenMode(t *testing.T, overCluster bool) {
 	if d := pe.next(ctx, "the form's turn"); d.Body != "form decline" {
 		t.Fatalf("turn push: %+v", d)
 	}
+
+	// A turn that leaves an agent at work in the background says so
+	// first: the session is not done. The sessions list counts the task.
+	// The turn of the agent's report then replaces the notification.
+	if f := cl.do(ctx, id, map[string]any{"type": "send", "text": "background Long review"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	if d := pe.next(ctx, "the turn leaving a task"); d.Event != "turn_done" || d.Tag != "turn:"+id ||
+		d.Body != "Still running in the background: Long review. started in the background" {
+		t.Fatalf("turn push with a task running: %+v", d)
+	}
+	listed := func(want int) bool {
+		var r struct{ Sessions []serve.SessionInfo }
+		if json.Unmarshal(cl.ok(ctx, map[string]any{"type": "list"}), &r) != nil {
+			return false
+		}
+		for _, si := range r.Sessions {
+			if si.ID == id {
+				return si.Tasks == want
+			}
+		}
+		return false
+	}
+	waitFor(t, "the list counting the background task", func() bool { return listed(1) })
+	if f := cl.do(ctx, id, map[string]any{"type": "send", "text": "background-done"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	if d := pe.next(ctx, "the report's turn"); d.Event != "turn_done" || d.Tag != "turn:"+id || d.Body != "the review is done" {
+		t.Fatalf("turn push after the task: %+v", d)
+	}
+	waitFor(t, "the list counting no task", func() bool { return listed(0) })
 
 	// Without Origin a cookie may not answer (a cross-site form).
 	req, _ := http.NewRequest("POST", e.http.URL+"/api/notify/action", strings.NewReader(act))
