@@ -23,7 +23,9 @@ type CommandType string
 const (
 	// CommandSend sends a prompt (Text and/or Images; UUID optional).
 	CommandSend CommandType = "send"
-	// CommandInterrupt interrupts the running turn.
+	// CommandInterrupt interrupts the running turn. The background
+	// tasks run on where the CLI allows it (Options.InterruptStopsTasks);
+	// CommandStopTask stops each.
 	CommandInterrupt CommandType = "interrupt"
 	// CommandForceInterrupt interrupts whatever it takes (a request,
 	// then SIGINT, then a kill); the result's Step says which worked.

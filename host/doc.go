@@ -30,7 +30,8 @@
 //   - Tasks: the background tasks the CLI runs (agents started in the
 //     background, backgrounded shell commands), which outlive their turn
 //     so that a session can be idle while work goes on; CommandStopTask
-//     stops one.
+//     stops one, and the turn's interrupt leaves them at work where the
+//     CLI allows it (Options.InterruptStopsTasks).
 //
 // Messages hands the messages on to any number of subscribers, each with
 // its own bounded queue (one that falls behind is told it missed some);

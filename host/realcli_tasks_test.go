@@ -3,9 +3,11 @@ package host_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 func init() {
@@ -58,6 +60,63 @@ func init() {
 			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); host.ErrorCode(err) != host.CodeNoTask {
 				t.Errorf("stop_task of the stopped task: %v", err)
 			}
+		},
+	}, scenario{
+		name: "interrupt_spares_background_task",
+		guards: "The turn's interrupt leaves an agent the model started in the background at work where the CLI " +
+			"takes PerTaskStopAffordance (2.1.330 and later: the host declares it), and stop_task then ends it; " +
+			"an older CLI stops the agent with the turn.",
+		api: func() *claudetest.MessagesOptions {
+			return &claudetest.MessagesOptions{
+				Respond: claudetest.BackgroundAgentScript("toolu_bg", "Long review", "Review everything",
+					claudetest.TextReply("started"),
+					// The turn a person stops: its request is held open.
+					&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("too late")}, Delay: 24 * time.Hour},
+					claudetest.TextReply("noted")),
+			}
+		},
+		run: func(t *testing.T, h *harness) {
+			h.turn(t, "start a long review in the background")
+			var seq uint64
+			var task host.TaskInfo
+			for task.ID == "" {
+				for _, ti := range nextTasks(t, h.Ctx, h.S, &seq) {
+					if ti.ToolUseID == "toolu_bg" {
+						task = ti
+					}
+				}
+			}
+			d, err := h.S.Send(h.Ctx, "wait for it")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Requests: the first step, the agent's (held), "started", the
+			// held turn.
+			if _, err := h.API.WaitMessages(h.Ctx, 4); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandInterrupt}); err != nil {
+				t.Fatalf("interrupt: %v", err)
+			}
+			if _, err := d.Wait(h.Ctx); err != nil {
+				t.Logf("the stopped turn: %v", err)
+			}
+			if proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") < 0 {
+				for len(nextTasks(t, h.Ctx, h.S, &seq)) != 0 {
+				}
+				waitJournaled(t, h.Ctx, h.S, `"stopped"`)
+				return
+			}
+			h.states.waitState(t, h.Ctx, host.StateIdle)
+			if got := h.S.Tasks(); len(got) != 1 || got[0].ID != task.ID {
+				t.Fatalf("Tasks() after the turn's interrupt = %+v, want the agent still running", got)
+			}
+			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); err != nil {
+				t.Fatalf("stop_task: %v", err)
+			}
+			for len(nextTasks(t, h.Ctx, h.S, &seq)) != 0 {
+			}
+			waitJournaled(t, h.Ctx, h.S, `"stopped"`)
 		},
 	})
 }

@@ -165,7 +165,12 @@ func runReal(t *testing.T, sc scenario) {
 	if !sc.record {
 		co.Transport = nil // nothing to keep: run the CLI directly
 	}
-	o := &host.Options{CLI: co}
+	// A recorded scenario's host declares no PerTaskStopAffordance: a
+	// replay matches the host's initialize request to the transcript's,
+	// and the CLI's version, which decides whether the host declares it,
+	// is not known through a Recorder. No recorded scenario has a
+	// background task.
+	o := &host.Options{CLI: co, InterruptStopsTasks: sc.record}
 	if sc.opts != nil {
 		sc.opts(o)
 	}
@@ -205,7 +210,7 @@ func TestTranscriptReplay(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (record it: go test ./host -run TestRealCLI/%s -update)", err, sc.name)
 			}
-			o := &host.Options{CLI: &claude.Options{}}
+			o := &host.Options{CLI: &claude.Options{}, InterruptStopsTasks: true} // as recorded (runReal)
 			if sc.opts != nil {
 				sc.opts(o)
 			}

@@ -57,6 +57,15 @@ type Options struct {
 	// InterruptTimeout bounds each step of ForceInterrupt (0 = 5 s).
 	InterruptTimeout time.Duration
 
+	// InterruptStopsTasks makes the turn's interrupt (CommandInterrupt)
+	// end the background tasks too, as it did before 0.8.0. By default
+	// the session tells a CLI that takes it (2.1.330 and later) that it
+	// stops each task on its own (claude.Options.PerTaskStopAffordance,
+	// CommandStopTask): stopping a later turn then leaves an agent the
+	// model started in the background at work. Older CLIs stop them
+	// with the turn whatever this says.
+	InterruptStopsTasks bool
+
 	// Journal bounds the session's event journal (Events, Snapshot);
 	// nil means defaults.
 	Journal *JournalOptions
@@ -338,7 +347,17 @@ func (s *Session) connect(ctx context.Context, resume bool) error {
 	}
 	ctx, span := s.tracer.Start(ctx, "cli start", trace.WithAttributes(attrSession.String(s.id), attrResume.Bool(resume)))
 	defer span.End()
+	// Each task has its own stop here (CommandStopTask), so the turn's
+	// need not end them, where the CLI takes that. Connect refuses the
+	// option for a CLI it knows to be older (before starting it, when it
+	// probed the version): then start again without it.
+	spare := !s.opts.InterruptStopsTasks && !o.PerTaskStopAffordance
+	o.PerTaskStopAffordance = o.PerTaskStopAffordance || spare
 	cs, err := claude.Connect(ctx, &o) // the CLI's TRACEPARENT: this span
+	if fe := (*claude.CLIFeatureError)(nil); spare && errors.As(err, &fe) && fe.Option == "PerTaskStopAffordance" {
+		o.PerTaskStopAffordance = false
+		cs, err = claude.Connect(ctx, &o)
+	}
 	s.metrics.CLIStarted(err)
 	if err != nil {
 		telemetry.SetError(span, err, ErrorCode(err))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
 	"github.com/tetherhq/tether/host"
 )
@@ -171,5 +172,41 @@ func TestTasksFollowSet(t *testing.T) {
 	close(release)
 	if got := taskIDs(nextTasks(t, ctx, s, &seq)); !slices.Equal(got, []string{"w1:Watch the build"}) {
 		t.Fatalf("third set %q (a task_started outside the set was listed?)", got)
+	}
+}
+
+// The host tells the CLI that it stops each task on its own
+// (perTaskStopAffordance in initialize), so the turn's interrupt spares
+// them, unless Options.InterruptStopsTasks or the CLI options say
+// otherwise. (TestRealCLI/interrupt_spares_background_task: what the
+// CLI does with it, and a CLI too old for it started without it.)
+func TestPerTaskStopDeclared(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    *host.Options
+		want bool
+	}{
+		{"default", nil, true},
+		{"InterruptStopsTasks", &host.Options{InterruptStopsTasks: true}, false},
+		{"CLI option", &host.Options{InterruptStopsTasks: true, CLI: &claude.Options{PerTaskStopAffordance: true}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := make(chan json.RawMessage, 1)
+			start(t, c.o, func(ctx context.Context, c *claudetest.CLI) error {
+				req, err := c.HandleInitialize(ctx)
+				if err != nil {
+					return err
+				}
+				got <- req
+				_, err = c.ReadUser(ctx)
+				return err
+			})
+			var req struct {
+				PerTaskStopAffordance bool `json:"perTaskStopAffordance"`
+			}
+			if err := json.Unmarshal(<-got, &req); err != nil || req.PerTaskStopAffordance != c.want {
+				t.Errorf("perTaskStopAffordance %v (%v), want %v", req.PerTaskStopAffordance, err, c.want)
+			}
+		})
 	}
 }
