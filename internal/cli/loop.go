@@ -481,6 +481,13 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 					cur = nil
 				}
 				if waitingForPrompt || (pending == 0 && len(awaiting) == 0) {
+					if len(s.Tasks()) > 0 {
+						// Work in the background: the run ends when it
+						// does, as one without -i, not by killing it.
+						waitingForPrompt = false
+						finishTurn()
+						break
+					}
 					exit = 0
 				}
 				break

@@ -9,52 +9,66 @@ import (
 	"github.com/tetherhq/tether/claude/claudetest"
 )
 
-// TestRealCLIRunBackgroundTask: a one-shot run whose turn starts an agent
-// in the background does not end at the turn's result, which would kill
-// the agent: it says the agent runs on and that it waits for it, waits, and shows the turn
-// the CLI starts for its report before it exits 0. The agent's request is
-// held until the terminal shows the first turn's answer, so the agent
-// ends after that result.
+// TestRealCLIRunBackgroundTask: a run whose turn starts an agent in the
+// background does not end at the turn's result, nor (with -i) when the
+// person ends the input at the prompt, which would kill the agent: it
+// says the agent runs on and that it waits for it, waits, and shows the
+// turn the CLI starts for its report before it exits 0. The agent's
+// request is held until the terminal shows that the run waits, so the
+// agent ends after that.
 func TestRealCLIRunBackgroundTask(t *testing.T) {
 	t.Parallel()
 	requireCLI(t)
-	release := make(chan struct{})
-	var once sync.Once
-	let := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(let)
-	var mains atomic.Int32
-	ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{
-		Respond: func(q *claudetest.Request) *claudetest.Reply {
-			if q.Subagent() {
-				<-release
-				return claudetest.TextReply("Nothing to fix.")
+	for _, interactive := range []bool{false, true} {
+		t.Run(map[bool]string{false: "OneShot", true: "InteractiveEOF"}[interactive], func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			var once sync.Once
+			let := func() { once.Do(func() { close(release) }) }
+			t.Cleanup(let)
+			var mains atomic.Int32
+			ctx, api, cli := realCLI(t, &claudetest.MessagesOptions{
+				Respond: func(q *claudetest.Request) *claudetest.Reply {
+					if q.Subagent() {
+						<-release
+						return claudetest.TextReply("Nothing to fix.")
+					}
+					switch mains.Add(1) {
+					case 1:
+						return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
+					case 2:
+						return claudetest.TextReply("Started the review.")
+					}
+					return claudetest.TextReply("The review found nothing to fix.")
+				},
+			})
+			args := []string{"review everything in the background"}
+			if interactive {
+				args = append([]string{"-i"}, args...)
 			}
-			switch mains.Add(1) {
-			case 1:
-				return claudetest.BackgroundAgentReply("toolu_bg", "Long review", "Review everything")
-			case 2:
-				return claudetest.TextReply("Started the review.")
+			term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, args...)...)
+			term.waitFor(`in the background: agent "Long review"`)
+			term.waitFor("Started the review.")
+			if interactive {
+				term.waitFor("> ")
+				term.send("\x04") // Ctrl-D: the person is done typing
 			}
-			return claudetest.TextReply("The review found nothing to fix.")
-		},
-	})
-	term := startTerminal(t, ctx, cli.Environ(), cli.Dir, runArgs(cli, "review everything in the background")...)
-	term.waitFor(`in the background: agent "Long review"`)
-	term.waitFor("Started the review.")
-	term.waitFor("waiting for 1 background task to end (Ctrl-C stops it and quits)")
-	let()
-	term.waitFor(`ended in the background: agent "Long review"`)
-	term.waitFor("The review found nothing to fix.")
-	if code := term.exitCode(); code != 0 {
-		t.Errorf("exit code %d\n%s", code, term.text())
+			term.waitFor("waiting for 1 background task to end (Ctrl-C stops it and quits)")
+			let()
+			term.waitFor(`ended in the background: agent "Long review"`)
+			term.waitFor("The review found nothing to fix.")
+			if code := term.exitCode(); code != 0 {
+				t.Errorf("exit code %d\n%s", code, term.text())
+			}
+			if strings.Count(term.text(), "cost: $") != 1 {
+				t.Errorf("the run's cost line: %q", term.text())
+			}
+			if n := len(api.Unexpected()); n != 0 {
+				t.Errorf("%d unscripted requests", n)
+			}
+			noProcessIn(t, cli.Dir)
+		})
 	}
-	if strings.Count(term.text(), "cost: $") != 1 {
-		t.Errorf("the run's cost line: %q", term.text())
-	}
-	if n := len(api.Unexpected()); n != 0 {
-		t.Errorf("%d unscripted requests", n)
-	}
-	noProcessIn(t, cli.Dir)
 }
 
 // TestRealCLIRunStopTask: in tether run -i, /tasks lists the background
