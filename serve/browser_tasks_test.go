@@ -14,7 +14,8 @@ import (
 // is and its own Stop, the card of the call that started it says "in
 // the background", not "done", and the session's line in the sessions
 // list says "idle" and "1 in the background"; a reload shows all three
-// again (the snapshot, the backend's list); its Stop ends it (the CLI
+// again (the snapshot, the backend's list); Close, asking first, names
+// it as work that would end with the CLI; its Stop ends it (the CLI
 // reports it stopped), the list and the line's count go, and the card
 // says "stopped", after a reload too. The agent's API request is held
 // open until the stop, so it is running throughout.
@@ -44,6 +45,17 @@ func testBackgroundTask(t *testing.T, b *browser) {
 	tb.run(chromedp.Reload())
 	tb.waitJS("a live connection", `document.querySelector("#conn").classList.contains("live")`)
 	tb.waitJS("the background agent listed after a reload", listed)
+
+	// Close asks first, naming the work that would end with the CLI;
+	// declined, nothing happens.
+	tb.eval(`window.confirm = (q) => { window.asked = q; return false; }`, nil)
+	tb.run(chromedp.Click("#close-btn", chromedp.ByID))
+	var asked string
+	tb.eval(`window.asked || ""`, &asked)
+	if want := "Close this session? Its CLI stops, and with it “Long review”, which runs in the background; you can resume it from disk later."; asked != want {
+		t.Errorf("Close asked %q, want %q", asked, want)
+	}
+	tb.waitJS("the agent still listed", listed)
 
 	tb.run(chromedp.Click("#tasks li button", chromedp.ByQuery))
 	const stopped = `document.querySelector("#tasks").hidden && document.querySelector("#tasks li") === null &&

@@ -896,9 +896,20 @@ async function switchFact(key, value, send, what) {
 }
 $("s-model").onchange = (e) => switchFact("model", e.target.value, proto.setModel, "model");
 $("s-mode").onchange = (e) => switchFact("mode", e.target.value, proto.setMode, "mode");
+/**
+ * closeQuestion is what Close asks: the work the CLI does in the
+ * background ends with it (a watcher is no work).
+ */
+function closeQuestion(tasks) {
+  const work = tasks.filter((t) => !t.ambient).map((t) => "“" + (t.description || t.id) + "”");
+  let ends = "";
+  if (work.length === 1) ends = ", and with it " + work[0] + ", which runs in the background";
+  else if (work.length > 1) ends = ", and with it " + work.length + " tasks in the background (" + work.slice(0, 3).join(", ") + (work.length > 3 ? ", …" : "") + ")";
+  return "Close this session? Its CLI stops" + ends + "; you can resume it from disk later.";
+}
 $("close-btn").onclick = async () => {
   const v = app.view;
-  if (!v || !confirm("Close this session? Its CLI stops; you can resume it from disk later.")) return;
+  if (!v || !confirm(closeQuestion(v.store.tasks || []))) return;
   try {
     await proto.close(conn, v.id);
   } catch (err) {
