@@ -309,18 +309,17 @@ func (b *bus) putSession(ctx context.Context, r *SessionInfo, rev uint64, create
 
 // encodeSession is a session's registry entry as it is stored: revision
 // 1's fields (encodeRecord), and its worktree (revision 4), the session
-// it continues (From) and its background tasks besides when
-// b.recordWorktree allows it.
-// Every process reads the registry, and one of revision 1 refuses a
-// record with a field it does not know: these are written, as batches
-// are (batch.go), only while the agent knows of no reader of a revision
-// before 3 (a revision 2 reader ignores the fields, but cannot be told
-// from a revision 1 one by its consumers). Without the worktree a
-// failover still resumes in the worktree's folder (the record's cwd),
-// without the worktree's commands; without From a resumed session shows
-// no history; without Tasks the list shows no background work (the
-// session's own events still do). A client that rewrites a record (marking it orphaned)
-// keeps what the agent wrote.
+// it continues (From) and its count of background tasks besides when
+// b.recordWorktree allows it. Every process reads the registry, and one
+// of revision 1 refuses a record with a field it does not know: these
+// are written, as batches are (batch.go), only while the agent knows of
+// no reader of a revision before 3 (a revision 2 reader ignores the
+// fields, but cannot be told from a revision 1 one by its consumers).
+// Without the worktree a failover still resumes in the worktree's folder
+// (the record's cwd), without the worktree's commands; without From a
+// resumed session shows no history; without Tasks the list shows no
+// background work (the session's own events still do). A client that
+// rewrites a record (marking it orphaned) keeps what the agent wrote.
 func (b *bus) encodeSession(r *SessionInfo) []byte {
 	if (r.Worktree != nil || r.From != "" || r.Tasks > 0) && (b.recordWorktree == nil || b.recordWorktree()) {
 		if data, err := json.Marshal(r); err == nil {
