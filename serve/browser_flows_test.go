@@ -51,6 +51,7 @@ func browserFlows(t *testing.T, b *browser) {
 	t.Run("PromptSuggestion", func(t *testing.T) { testPromptSuggestion(t, b) })
 	t.Run("Elicitation", func(t *testing.T) { testElicitation(t, b) })
 	t.Run("BackgroundTask", func(t *testing.T) { testBackgroundTask(t, b) })
+	t.Run("BackgroundTaskTurnStop", func(t *testing.T) { testBackgroundTaskTurnStop(t, b) })
 }
 
 // testAPIError: an API error the CLI gives up on (a 400 is not retried)

@@ -7,6 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proc"
 )
 
 // testBackgroundTask: an agent the model starts in the background is
@@ -86,4 +87,43 @@ func testBackgroundTask(t *testing.T, b *browser) {
 			t.Errorf("tasks after the stop: %+v", ts)
 		}
 	}
+}
+
+// testBackgroundTaskTurnStop: the Stop of a later turn stops that turn
+// only, and the agent the model started in the background is still
+// listed, with its own Stop, which ends it (CLI 2.1.330 and later, told
+// by the host that each task has its stop; an older CLI stops the agent
+// with the turn, as it always did).
+func testBackgroundTaskTurnStop(t *testing.T, b *browser) {
+	e := newUIEnvOpts(t, b, &uiEnvOptions{API: &claudetest.MessagesOptions{
+		Respond: claudetest.BackgroundAgentScript("toolu_bg", "Long review", "Review everything",
+			claudetest.TextReply("Started the review in the background."),
+			&claudetest.Reply{Content: []claudetest.ContentBlock{claudetest.TextBlock("I will write for a very long time, and never stop by myself")},
+				ChunkSize: 8, StallAfterEvents: 5},
+			claudetest.TextReply("noted")),
+	}})
+	tb := b.newTab(t, e.origin, "tasks-turn-stop")
+	tb.open(e)
+	tb.newSession(e.cwd)
+	tb.prompt("Review everything, in the background")
+	tb.waitText("Started the review in the background.")
+	const listed = `document.querySelector("#tasks li .ttext")?.textContent === "Long review"`
+	tb.waitJS("the background agent listed", listed)
+	tb.prompt("and write meanwhile")
+	tb.waitState("streaming")
+	tb.run(chromedp.Click("#stop-btn", chromedp.ByID))
+	tb.waitState("idle")
+	tb.waitTurns(2) // the stopped turn's end: a task it ended was told before it
+	if proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") < 0 {
+		tb.waitJS("the agent stopped with the turn (an older CLI)", `document.querySelector("#tasks li") === null`)
+		return
+	}
+	var still bool
+	tb.eval(listed, &still)
+	if !still {
+		t.Fatal("the turn's Stop ended the background agent")
+	}
+	tb.shot("turn-stopped")
+	tb.run(chromedp.Click("#tasks li button", chromedp.ByQuery))
+	tb.waitJS("the agent stopped by its own Stop", `document.querySelector("#tasks li") === null`)
 }
