@@ -29,14 +29,7 @@ func init() {
 				t.Fatalf("the turn: %v", err)
 			}
 			var seq uint64
-			var task host.TaskInfo
-			for task.ID == "" {
-				for _, ti := range nextTasks(t, h.Ctx, h.S, &seq) {
-					if ti.ToolUseID == "toolu_bg" {
-						task = ti
-					}
-				}
-			}
+			task := taskOf(t, h.Ctx, h.S, &seq, "toolu_bg")
 			if task.Description != "Long review" || !strings.Contains(task.Type, "agent") {
 				t.Errorf("the background agent's task %+v", task)
 			}
@@ -47,12 +40,7 @@ func init() {
 			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); err != nil {
 				t.Fatalf("stop_task: %v", err)
 			}
-			for {
-				list := nextTasks(t, h.Ctx, h.S, &seq)
-				if len(list) == 0 {
-					break
-				}
-			}
+			waitNoTasks(t, h.Ctx, h.S, &seq)
 			waitJournaled(t, h.Ctx, h.S, `"stopped"`)
 			if got := h.S.Tasks(); len(got) != 0 {
 				t.Errorf("Tasks() after stop_task = %+v", got)
@@ -78,14 +66,7 @@ func init() {
 		run: func(t *testing.T, h *harness) {
 			h.turn(t, "start a long review in the background")
 			var seq uint64
-			var task host.TaskInfo
-			for task.ID == "" {
-				for _, ti := range nextTasks(t, h.Ctx, h.S, &seq) {
-					if ti.ToolUseID == "toolu_bg" {
-						task = ti
-					}
-				}
-			}
+			task := taskOf(t, h.Ctx, h.S, &seq, "toolu_bg")
 			d, err := h.S.Send(h.Ctx, "wait for it")
 			if err != nil {
 				t.Fatal(err)
@@ -102,8 +83,7 @@ func init() {
 				t.Logf("the stopped turn: %v", err)
 			}
 			if proc.CompareVersions(claudetest.CLIVersion(), "2.1.330") < 0 {
-				for len(nextTasks(t, h.Ctx, h.S, &seq)) != 0 {
-				}
+				waitNoTasks(t, h.Ctx, h.S, &seq)
 				waitJournaled(t, h.Ctx, h.S, `"stopped"`)
 				return
 			}
@@ -114,8 +94,7 @@ func init() {
 			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); err != nil {
 				t.Fatalf("stop_task: %v", err)
 			}
-			for len(nextTasks(t, h.Ctx, h.S, &seq)) != 0 {
-			}
+			waitNoTasks(t, h.Ctx, h.S, &seq)
 			waitJournaled(t, h.Ctx, h.S, `"stopped"`)
 		},
 	})

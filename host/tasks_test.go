@@ -34,6 +34,26 @@ func nextTasks(t *testing.T, ctx context.Context, s *host.Session, after *uint64
 	return nil
 }
 
+// taskOf reads the tasks events after *after until one lists the task
+// the tool call toolUseID started, and returns it.
+func taskOf(t *testing.T, ctx context.Context, s *host.Session, after *uint64, toolUseID string) host.TaskInfo {
+	t.Helper()
+	for {
+		for _, ti := range nextTasks(t, ctx, s, after) {
+			if ti.ToolUseID == toolUseID {
+				return ti
+			}
+		}
+	}
+}
+
+// waitNoTasks reads the tasks events after *after until one lists none.
+func waitNoTasks(t *testing.T, ctx context.Context, s *host.Session, after *uint64) {
+	t.Helper()
+	for len(nextTasks(t, ctx, s, after)) != 0 {
+	}
+}
+
 // taskIDs names each task "id:description".
 func taskIDs(list []host.TaskInfo) []string {
 	ids := []string{}
