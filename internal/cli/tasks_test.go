@@ -57,6 +57,9 @@ func TestRealCLIRunBackgroundTask(t *testing.T) {
 			let()
 			term.waitFor(`ended in the background: agent "Long review"`)
 			term.waitFor("The review found nothing to fix.")
+			// The run's last line: the exit can be seen before the
+			// terminal's last bytes are read.
+			term.waitFor("cost: $")
 			if code := term.exitCode(); code != 0 {
 				t.Errorf("exit code %d\n%s", code, term.text())
 			}
