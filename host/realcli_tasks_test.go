@@ -10,6 +10,17 @@ import (
 	"github.com/tetherhq/tether/internal/proc"
 )
 
+// stopTaskAndWait stops the task with stop_task and waits until the list
+// is empty and the CLI's "stopped" is journaled.
+func stopTaskAndWait(t *testing.T, h *harness, id string, seq *uint64) {
+	t.Helper()
+	if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: id}); err != nil {
+		t.Fatalf("stop_task: %v", err)
+	}
+	waitNoTasks(t, h.Ctx, h.S, seq)
+	waitJournaled(t, h.Ctx, h.S, `"stopped"`)
+}
+
 func init() {
 	addScenarios(scenario{
 		name: "stop_background_task",
@@ -37,11 +48,7 @@ func init() {
 			if got := h.S.Tasks(); len(got) != 1 || got[0].ID != task.ID {
 				t.Errorf("Tasks() while the agent runs = %+v", got)
 			}
-			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); err != nil {
-				t.Fatalf("stop_task: %v", err)
-			}
-			waitNoTasks(t, h.Ctx, h.S, &seq)
-			waitJournaled(t, h.Ctx, h.S, `"stopped"`)
+			stopTaskAndWait(t, h, task.ID, &seq)
 			if got := h.S.Tasks(); len(got) != 0 {
 				t.Errorf("Tasks() after stop_task = %+v", got)
 			}
@@ -91,11 +98,7 @@ func init() {
 			if got := h.S.Tasks(); len(got) != 1 || got[0].ID != task.ID {
 				t.Fatalf("Tasks() after the turn's interrupt = %+v, want the agent still running", got)
 			}
-			if _, err := h.S.Do(h.Ctx, &host.Command{Type: host.CommandStopTask, TaskID: task.ID}); err != nil {
-				t.Fatalf("stop_task: %v", err)
-			}
-			waitNoTasks(t, h.Ctx, h.S, &seq)
-			waitJournaled(t, h.Ctx, h.S, `"stopped"`)
+			stopTaskAndWait(t, h, task.ID, &seq)
 		},
 	})
 }
