@@ -19,7 +19,9 @@ import (
 // default on 2.1.330, and Bash can run commands in the background) are
 // tracked from task_started, task_updated and task_notification, and
 // while one runs, Query keeps going: the task's report, and the turn the
-// CLI starts to handle it, reach the caller. Query has the CLI report its
+// CLI starts to handle it, reach the caller. A task the CLI marks ambient
+// (a watcher: no activity, and it may never end) does not hold Query; it
+// ends with the CLI. Query has the CLI report its
 // session state (CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS=1) and ends when it
 // goes idle with no task left; a CLI that does not report states ends it
 // at a result with no task left. Options.QueryTaskTimeout
@@ -78,7 +80,7 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 		)
 		rctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		tasks := map[string]bool{} // running background tasks, by id
+		var tasks workTasks
 		var ceiling *time.Timer
 		defer func() {
 			if ceiling != nil {
@@ -87,31 +89,22 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 		}()
 		for msg, err := range s.Receive(rctx) {
 			if msg == nil && err != nil && context.Cause(rctx) == errTasksTimeout && ctx.Err() == nil {
-				yield(nil, fmt.Errorf("claude: Query: %d background task(s) still running %v after the result (Options.QueryTaskTimeout)", len(tasks), wait))
+				yield(nil, fmt.Errorf("claude: Query: %d background task(s) still running %v after the result (Options.QueryTaskTimeout)", tasks.len(), wait))
 				return
 			}
-			switch m := msg.(type) {
-			case *SessionStateChangedMessage:
+			if m, ok := msg.(*SessionStateChangedMessage); ok {
 				states = true
-				if m.State == "idle" && results > 0 && len(tasks) == 0 {
+				if m.State == "idle" && results > 0 && tasks.len() == 0 {
 					return // the last result has been yielded: done
 				}
-			case *TaskStartedMessage:
-				tasks[m.TaskID] = true
-			case *TaskNotificationMessage:
-				delete(tasks, m.TaskID)
-			case *TaskUpdatedMessage:
-				switch m.Patch.Status {
-				case "completed", "failed", "stopped", "killed":
-					delete(tasks, m.TaskID)
-				}
 			}
+			tasks.note(msg)
 			if !yield(msg, err) {
 				return
 			}
 			if _, ok := msg.(*ResultMessage); ok {
 				results++
-				if len(tasks) == 0 && !states {
+				if tasks.len() == 0 && !states {
 					return // a CLI without state events: the result ends it
 				}
 				// Bound the wait for tasks and for the idle state alike.
@@ -126,6 +119,53 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 		}
 		// Close (deferred) interrupts a turn still running before the CLI
 		// goes, whether ctx was cancelled or the caller stopped early.
+	}
+}
+
+// workTasks follows the background tasks that hold a Query open: those
+// the CLI reports running, less the ambient ones. The CLI marks a task
+// ambient when it is no activity (a watcher, requested or started on its
+// own), and such a task may run as long as the CLI does, so waiting for it
+// would end every such Query in QueryTaskTimeout's error; closing the CLI
+// ends it with the rest.
+//
+// Once the CLI has sent its whole set (background_tasks_changed, which
+// also says when a task becomes ambient), the set decides what runs, so a
+// task whose process ended without a bookend does not hold the Query; a
+// CLI that never sends it is followed by its task_* bookends. A task's end
+// (task_notification, or task_updated to a final status) removes it
+// either way, as the set that drops it can come after.
+type workTasks struct {
+	running map[string]bool // by task id
+	level   bool            // the CLI sends its whole set
+}
+
+func (w *workTasks) len() int { return len(w.running) }
+
+func (w *workTasks) note(msg Message) {
+	if w.running == nil {
+		w.running = map[string]bool{}
+	}
+	switch m := msg.(type) {
+	case *BackgroundTasksChangedMessage:
+		w.level = true
+		clear(w.running)
+		for _, t := range m.Tasks {
+			if !t.Ambient {
+				w.running[t.TaskID] = true
+			}
+		}
+	case *TaskStartedMessage:
+		if !w.level && !m.Ambient {
+			w.running[m.TaskID] = true
+		}
+	case *TaskNotificationMessage:
+		delete(w.running, m.TaskID)
+	case *TaskUpdatedMessage:
+		switch m.Patch.Status {
+		case "completed", "failed", "stopped", "killed":
+			delete(w.running, m.TaskID)
+		}
 	}
 }
 

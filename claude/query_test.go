@@ -116,3 +116,61 @@ func TestQueryTaskTimeout(t *testing.T) {
 		t.Errorf("%d results, last error %v; want one result, then the timeout", results, last)
 	}
 }
+
+// A watcher is no work: Query ends at the idle state however the CLI
+// says a task is ambient (on its task_started, or in its whole set of
+// tasks later), and a task that leaves the set with no bookend holds it
+// no longer either. Each case would otherwise end in QueryTaskTimeout's
+// error.
+func TestQueryDoesNotWaitForWatchers(t *testing.T) {
+	level := func(c *claudetest.CLI, ambient bool, ids ...string) claudetest.Msg {
+		var tasks []any
+		for _, id := range ids {
+			tasks = append(tasks, map[string]any{"task_id": id, "task_type": "monitor", "description": "watch the build", "ambient": ambient})
+		}
+		return claudetest.Msg{"type": "system", "subtype": "background_tasks_changed", "tasks": tasks, "session_id": c.SessionID(), "uuid": "u-level"}
+	}
+	cases := map[string]func(c *claudetest.CLI) []any{
+		"ambient on task_started": func(c *claudetest.CLI) []any {
+			return []any{c.TaskStarted("w1", "", "watch the build", "monitor").With("ambient", true)}
+		},
+		"ambient in the set": func(c *claudetest.CLI) []any {
+			return []any{level(c, false, "w1"), c.TaskStarted("w1", "toolu_1", "watch the build", "monitor"), level(c, true, "w1")}
+		},
+		"gone from the set": func(c *claudetest.CLI) []any {
+			return []any{level(c, false, "t1"), c.TaskStarted("t1", "toolu_1", "review", "local_agent"), level(c, false)}
+		},
+	}
+	for name, tasks := range cases {
+		t.Run(name, func(t *testing.T) {
+			fake := &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
+				state := func(s string) claudetest.Msg {
+					return claudetest.Msg{"type": "system", "subtype": "session_state_changed", "state": s, "session_id": c.SessionID(), "uuid": "u-" + s}
+				}
+				if _, err := c.HandleInitialize(ctx); err != nil {
+					return err
+				}
+				if _, err := c.ReadUser(ctx); err != nil {
+					return err
+				}
+				c.Write(state("running"), c.SystemInit())
+				c.Write(tasks(c)...)
+				c.Write(c.AssistantText("watching"), c.ResultSuccess("watching"), state("idle"))
+				_, err := c.ReadUser(ctx) // until stdin closes
+				return claudeIgnoreEOF(err)
+			}}
+			var results int
+			for m, err := range claude.Query(testCtx(t), "watch", &claude.Options{Transport: fake, QueryTaskTimeout: time.Minute}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := m.(*claude.ResultMessage); ok {
+					results++
+				}
+			}
+			if results != 1 {
+				t.Errorf("%d results, want 1", results)
+			}
+		})
+	}
+}
