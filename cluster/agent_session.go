@@ -219,7 +219,7 @@ func (s *agentSession) record() SessionInfo {
 	defer s.mu.Unlock()
 	r := s.rec
 	r.State = st.State.String()
-	r.Tasks = len(s.hs.Tasks())
+	r.Tasks = len(host.WorkingTasks(s.hs.Tasks()))
 	r.CostUSD = s.hs.Cost().USD
 	r.LastEvent = s.hs.LastEvent()
 	if id := s.hs.SessionID(); id != "" {

@@ -269,8 +269,8 @@ type SessionInfo struct {
 	// transcript is this session's history (Client.History). An agent of
 	// an earlier release leaves it out; readers of one ignore it.
 	From string `json:"from,omitempty"`
-	// Tasks is how many background tasks the session's CLI runs
-	// (host.SessionInfo.Tasks), in its record as the worktree is; an
+	// Tasks is how many background tasks the session's CLI runs, watchers
+	// left out (host.SessionInfo.Tasks), in its record as the worktree is; an
 	// agent of an earlier release leaves it out.
 	Tasks int `json:"tasks,omitempty"`
 }

@@ -57,7 +57,8 @@ type SessionInfo struct {
 	Ended          bool      `json:"ended"`
 	// Tasks is how many background tasks the session's CLI runs
 	// (Snapshot.Tasks): an agent or a command that outlives the turn that
-	// started it, so that an idle session can still be at work.
+	// started it, so that an idle session can still be at work. Watchers
+	// (TaskInfo.Ambient) are no work and not counted (WorkingTasks).
 	Tasks int `json:"tasks,omitempty"`
 
 	// With teams (tether serve's Options.Team): who started the session (Subject and

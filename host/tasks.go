@@ -34,6 +34,16 @@ type TaskInfo struct {
 	Started time.Time `json:"started"`
 }
 
+// WorkingTasks returns the tasks that are work: all but the Ambient ones
+// (watchers, which the CLI says are no activity and which may run as long
+// as it does). It is what a UI counts when it says the agent is still at
+// work, and what a run that must end waits for. A session keeps awake for
+// watchers too (Session.Tasks): closing its CLI would end one the user
+// asked for.
+func WorkingTasks(tasks []TaskInfo) []TaskInfo {
+	return slices.DeleteFunc(slices.Clone(tasks), func(t TaskInfo) bool { return t.Ambient })
+}
+
 // ErrNoTask: no background task of the session has that id (it ended,
 // or never ran). Matched by the *CommandError of code no_task.
 var ErrNoTask = errors.New("host: no such background task")

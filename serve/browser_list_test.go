@@ -89,6 +89,16 @@ func testStores(t *testing.T, b *browser) {
 		list.remove("a");
 		list.remove("a");
 		out.heard = heard.join(" ");
+		// The list counts background work; a watcher (ambient) is none.
+		list.replace([{ id: "b", state: "idle", seq: 1 }]);
+		const bg = [];
+		list.applyEvent("b", { seq: 2, kind: "tasks" }, [{ id: "w", ambient: true }]);
+		bg.push(list.get("b").tasks || 0);
+		list.applyEvent("b", { seq: 3, kind: "tasks" }, [{ id: "w", ambient: true }, { id: "t" }]);
+		bg.push(list.get("b").tasks || 0);
+		list.applyEvent("b", { seq: 4, kind: "tasks" }, []);
+		bg.push(list.get("b").tasks || 0);
+		out.listTasks = bg.join(" ");
 		const s = new SessionStore("x");
 		const changes = [];
 		s.subscribe((c) => changes.push([...c].sort().join("+")));
@@ -144,6 +154,7 @@ func testStores(t *testing.T, b *browser) {
 		"items":      "1 0 2 gap | 4 m3 acceptEdits /v",
 		"suggestion": "run the tests | - | commit it | - | -",
 		"tasks":      "t1 t1,t2 - -",
+		"listTasks":  "0 1 0",
 	}
 	for k, v := range want {
 		if got[k] != v {

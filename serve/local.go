@@ -289,7 +289,7 @@ func (b *LocalBackend) info(e *entry) SessionInfo {
 	si := SessionInfo{
 		ID: snap.ID, SessionID: snap.SessionID, Cwd: snap.Cwd, Model: snap.Model, PermissionMode: snap.PermissionMode,
 		State: snap.State.State, Tool: snap.State.Tool, LastEvent: e.s.LastEvent(), Created: e.created,
-		Seq: snap.Seq, CostUSD: snap.Cost.USD, Ended: snap.Ended, Tasks: len(snap.Tasks),
+		Seq: snap.Seq, CostUSD: snap.Cost.USD, Ended: snap.Ended, Tasks: len(host.WorkingTasks(snap.Tasks)),
 	}
 	if snap.Worktree != nil {
 		si.Worktree = *snap.Worktree

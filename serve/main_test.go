@@ -48,7 +48,8 @@ func testCtx(t testing.TB) context.Context {
 // "unchecked" ends as a turn whose calls auto mode could not check;
 // "background <description>" starts an agent in the background (task
 // bg1) and ends its turn while it runs, and "background-done" ends it
-// and reports in a turn of its own;
+// and reports in a turn of its own; "watch <description>" starts a
+// watcher (task w1, ambient) and ends its turn;
 // "form" has the deploy server's tool ask for a form (an elicitation)
 // and reports the action; anything else is echoed.
 func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
@@ -122,6 +123,9 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 				c.TaskStarted("bg1", "toolu_bg", strings.Join(f[1:], " "), "local_agent"),
 				c.ToolResult("toolu_bg", "Async agent launched", false),
 				c.AssistantText("started in the background"), c.ResultSuccess("started in the background"))
+		case len(f) >= 2 && f[0] == "watch":
+			c.Write(c.TaskStarted("w1", "", strings.Join(f[1:], " "), "monitor").With("ambient", true),
+				c.AssistantText("watching"), c.ResultSuccess("watching"))
 		case text == "background-done":
 			c.Write(c.TaskNotification("bg1", "completed"), c.AssistantText("the review is done"), c.ResultSuccess("the review is done"))
 		case text == "exit-cli":

@@ -365,10 +365,8 @@ func (n *notifier) turn(sid string, r *claude.ResultMessage, tasks []host.TaskIn
 // three are. A watcher (ambient) is no work and goes unmentioned.
 func stillRunning(tasks []host.TaskInfo) string {
 	var names []string
-	for _, t := range tasks {
-		if !t.Ambient {
-			names = append(names, cmp.Or(t.Description, t.ID))
-		}
+	for _, t := range host.WorkingTasks(tasks) {
+		names = append(names, cmp.Or(t.Description, t.ID))
 	}
 	count := len(names)
 	switch {

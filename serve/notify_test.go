@@ -312,6 +312,17 @@ func testPushApprovalTokenMode(t *testing.T, overCluster bool) {
 		t.Fatalf("turn push after the task: %+v", d)
 	}
 	waitFor(t, "the list counting no task", func() bool { return listed(0) })
+	// A watcher is no work: the turn that starts one is done, and the
+	// list does not count it.
+	if f := cl.do(ctx, id, map[string]any{"type": "send", "text": "watch the build"}); f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	if d := pe.next(ctx, "the watcher's turn"); d.Event != "turn_done" || d.Body != "watching" {
+		t.Fatalf("turn push with a watcher running: %+v", d)
+	}
+	if !listed(0) {
+		t.Error("the list counts a watcher as background work")
+	}
 
 	// Without Origin a cookie may not answer (a cross-site form).
 	req, _ := http.NewRequest("POST", e.http.URL+"/api/notify/action", strings.NewReader(act))

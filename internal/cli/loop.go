@@ -289,7 +289,8 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 	// model started in the background) outlives the turn, and the CLI
 	// starts a turn of its own for its report. A CLI that reports its
 	// states says it is done by going idle with no task left; one that
-	// does not, by a result with no task left. The wait is bounded
+	// does not, by a result with no task left. Watchers (ambient tasks)
+	// are no work: the run does not wait for them. The wait is bounded
 	// (claude.DefaultQueryTaskTimeout); Ctrl-C ends it, and the tasks.
 	sawStates, cliIdle := false, false
 	var tasks []host.TaskInfo // the background tasks, as last noted
@@ -305,7 +306,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 			return
 		}
 		if !cfg.interactive || stdinClosed {
-			if running := s.Tasks(); len(running) > 0 || (sawStates && !cliIdle) {
+			if running := host.WorkingTasks(s.Tasks()); len(running) > 0 || (sawStates && !cliIdle) {
 				if taskTimer == nil {
 					taskTimer = time.NewTimer(claude.DefaultQueryTaskTimeout)
 					taskWait = taskTimer.C
@@ -467,8 +468,9 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 			finishTurn()
 		case <-taskWait:
 			taskWait = nil
+			working := host.WorkingTasks(tasks)
 			v.failure(fmt.Errorf("%d background %s still running %v after the result; quitting stops %s",
-				len(tasks), plural(len(tasks), "task", "tasks"), claude.DefaultQueryTaskTimeout, plural(len(tasks), "it", "them")))
+				len(working), plural(len(working), "task", "tasks"), claude.DefaultQueryTaskTimeout, plural(len(working), "it", "them")))
 			exit, quitting = 1, true
 		case line, ok := <-lines:
 			if !ok {
@@ -481,7 +483,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 					cur = nil
 				}
 				if waitingForPrompt || (pending == 0 && len(awaiting) == 0) {
-					if len(s.Tasks()) > 0 {
+					if len(host.WorkingTasks(s.Tasks())) > 0 {
 						// Work in the background: the run ends when it
 						// does, as one without -i, not by killing it.
 						waitingForPrompt = false

@@ -39,6 +39,8 @@ func noteTasks(v view, was, now []host.TaskInfo) []host.TaskInfo {
 // taskKind names what a background task is, as a person reads it.
 func taskKind(t host.TaskInfo) string {
 	switch {
+	case t.Ambient:
+		return "watcher"
 	case strings.Contains(t.Type, "agent"):
 		return "agent"
 	case strings.Contains(t.Type, "bash"), strings.Contains(t.Type, "shell"):

@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/host"
 )
 
 // TestRealCLIRunBackgroundTask: a run whose turn starts an agent in the
@@ -106,4 +111,42 @@ func TestRealCLIRunStopTask(t *testing.T) {
 		t.Errorf("%d unscripted requests", n)
 	}
 	noProcessIn(t, cli.Dir)
+}
+
+// TestRunDoesNotWaitForWatchers: a one-shot run whose turn leaves only a
+// watcher running (a task the CLI marks ambient) ends at the idle state,
+// exit 0, instead of waiting the ten minutes for it; it names the watcher
+// as one. The fake CLI stands in for the real one, which starts no
+// watcher offline.
+func TestRunDoesNotWaitForWatchers(t *testing.T) {
+	t.Parallel()
+	fake := &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
+		state := func(s string) claudetest.Msg {
+			return claudetest.Msg{"type": "system", "subtype": "session_state_changed", "state": s, "session_id": c.SessionID(), "uuid": "u-" + s}
+		}
+		if _, err := c.HandleInitialize(ctx); err != nil {
+			return err
+		}
+		if _, err := c.ReadUser(ctx); err != nil {
+			return err
+		}
+		c.Write(state("running"), c.SystemInit(),
+			c.TaskStarted("w1", "toolu_w", "watch the build", "monitor").With("ambient", true),
+			c.AssistantText("Watching the build."), c.ResultSuccess("Watching the build."), state("idle"))
+		<-ctx.Done() // the CLI stays until it is closed
+		return nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := runSession(ctx, loopConfig{
+		opts:   host.Options{CLI: &claude.Options{Transport: fake}},
+		prompt: "watch the build",
+	}, strings.NewReader(""), &out, &errOut)
+	if code != 0 || ctx.Err() != nil {
+		t.Fatalf("exit code %d (ctx: %v)\n%s%s", code, ctx.Err(), out.String(), errOut.String())
+	}
+	if got := out.String() + errOut.String(); !strings.Contains(got, `in the background: watcher "watch the build"`) || strings.Contains(got, "waiting for") {
+		t.Errorf("the run's output:\n%s", got)
+	}
 }

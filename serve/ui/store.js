@@ -59,8 +59,8 @@ export class SessionsStore extends Map {
   /**
    * applyEvent moves the line of a session the page follows with its
    * events: its state at once, its cost with the turn's result and its
-   * count of background tasks as they start and end (not a moment later,
-   * with the next list update).
+   * count of background tasks (watchers left out) as they start and end
+   * (not a moment later, with the next list update).
    */
   applyEvent(id, ev, data) {
     const s = this.get(id);
@@ -74,9 +74,13 @@ export class SessionsStore extends Map {
     } else if (ev.kind === "cost" && typeof data.usd === "number" && data.usd !== s.cost_usd) {
       s.cost_usd = data.usd;
       this.notify([id]);
-    } else if (ev.kind === "tasks" && Array.isArray(data) && data.length !== (s.tasks || 0)) {
-      s.tasks = data.length;
-      this.notify([id]);
+    } else if (ev.kind === "tasks" && Array.isArray(data)) {
+      // Watchers (ambient) are no work, as the server counts them.
+      const n = data.filter((t) => !t.ambient).length;
+      if (n !== (s.tasks || 0)) {
+        s.tasks = n;
+        this.notify([id]);
+      }
     }
   }
 }
