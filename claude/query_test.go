@@ -17,9 +17,7 @@ import (
 // real CLI writes them with CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS=1.
 func backgroundTask(states bool, finish <-chan struct{}) claudetest.Script {
 	return func(ctx context.Context, c *claudetest.CLI) error {
-		state := func(s string) claudetest.Msg {
-			return claudetest.Msg{"type": "system", "subtype": "session_state_changed", "state": s, "session_id": c.SessionID(), "uuid": "u-" + s}
-		}
+		state := c.SessionState
 		if _, err := c.HandleInitialize(ctx); err != nil {
 			return err
 		}
@@ -144,18 +142,15 @@ func TestQueryDoesNotWaitForWatchers(t *testing.T) {
 	for name, tasks := range cases {
 		t.Run(name, func(t *testing.T) {
 			fake := &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
-				state := func(s string) claudetest.Msg {
-					return claudetest.Msg{"type": "system", "subtype": "session_state_changed", "state": s, "session_id": c.SessionID(), "uuid": "u-" + s}
-				}
 				if _, err := c.HandleInitialize(ctx); err != nil {
 					return err
 				}
 				if _, err := c.ReadUser(ctx); err != nil {
 					return err
 				}
-				c.Write(state("running"), c.SystemInit())
+				c.Write(c.SessionState("running"), c.SystemInit())
 				c.Write(tasks(c)...)
-				c.Write(c.AssistantText("watching"), c.ResultSuccess("watching"), state("idle"))
+				c.Write(c.AssistantText("watching"), c.ResultSuccess("watching"), c.SessionState("idle"))
 				_, err := c.ReadUser(ctx) // until stdin closes
 				return claudeIgnoreEOF(err)
 			}}

@@ -246,6 +246,13 @@ func (c *CLI) TaskStarted(taskID, toolUseID, description, taskType string) Msg {
 	}
 }
 
+// SessionState is the system line the CLI writes as its session's state
+// changes ("running", "idle", "requires_action"), when its environment
+// has CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS=1 (claude.Query sets it).
+func (c *CLI) SessionState(state string) Msg {
+	return Msg{"type": "system", "subtype": "session_state_changed", "state": state, "session_id": c.sessionID, "uuid": fakeUUID()}
+}
+
 // TaskNotification is the system line the CLI writes as a background
 // task ends: status "completed", "failed" or "stopped".
 func (c *CLI) TaskNotification(taskID, status string) Msg {

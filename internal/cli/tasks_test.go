@@ -121,18 +121,15 @@ func TestRealCLIRunStopTask(t *testing.T) {
 func TestRunDoesNotWaitForWatchers(t *testing.T) {
 	t.Parallel()
 	fake := &claudetest.FakeCLI{Script: func(ctx context.Context, c *claudetest.CLI) error {
-		state := func(s string) claudetest.Msg {
-			return claudetest.Msg{"type": "system", "subtype": "session_state_changed", "state": s, "session_id": c.SessionID(), "uuid": "u-" + s}
-		}
 		if _, err := c.HandleInitialize(ctx); err != nil {
 			return err
 		}
 		if _, err := c.ReadUser(ctx); err != nil {
 			return err
 		}
-		c.Write(state("running"), c.SystemInit(),
+		c.Write(c.SessionState("running"), c.SystemInit(),
 			c.TaskStarted("w1", "toolu_w", "watch the build", "monitor").With("ambient", true),
-			c.AssistantText("Watching the build."), c.ResultSuccess("Watching the build."), state("idle"))
+			c.AssistantText("Watching the build."), c.ResultSuccess("Watching the build."), c.SessionState("idle"))
 		<-ctx.Done() // the CLI stays until it is closed
 		return nil
 	}}
