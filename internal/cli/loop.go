@@ -563,6 +563,7 @@ func runSession(ctx context.Context, cfg loopConfig, stdin io.Reader, stdout, st
 		}
 		v.drawStatus()
 	}
+	noteTasksEnd(v, s.Tasks())
 	v.end(s.Cost())
 	return exit
 }

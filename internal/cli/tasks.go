@@ -36,6 +36,15 @@ func noteTasks(v view, was, now []host.TaskInfo) []host.TaskInfo {
 	return now
 }
 
+// noteTasksEnd says which background tasks end with the run's CLI: the
+// watchers the run did not wait for, or the work Ctrl-C or a quit gives
+// up, so that none ends unsaid.
+func noteTasksEnd(v view, tasks []host.TaskInfo) {
+	for _, t := range tasks {
+		v.note(fmt.Sprintf("ends with the run: %s %q", taskKind(t), t.Description))
+	}
+}
+
 // taskKind names what a background task is, as a person reads it.
 func taskKind(t host.TaskInfo) string {
 	switch {

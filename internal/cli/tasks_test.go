@@ -116,7 +116,7 @@ func TestRealCLIRunStopTask(t *testing.T) {
 // TestRunDoesNotWaitForWatchers: a one-shot run whose turn leaves only a
 // watcher running (a task the CLI marks ambient) ends at the idle state,
 // exit 0, instead of waiting the ten minutes for it; it names the watcher
-// as one. The fake CLI stands in for the real one, which starts no
+// as one, and says that it ends with the run. The fake CLI stands in for the real one, which starts no
 // watcher offline.
 func TestRunDoesNotWaitForWatchers(t *testing.T) {
 	t.Parallel()
@@ -143,7 +143,8 @@ func TestRunDoesNotWaitForWatchers(t *testing.T) {
 	if code != 0 || ctx.Err() != nil {
 		t.Fatalf("exit code %d (ctx: %v)\n%s%s", code, ctx.Err(), out.String(), errOut.String())
 	}
-	if got := out.String() + errOut.String(); !strings.Contains(got, `in the background: watcher "watch the build"`) || strings.Contains(got, "waiting for") {
+	if got := out.String() + errOut.String(); !strings.Contains(got, `in the background: watcher "watch the build"`) ||
+		!strings.Contains(got, `ends with the run: watcher "watch the build"`) || strings.Contains(got, "waiting for") {
 		t.Errorf("the run's output:\n%s", got)
 	}
 }
