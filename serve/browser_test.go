@@ -583,6 +583,27 @@ func testTranscript(t *testing.T, b *browser) {
 			}
 		}
 	}
+	// The card of a call whose task runs on: "in the background" for
+	// work, "watching" for a watcher (ambient), "done" once it is gone.
+	var statuses string
+	tb.eval(`(async () => {
+		const { Transcript } = await import("./transcript.js");
+		const tr = new Transcript(document.createElement("div"));
+		tr.apply({ id: "a", kind: "tool_use", tool_use_id: "toolu_w", name: "Bash", input: { command: "tail -f build.log" } });
+		tr.apply({ id: "r", kind: "tool_result", tool_use_id: "toolu_w", content: "started" });
+		const seen = [];
+		const status = () => seen.push(tr.root.querySelector("details.tool .tool-status").textContent);
+		tr.background(new Set(["toolu_w"]), new Set(["toolu_w"]));
+		status();
+		tr.background(new Set(["toolu_w"]));
+		status();
+		tr.background(new Set());
+		status();
+		return seen.join(" | ");
+	})()`, &statuses)
+	if want := "watching | in the background | done"; statuses != want {
+		t.Errorf("a background call's card: %q, want %q", statuses, want)
+	}
 }
 
 // testHelpers checks the UI's small helpers: the line diff shown for

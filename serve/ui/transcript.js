@@ -18,6 +18,7 @@ export class Transcript {
   constructor(root) {
     this.root = root;
     this.bgTools = new Set(); // tool_use ids of the background tasks running (kept across a reset)
+    this.bgWatch = new Set(); // those of them that are watchers (ambient)
     this.reset();
   }
 
@@ -297,7 +298,7 @@ export class Transcript {
     const status = c.is_error ? (b.denied || /denied|rejected|doesn't want/i.test(text(c.content)) ? "denied" : "error") : "done";
     b.el.dataset.status = status;
     b.statusEl.textContent = status;
-    if (status === "done" && this.bgTools.has(it.tool_use_id)) this.markBackground(b, true);
+    if (status === "done" && this.bgTools.has(it.tool_use_id)) this.markBackground(b, true, this.bgWatch.has(it.tool_use_id));
     b.resultEl.replaceChildren(toolResultView(b.name, c, it.structured, b.inputValue));
     if (isAgent(b.name) && !c.is_error) b.el.open = false;
   }
@@ -306,14 +307,16 @@ export class Transcript {
    * background marks the calls that started the background tasks now
    * running (ids: their tool_use ids): such a call returned at once, and
    * its work goes on, so its card says "in the background", not "done",
-   * until the task ends.
+   * until the task ends; a watcher's (watching: those of ids that are
+   * ambient tasks) says "watching".
    */
-  background(ids) {
+  background(ids, watching = new Set()) {
     const was = this.bgTools;
     this.bgTools = ids;
+    this.bgWatch = watching;
     for (const id of new Set([...was, ...ids])) {
       const b = this.tools.get(id);
-      if (b && b.el) this.markBackground(b, ids.has(id));
+      if (b && b.el) this.markBackground(b, ids.has(id), watching.has(id));
     }
   }
 
@@ -326,12 +329,12 @@ export class Transcript {
     b.statusEl.textContent = b.taskEnded;
   }
 
-  markBackground(b, on) {
+  markBackground(b, on, watch = false) {
     if (b.taskEnded) return; // it ended: the card says how
     const cur = b.el.dataset.status;
-    if (on && cur === "done") {
+    if (on && (cur === "done" || cur === "background")) {
       b.el.dataset.status = "background";
-      b.statusEl.textContent = "in the background";
+      b.statusEl.textContent = watch ? "watching" : "in the background";
     } else if (!on && cur === "background") {
       b.el.dataset.status = "done";
       b.statusEl.textContent = "done";
