@@ -80,7 +80,7 @@ func QueryMessage(ctx context.Context, m *UserMessage, opts *Options) iter.Seq2[
 		)
 		rctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		var tasks workTasks
+		tasks := workTasks{running: map[string]bool{}}
 		var ceiling *time.Timer
 		defer func() {
 			if ceiling != nil {
@@ -143,9 +143,6 @@ type workTasks struct {
 func (w *workTasks) len() int { return len(w.running) }
 
 func (w *workTasks) note(msg Message) {
-	if w.running == nil {
-		w.running = map[string]bool{}
-	}
 	switch m := msg.(type) {
 	case *BackgroundTasksChangedMessage:
 		w.level = true

@@ -593,11 +593,11 @@ func testTranscript(t *testing.T, b *browser) {
 		tr.apply({ id: "r", kind: "tool_result", tool_use_id: "toolu_w", content: "started" });
 		const seen = [];
 		const status = () => seen.push(tr.root.querySelector("details.tool .tool-status").textContent);
-		tr.background(new Set(["toolu_w"]), new Set(["toolu_w"]));
+		tr.background(new Map([["toolu_w", true]]));
 		status();
-		tr.background(new Set(["toolu_w"]));
+		tr.background(new Map([["toolu_w", false]]));
 		status();
-		tr.background(new Set());
+		tr.background(new Map());
 		status();
 		return seen.join(" | ");
 	})()`, &statuses)

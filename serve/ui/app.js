@@ -391,10 +391,7 @@ function newView(id) {
     if (changed.has("cost") || changed.has("state")) renderCost();
     if (changed.has("state") || changed.has("model") || changed.has("mode") || changed.has("cwd") || changed.has("ended")) renderHead();
     if (changed.has("suggestion") || changed.has("state") || changed.has("ended")) renderSuggestion();
-    if (changed.has("tasks") || changed.has("snapshot")) {
-      const calls = store.tasks.filter((t) => t.tool_use_id);
-      v.transcript.background(new Set(calls.map((t) => t.tool_use_id)), new Set(calls.filter((t) => t.ambient).map((t) => t.tool_use_id)));
-    }
+    if (changed.has("tasks") || changed.has("snapshot")) v.transcript.background(new Map(store.tasks.filter((t) => t.tool_use_id).map((t) => [t.tool_use_id, !!t.ambient])));
   });
   return v;
 }

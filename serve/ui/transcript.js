@@ -17,8 +17,7 @@ export class Transcript {
   /** @param {HTMLElement} root */
   constructor(root) {
     this.root = root;
-    this.bgTools = new Set(); // tool_use ids of the background tasks running (kept across a reset)
-    this.bgWatch = new Set(); // those of them that are watchers (ambient)
+    this.bgTools = new Map(); // tool_use id → a watcher, of the background tasks running (kept across a reset)
     this.reset();
   }
 
@@ -298,25 +297,24 @@ export class Transcript {
     const status = c.is_error ? (b.denied || /denied|rejected|doesn't want/i.test(text(c.content)) ? "denied" : "error") : "done";
     b.el.dataset.status = status;
     b.statusEl.textContent = status;
-    if (status === "done" && this.bgTools.has(it.tool_use_id)) this.markBackground(b, true, this.bgWatch.has(it.tool_use_id));
+    if (status === "done" && this.bgTools.has(it.tool_use_id)) this.markBackground(b, true, this.bgTools.get(it.tool_use_id));
     b.resultEl.replaceChildren(toolResultView(b.name, c, it.structured, b.inputValue));
     if (isAgent(b.name) && !c.is_error) b.el.open = false;
   }
 
   /**
    * background marks the calls that started the background tasks now
-   * running (ids: their tool_use ids): such a call returned at once, and
-   * its work goes on, so its card says "in the background", not "done",
-   * until the task ends; a watcher's (watching: those of ids that are
-   * ambient tasks) says "watching".
+   * running (calls: their tool_use ids, each to whether the task is a
+   * watcher, ambient): such a call returned at once, and its work goes on,
+   * so its card says "in the background" (a watcher's "watching"), not
+   * "done", until the task ends.
    */
-  background(ids, watching = new Set()) {
+  background(calls) {
     const was = this.bgTools;
-    this.bgTools = ids;
-    this.bgWatch = watching;
-    for (const id of new Set([...was, ...ids])) {
+    this.bgTools = calls;
+    for (const id of new Set([...was.keys(), ...calls.keys()])) {
       const b = this.tools.get(id);
-      if (b && b.el) this.markBackground(b, ids.has(id), watching.has(id));
+      if (b && b.el) this.markBackground(b, calls.has(id), calls.get(id));
     }
   }
 
