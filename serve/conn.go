@@ -252,6 +252,14 @@ func (c *client) run() {
 	}
 	c.reader()
 	c.cancel()
+	c.endSubs()
+	c.wg.Wait()
+}
+
+// endSubs ends every subscription and waits for each to return. It takes
+// the whole set under the lock at once: a subscription that ends on its
+// own removes itself from c.subs at the same time.
+func (c *client) endSubs() {
 	c.mu.Lock()
 	subs := c.subs
 	c.subs = map[string]*subscription{}
@@ -260,7 +268,6 @@ func (c *client) run() {
 		sub.cancel()
 		<-sub.done
 	}
-	c.wg.Wait()
 }
 
 // reader reads frames until the socket ends.

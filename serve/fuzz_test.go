@@ -53,9 +53,7 @@ func FuzzFrame(f *testing.F) {
 		c.ctx, c.cancel = context.WithCancel(s.ctx)
 		c.handle(data)
 		c.cancel()
-		for id := range c.subs {
-			c.unsubscribe(id)
-		}
+		c.endSubs()
 		c.wg.Wait()
 		close(c.out)
 		for b := range c.out {
