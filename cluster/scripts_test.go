@@ -27,6 +27,9 @@ import (
 //	"exit"     ends the CLI (exit status 0), as a CLI that ends on its own;
 //	"stream N" streams a reply of N ten-character deltas (streamReply);
 //	"edit-file PATH TEXT" writes TEXT into PATH with the Write tool;
+//	"watch"    starts a watcher (task w1, ambient), which never ends;
+//	"background" starts a background agent (task bg1), and
+//	"background-done" ends it;
 //	anything   else is echoed ("echo: …").
 func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 	sid, resumed := "", false
@@ -152,6 +155,15 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 					c.AnswerIdle(l)
 				}
 			}
+		case "watch": // a watcher: a task that is no work (ambient)
+			c.Write(c.SystemInit(), c.TaskStarted("w1", "", "watch the build", "monitor").With("ambient", true),
+				c.AssistantText("watching"), c.ResultSuccess("watching"))
+		case "background":
+			c.Write(c.SystemInit(), c.AssistantToolUse("toolu_bg", "Agent", map[string]any{"description": "review", "run_in_background": true}),
+				c.TaskStarted("bg1", "toolu_bg", "review", "local_agent"), c.ToolResult("toolu_bg", "Async agent launched", false),
+				c.AssistantText("started"), c.ResultSuccess("started"))
+		case "background-done":
+			c.Write(c.TaskNotification("bg1", "completed"), c.AssistantText("reviewed"), c.ResultSuccess("reviewed"))
 		case "recall":
 			text := "remember: " + strings.Join(history[:len(history)-1], "|")
 			c.Write(c.SystemInit(), c.AssistantText(text), c.ResultSuccess(text))
