@@ -164,13 +164,21 @@ func (term *terminal) send(s string) {
 	}
 }
 
-// exitCode waits for tether to exit and returns its status.
+// exitCode waits for tether to exit and returns its status. It returns
+// once the screen has been read to its end too, so what tether wrote last
+// is in text(): the pty reports its end when no process holds it any
+// more, so one that does (a process tether left behind) fails the test.
 func (term *terminal) exitCode() int {
 	term.t.Helper()
 	select {
 	case <-term.done:
 	case <-term.ctx.Done():
 		term.t.Fatal("tether did not exit")
+	}
+	select {
+	case <-term.read:
+	case <-term.ctx.Done():
+		term.t.Fatal("tether exited, but its terminal stayed open: a process it started still holds it")
 	}
 	return term.cmd.ProcessState.ExitCode()
 }
