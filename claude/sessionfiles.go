@@ -732,7 +732,10 @@ func DecodeSessionEntry(line []byte) (SessionEntry, error) {
 	if typ, ok := wire.PeekString(line, `{"type":"`); ok {
 		h.Type = &typ
 	} else if err := unmarshal(line, &h); err != nil {
-		return nil, err
+		if !isTypeError(err) || jsontext.Value(line).Kind() != '{' {
+			return nil, err
+		}
+		h.Type = nil // an object whose type is no string: no entry Tether knows
 	}
 	if h.Type == nil {
 		return &UnknownEntry{Raw: line}, nil
