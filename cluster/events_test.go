@@ -344,8 +344,16 @@ func TestUnstampedSessionNotRenumbered(t *testing.T) {
 	if s, err := c.Session(ctx, "old1"); err != nil || s.State != "disconnected" || s.Tasks != 0 {
 		t.Fatalf("session of a gone agent: %+v, %v; want disconnected with no task", s, err)
 	}
-	if list, err := c.Sessions(ctx); err != nil || len(list) != 1 || list[0].State != "disconnected" || list[0].Tasks != 0 {
-		t.Fatalf("list with a gone agent's session: %+v, %v; want it disconnected with no task", list, err)
+	// The list is the client's watch of the registry, which learns of
+	// the entry (written by another process) a moment later.
+	var list []cluster.SessionInfo
+	waitFor(t, "the list to have the entry", func() bool {
+		var err error
+		list, err = c.Sessions(ctx)
+		return err == nil && len(list) == 1
+	})
+	if list[0].State != "disconnected" || list[0].Tasks != 0 {
+		t.Fatalf("list with a gone agent's session: %+v; want it disconnected with no task", list)
 	}
 	old := host.Event{Seq: 1, Time: now, Kind: host.EventState, Data: json.RawMessage(`{"state":"idle"}`)}
 	raw.publish(t, "tether.v1.ev.old1", eventData(t, old), map[string]string{"Tether-Seq": "1"})

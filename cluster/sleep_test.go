@@ -175,10 +175,12 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 		t.Errorf("the asleep entry: %+v", s)
 	}
 	waitFor(t, "a1's slot given back", func() bool { return a1.Sessions() == 0 && len(a1.Manager().Sessions()) == 0 })
-	list, err := c.Sessions(ctx)
-	if err != nil || len(list) != 1 || list[0].State != "asleep" {
-		t.Fatalf("list: %+v, %v", list, err)
-	}
+	// The list is the client's watch of the registry: it follows the
+	// entry read above a moment later.
+	waitFor(t, "the list to show it asleep", func() bool {
+		list, err := c.Sessions(ctx)
+		return err == nil && len(list) == 1 && list[0].State == "asleep"
+	})
 	snap, err := c.Snapshot(ctx, info.ID)
 	if err != nil || snap.State.State != "asleep" || snap.Error != "" || len(snap.Transcript) == 0 {
 		t.Errorf("the snapshot of a session asleep: %+v, %v", snap, err)
