@@ -130,7 +130,7 @@ func TestQueryDoesNotWaitForWatchers(t *testing.T) {
 	}
 	cases := map[string]func(c *claudetest.CLI) []any{
 		"ambient on task_started": func(c *claudetest.CLI) []any {
-			return []any{c.TaskStarted("w1", "", "watch the build", "monitor").With("ambient", true)}
+			return []any{c.WatcherStarted("w1", "", "watch the build")}
 		},
 		"ambient in the set": func(c *claudetest.CLI) []any {
 			return []any{level(c, false, "w1"), c.TaskStarted("w1", "toolu_1", "watch the build", "monitor"), level(c, true, "w1")}

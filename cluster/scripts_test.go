@@ -156,7 +156,7 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 				}
 			}
 		case "watch": // a watcher: a task that is no work (ambient)
-			c.Write(c.SystemInit(), c.TaskStarted("w1", "", "watch the build", "monitor").With("ambient", true),
+			c.Write(c.SystemInit(), c.WatcherStarted("w1", "", "watch the build"),
 				c.AssistantText("watching"), c.ResultSuccess("watching"))
 		case "background":
 			c.Write(c.SystemInit(), c.AssistantToolUse("toolu_bg", "Agent", map[string]any{"description": "review", "run_in_background": true}),

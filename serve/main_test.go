@@ -124,7 +124,7 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 				c.ToolResult("toolu_bg", "Async agent launched", false),
 				c.AssistantText("started in the background"), c.ResultSuccess("started in the background"))
 		case len(f) >= 2 && f[0] == "watch":
-			c.Write(c.TaskStarted("w1", "", strings.Join(f[1:], " "), "monitor").With("ambient", true),
+			c.Write(c.WatcherStarted("w1", "", strings.Join(f[1:], " ")),
 				c.AssistantText("watching"), c.ResultSuccess("watching"))
 		case text == "background-done":
 			c.Write(c.TaskNotification("bg1", "completed"), c.AssistantText("the review is done"), c.ResultSuccess("the review is done"))

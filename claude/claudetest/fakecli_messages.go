@@ -246,6 +246,14 @@ func (c *CLI) TaskStarted(taskID, toolUseID, description, taskType string) Msg {
 	}
 }
 
+// WatcherStarted is the task_started line of a watcher: a task the CLI
+// marks ambient (a live-update monitor), which is no work and may run as
+// long as the CLI does (host.WorkingTasks leaves it out). toolUseID is ""
+// for one the CLI started on its own.
+func (c *CLI) WatcherStarted(taskID, toolUseID, description string) Msg {
+	return c.TaskStarted(taskID, toolUseID, description, "monitor").With("ambient", true)
+}
+
 // SessionState is the system line the CLI writes as its session's state
 // changes ("running", "idle", "requires_action"), when its environment
 // has CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS=1 (claude.Query sets it).

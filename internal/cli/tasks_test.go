@@ -128,7 +128,7 @@ func TestRunDoesNotWaitForWatchers(t *testing.T) {
 			return err
 		}
 		c.Write(c.SessionState("running"), c.SystemInit(),
-			c.TaskStarted("w1", "toolu_w", "watch the build", "monitor").With("ambient", true),
+			c.WatcherStarted("w1", "toolu_w", "watch the build"),
 			c.AssistantText("Watching the build."), c.ResultSuccess("Watching the build."), c.SessionState("idle"))
 		<-ctx.Done() // the CLI stays until it is closed
 		return nil
