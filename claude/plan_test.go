@@ -139,3 +139,38 @@ func TestPlannedMixes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPredictsMembers decodes lines one after another, so that each
+// finds its plans' guesses of the next member (learned from the lines
+// before it) right or wrong: members in another order, names that extend
+// or shorten a predicted one, a repeated member where one is predicted,
+// white space, an escaped name. Each must decode as the general decoder
+// decodes it.
+func TestPlanPredictsMembers(t *testing.T) {
+	const delta = `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u"}`
+	for _, tc := range []struct {
+		line string
+		fast bool // the plans must take it
+	}{
+		{delta, true},
+		{delta, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"uuid2":"v"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"uui":"v","uuid":"u"}`, true},
+		{`{"type":"stream_event","event":{"index":0,"type":"content_block_delta","delta":{"text":"x","type":"text_delta"}},"uuid":"u","session_id":"s"}`, true},
+		{delta, true},
+		{`{"type":"stream_event","uuid":"a","uuid":"b"}`, false},
+		{`{"type":"stream_event","uuid":"a","uuid":"b"}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"index":1}}`, false},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"index":1}}`, false},
+		{`{"type":"stream_event" ,"event" :{"type":"content_block_delta", "index":0,"delta":{"type":"text_delta","text" : "x"}}}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"\u0075uid":"u"}`, false},
+		{`{"type":"stream_event","event":{"type":"message_stop"},"session_id":"s","parent_tool_use_id":null,"uuid":"u"}`, true},
+		{`{"type":"stream_event","event":{},"session_id":"s"}`, true},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"session_id":"s"}`, false},
+		{delta, true},
+	} {
+		if got := checkPlanned(t, []byte(tc.line)); got != tc.fast {
+			t.Errorf("plans took %q: %v, want %v", tc.line, got, tc.fast)
+		}
+	}
+}
