@@ -104,12 +104,19 @@ type Options struct {
 	// new folder under os.TempDir. The caller removes it (Image.WorkDir).
 	WorkDir string
 	// Compression is the layers' gzip level (compress/gzip's
-	// gzip.BestSpeed to gzip.BestCompression); 0 means
+	// gzip.HuffmanOnly to gzip.BestCompression, or Stored); 0 means
 	// gzip.DefaultCompression. Most of a build's time is gzipping the
 	// CLI (~240 MB): a test that checks the image's contents, not its
-	// size, asks for gzip.BestSpeed. Digests depend on the level.
+	// size, asks for Stored. Digests depend on the level.
 	Compression int
 }
+
+// Stored is the Compression that writes the layers as gzip streams of
+// stored (uncompressed) blocks, compress/gzip's NoCompression, which
+// Options cannot name as 0 (that is the default). Building and reading
+// back cost little more than copying, the layers are as large as their
+// tar files, and every gzip reader reads them.
+const Stored = -3
 
 // ErrOptions is matched by the errors of invalid Options.
 var ErrOptions = errors.New("ociimage: invalid options")
@@ -151,8 +158,11 @@ func Build(ctx context.Context, o *Options) (*Image, error) {
 	}
 
 	level := o.Compression
-	if level == 0 {
+	switch level {
+	case 0:
 		level = gzip.DefaultCompression
+	case Stored:
+		level = gzip.NoCompression
 	}
 	if level < gzip.HuffmanOnly || level > gzip.BestCompression {
 		return nil, fmt.Errorf("%w: Compression %d is not a gzip level", ErrOptions, o.Compression)
