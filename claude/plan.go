@@ -439,7 +439,7 @@ func (d *planDecoder) object(p *plan, base unsafe.Pointer) bool {
 	var seen uint64
 	prev := 0 // p.next's slot for the member after the last known one
 	for first := true; ; first = false {
-		if s.i < len(s.b) && s.b[s.i] == '}' { // as member would say
+		if s.i < len(s.b) && s.b[s.i] == '}' { // the end, as member would find it
 			s.i++
 			return true
 		}
