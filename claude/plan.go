@@ -458,9 +458,7 @@ func (d *planDecoder) object(p *plan, base unsafe.Pointer) bool {
 				}
 				continue
 			}
-			if g := &p.next[prev]; g.Load() != uint32(i+1) {
-				g.Store(uint32(i + 1))
-			}
+			p.learn(prev, i)
 		}
 		prev = i + 1
 		if i >= 64 || seen&(1<<i) != 0 {
@@ -505,6 +503,15 @@ func (s *scanner) predicted(p *plan, prev int, first bool) (int, bool) {
 	}
 	s.i = j + len(f.quoted)
 	return g - 1, true
+}
+
+// learn makes field i the guess after slot prev. It writes only a guess
+// that changes: a right guess missed for white space leaves the slot, and
+// its cache line, alone for the goroutines decoding on other cores.
+func (p *plan) learn(prev, i int) {
+	if g := &p.next[prev]; g.Load() != uint32(i+1) {
+		g.Store(uint32(i + 1))
+	}
 }
 
 // value decodes the value of field f at ptr.
