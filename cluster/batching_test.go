@@ -24,10 +24,7 @@ func TestBatchesTakenApart(t *testing.T) {
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	// The agent writes batches once it has seen the fleet's readers:
 	// flood until a batch is stored (the first listing may come after
@@ -114,10 +111,7 @@ func TestOlderReaderGetsSingleEvents(t *testing.T) {
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	flood := func() (msgs, batches int) {
 		m0, b0 := raw.batches(t, info.ID)

@@ -304,6 +304,16 @@ func state(name string) func(host.Event) bool {
 	}
 }
 
+// mustStart starts a session through c, failing the test if it cannot.
+func mustStart(ctx context.Context, t *testing.T, c *cluster.Client, opts *cluster.StartOptions) cluster.SessionInfo {
+	t.Helper()
+	info, err := c.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return info
+}
+
 func send(t *testing.T, c *cluster.Client, id, prompt string) {
 	t.Helper()
 	if _, err := c.Command(testCtx(t), id, &host.Command{Type: host.CommandSend, Text: prompt}); err != nil {
@@ -484,10 +494,7 @@ func TestEventsResumeWithoutGap(t *testing.T) {
 	a := newAgent(t, ns.URL(), "a1", 4)
 	c1 := newClient(t, ns.URL())
 	c2 := newClient(t, ns.URL())
-	info, err := c1.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c1, nil)
 	all := follow(t, c1, info.ID, 0)
 	send(t, c1, info.ID, "one")
 	all.wait(t, "first result", result("echo: one"))
@@ -552,10 +559,7 @@ func TestApprovalAnsweredOnce(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
 	c1, c2 := newClient(t, ns.URL()), newClient(t, ns.URL())
-	info, err := c1.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c1, nil)
 	f := follow(t, c1, info.ID, 0)
 	send(t, c1, info.ID, "approve")
 	ev := f.wait(t, "approval", func(ev host.Event) bool { return ev.Kind == host.EventApproval })
@@ -610,10 +614,7 @@ func TestInterruptThroughTheBus(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "hold")
 	f.wait(t, "streaming", state("streaming"))
@@ -646,10 +647,7 @@ func TestMalformedMessagesHaveNoEffect(t *testing.T) {
 	// 5 s apart leave it 10 s.
 	a := newAgent(t, ns.URL(), "a1", 2, nats.PingInterval(5*time.Second))
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -888,10 +886,7 @@ func TestNATSRestart(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "before")
 	f.wait(t, "the turn before", result("echo: before"))
@@ -940,10 +935,7 @@ func TestNATSOutageLongerThanHeartbeats(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "one")
 	f.wait(t, "a turn", result("echo: one"))
@@ -1042,10 +1034,7 @@ func TestThreeNodeCluster(t *testing.T) {
 	}
 	defer c.Close()
 	raw := newRawBus(t, nodes[2].URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "one")
 	f.wait(t, "a turn", result("echo: one"))
@@ -1251,10 +1240,7 @@ func TestFailoverWithoutTranscript(t *testing.T) {
 	ns := newNATS(t, nil)
 	a1 := newAgent(t, ns.URL(), "a1", 1)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	cluster.Crash(a1)
 	newAgent(t, ns.URL(), "a2", 1)
 	waitDisconnected(t, ctx, c, info.ID)
@@ -1279,10 +1265,7 @@ func TestResumeWaitsForRoom(t *testing.T) {
 	ns := newNATS(t, nil)
 	a1 := newAgent(t, ns.URL(), "a1", 1)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "dates")
 	f.wait(t, "the turn", result("echo: dates"))

@@ -56,10 +56,7 @@ func TestCommandLanes(t *testing.T) {
 	release, held := make(chan struct{}), make(chan struct{}, 1)
 	gatedAgent(t, ns.URL(), "a1", release, held)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	slow := make(chan error, 1)
 	go func() {
 		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "slow"})
@@ -69,7 +66,7 @@ func TestCommandLanes(t *testing.T) {
 	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandInterrupt}); err != nil {
 		t.Fatalf("interrupt behind a slow send: %v", err)
 	}
-	_, err = c.Command(ctx, info.ID, &host.Command{Type: host.CommandAnswer, Approval: "nope", Behavior: "allow"})
+	_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandAnswer, Approval: "nope", Behavior: "allow"})
 	if !errors.Is(err, host.ErrNoApproval) {
 		t.Fatalf("answer behind a slow send: %v, want no_approval", err)
 	}
@@ -91,12 +88,9 @@ func TestCommandPolicyAcrossTheBus(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 1)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	// The agent's template does not allow bypassPermissions.
-	_, err = c.Command(ctx, info.ID, &host.Command{Type: host.CommandSetMode, Mode: "bypassPermissions"})
+	_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSetMode, Mode: "bypassPermissions"})
 	var ce *host.CommandError
 	if !errors.As(err, &ce) || ce.Code != host.CodeForbidden || !errors.Is(err, host.ErrForbidden) {
 		t.Fatalf("set_mode bypassPermissions: %v, want forbidden", err)
@@ -263,10 +257,7 @@ func TestSnapshotInParts(t *testing.T) {
 	newAgent(t, ns.URL(), "a1", 1)
 	c := newClient(t, ns.URL())
 	ctx := testCtx(t)
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	var prompts []string
 	for i := range 4 {

@@ -21,10 +21,7 @@ func TestDrainHandsSessionsOver(t *testing.T) {
 	ns := newNATS(t, nil)
 	a1 := newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	newAgent(t, ns.URL(), "a2", 2)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "remember apples")
@@ -35,7 +32,7 @@ func TestDrainHandsSessionsOver(t *testing.T) {
 	drained := make(chan error, 1)
 	go func() { drained <- a1.Drain(ctx) }()
 	waitFor(t, "a1 draining", a1.Draining)
-	_, err = c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "too soon"})
+	_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "too soon"})
 	if !errors.Is(err, host.ErrBusy) {
 		// The handover may already be done: then the prompt went to a2.
 		if s, _ := c.Session(ctx, info.ID); err != nil || s.Agent != "a2" {
@@ -115,10 +112,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	}
 	var ss []sess
 	for i := range n {
-		info, err := c.Start(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		info := mustStart(ctx, t, c, nil)
 		f := follow(t, c, info.ID, 0)
 		send(t, c, info.ID, "note "+strconv.Itoa(i))
 		f.wait(t, "the first turn", result("echo: note "+strconv.Itoa(i)))
@@ -188,10 +182,7 @@ func TestDrainWithNoAgentLeftSaysSo(t *testing.T) {
 	a1 := newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "remember pears")
 	f.wait(t, "the first turn", result("echo: remember pears"))
@@ -205,7 +196,7 @@ func TestDrainWithNoAgentLeftSaysSo(t *testing.T) {
 	if !strings.Contains(st.Error, "waiting for an agent") || !strings.Contains(st.Error, "a1") {
 		t.Fatalf("the disconnected state says %q", st.Error)
 	}
-	_, err = c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "anyone?"})
+	_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "anyone?"})
 	if !errors.Is(err, cluster.ErrDisconnected) || !strings.Contains(err.Error(), "agent a1") {
 		t.Fatalf("a prompt to a session with no agent: %v", err)
 	}

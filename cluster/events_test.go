@@ -216,10 +216,7 @@ func TestBadMessagesAreSkipped(t *testing.T) {
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	raw := newRawBus(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "one")
 	first := f.wait(t, "a turn", result("echo: one"))

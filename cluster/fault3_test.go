@@ -308,10 +308,7 @@ func TestFault3NodeLostChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	s := &session3{c: c, id: info.ID, agent: info.Agent, raw: newRawBus(t, nc.nodes[2].URL())}
 	s.f = follow(t, c, info.ID, 0)
 	defer s.f.stop()
@@ -446,10 +443,7 @@ func TestFault3BusOutageMarksOnce(t *testing.T) {
 	a1 := spawnAgent(t, ns.URL(), "a1")
 	c := newClient(t, ns.URL())
 	ctx := testCtx(t)
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	outages := []struct {
 		how    string

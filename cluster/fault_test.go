@@ -414,10 +414,7 @@ func checkStored(t *testing.T, raw *rawBus, id string) {
 func faultTurn(t *testing.T, ns *natsProc, fault func(owner string)) (*cluster.Client, *follower, string) {
 	ctx := testCtx(t)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "stream 100")
 	from := len(f.list())
@@ -678,10 +675,7 @@ func TestFaultNATSFrozenBackpressure(t *testing.T) {
 	raw := newRawBus(t, ns.URL())
 	ctx := testCtx(t)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "flood "+strconv.Itoa(n))
 	from := len(f.list())

@@ -161,10 +161,7 @@ func TestLiveFeedPermissions(t *testing.T) {
 			newAgent(t, ns.URL(), "a1", 2, agent)
 			c := newClient(t, ns.URL(), nats.UserInfo("serve", "serve-secret"))
 			consumers := eventConsumers(t, ns.URL(), agent)
-			info, err := c.Start(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			info := mustStart(ctx, t, c, nil)
 			f := follow(t, c, info.ID, 0)
 			send(t, c, info.ID, "apples")
 			f.wait(t, "a turn", result("echo: apples"))

@@ -101,10 +101,7 @@ func TestPrometheusScrapesServeAndAgent(t *testing.T) {
 
 	// A turn on each, an approval answered by a person in each.
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "list")
 	ev := f.wait(t, "the approval", func(ev host.Event) bool { return ev.Kind == host.EventApproval })

@@ -248,10 +248,7 @@ func TestNATSPermissionsTeam(t *testing.T) {
 	if err := serveAuthz.Start(actx, &team.StartCheck{Cwd: root}); err != nil {
 		t.Fatal(err)
 	}
-	info, err := c.Start(actx, &cluster.StartOptions{Cwd: root})
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(actx, t, c, &cluster.StartOptions{Cwd: root})
 	if err := serveAuthz.Created(actx, info.ID, info.Cwd); err != nil {
 		t.Fatalf("storing the ACL: %v", err)
 	}

@@ -41,10 +41,7 @@ func TestRealCLIFailover(t *testing.T) {
 	}
 	a1 := agent("a1", cliA)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "what is six times seven")
 	f.wait(t, "the first turn", result("the answer is 42"))
@@ -177,10 +174,7 @@ func TestRealCLISessionSleepsAndWakes(t *testing.T) {
 	}
 	a1 := agent("a1", cliA, time.Second)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "remember the word apricot")
 	f.wait(t, "the first turn", result("noted: apricot"))

@@ -161,10 +161,7 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 	ns := newNATS(t, nil)
 	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 400*time.Millisecond)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "apples")
 	f.wait(t, "the first turn", result("echo: apples"))
@@ -221,10 +218,7 @@ func TestSessionSleepsAndWakesElsewhere(t *testing.T) {
 
 	// a1 is full with a session in a turn that never ends (it does not
 	// sleep); a2 has room.
-	busy, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	busy := mustStart(ctx, t, c, nil)
 	if busy.Agent != "a1" {
 		t.Fatalf("the busy session started on %s", busy.Agent)
 	}
@@ -340,10 +334,7 @@ func TestCommandsWhileSleepingWakeOnce(t *testing.T) {
 	newSleepyAgent(t, ns.URL(), "a1", 2, 300*time.Millisecond)
 	c := newClient(t, ns.URL())
 	c2 := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "one")
 	f.wait(t, "the turn", result("echo: one"))
@@ -444,10 +435,7 @@ func TestSessionAsleepBeforeItsFirstPrompt(t *testing.T) {
 	ns := newNATS(t, nil)
 	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	s := waitAsleep(t, c, info.ID)
 	waitFor(t, "a1's slot given back", func() bool { return a1.Sessions() == 0 })
@@ -468,10 +456,7 @@ func TestCommandWhileGoingToSleep(t *testing.T) {
 	ns := newNATS(t, nil)
 	a := newAgent(t, ns.URL(), "a1", 1)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	release, refused := cluster.HoldSleep(a, info.ID)
 	done := make(chan error, 1)
@@ -522,10 +507,7 @@ func TestChangesCarriedOverTheCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	info, err := c.Start(ctx, &cluster.StartOptions{Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, &cluster.StartOptions{Cwd: dir})
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "edit-file "+notes+" first")
 	first := f.wait(t, "the first edit", result("written"))
@@ -614,10 +596,7 @@ func TestWakeWaitsForRoom(t *testing.T) {
 	ns := newNATS(t, nil)
 	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, time.Hour)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, "quince")
 	f.wait(t, "the turn", result("echo: quince"))

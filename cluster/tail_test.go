@@ -76,10 +76,7 @@ func TestSlowSubscriberReadsOnAlone(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	fast := follow(t, c, info.ID, 0)
 	// The slow one takes its first event, then waits for the fast one
 	// to have the whole turn (far more than the ring holds).

@@ -12,10 +12,7 @@ func TestRecordCountsWorkingTasks(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 1)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	turn := func(prompt, reply string) {
 		t.Helper()

@@ -145,10 +145,7 @@ func teamAgent(t *testing.T, url, id string, tt *testTeam) *cluster.Agent {
 func startAs(t *testing.T, tt *testTeam, c *cluster.Client, who *team.Identity, grants ...team.Grant) cluster.SessionInfo {
 	t.Helper()
 	ctx := team.NewContext(testCtx(t), who)
-	info, err := c.Start(ctx, &cluster.StartOptions{Cwd: tt.root})
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(ctx, t, c, &cluster.StartOptions{Cwd: tt.root})
 	if err := tt.Created(ctx, info.ID, info.Cwd); err != nil {
 		t.Fatal(err)
 	}

@@ -360,10 +360,7 @@ func TestTeamAgentWorktreeRoots(t *testing.T) {
 	// A repository wholly under the roots: allowed, the session is the
 	// person's.
 	inside := gittest.NewRepo(t, filepath.Join(root, "proj"), nil)
-	info, err := c.Start(actx, &cluster.StartOptions{Cwd: inside, Worktree: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(actx, t, c, &cluster.StartOptions{Cwd: inside, Worktree: true})
 	if info.Worktree == nil || info.Worktree.Repo != inside || info.Person != alice.Subject {
 		t.Fatalf("started %+v", info)
 	}
