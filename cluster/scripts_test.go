@@ -159,9 +159,9 @@ func memoryCLI(ctx context.Context, c *claudetest.CLI) error {
 			c.Write(c.SystemInit(), c.WatcherStarted("w1", "", "watch the build"),
 				c.AssistantText("watching"), c.ResultSuccess("watching"))
 		case "background":
-			c.Write(c.SystemInit(), c.AssistantToolUse("toolu_bg", "Agent", map[string]any{"description": "review", "run_in_background": true}),
-				c.TaskStarted("bg1", "toolu_bg", "review", "local_agent"), c.ToolResult("toolu_bg", "Async agent launched", false),
-				c.AssistantText("started"), c.ResultSuccess("started"))
+			c.Write(c.SystemInit())
+			c.StartBackgroundAgent("bg1", "toolu_bg", "review")
+			c.Write(c.AssistantText("started"), c.ResultSuccess("started"))
 		case "background-done":
 			c.Write(c.TaskNotification("bg1", "completed"), c.AssistantText("reviewed"), c.ResultSuccess("reviewed"))
 		case "recall":

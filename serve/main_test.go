@@ -119,10 +119,8 @@ func fakeCLI(ctx context.Context, c *claudetest.CLI) error {
 			_ = json.Unmarshal(resp, &r)
 			c.Write(c.ToolResult("toolu_f", r.Action, false), c.AssistantText("form "+r.Action), c.ResultSuccess("form "+r.Action))
 		case len(f) >= 2 && f[0] == "background":
-			c.Write(c.AssistantToolUse("toolu_bg", "Agent", map[string]any{"description": strings.Join(f[1:], " "), "run_in_background": true}),
-				c.TaskStarted("bg1", "toolu_bg", strings.Join(f[1:], " "), "local_agent"),
-				c.ToolResult("toolu_bg", "Async agent launched", false),
-				c.AssistantText("started in the background"), c.ResultSuccess("started in the background"))
+			c.StartBackgroundAgent("bg1", "toolu_bg", strings.Join(f[1:], " "))
+			c.Write(c.AssistantText("started in the background"), c.ResultSuccess("started in the background"))
 		case len(f) >= 2 && f[0] == "watch":
 			c.Write(c.WatcherStarted("w1", "", strings.Join(f[1:], " ")),
 				c.AssistantText("watching"), c.ResultSuccess("watching"))

@@ -246,6 +246,18 @@ func (c *CLI) TaskStarted(taskID, toolUseID, description, taskType string) Msg {
 	}
 }
 
+// StartBackgroundAgent writes the lines the CLI writes as the model
+// starts an agent in the background: its Agent call (toolUseID, with
+// run_in_background), the task_started line of task taskID (local_agent)
+// and the call's result, which returns at once. The task then runs until
+// a TaskNotification ends it.
+func (c *CLI) StartBackgroundAgent(taskID, toolUseID, description string) error {
+	return c.Write(
+		c.AssistantToolUse(toolUseID, "Agent", map[string]any{"description": description, "run_in_background": true}),
+		c.TaskStarted(taskID, toolUseID, description, "local_agent"),
+		c.ToolResult(toolUseID, "Async agent launched", false))
+}
+
 // WatcherStarted is the task_started line of a watcher: a task the CLI
 // marks ambient (a live-update monitor), which is no work and may run as
 // long as the CLI does (host.WorkingTasks leaves it out). toolUseID is ""
