@@ -1,7 +1,6 @@
 package claude_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proctree"
 )
 
 // The side-by-side comparison with the official TypeScript SDK
@@ -82,7 +82,7 @@ func benchHost(v string) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	st.CPUS = tv(ru.Utime) + tv(ru.Stime)
-	st.PeakRSSMB = statusMB("VmHWM:")
+	st.PeakRSSMB = statusMB("VmHWM")
 	json.NewEncoder(os.Stdout).Encode(st)
 	os.Exit(0)
 }
@@ -99,7 +99,7 @@ func unreadBurst(ctx context.Context, n int, st *hostStats) error {
 		return err
 	}
 	time.Sleep(time.Second) // the CLI writes until the buffer bound stops it
-	st.UnreadRSSMB = statusMB("VmRSS:")
+	st.UnreadRSSMB = statusMB("VmRSS")
 	for m, err := range s.ReceiveTurn(ctx) {
 		if err != nil {
 			return err
@@ -109,27 +109,15 @@ func unreadBurst(ctx context.Context, n int, st *hostStats) error {
 		}
 	}
 	debug.FreeOSMemory()
-	st.AfterRSSMB = statusMB("VmRSS:")
+	st.AfterRSSMB = statusMB("VmRSS")
 	return nil
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
-// statusMB reads a kB line of /proc/self/status in MB.
-func statusMB(key string) float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return float64(kb) / 1024
-		}
-	}
-	return 0
+// statusMB reads a kB field of this process's /proc status in MB.
+func statusMB(field string) float64 {
+	return float64(proctree.StatusKB(os.Getpid(), field)) / 1024
 }
 
 // runBenchHost runs this binary as a benchmark host and returns its stats.

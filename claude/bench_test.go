@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proctree"
 )
 
 // Benchmarks. Reproduce and compare with:
@@ -424,11 +424,6 @@ func hugeLineHost(v string) {
 		fmt.Fprintf(os.Stderr, "got %d bytes, %v\n", got, err)
 		os.Exit(1)
 	}
-	status, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			fmt.Printf("peak-rss-kib=%s\n", strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), " kB"))
-		}
-	}
+	fmt.Printf("peak-rss-kib=%d\n", proctree.StatusKB(os.Getpid(), "VmHWM"))
 	os.Exit(0)
 }

@@ -9,13 +9,13 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/proctree"
 	"github.com/tetherhq/tether/serve/servetest"
 )
 
@@ -161,16 +161,4 @@ func benchServe(b *testing.B, overNATS bool) {
 }
 
 // rssBytes returns the process's resident set (Linux), 0 elsewhere.
-func rssBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func rssBytes() int64 { return proctree.StatusKB(os.Getpid(), "VmRSS") << 10 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/claude/claudetest"
+	"github.com/tetherhq/tether/internal/proctree"
 )
 
 func main() {
@@ -187,16 +188,4 @@ func cpuOf(pid int) float64 {
 }
 
 // rssOf reads a field (kB) of /proc/PID/status.
-func rssOf(pid int, field string) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			kb, _ := strconv.Atoi(strings.Fields(v)[0])
-			return kb
-		}
-	}
-	return 0
-}
+func rssOf(pid int, field string) int { return int(proctree.StatusKB(pid, field)) }

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -22,11 +21,11 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/tetherhq/tether/claude"
+	"github.com/tetherhq/tether/internal/proctree"
 )
 
 type stats struct {
@@ -95,7 +94,7 @@ func run(cli string, n, buffer int) error {
 	st.WallMsgsPerS = float64(st.Msgs) / st.Seconds
 	st.CPUS = cpuSeconds()
 	st.StreamCPUS = st.CPUS - firstCPU
-	st.PeakRSSMB = statusMB("VmHWM:")
+	st.PeakRSSMB = statusMB("VmHWM")
 	return json.NewEncoder(os.Stdout).Encode(st)
 }
 
@@ -108,19 +107,7 @@ func cpuSeconds() float64 {
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
-// statusMB reads a kB line of /proc/self/status, in MB.
-func statusMB(key string) float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return float64(kb) / 1024
-		}
-	}
-	return 0
+// statusMB reads a kB field of this process's /proc status in MB.
+func statusMB(field string) float64 {
+	return float64(proctree.StatusKB(os.Getpid(), field)) / 1024
 }
