@@ -169,15 +169,8 @@ func NewAgent(ctx context.Context, opts *AgentOptions) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("agent", o.ID)
-	nc, own, err := dial(o.Conn, o.URL, "tether-agent "+o.ID, o.Limits, log, o.NATS)
+	b, err := connect(ctx, o.Conn, o.URL, "tether-agent "+o.ID, o.Limits, log, o.NATS)
 	if err != nil {
-		return nil, err
-	}
-	b, err := open(ctx, nc, own, o.Limits)
-	if err != nil {
-		if own {
-			nc.Close()
-		}
 		return nil, err
 	}
 	// The agents' shared consumer, asked for again (under its one name)

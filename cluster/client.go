@@ -101,15 +101,8 @@ func NewClient(ctx context.Context, opts *ClientOptions) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	nc, own, err := dial(o.Conn, o.URL, "tether-client", o.Limits, log, o.NATS)
+	b, err := connect(ctx, o.Conn, o.URL, "tether-client", o.Limits, log, o.NATS)
 	if err != nil {
-		return nil, err
-	}
-	b, err := open(ctx, nc, own, o.Limits)
-	if err != nil {
-		if own {
-			nc.Close()
-		}
 		return nil, err
 	}
 	c := &Client{opts: o, b: b, log: log, tr: telemetry.Tracer(o.TracerProvider), watched: map[string]int{}}

@@ -159,6 +159,20 @@ func dial(nc *nats.Conn, url, name string, limits *Limits, log *slog.Logger, opt
 	return c, true, nil
 }
 
+// connect is what an Agent and a Client start with: dial (or take conn),
+// then open. A connection it dialed itself is closed again when open fails.
+func connect(ctx context.Context, conn *nats.Conn, url, name string, limits *Limits, log *slog.Logger, opts []nats.Option) (*bus, error) {
+	nc, own, err := dial(conn, url, name, limits, log, opts)
+	if err != nil {
+		return nil, err
+	}
+	b, err := open(ctx, nc, own, limits)
+	if err != nil && own {
+		nc.Close()
+	}
+	return b, err
+}
+
 // open sets up the streams and buckets (creating the missing ones) on nc.
 func open(ctx context.Context, nc *nats.Conn, own bool, limits *Limits) (*bus, error) {
 	l := limits.withDefaults()
