@@ -649,17 +649,28 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 	msg := stamp(nats.NewMsg(subjectCommand + id))
 	ctx, span := startClientSpan(ctx, c.tr, spanName("cluster command", &cmd.Command), msg.Subject, id, msg.Header, attrCommand.String(string(cmd.Type)))
 	defer func() { endSpan(span, err) }()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+	}
 	data, err := c.encodeCommand(ctx, id, cmd)
+	if errors.Is(err, errWakeFirst) {
+		if cmd.Type.ReadOnly() || cmd.Type == host.CommandStopTask {
+			// request answers these for a session asleep without
+			// waking it, and without an agent.
+			data, err = json.Marshal(cmd)
+		} else if err = c.wake(ctx, id, cmd.OnQueued); err == nil {
+			// Woken (it would be by request anyway): encoded for the
+			// agent that took it.
+			data, err = c.encodeCommand(ctx, id, cmd)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	if max := min(MaxCommandSize, int(c.b.nc.MaxPayload())); len(data) > max {
 		return nil, &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), max), Err: ErrTooLarge}
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Minute)
-		defer cancel()
 	}
 	msg.Data = data
 	msg.Header.Set(hdrRequest, newRequestID()) // its copies' name (requests.go)
@@ -697,7 +708,9 @@ func (c *Client) unavailable(err error) error {
 // encodeCommand is a command as its session's agent reads it: the
 // fields of revision 1 only, unless the command needs more and the agent
 // speaks a later revision (else an *UnsupportedError, before anything is
-// sent).
+// sent). For a session asleep while no agent is live, no agent can say
+// which revision it reads: errWakeFirst, and the agent that wakes it
+// decides.
 func (c *Client) encodeCommand(ctx context.Context, id string, cmd *commandMsg) ([]byte, error) {
 	data, dropped, err := encodeFor(OldestWireRevision, "command", cmd)
 	if err != nil || len(dropped) == 0 {
@@ -715,6 +728,8 @@ func (c *Client) encodeCommand(ctx context.Context, id string, cmd *commandMsg) 
 				for _, a := range agents {
 					rev = min(rev, c.agentWire(ctx, a))
 				}
+			} else if r.Agent == "" {
+				return nil, errWakeFirst
 			}
 		}
 	}
@@ -724,6 +739,10 @@ func (c *Client) encodeCommand(ctx context.Context, id string, cmd *commandMsg) 
 	}
 	return json.Marshal(cmd)
 }
+
+// errWakeFirst marks encodeCommand's answer for a command with fields
+// revision 1 lacks, to a session asleep while no agent is live.
+var errWakeFirst = errors.New("cluster: wake the session first")
 
 // takeoverWait bounds how long a command waits for a session that an
 // agent is taking over (claimed, its CLI starting) to take commands (a

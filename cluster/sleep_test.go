@@ -641,3 +641,48 @@ func TestAsleepCommandNewFields(t *testing.T) {
 		t.Fatalf("revert_changes with paths, asleep: %v", err)
 	}
 }
+
+// TestAsleepCommandNewFieldsNoAgent: the same command while no agent is
+// live cannot be checked against the agent that will read it, so it
+// wakes the session first, as any command does (waiting in the queue for
+// an agent), and reaches the agent that took it; it is not refused as if
+// an older agent were about.
+func TestAsleepCommandNewFieldsNoAgent(t *testing.T) {
+	ctx := testCtx(t)
+	ns, a1, c, info, f := sleptAfterTurn(t, "pears")
+	a1.Close()
+	waitFor(t, "no live agent", func() bool {
+		as, err := c.Agents(ctx)
+		return err == nil && len(as) == 0
+	})
+	// A stop_task (its task_id is no revision 1 field) wakes nothing: a
+	// session asleep runs no task.
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandStopTask, TaskID: "bg1"}); !errors.Is(err, host.ErrNoTask) {
+		t.Fatalf("stop_task, asleep, no agent: %v, want no_task", err)
+	}
+	queued := make(chan int, 16)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandRevertChanges, Paths: []string{"nothing.txt"},
+			OnQueued: func(n int) { queued <- n }})
+		done <- err
+	}()
+	select {
+	case <-queued: // the wake waits for an agent
+	case err := <-done:
+		t.Fatalf("revert_changes with paths, asleep, no agent: %v (want it to wait for one)", err)
+	}
+	newAgent(t, ns.URL(), "a2", 1)
+	if err := <-done; err != nil {
+		if ue := (*cluster.UnsupportedError)(nil); errors.As(err, &ue) {
+			t.Fatalf("revert_changes with paths, woken on a2: %v", err)
+		}
+		t.Logf("revert_changes of a file never changed: %v", err)
+	}
+	if s, err := c.Session(ctx, info.ID); err != nil || s.Agent != "a2" {
+		t.Fatalf("after the command: %+v, %v (want it awake on a2)", s, err)
+	}
+	send(t, c, info.ID, "recall")
+	f.wait(t, "the recall on a2", resultContaining("remember: pears"))
+	storedOnce(t, ns.URL(), info.ID)
+}
