@@ -654,23 +654,26 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 		ctx, cancel = context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 	}
+	limit := min(MaxCommandSize, int(c.b.nc.MaxPayload()))
 	data, err := c.encodeCommand(ctx, id, cmd)
 	if errors.Is(err, errWakeFirst) {
-		if cmd.Type.ReadOnly() || cmd.Type == host.CommandStopTask {
-			// request answers these for a session asleep without
-			// waking it, and without an agent.
-			data, err = json.Marshal(cmd)
-		} else if err = c.wake(ctx, id, cmd.OnQueued); err == nil {
-			// Woken (it would be by request anyway): encoded for the
-			// agent that took it.
-			data, err = c.encodeCommand(ctx, id, cmd)
+		// Asleep, and no agent live to say what it reads. request
+		// answers a read or a stop_task without an agent; any other
+		// command wakes the session, as request would, and is then
+		// encoded for the agent that took it. Its fullest form is
+		// checked for size first, so that one too large wakes nothing.
+		data, err = json.Marshal(cmd)
+		if err == nil && len(data) <= limit && !cmd.Type.ReadOnly() && cmd.Type != host.CommandStopTask {
+			if err = c.wake(ctx, id, cmd.OnQueued); err == nil {
+				data, err = c.encodeCommand(ctx, id, cmd)
+			}
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if max := min(MaxCommandSize, int(c.b.nc.MaxPayload())); len(data) > max {
-		return nil, &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), max), Err: ErrTooLarge}
+	if len(data) > limit {
+		return nil, &MessageError{Subject: subjectCommand + id, Reason: fmt.Sprintf("%d bytes, limit %d (MaxCommandSize, NATS max_payload)", len(data), limit), Err: ErrTooLarge}
 	}
 	msg.Data = data
 	msg.Header.Set(hdrRequest, newRequestID()) // its copies' name (requests.go)

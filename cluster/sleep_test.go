@@ -655,6 +655,12 @@ func TestAsleepCommandNewFieldsNoAgent(t *testing.T) {
 		as, err := c.Agents(ctx)
 		return err == nil && len(as) == 0
 	})
+	// One too large is refused before anything is queued (with no agent,
+	// a wake would wait for one).
+	huge := strings.Repeat("x", 2<<20)
+	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandRevertChanges, Paths: []string{huge}}); !errors.Is(err, cluster.ErrTooLarge) {
+		t.Fatalf("revert_changes with 2 MiB of paths, asleep, no agent: %v, want ErrTooLarge", err)
+	}
 	// A stop_task (its task_id is no revision 1 field) wakes nothing: a
 	// session asleep runs no task.
 	if _, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandStopTask, TaskID: "bg1"}); !errors.Is(err, host.ErrNoTask) {
