@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,6 +140,29 @@ func BenchmarkDecodeMix(b *testing.B) { benchmarkDecode(b, mixLines()) }
 
 // BenchmarkDecodeRealMix is DecodeMessage alone on the real mix's lines.
 func BenchmarkDecodeRealMix(b *testing.B) { benchmarkDecode(b, realMixLines()) }
+
+// BenchmarkDecodeRealMixParallel is BenchmarkDecodeRealMix on every
+// processor at once, each goroutine starting at another line of the mix,
+// as sessions decode side by side in one host. The decode plans' guesses
+// (plan.next) are shared by them all; with -cpu 1,2 it shows what the
+// guesses' writes cost when the goroutines meet different lines.
+func BenchmarkDecodeRealMixParallel(b *testing.B) {
+	lines := realMixLines()
+	for i := range lines {
+		lines[i] = bytes.TrimSuffix(lines[i], []byte("\n"))
+	}
+	var start atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(start.Add(7))
+		for ; pb.Next(); i++ {
+			if _, err := claude.DecodeMessage(lines[i%len(lines)]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
 
 func benchmarkDecode(b *testing.B, lines [][]byte) {
 	for i := range lines {
