@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -43,6 +44,28 @@ func (w *wsClient) seen() (last uint64, gaps int) {
 		last = f.Event.Seq
 	}
 	return last, gaps
+}
+
+// serveToken is the token of the tether servers these tests start.
+const serveToken = "test-token-0123456789abcdef"
+
+// serveOverCluster starts a tether server on the cluster through c (its
+// sessions' default cwd a temp dir), with opts (Token serveToken when
+// unset), and stops it when the test ends.
+func serveOverCluster(t *testing.T, c *cluster.Client, opts *serve.Options) *httptest.Server {
+	t.Helper()
+	o := serve.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Token = cmp.Or(o.Token, serveToken)
+	srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}), &o)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+	})
+	return hs
 }
 
 func dialServe(t *testing.T, url, token string) *wsClient {
@@ -143,16 +166,9 @@ func TestServeOverTheCluster(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
 	var urls []string
-	const token = "test-token-0123456789abcdef"
+	const token = serveToken
 	for range 2 {
-		c := newClient(t, ns.URL())
-		srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}), &serve.Options{Token: token})
-		hs := httptest.NewServer(srv)
-		t.Cleanup(func() {
-			srv.Close()
-			hs.Close()
-		})
-		urls = append(urls, hs.URL)
+		urls = append(urls, serveOverCluster(t, newClient(t, ns.URL()), nil).URL)
 	}
 	b1, b2 := dialServe(t, urls[0], token), dialServe(t, urls[1], token)
 	id := b1.send(map[string]any{"type": "start"})
@@ -311,15 +327,9 @@ func TestBackendResumeAfterCrash(t *testing.T) {
 func TestServeSleepOverTheCluster(t *testing.T) {
 	ns := newNATS(t, nil)
 	newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
-	const token = "test-token-0123456789abcdef"
 	c := newClient(t, ns.URL())
-	srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}), &serve.Options{Token: token})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.Close()
-		hs.Close()
-	})
-	b := dialServe(t, hs.URL, token)
+	hs := serveOverCluster(t, c, nil)
+	b := dialServe(t, hs.URL, serveToken)
 	rep := b.next("the start reply", replyTo(b.send(map[string]any{"type": "start"})))
 	var started struct {
 		Session serve.SessionInfo `json:"session"`
@@ -366,7 +376,7 @@ func TestServeSleepOverTheCluster(t *testing.T) {
 func TestNotifyOverTheCluster(t *testing.T) {
 	ns := newNATS(t, nil)
 	newAgent(t, ns.URL(), "a1", 2)
-	const token = "test-token-0123456789abcdef"
+	const token = serveToken
 	hooks := make(chan []byte, 16)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -374,13 +384,8 @@ func TestNotifyOverTheCluster(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	c := newClient(t, ns.URL())
-	srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}), &serve.Options{Token: token,
+	hs := serveOverCluster(t, c, &serve.Options{Token: token,
 		Notify: &serve.NotifyOptions{Dir: t.TempDir(), AllowHTTP: true, PollInterval: 10 * time.Millisecond, Timeout: 5 * time.Second}})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.Close()
-		hs.Close()
-	})
 	call := func(method, path, body string) (int, []byte) {
 		t.Helper()
 		r, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))

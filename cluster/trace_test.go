@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -71,14 +70,8 @@ func TestTraceOfATurnAcrossTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	const token = "test-token-0123456789abcdef"
-	srv := serve.NewServer(cluster.NewBackend(c, &cluster.BackendOptions{DefaultCwd: t.TempDir()}),
-		&serve.Options{Token: token, TracerProvider: serveTP})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.Close()
-		hs.Close()
-	})
+	const token = serveToken
+	hs := serveOverCluster(t, c, &serve.Options{TracerProvider: serveTP})
 
 	b := dialServe(t, hs.URL, token)
 	rep := b.next("the start reply", replyTo(b.send(map[string]any{"type": "start"})))
