@@ -657,13 +657,13 @@ func (c *Client) command(ctx context.Context, id string, cmd *commandMsg) (_ *ho
 	limit := min(MaxCommandSize, int(c.b.nc.MaxPayload()))
 	data, err := c.encodeCommand(ctx, id, cmd)
 	if errors.Is(err, errWakeFirst) {
-		// Asleep, and no agent live to say what it reads. request
-		// answers a read or a stop_task without an agent; any other
-		// command wakes the session, as request would, and is then
-		// encoded for the agent that took it. Its fullest form is
-		// checked for size first, so that one too large wakes nothing.
+		// Asleep, and no agent live to say what it reads. A command
+		// that wakes the session (as request would) is encoded for the
+		// agent that took it; request answers the others without an
+		// agent. Its fullest form is checked for size first, so that
+		// one too large wakes nothing.
 		data, err = json.Marshal(cmd)
-		if err == nil && len(data) <= limit && !cmd.Type.ReadOnly() && cmd.Type != host.CommandStopTask {
+		if err == nil && len(data) <= limit && wakesAsleep(cmd.Type) {
 			if err = c.wake(ctx, id, cmd.OnQueued); err == nil {
 				data, err = c.encodeCommand(ctx, id, cmd)
 			}
@@ -786,7 +786,7 @@ func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host
 			// A session asleep runs no task: nothing to wake it for.
 			return nil, &host.CommandError{Code: host.CodeNoTask, Message: "session " + id + " is asleep: no background task runs", Err: host.ErrNoTask}
 		}
-		if errors.Is(err, errAsleep) && wakes < maxWakes && !typ.ReadOnly() {
+		if errors.Is(err, errAsleep) && wakes < maxWakes && wakesAsleep(typ) {
 			wakes++
 			if typ == host.CommandSend && wakes == 1 {
 				var cancel context.CancelFunc
@@ -809,6 +809,13 @@ func (c *Client) request(ctx context.Context, id string, msg *nats.Msg, typ host
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
+}
+
+// wakesAsleep reports whether a command of type t wakes a session asleep:
+// every one but those that only read (answered from the record its agent
+// wrote) and stop_task (a session asleep runs no task).
+func wakesAsleep(t host.CommandType) bool {
+	return !t.ReadOnly() && t != host.CommandStopTask
 }
 
 // errStarting marks noOwner's answer for a session a live agent is
