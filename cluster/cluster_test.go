@@ -158,10 +158,7 @@ type follower struct {
 // done.
 func echoed(t *testing.T, c *cluster.Client, prompt string) (string, *follower) {
 	t.Helper()
-	info, err := c.Start(testCtx(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(testCtx(t), t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, prompt)
 	f.wait(t, "a turn", result("echo: "+prompt))

@@ -358,10 +358,7 @@ func TestFault3NodeLostChangesNothing(t *testing.T) {
 		{"sessions bucket leader killed", killLeader("KV_"+cluster.BucketSessions, nil)},
 		{"start queue leader killed", killLeader(cluster.StreamStart, func(t *testing.T) {
 			// A start with a node down lands, on the same agent.
-			other, err := c.Start(testCtx(t), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			other := mustStart(testCtx(t), t, c, nil)
 			if _, err := c.Command(testCtx(t), other.ID, &host.Command{Type: host.CommandClose}); err != nil {
 				t.Fatal(err)
 			}

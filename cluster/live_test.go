@@ -23,10 +23,7 @@ func oneSession(t *testing.T) (*natsServer, *cluster.Client, cluster.SessionInfo
 	newAgent(t, ns.URL(), "a1", 2)
 	c := newClient(t, ns.URL())
 	consumers := eventConsumers(t, ns.URL())
-	info, err := c.Start(testCtx(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(testCtx(t), t, c, nil)
 	return ns, c, info, consumers
 }
 

@@ -84,10 +84,7 @@ func sleptAfterTurn(t *testing.T, prompt string) (*natsServer, *cluster.Agent, *
 	ns := newNATS(t, nil)
 	a1 := newSleepyAgent(t, ns.URL(), "a1", 1, 300*time.Millisecond)
 	c := newClient(t, ns.URL())
-	info, err := c.Start(testCtx(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := mustStart(testCtx(t), t, c, nil)
 	f := follow(t, c, info.ID, 0)
 	send(t, c, info.ID, prompt)
 	f.wait(t, "the turn", result("echo: "+prompt))
