@@ -56,6 +56,8 @@ func TestAgentUsageErrors(t *testing.T) {
 	}
 	if code, _, stderr := tether(t, "agent", "-h"); code != 0 || !strings.Contains(stderr, "tether agent --nats URL") {
 		t.Errorf("agent -h: %d %s", code, stderr)
+	} else if want := "default, acceptEdits, plan, dontAsk, auto (not bypassPermissions"; !strings.Contains(stderr, want) {
+		t.Errorf("agent -h does not list the default permission modes it takes (%q):\n%s", want, stderr)
 	}
 }
 
