@@ -2,15 +2,14 @@
 # test.sh — the whole test suite, as CI runs it: vet, then every package with
 # the race detector against the oldest supported CLI (2.1.197), then the
 # real-CLI integration and browser tests again against the two newest
-# (2.1.331, 2.1.332; internal/cli's TestedCLIVersions must list the same
-# versions, and a test checks it; scripts/adopt-cli.sh moves them).
+# (the versions list below; internal/cli's TestedCLIVersions must list the
+# same versions, and a test checks it; scripts/adopt-cli.sh moves them).
 #
-# Each extra version costs one pass of about 5 minutes on a 2-core machine
-# (measured for 2.1.331 with -race, the machine shared with other jobs: 4m49s
-# wall, 3m29s CPU). The browser tests stay in every pass: alone they take
-# about a minute, but they run beside package claude's real-CLI tests (3.5-4.5
-# minutes, the longest package): the pass without them (-run RealCLI) took
-# no less wall time in the same measurement (5m14s, under a heavier load).
+# Each extra version costs one pass of about 10 minutes on a 2-core machine
+# (2.1.336 and 2.1.337, measured on a fresh clone: 10m05s and 9m50s). A pass
+# keeps both cores busy, then its last ~6 minutes are package serve's browser
+# scenarios at three quarters of them. Running the two passes side by side
+# was tried: 20m28s, against 19m55s one after the other, so they stay in turn.
 #
 # It installs the pinned CLI versions into the cache first
 # (scripts/install-cli.sh), and the pinned TypeScript SDK whose declarations
