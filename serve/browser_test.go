@@ -219,7 +219,9 @@ func (tb *tab) waitJS(what, js string) {
 	tb.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, 60*time.Second)
 	defer cancel()
-	err := chromedp.Run(ctx, chromedp.Poll(js, nil, chromedp.WithPollingInterval(25*time.Millisecond)))
+	// No polling timeout of chromedp's own (30 s by default, which
+	// came first under a heavy load): the minute above is the bound.
+	err := chromedp.Run(ctx, chromedp.Poll(js, nil, chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(0)))
 	if err != nil {
 		tb.capture("failure-" + slug(what))
 		var body string
