@@ -461,8 +461,17 @@ func TestCommandWhileGoingToSleep(t *testing.T) {
 		_, err := c.Command(ctx, info.ID, &host.Command{Type: host.CommandSend, Text: "patience"})
 		done <- err
 	}()
-	// Refused, sent again and refused again meanwhile: not run.
-	waitFor(t, "the command refused twice", func() bool { return refused() >= 2 })
+	// Refused, sent again and refused again meanwhile: not run. A
+	// command that returns before says why (on a machine loaded enough
+	// that the agent's heartbeat lapses, the client takes it for gone).
+	waitFor(t, "the command refused twice", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the command returned before it was refused twice (%d): %v", refused(), err)
+		default:
+		}
+		return refused() >= 2
+	})
 	for _, ev := range f.list() {
 		if result("")(ev) {
 			t.Fatal("the command ran while the session was going to sleep")
