@@ -141,7 +141,7 @@ Flags:
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 2
 	}
-	if err := checkModeFlag(*mode); err != nil {
+	if err := checkModeFlag(*mode, modes); err != nil {
 		fmt.Fprintf(stderr, "tether agent: %v\n", err)
 		return 2
 	}

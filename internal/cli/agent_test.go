@@ -48,7 +48,7 @@ func TestAgentUsageErrors(t *testing.T) {
 		{[]string{"agent", "--sleep-after", "10s"}, "too short"},
 		{[]string{"agent", "--sleep-after", "-1m"}, "give 0 (never)"},
 		{[]string{"serve", "--permission-mode", "acceptedits"}, `--permission-mode "acceptedits": want one of default, acceptEdits, plan, dontAsk, auto, bypassPermissions`},
-		{[]string{"agent", "--nats", "nats://127.0.0.1:1", "--permission-mode", "yolo"}, `--permission-mode "yolo": want one of`},
+		{[]string{"agent", "--nats", "nats://127.0.0.1:1", "--permission-mode", "yolo"}, `--permission-mode "yolo": want one of default, acceptEdits, plan, dontAsk, auto` + "\n"},
 	} {
 		if code, _, stderr := tether(t, c.args...); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%q: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)

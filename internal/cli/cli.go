@@ -83,10 +83,11 @@ Run "tether <command> -h" for a command's flags.
 // checkModeFlag refuses a --permission-mode the CLI does not know ("" is
 // the default), before anything starts: the CLI would end at start with
 // its own words, or a session would be refused later. run, serve and
-// agent share it.
-func checkModeFlag(mode string) error {
+// agent share it; offered is the modes the refusal names (the command's
+// own: agent takes no bypassPermissions default).
+func checkModeFlag(mode string, offered []string) error {
 	if host.CheckPermissionMode(mode, true) != nil {
-		return fmt.Errorf("--permission-mode %q: want one of %s", mode, strings.Join(host.PermissionModes, ", "))
+		return fmt.Errorf("--permission-mode %q: want one of %s", mode, strings.Join(offered, ", "))
 	}
 	return nil
 }

@@ -121,7 +121,7 @@ Flags:
 		fmt.Fprintf(stderr, "tether run: --thinking %q: want full, collapsed or hidden\n", thinking)
 		return 2
 	}
-	if err := checkModeFlag(permMode); err != nil {
+	if err := checkModeFlag(permMode, host.PermissionModes); err != nil {
 		fmt.Fprintf(stderr, "tether run: %v\n", err)
 		return 2
 	}

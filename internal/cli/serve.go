@@ -68,7 +68,7 @@ Flags:
 		fmt.Fprintf(stderr, "tether serve: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if err := checkModeFlag(*mode); err != nil {
+	if err := checkModeFlag(*mode, host.PermissionModes); err != nil {
 		fmt.Fprintf(stderr, "tether serve: %v\n", err)
 		return 2
 	}
