@@ -10,6 +10,10 @@
 # keeps both cores busy, then its last ~6 minutes are package serve's browser
 # scenarios at three quarters of them. Running the two passes side by side
 # was tried: 20m28s, against 19m55s one after the other, so they stay in turn.
+# So was running three packages at a time in the first pass (-p 3, serve and
+# cluster listed first, so that the two longest start at once): 1027 s
+# against 1074 s, both cores busy throughout, and two waits ran out under
+# the extra load; so go test's default of one per core stays.
 #
 # It installs the pinned CLI versions into the cache first
 # (scripts/install-cli.sh), and the pinned TypeScript SDK whose declarations
