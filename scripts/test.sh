@@ -13,7 +13,9 @@
 # So was running three packages at a time in the first pass (-p 3, serve and
 # cluster listed first, so that the two longest start at once): 1027 s
 # against 1074 s, both cores busy throughout, and two waits ran out under
-# the extra load; so go test's default of one per core stays.
+# the extra load; so go test's default of one per core stays. A test that
+# runs no CLI is named so that the pattern of these passes leaves it to the
+# first (serve's TestUI, the UI's own code in Chromium: ~16 s a pass).
 #
 # It installs the pinned CLI versions into the cache first
 # (scripts/install-cli.sh), and the pinned TypeScript SDK whose declarations

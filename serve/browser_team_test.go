@@ -45,7 +45,6 @@ import (
 
 func TestBrowserTeam(t *testing.T) {
 	b := newBrowser(t)
-	t.Run("Helpers", func(t *testing.T) { testTeamHelpers(t, b) })
 	t.Run("Local", func(t *testing.T) { testTeamScenarios(t, b, false) })
 	t.Run("Cluster", func(t *testing.T) { testTeamScenarios(t, b, true) })
 }

@@ -322,13 +322,23 @@ func staticUI(t *testing.T) string {
 	return srv.URL
 }
 
-func TestBrowser(t *testing.T) {
+// TestUI runs the UI's own code in Chromium with nothing behind it: the
+// renderer, the stores, the helpers, the layout check. No CLI is involved,
+// so it is deliberately not named TestBrowser…: scripts/test.sh runs the
+// RealCLI and Browser tests again on every pinned CLI, and these would
+// only repeat (about 16 s a pass).
+func TestUI(t *testing.T) {
 	b := newBrowser(t)
 	t.Run("Markdown", func(t *testing.T) { testMarkdown(t, b) })
 	t.Run("Helpers", func(t *testing.T) { testHelpers(t, b) })
+	t.Run("TeamHelpers", func(t *testing.T) { testTeamHelpers(t, b) })
 	t.Run("Transcript", func(t *testing.T) { testTranscript(t, b) })
 	t.Run("Stores", func(t *testing.T) { testStores(t, b) })
 	t.Run("LayoutCheck", func(t *testing.T) { testLayoutCheck(t, b) })
+}
+
+func TestBrowser(t *testing.T) {
+	b := newBrowser(t)
 	browserFlows(t, b)
 	// The same UI over the cluster (`tether serve --nats`): the scenarios
 	// that cross the bus in every direction — a streamed turn, an approval
