@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,7 +120,36 @@ func testPushBrowser(t *testing.T, b *browser, overCluster, realCLI bool) {
 	}
 	wctx, wcancel := chromedp.NewContext(tb.ctx, chromedp.WithTargetID(sw))
 	defer wcancel()
-	if err := chromedp.Run(wctx); err != nil {
+	// What the worker says, shown if the test fails: a push it did not
+	// show leaves no other trace.
+	var swMu sync.Mutex
+	var swLog []string
+	chromedp.ListenTarget(wctx, func(ev any) {
+		var line string
+		switch e := ev.(type) {
+		case *cdpruntime.EventConsoleAPICalled:
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, string(a.Value)+a.Description)
+			}
+			line = "console." + string(e.Type) + ": " + strings.Join(parts, " ")
+		case *cdpruntime.EventExceptionThrown:
+			line = "exception: " + e.ExceptionDetails.Error()
+		default:
+			return
+		}
+		swMu.Lock()
+		swLog = append(swLog, time.Now().Format("15:04:05.000 ")+line)
+		swMu.Unlock()
+	})
+	t.Cleanup(func() {
+		swMu.Lock()
+		defer swMu.Unlock()
+		if t.Failed() && len(swLog) > 0 {
+			t.Logf("the service worker's console:\n%s", strings.Join(swLog, "\n"))
+		}
+	})
+	if err := chromedp.Run(wctx, cdpruntime.Enable()); err != nil {
 		t.Fatal(err)
 	}
 	// deliver hands a push to the worker until shows is true in the page.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/cluster/clustertest"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/testlog"
 	"github.com/tetherhq/tether/serve"
 	"github.com/tetherhq/tether/serve/servetest"
 )
@@ -242,7 +244,16 @@ func newEnv(t testing.TB, eo *envOptions) *env {
 	if eo.wrap != nil {
 		b = eo.wrap(b)
 	}
-	srv := serve.NewServer(b, eo.serve)
+	so := &serve.Options{}
+	if eo.serve != nil {
+		so = eo.serve
+	}
+	if so.Logger == nil {
+		c := *so
+		c.Logger = testlog.New(t, slog.LevelDebug) // shown if the test fails
+		so = &c
+	}
+	srv := serve.NewServer(b, so)
 	hs := httptest.NewServer(srv)
 	e := &env{t: t, srv: srv, http: hs, m: m, fake: fake, origin: hs.URL, cwd: t.TempDir()}
 	t.Cleanup(func() {

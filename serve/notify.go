@@ -487,6 +487,7 @@ func (n *notifier) wanted(subject string, force bool, p notifyPayload) bool {
 		return false
 	}
 	if !force && n.s.tabVisible(subject) {
+		n.s.log.Debug("serve: notification withheld: a tab of theirs is visible", "person", subject, "event", p.Event, "tag", p.Tag)
 		return false
 	}
 	if strings.HasPrefix(p.Tag, "approval:") {
@@ -557,6 +558,7 @@ func (n *notifier) send(j notifyJob) {
 		j.p.URL = strings.TrimSuffix(n.opts.BaseURL, "/") + "/#s=" + url.QueryEscape(j.p.Session)
 	}
 	msg := rawJSON(j.p)
+	n.s.log.Debug("serve: notifying", "person", j.subject, "event", j.p.Event, "type", j.p.Type, "tag", j.p.Tag, "subscriptions", len(per.Subs))
 	for _, sub := range per.Subs {
 		n.webPush(sub, j.p, msg)
 	}
@@ -706,6 +708,7 @@ func (s *Server) setVisible(c *client, data []byte) {
 		n.mu.Lock()
 		n.visible[c] = *f.Visible
 		n.mu.Unlock()
+		s.log.Debug("serve: a tab reports its visibility", "person", personOf(c.id).Subject, "visible", *f.Visible)
 	}
 	reply(c, validID(f.ID), noResult{}, nil)
 }

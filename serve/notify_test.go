@@ -160,7 +160,7 @@ func (pe *pushEndpoint) next(ctx context.Context, what string) pushMsg {
 	case m := <-pe.got:
 		return m
 	case <-ctx.Done():
-		pe.t.Fatalf("no push: %s", what)
+		pe.t.Fatalf("no push: %s (%v)", what, context.Cause(ctx))
 		return pushMsg{}
 	}
 }
