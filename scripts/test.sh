@@ -15,7 +15,9 @@
 # against 1074 s, both cores busy throughout, and two waits ran out under
 # the extra load; so go test's default of one per core stays. A test that
 # runs no CLI is named so that the pattern of these passes leaves it to the
-# first (serve's TestUI, the UI's own code in Chromium: ~16 s a pass).
+# first (serve's TestUI, the UI's own code in Chromium: ~16 s a pass;
+# TestPushUI, notifications with the fake CLI asking; team's
+# TestOIDCInChromium, a sign-in with no session).
 #
 # It installs the pinned CLI versions into the cache first
 # (scripts/install-cli.sh), and the pinned TypeScript SDK whose declarations
