@@ -12,6 +12,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,7 +62,9 @@ type NotifyOptions struct {
 	// HTTPClient sends every outbound request (nil: a client with
 	// Timeout). Each request is bounded by Timeout anyway.
 	HTTPClient *http.Client
-	// Timeout bounds one outbound request (0 = 10 s).
+	// Timeout bounds one attempt of an outbound request (0 = 10 s). A
+	// request answered 429 or 5xx, or whose connection failed, is tried
+	// up to three times in all; one that timed out is not tried again.
 	Timeout time.Duration
 	// Queue bounds the notifications waiting in each of the senders'
 	// lanes (0 = 256; a person's all go through one lane, in order);
@@ -571,8 +574,6 @@ func (n *notifier) send(j notifyJob) {
 }
 
 func (n *notifier) webPush(sub pushSub, p notifyPayload, msg []byte) {
-	ctx, cancel := context.WithTimeout(n.s.ctx, n.opts.Timeout)
-	defer cancel()
 	o := &webpush.Options{
 		HTTPClient: n.hc, Subscriber: n.opts.Subject, TTL: 24 * 3600, Topic: pushTopic(p.Tag),
 		VAPIDPublicKey: n.store.Vapid.Public, VAPIDPrivateKey: n.store.Vapid.Private,
@@ -580,19 +581,73 @@ func (n *notifier) webPush(sub pushSub, p notifyPayload, msg []byte) {
 	if p.Event == NotifyApproval || p.Event == NotifyQuestion || p.Type == "resolved" {
 		o.Urgency = webpush.UrgencyHigh
 	}
-	resp, err := webpush.SendNotificationWithContext(ctx, msg, &webpush.Subscription{Endpoint: sub.Endpoint, Keys: sub.Keys}, o)
-	if err != nil {
-		n.s.log.Info("serve: web push failed", "err", err)
-		return
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+	status := n.deliver("web push", func(ctx context.Context) (*http.Response, error) {
+		return webpush.SendNotificationWithContext(ctx, msg, &webpush.Subscription{Endpoint: sub.Endpoint, Keys: sub.Keys}, o)
+	})
+	if status == http.StatusNotFound || status == http.StatusGone {
 		n.store.dropSub(sub.Endpoint) // the browser unsubscribed
-	case resp.StatusCode >= 300:
-		n.s.log.Info("serve: web push refused", "status", resp.StatusCode)
 	}
+}
+
+// Retries of one outbound notification request (docs/serve-protocol.md,
+// section 8): a push service, webhook or ntfy server that answers 429 or
+// 5xx, or a connection that fails, is tried again, notifyAttempts times
+// in all, notifyRetryPause apart and doubling, or after the Retry-After
+// it gives; no pause is longer than notifyRetryMax. A request that timed
+// out is not tried again: its lane (and the people on it) already waited
+// Timeout for it.
+const (
+	notifyAttempts   = 3
+	notifyRetryPause = 500 * time.Millisecond
+	notifyRetryMax   = 5 * time.Second
+)
+
+// deliver sends one request through send, each attempt bounded by
+// Timeout, and returns the last answer's status (0: none came).
+func (n *notifier) deliver(what string, send func(ctx context.Context) (*http.Response, error)) int {
+	pause := notifyRetryPause
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(n.s.ctx, n.opts.Timeout)
+		resp, err := send(ctx)
+		status, after := 0, time.Duration(0)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			status, after = resp.StatusCode, retryAfter(resp.Header.Get("Retry-After"))
+		}
+		cancel()
+		var ne net.Error
+		timedOut := errors.As(err, &ne) && ne.Timeout()
+		again := (err != nil && !timedOut) || status == http.StatusTooManyRequests || status >= 500
+		if !again || attempt == notifyAttempts || n.s.ctx.Err() != nil {
+			switch {
+			case err != nil:
+				n.s.log.Info("serve: "+what+" failed", "err", err, "attempts", attempt)
+			case status >= 300 && status != http.StatusNotFound && status != http.StatusGone:
+				n.s.log.Info("serve: "+what+" refused", "status", status, "attempts", attempt)
+			}
+			return status
+		}
+		wait := min(cmp.Or(after, pause), notifyRetryMax)
+		n.s.log.Debug("serve: "+what+" to be tried again", "err", err, "status", status, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-n.s.ctx.Done():
+			t.Stop()
+			return status
+		case <-t.C:
+		}
+		pause *= 2
+	}
+}
+
+// retryAfter reads a Retry-After header's seconds (RFC 9110; an HTTP
+// date is taken as none).
+func retryAfter(v string) time.Duration {
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	return 0
 }
 
 // pushTopic is RFC 8030's Topic for a tag (at most 32 base64url
@@ -625,64 +680,51 @@ func (n *notifier) webhook(w *WebhookTarget, j notifyJob) {
 	p := j.p
 	p.Person, p.Time = j.subject, time.Now().UTC()
 	body := rawJSON(p)
-	ctx, cancel := context.WithTimeout(n.s.ctx, n.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
-	if err != nil {
-		return
-	}
-	ts := time.Now().Unix()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "tether-webhook/1")
-	req.Header.Set(WebhookTimestampHeader, strconv.FormatInt(ts, 10))
-	if w.Secret != "" {
-		req.Header.Set(WebhookSignatureHeader, WebhookSignature(w.Secret, ts, body))
-	}
-	n.do(req)
+	n.deliver("webhook", func(ctx context.Context) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		ts := time.Now().Unix() // each attempt signed when it is sent
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("User-Agent", "tether-webhook/1")
+		req.Header.Set(WebhookTimestampHeader, strconv.FormatInt(ts, 10))
+		if w.Secret != "" {
+			req.Header.Set(WebhookSignatureHeader, WebhookSignature(w.Secret, ts, body))
+		}
+		return n.hc.Do(req)
+	})
 }
 
 // ntfy publishes to the person's topic: the body is the message, the
 // title, priority, tags and a link in ntfy's headers.
 func (n *notifier) ntfy(topic string, p notifyPayload) {
-	ctx, cancel := context.WithTimeout(n.s.ctx, n.opts.Timeout)
-	defer cancel()
 	u := strings.TrimSuffix(n.opts.NtfyURL, "/") + "/" + url.PathEscape(topic)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(cmpOr(p.Body, p.Title)))
-	if err != nil {
-		return
-	}
-	h := req.Header
-	h.Set("Title", p.Title)
-	h.Set("Tags", p.Event)
-	switch p.Event {
-	case NotifyApproval, NotifyQuestion:
-		h.Set("Priority", "high")
-	case NotifyTurnFailed, NotifyBudget:
-		h.Set("Priority", "default")
-	default:
-		h.Set("Priority", "low")
-	}
-	if p.URL != "" {
-		h.Set("Click", p.URL)
-		h.Set("Actions", "view, Open session, "+p.URL)
-	}
-	if n.opts.NtfyToken != "" {
-		h.Set("Authorization", "Bearer "+n.opts.NtfyToken)
-	}
-	n.do(req)
-}
-
-func (n *notifier) do(req *http.Request) {
-	resp, err := n.hc.Do(req)
-	if err != nil {
-		n.s.log.Info("serve: notification request failed", "err", err)
-		return
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		n.s.log.Info("serve: notification refused", "status", resp.StatusCode)
-	}
+	n.deliver("ntfy", func(ctx context.Context) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(cmpOr(p.Body, p.Title)))
+		if err != nil {
+			return nil, err
+		}
+		h := req.Header
+		h.Set("Title", p.Title)
+		h.Set("Tags", p.Event)
+		switch p.Event {
+		case NotifyApproval, NotifyQuestion:
+			h.Set("Priority", "high")
+		case NotifyTurnFailed, NotifyBudget:
+			h.Set("Priority", "default")
+		default:
+			h.Set("Priority", "low")
+		}
+		if p.URL != "" {
+			h.Set("Click", p.URL)
+			h.Set("Actions", "view, Open session, "+p.URL)
+		}
+		if n.opts.NtfyToken != "" {
+			h.Set("Authorization", "Bearer "+n.opts.NtfyToken)
+		}
+		return n.hc.Do(req)
+	})
 }
 
 // personOf is who a request or a socket is: the team identity, or the

@@ -61,6 +61,25 @@ type pushEndpoint struct {
 	got  chan pushMsg
 	gone bool // answer 410 Gone from now on
 	mu   sync.Mutex
+	// fail is what the next requests are answered, one each, before
+	// any is taken (a status, with Retry-After: 1 for a 429); requests
+	// counts every request.
+	fail     []int
+	requests int
+}
+
+// failNext makes the next requests fail with statuses, in order.
+func (pe *pushEndpoint) failNext(statuses ...int) {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	pe.fail = append(pe.fail, statuses...)
+}
+
+// count is how many requests came so far.
+func (pe *pushEndpoint) count() int {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	return pe.requests
 }
 
 func newPushEndpoint(t *testing.T) *pushEndpoint {
@@ -84,9 +103,21 @@ func (pe *pushEndpoint) subscription(path string) string {
 func (pe *pushEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	pe.mu.Lock()
 	gone := pe.gone
+	pe.requests++
+	fail := 0
+	if len(pe.fail) > 0 {
+		fail, pe.fail = pe.fail[0], pe.fail[1:]
+	}
 	pe.mu.Unlock()
 	if gone {
 		w.WriteHeader(http.StatusGone)
+		return
+	}
+	if fail != 0 {
+		if fail == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(fail)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -415,8 +446,41 @@ func TestPushTeamViewerRefused(t *testing.T) {
 	}
 }
 
+// A push service that answers 503 or 429 (with Retry-After) gets the
+// push again, in the same order as the rest of the person's; one that
+// refuses it for good (400) does not, and the next notification goes
+// on.
+func TestPushRetried(t *testing.T) {
+	ctx := testCtx(t)
+	pe := newPushEndpoint(t)
+	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: notifyOptions(t)}})
+	if st, b := e.req("POST", "/api/notify/subscribe", pe.subscription("/sub")); st != http.StatusNoContent {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
+	cl := e.dial(ctx)
+	cl.ok(ctx, map[string]any{"type": "visibility", "visible": false})
+	id := cl.start(ctx, e.cwd)
+	pe.failNext(http.StatusServiceUnavailable, http.StatusTooManyRequests)
+	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool make"})
+	m := pe.next(ctx, "the approval, on the third attempt")
+	if m.Event != "approval" || pe.count() != 3 {
+		t.Fatalf("after %d requests: %+v", pe.count(), m)
+	}
+	// The "resolved" push is refused for good: not tried again, and the
+	// turn's push after it is the next to come.
+	pe.failNext(http.StatusBadRequest)
+	act := fmt.Sprintf(`{"session":%q,"approval":%q,"action":"allow"}`, id, m.Approval)
+	if st, b := e.req("POST", "/api/notify/action", act); st != 200 {
+		t.Fatalf("allow: %d %s", st, b)
+	}
+	if d := pe.next(ctx, "the turn's end"); d.Event != "turn_done" || pe.count() != 5 {
+		t.Fatalf("after %d requests: %+v", pe.count(), d)
+	}
+}
+
 // A webhook gets the notification as JSON signed with the person's
 // secret; ntfy gets it in ntfy's shape (title, priority, tags headers).
+// Each is tried again after a 502 or a 429.
 func TestWebhookAndNtfy(t *testing.T) {
 	ctx := testCtx(t)
 	type hit struct {
@@ -425,15 +489,27 @@ func TestWebhookAndNtfy(t *testing.T) {
 		path string
 	}
 	hooks, ntfys := make(chan hit, 16), make(chan hit, 16)
-	recv := func(ch chan hit) *httptest.Server {
+	// Each receiver refuses its first request (failFirst), as a service
+	// with a moment's trouble does: the notifier tries again.
+	recv := func(ch chan hit, failFirst int) *httptest.Server {
+		var mu sync.Mutex
+		failed := false
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			fail := !failed
+			failed = true
+			mu.Unlock()
+			if fail {
+				w.WriteHeader(failFirst)
+				return
+			}
 			ch <- hit{r.Header.Clone(), b, r.URL.Path}
 		}))
 		t.Cleanup(s.Close)
 		return s
 	}
-	hs, ns := recv(hooks), recv(ntfys)
+	hs, ns := recv(hooks, http.StatusBadGateway), recv(ntfys, http.StatusTooManyRequests)
 	no := notifyOptions(t)
 	no.NtfyURL = ns.URL
 	no.BaseURL = "https://tether.example"
