@@ -248,7 +248,7 @@ func newEnv(t testing.TB, eo *envOptions) *env {
 	if eo.serve != nil {
 		so = eo.serve
 	}
-	if so.Logger == nil {
+	if _, bench := t.(*testing.B); so.Logger == nil && !bench { // a benchmark measures the server alone
 		c := *so
 		c.Logger = testlog.New(t, slog.LevelDebug) // shown if the test fails
 		so = &c
