@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -662,6 +663,10 @@ func pushTopic(tag string) string {
 const (
 	WebhookTimestampHeader = "X-Tether-Timestamp"
 	WebhookSignatureHeader = "X-Tether-Signature"
+	// WebhookDeliveryHeader names one notification, the same on each
+	// attempt to deliver it: a receiver that answered an attempt the
+	// server never heard back from gets it again, and drops the second.
+	WebhookDeliveryHeader = "X-Tether-Delivery"
 )
 
 // WebhookSignature returns the X-Tether-Signature value for a body sent
@@ -680,6 +685,7 @@ func (n *notifier) webhook(w *WebhookTarget, j notifyJob) {
 	p := j.p
 	p.Person, p.Time = j.subject, time.Now().UTC()
 	body := rawJSON(p)
+	delivery := rand.Text()
 	n.deliver("webhook", func(ctx context.Context) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
 		if err != nil {
@@ -688,6 +694,7 @@ func (n *notifier) webhook(w *WebhookTarget, j notifyJob) {
 		ts := time.Now().Unix() // each attempt signed when it is sent
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("User-Agent", "tether-webhook/1")
+		req.Header.Set(WebhookDeliveryHeader, delivery)
 		req.Header.Set(WebhookTimestampHeader, strconv.FormatInt(ts, 10))
 		if w.Secret != "" {
 			req.Header.Set(WebhookSignatureHeader, WebhookSignature(w.Secret, ts, body))

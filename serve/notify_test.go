@@ -489,6 +489,7 @@ func TestWebhookAndNtfy(t *testing.T) {
 		path string
 	}
 	hooks, ntfys := make(chan hit, 16), make(chan hit, 16)
+	refused := make(chan string, 2) // the delivery id of each receiver's refused request
 	// Each receiver refuses its first request (failFirst), as a service
 	// with a moment's trouble does: the notifier tries again.
 	recv := func(ch chan hit, failFirst int) *httptest.Server {
@@ -501,6 +502,7 @@ func TestWebhookAndNtfy(t *testing.T) {
 			failed = true
 			mu.Unlock()
 			if fail {
+				refused <- r.Header.Get(serve.WebhookDeliveryHeader)
 				w.WriteHeader(failFirst)
 				return
 			}
@@ -539,6 +541,12 @@ func TestWebhookAndNtfy(t *testing.T) {
 	}
 	if got := serve.WebhookSignature(secret, ts, h.body); got != want {
 		t.Fatalf("WebhookSignature = %q", got)
+	}
+	// The attempt refused and the one taken name the same delivery;
+	// ntfy's requests name none.
+	ids := map[string]bool{<-refused: true, <-refused: true}
+	if d := h.hdr.Get(serve.WebhookDeliveryHeader); len(d) < 20 || !ids[d] || !ids[""] {
+		t.Fatalf("delivery %q; refused attempts named %v", d, ids)
 	}
 	var wb struct{ Event, Person, Body, Session, URL string }
 	if json.Unmarshal(h.body, &wb) != nil || wb.Event != "approval" || wb.Person != "token" || wb.Body != "go test" || wb.URL != "https://tether.example/#s="+id {
