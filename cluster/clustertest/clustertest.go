@@ -10,8 +10,10 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/tetherhq/tether/claude"
 	"github.com/tetherhq/tether/cluster"
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/testlog"
 )
 
 // Options configures New. A nil *Options means defaults.
@@ -50,9 +53,11 @@ type Cluster struct {
 	// Client is a client of the cluster (close it with the cluster).
 	Client *cluster.Client
 
-	t      testing.TB
-	opts   server.Options
-	limits *cluster.Limits
+	t       testing.TB
+	opts    server.Options
+	limits  *cluster.Limits
+	log     *slog.Logger // nil: none
+	clients atomic.Int64 // clients made, to name each in the log
 }
 
 // New starts a NATS server, the agents and a client; they stop when t
@@ -91,11 +96,17 @@ func New(t testing.TB, opts *Options) *Cluster {
 	c.start()
 	c.opts.Port = c.Server.Addr().(*net.TCPAddr).Port
 	t.Cleanup(c.stop)
+	// The agents' and clients' logs, shown if the test fails (a benchmark
+	// measures them without).
+	if _, bench := t.(*testing.B); !bench {
+		c.log = testlog.New(t, slog.LevelInfo)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range o.Agents {
 		a, err := cluster.NewAgent(ctx, &cluster.AgentOptions{URL: c.URL, ID: fmt.Sprint("agent", i+1),
-			Capacity: o.Capacity, Limits: o.Limits, Session: &tmpl, SleepAfter: o.SleepAfter})
+			Capacity: o.Capacity, Limits: o.Limits, Session: &tmpl, SleepAfter: o.SleepAfter,
+			Logger: c.log}) // each agent names itself
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,13 +117,21 @@ func New(t testing.TB, opts *Options) *Cluster {
 	return c
 }
 
+// logger is the cluster's log for one of its parts (nil: none).
+func (c *Cluster) logger(part string, n any) *slog.Logger {
+	if c.log == nil {
+		return nil
+	}
+	return c.log.With(part, n)
+}
+
 // NewClient returns another client of the cluster (another `serve`),
 // closed when the test ends.
 func (c *Cluster) NewClient() *cluster.Client {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: c.URL, Limits: c.limits})
+	cl, err := cluster.NewClient(ctx, &cluster.ClientOptions{URL: c.URL, Limits: c.limits, Logger: c.logger("client", c.clients.Add(1))})
 	if err != nil {
 		c.t.Fatal(err)
 	}
