@@ -13,7 +13,6 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -617,9 +616,11 @@ func (n *notifier) deliver(what string, send func(ctx context.Context) (*http.Re
 			status, after = resp.StatusCode, retryAfter(resp.Header.Get("Retry-After"))
 		}
 		cancel()
-		var ne net.Error
-		timedOut := errors.As(err, &ne) && ne.Timeout()
-		again := (err != nil && !timedOut) || status == http.StatusTooManyRequests || status >= 500
+		// An error of the request's own making (a bad URL, keys that do
+		// not encrypt) is no url.Error, and is not tried again either.
+		var ue *url.Error
+		failedConn := errors.As(err, &ue) && !ue.Timeout()
+		again := failedConn || status == http.StatusTooManyRequests || status >= 500
 		if !again || attempt == notifyAttempts || n.s.ctx.Err() != nil {
 			switch {
 			case err != nil:

@@ -68,6 +68,9 @@ type pushEndpoint struct {
 	requests int
 }
 
+// dropConn, as a failNext status, closes the connection unanswered.
+const dropConn = -1
+
 // failNext makes the next requests fail with statuses, in order.
 func (pe *pushEndpoint) failNext(statuses ...int) {
 	pe.mu.Lock()
@@ -111,6 +114,12 @@ func (pe *pushEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	pe.mu.Unlock()
 	if gone {
 		w.WriteHeader(http.StatusGone)
+		return
+	}
+	if fail == dropConn {
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close() // the client sees the connection end with no answer
+		}
 		return
 	}
 	if fail != 0 {
@@ -446,10 +455,10 @@ func TestPushTeamViewerRefused(t *testing.T) {
 	}
 }
 
-// A push service that answers 503 or 429 (with Retry-After) gets the
-// push again, in the same order as the rest of the person's; one that
-// refuses it for good (400) does not, and the next notification goes
-// on.
+// A push service that drops the connection, answers 503 or 429 (with
+// Retry-After) gets the push again, in the same order as the rest of the
+// person's; one that refuses it for good (400) does not, and the next
+// notification goes on.
 func TestPushRetried(t *testing.T) {
 	ctx := testCtx(t)
 	pe := newPushEndpoint(t)
@@ -460,20 +469,31 @@ func TestPushRetried(t *testing.T) {
 	cl := e.dial(ctx)
 	cl.ok(ctx, map[string]any{"type": "visibility", "visible": false})
 	id := cl.start(ctx, e.cwd)
-	pe.failNext(http.StatusServiceUnavailable, http.StatusTooManyRequests)
+	pe.failNext(dropConn, http.StatusServiceUnavailable)
 	cl.do(ctx, id, map[string]any{"type": "send", "text": "tool make"})
 	m := pe.next(ctx, "the approval, on the third attempt")
 	if m.Event != "approval" || pe.count() != 3 {
 		t.Fatalf("after %d requests: %+v", pe.count(), m)
 	}
-	// The "resolved" push is refused for good: not tried again, and the
-	// turn's push after it is the next to come.
-	pe.failNext(http.StatusBadRequest)
+	// "resolved" after a 429 (and its Retry-After), then the turn's end.
+	pe.failNext(http.StatusTooManyRequests)
 	act := fmt.Sprintf(`{"session":%q,"approval":%q,"action":"allow"}`, id, m.Approval)
 	if st, b := e.req("POST", "/api/notify/action", act); st != 200 {
 		t.Fatalf("allow: %d %s", st, b)
 	}
-	if d := pe.next(ctx, "the turn's end"); d.Event != "turn_done" || pe.count() != 5 {
+	if r := pe.next(ctx, "resolved, on the second attempt"); r.Type != "resolved" || pe.count() != 5 {
+		t.Fatalf("after %d requests: %+v", pe.count(), r)
+	}
+	if d := pe.next(ctx, "the turn's end"); d.Event != "turn_done" || pe.count() != 6 {
+		t.Fatalf("after %d requests: %+v", pe.count(), d)
+	}
+	// A turn's end refused for good is not tried again: the next turn's
+	// is the next request.
+	pe.failNext(http.StatusBadRequest)
+	cl.do(ctx, id, map[string]any{"type": "send", "text": "hello"})
+	waitFor(t, "the refused request", func() bool { return pe.count() == 7 })
+	cl.do(ctx, id, map[string]any{"type": "send", "text": "again"})
+	if d := pe.next(ctx, "the third turn's end"); d.Event != "turn_done" || d.Body != "echo: again" || pe.count() != 8 {
 		t.Fatalf("after %d requests: %+v", pe.count(), d)
 	}
 }
