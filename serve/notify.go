@@ -490,7 +490,7 @@ func (n *notifier) wanted(subject string, force bool, p notifyPayload) bool {
 		return false
 	}
 	if !force && n.s.tabVisible(subject) {
-		n.s.log.Debug("serve: notification withheld: a tab of theirs is visible", "person", subject, "event", p.Event, "tag", p.Tag)
+		n.s.log.Info("serve: notification withheld: a tab of theirs is visible", "person", subject, "event", p.Event, "tag", p.Tag)
 		return false
 	}
 	if strings.HasPrefix(p.Tag, "approval:") {
@@ -561,7 +561,7 @@ func (n *notifier) send(j notifyJob) {
 		j.p.URL = strings.TrimSuffix(n.opts.BaseURL, "/") + "/#s=" + url.QueryEscape(j.p.Session)
 	}
 	msg := rawJSON(j.p)
-	n.s.log.Debug("serve: notifying", "person", j.subject, "event", j.p.Event, "type", j.p.Type, "tag", j.p.Tag, "subscriptions", len(per.Subs))
+	n.s.log.Info("serve: notifying", "person", j.subject, "event", j.p.Event, "type", j.p.Type, "tag", j.p.Tag, "subscriptions", len(per.Subs))
 	for _, sub := range per.Subs {
 		n.webPush(sub, j.p, msg)
 	}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/tetherhq/tether/host"
+	"github.com/tetherhq/tether/internal/syncbuf"
 	"github.com/tetherhq/tether/serve"
 )
 
@@ -462,7 +464,8 @@ func TestPushTeamViewerRefused(t *testing.T) {
 func TestPushRetried(t *testing.T) {
 	ctx := testCtx(t)
 	pe := newPushEndpoint(t)
-	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: notifyOptions(t)}})
+	var logs syncbuf.Buffer // what `tether serve -v` shows (info)
+	e := newEnv(t, &envOptions{serve: &serve.Options{Notify: notifyOptions(t), Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 	if st, b := e.req("POST", "/api/notify/subscribe", pe.subscription("/sub")); st != http.StatusNoContent {
 		t.Fatalf("subscribe: %d %s", st, b)
 	}
@@ -495,6 +498,17 @@ func TestPushRetried(t *testing.T) {
 	cl.do(ctx, id, map[string]any{"type": "send", "text": "again"})
 	if d := pe.next(ctx, "the third turn's end"); d.Event != "turn_done" || d.Body != "echo: again" || pe.count() != 8 {
 		t.Fatalf("after %d requests: %+v", pe.count(), d)
+	}
+	// The operator's log says what was sent and what was refused, and
+	// names no prompt.
+	l := logs.String()
+	for _, want := range []string{`msg="serve: notifying" person=token event=approval`, `msg="serve: web push refused" status=400 attempts=1`} {
+		if !strings.Contains(l, want) {
+			t.Errorf("the log lacks %q:\n%s", want, l)
+		}
+	}
+	if strings.Contains(l, "echo: again") || strings.Contains(l, "hello") {
+		t.Errorf("the log names a prompt:\n%s", l)
 	}
 }
 

@@ -170,7 +170,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.BoolVar(&sf.notify, "notify", false, "call people back when a session needs them (an approval or question waits, a turn ends): Web Push to their browsers, a webhook, ntfy; set up in the UI's bell (with --nats: the sessions of the whole cluster, for the people who subscribed through this server)")
 	fs.StringVar(&sf.notifyDir, "notify-dir", "", "where --notify keeps its VAPID keys and people's subscriptions (mode 0600; default: the user config directory's tether/serve, e.g. ~/.config/tether/serve)")
 	fs.StringVar(&sf.ntfyURL, "ntfy-url", "", "the ntfy server people's --notify topics are posted to (default: none, ntfy off)")
-	fs.BoolVar(&sf.verbose, "v", false, "log requests refused and connections to stderr (never tokens or prompts)")
+	fs.BoolVar(&sf.verbose, "v", false, "log requests refused, connections and notifications (sent, withheld, failed) to stderr (never tokens or prompts)")
 	return sf
 }
 
