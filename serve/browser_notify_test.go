@@ -134,11 +134,7 @@ func testPushBrowser(t *testing.T, b *browser, overCluster, realCLI bool) {
 		var line string
 		switch e := ev.(type) {
 		case *cdpruntime.EventConsoleAPICalled:
-			var parts []string
-			for _, a := range e.Args {
-				parts = append(parts, string(a.Value)+a.Description)
-			}
-			line = "console." + string(e.Type) + ": " + strings.Join(parts, " ")
+			line = consoleLine(e)
 		case *cdpruntime.EventExceptionThrown:
 			line = "exception: " + e.ExceptionDetails.Error()
 		default:

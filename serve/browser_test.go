@@ -133,6 +133,16 @@ func (b *browser) newTab(t *testing.T, origin, name string) *tab {
 	return tb
 }
 
+// consoleLine is a console call as one line: "console.<type>: " and
+// its arguments.
+func consoleLine(e *cdpruntime.EventConsoleAPICalled) string {
+	parts := make([]string, 0, len(e.Args))
+	for _, a := range e.Args {
+		parts = append(parts, string(a.Value)+a.Description)
+	}
+	return "console." + string(e.Type) + ": " + strings.Join(parts, " ")
+}
+
 // watch records the tab's uncaught exceptions, console errors and
 // requests to anything but the allowed origins, and reports them when
 // the test ends; then it cancels the tab and runs closed (if set).
@@ -147,12 +157,8 @@ func (tb *tab) watch(cancel context.CancelFunc, allowed []string, closed func())
 			tb.mu.Unlock()
 		case *cdpruntime.EventConsoleAPICalled:
 			if e.Type == cdpruntime.APITypeError {
-				var parts []string
-				for _, a := range e.Args {
-					parts = append(parts, string(a.Value)+a.Description)
-				}
 				tb.mu.Lock()
-				tb.errors = append(tb.errors, "console.error: "+strings.Join(parts, " "))
+				tb.errors = append(tb.errors, consoleLine(e))
 				tb.mu.Unlock()
 			}
 		case *page.EventJavascriptDialogOpening:

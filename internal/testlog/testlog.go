@@ -7,7 +7,6 @@
 package testlog
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -23,9 +22,10 @@ const Keep = 2000
 // New returns a logger at level and below it nothing. Its records are
 // kept (the newest Keep) and written with t.Log at the end of the test,
 // after the cleanups registered after this call, and only if the test
-// failed. Records made after that are dropped.
+// failed. Records made after that are dropped. They are slog's text form,
+// with the time since New in place of the clock's.
 func New(t testing.TB, level slog.Level) *slog.Logger {
-	s := &sink{start: time.Now()}
+	s := &sink{}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -39,15 +39,20 @@ func New(t testing.TB, level slog.Level) *slog.Logger {
 		}
 		for i := range s.lines {
 			b.WriteString(s.lines[(s.next+i)%len(s.lines)])
-			b.WriteByte('\n')
 		}
 		t.Logf("log of the code under test:\n%s", b.String())
 	})
-	return slog.New(&handler{s: s, level: level})
+	start := time.Now()
+	return slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.String("t", fmt.Sprintf("%.3fs", a.Value.Time().Sub(start).Seconds()))
+		}
+		return a
+	}}))
 }
 
+// sink keeps what the handler writes, one record per Write.
 type sink struct {
-	start   time.Time
 	mu      sync.Mutex
 	lines   []string // a ring once full: the oldest at next
 	next    int
@@ -55,64 +60,18 @@ type sink struct {
 	closed  bool
 }
 
-func (s *sink) add(line string) {
+func (s *sink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return len(p), nil
 	}
 	if len(s.lines) < Keep {
-		s.lines = append(s.lines, line)
-		return
+		s.lines = append(s.lines, string(p))
+		return len(p), nil
 	}
-	s.lines[s.next] = line
+	s.lines[s.next] = string(p)
 	s.next = (s.next + 1) % Keep
 	s.dropped++
-}
-
-type handler struct {
-	s     *sink
-	level slog.Level
-	attrs []slog.Attr
-	group string
-}
-
-func (h *handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
-
-func (h *handler) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%8.3fs %-5s %s", r.Time.Sub(h.s.start).Seconds(), r.Level, r.Message)
-	for _, a := range h.attrs {
-		fmt.Fprintf(&b, " %s", a)
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		if h.group != "" {
-			a.Key = h.group + "." + a.Key
-		}
-		fmt.Fprintf(&b, " %s", a)
-		return true
-	})
-	h.s.add(b.String())
-	return nil
-}
-
-func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
-	c := *h
-	c.attrs = append([]slog.Attr(nil), h.attrs...)
-	for _, a := range as {
-		if h.group != "" {
-			a.Key = h.group + "." + a.Key
-		}
-		c.attrs = append(c.attrs, a)
-	}
-	return &c
-}
-
-func (h *handler) WithGroup(name string) slog.Handler {
-	if name == "" {
-		return h
-	}
-	c := *h
-	c.group = strings.TrimPrefix(h.group+"."+name, ".")
-	return &c
+	return len(p), nil
 }

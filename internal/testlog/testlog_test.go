@@ -46,7 +46,7 @@ func TestShownOnlyOnFailure(t *testing.T) {
 			t.Fatalf("logs: %q", ft.logs)
 		}
 		got := ft.logs[0]
-		for _, want := range []string{"INFO  withheld sid=s1 push.event=approval"} {
+		for _, want := range []string{"level=INFO msg=withheld sid=s1 push.event=approval"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("missing %q in %q", want, got)
 			}
@@ -72,7 +72,7 @@ func TestKeepsTheNewest(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(got), "\n")
 	first, last := lines[2], lines[len(lines)-1]
-	if !strings.HasSuffix(first, " r5") || !strings.HasSuffix(last, fmt.Sprintf(" r%d", testlog.Keep+4)) {
+	if !strings.HasSuffix(first, " msg=r5") || !strings.HasSuffix(last, fmt.Sprintf(" msg=r%d", testlog.Keep+4)) {
 		t.Fatalf("first %q, last %q", first, last)
 	}
 }
